@@ -1,0 +1,83 @@
+#include <string.h>
+
+#include "api/api-priv.h"
+
+/* Splits an encoded path into decoded segments; refuses encoded '/' and NUL. */
+static GPtrArray *
+split_path(const char *path, GError **error)
+{
+    g_auto(GStrv) parts = g_strsplit(path, "/", -1);
+    g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func(g_free);
+
+    for (guint i = 0; parts[i]; i++) {
+        g_autofree char *decoded = NULL;
+        if (i == 0 && parts[i][0] == '\0')
+            continue;
+        decoded = g_uri_unescape_string(parts[i], "/");
+        if (!decoded || !carrel_util_is_clean_text(decoded)) {
+            g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "malformed request path");
+            return NULL;
+        }
+        g_ptr_array_add(out, g_steal_pointer(&decoded));
+    }
+    return g_steal_pointer(&out);
+}
+
+static gboolean
+pattern_matches(const char *pattern, GPtrArray *segments, GPtrArray *params)
+{
+    g_auto(GStrv) want = g_strsplit(pattern + 1, "/", -1);
+
+    if (g_strv_length(want) != segments->len)
+        return FALSE;
+    for (guint i = 0; i < segments->len; i++) {
+        const char *seg = g_ptr_array_index(segments, i);
+        if (g_str_equal(want[i], "*")) {
+            if (params)
+                g_ptr_array_add(params, g_strdup(seg));
+        } else if (!g_str_equal(want[i], seg)) {
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+const CarrelApiRoute *
+carrel_api_route_match(const char *method, const char *path, GPtrArray **ret_params,
+                       guint *ret_status, GError **error)
+{
+    g_autoptr(GPtrArray) segments = split_path(path, error);
+    gboolean path_known = FALSE;
+
+    if (!segments) {
+        *ret_status = SOUP_STATUS_BAD_REQUEST;
+        return NULL;
+    }
+    for (const CarrelApiRoute *r = carrel_api_routes; r->method; r++) {
+        g_autoptr(GPtrArray) params = NULL;
+        if (!pattern_matches(r->pattern, segments, NULL))
+            continue;
+        path_known = TRUE;
+        if (!g_str_equal(r->method, method))
+            continue;
+        params = g_ptr_array_new_with_free_func(g_free);
+        pattern_matches(r->pattern, segments, params);
+        *ret_params = g_steal_pointer(&params);
+        return r;
+    }
+    if (path_known) {
+        *ret_status = SOUP_STATUS_METHOD_NOT_ALLOWED;
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "method '%s' is not allowed on this resource", method);
+    } else {
+        *ret_status = SOUP_STATUS_NOT_FOUND;
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND, "no such route");
+    }
+    return NULL;
+}
+
+const char *
+carrel_api_query(CarrelApiRequest *req, const char *key)
+{
+    return req->query ? g_hash_table_lookup(req->query, key) : NULL;
+}

@@ -1,0 +1,285 @@
+#include "api/api-priv.h"
+
+static const char *
+param(CarrelApiRequest *req, guint i)
+{
+    return g_ptr_array_index(req->params, i);
+}
+
+static JsonNode *
+list_node(const char *member, GPtrArray *items)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, member);
+    json_builder_begin_array(b);
+    for (guint i = 0; i < items->len; i++)
+        json_builder_add_value(b, g_ptr_array_index(items, i));
+    json_builder_end_array(b);
+    json_builder_end_object(b);
+    return json_builder_get_root(b);
+}
+
+static JsonNode *
+get_healthz(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "status");
+    json_builder_add_string_value(b, "ok");
+    json_builder_end_object(b);
+    return json_builder_get_root(b);
+}
+
+static JsonNode *
+get_version(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    CarrelHypervisor *hv = carrel_manager_get_hypervisor(req->mgr);
+    g_autofree char *describe = carrel_hypervisor_describe(hv);
+
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "version");
+    json_builder_add_string_value(b, req->version_info);
+    json_builder_set_member_name(b, "accel");
+    json_builder_add_string_value(b, carrel_accel_to_string(carrel_manager_get_accel(req->mgr)));
+    json_builder_set_member_name(b, "accel_reason");
+    json_builder_add_string_value(b, carrel_manager_get_accel_reason(req->mgr));
+    json_builder_set_member_name(b, "libvirt_uri");
+    json_builder_add_string_value(b, carrel_hypervisor_get_uri(hv));
+    json_builder_set_member_name(b, "hypervisor");
+    json_builder_add_string_value(b, describe);
+    json_builder_end_object(b);
+    return json_builder_get_root(b);
+}
+
+/* Templates. */
+
+static JsonNode *
+template_json(CarrelApiRequest *req, const CarrelTemplate *tmpl)
+{
+    guint used = carrel_manager_template_sessions(req->mgr, tmpl->name, tmpl->version);
+
+    return carrel_template_to_json(tmpl, used);
+}
+
+static JsonNode *
+get_templates(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    g_autoptr(GPtrArray) all = carrel_manager_template_list(req->mgr, error);
+    g_autoptr(GPtrArray) nodes = g_ptr_array_new();
+
+    if (!all)
+        return NULL;
+    for (guint i = 0; i < all->len; i++)
+        g_ptr_array_add(nodes, template_json(req, g_ptr_array_index(all, i)));
+    return list_node("templates", nodes);
+}
+
+static gboolean
+parse_ref(const char *text, char **ret_name, guint *ret_version, GError **error)
+{
+    g_auto(GStrv) parts = g_strsplit(text, "@", 2);
+    guint64 version = 0;
+
+    if (parts[1] && !g_ascii_string_to_unsigned(parts[1], 10, 1, G_MAXUINT, &version, NULL)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "template version must be a positive number, as in 'tiny@2'");
+        return FALSE;
+    }
+    if (!carrel_util_is_valid_name(parts[0])) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "invalid template name");
+        return FALSE;
+    }
+    *ret_name = g_strdup(parts[0]);
+    *ret_version = (guint)version;
+    return TRUE;
+}
+
+static JsonNode *
+get_template(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    g_autofree char *name = NULL;
+    guint version;
+    g_autoptr(CarrelTemplate) tmpl = NULL;
+    g_autoptr(GPtrArray) all = NULL;
+    g_autoptr(JsonArray) versions = json_array_new();
+    JsonNode *node;
+
+    if (!parse_ref(param(req, 0), &name, &version, error))
+        return NULL;
+    tmpl = carrel_manager_template_get(req->mgr, name, version, error);
+    all = tmpl ? carrel_manager_template_list(req->mgr, error) : NULL;
+    if (!all)
+        return NULL;
+    for (guint i = 0; i < all->len; i++) {
+        CarrelTemplate *t = g_ptr_array_index(all, i);
+        if (g_str_equal(t->name, name))
+            json_array_add_element(versions, template_json(req, t));
+    }
+    node = template_json(req, tmpl);
+    json_object_set_array_member(json_node_get_object(node), "versions",
+                                 g_steal_pointer(&versions));
+    return node;
+}
+
+static JsonNode *
+post_templates(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    g_autoptr(CarrelTemplateImport) imp = carrel_template_import_from_json(req->body, error);
+    g_autoptr(CarrelTemplate) tmpl = NULL;
+
+    if (!imp)
+        return NULL;
+    tmpl = carrel_manager_template_import(req->mgr, imp, error);
+    if (!tmpl)
+        return NULL;
+    *ret_status = SOUP_STATUS_CREATED;
+    return template_json(req, tmpl);
+}
+
+static JsonNode *
+delete_template(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    g_auto(GStrv) refs = carrel_manager_template_remove(req->mgr, param(req, 0), error);
+    g_autoptr(JsonBuilder) b = json_builder_new();
+
+    if (!refs)
+        return NULL;
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "deleted");
+    json_builder_begin_array(b);
+    for (guint i = 0; refs[i]; i++)
+        json_builder_add_string_value(b, refs[i]);
+    json_builder_end_array(b);
+    json_builder_end_object(b);
+    return json_builder_get_root(b);
+}
+
+static JsonNode *
+post_template_build(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    g_autoptr(CarrelJob) job = carrel_manager_template_build(req->mgr, param(req, 0), error);
+
+    if (!job)
+        return NULL;
+    *ret_status = SOUP_STATUS_ACCEPTED;
+    return carrel_job_to_json(job);
+}
+
+static JsonNode *
+get_job(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    g_autoptr(CarrelJob) job = carrel_manager_job_get(req->mgr, param(req, 0), error);
+
+    return job ? carrel_job_to_json(job) : NULL;
+}
+
+/* Sessions. */
+
+static JsonNode *
+session_reply(CarrelSession *session)
+{
+    g_autoptr(CarrelSession) owned = session;
+
+    return owned ? carrel_session_to_json(owned) : NULL;
+}
+
+static JsonNode *
+get_sessions(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    const char *all_flag = carrel_api_query(req, "all");
+    gboolean all = all_flag && (g_str_equal(all_flag, "1") || g_str_equal(all_flag, "true"));
+    g_autoptr(GPtrArray) sessions = carrel_manager_session_list(req->mgr, all, error);
+    g_autoptr(GPtrArray) nodes = g_ptr_array_new();
+
+    if (!sessions)
+        return NULL;
+    for (guint i = 0; i < sessions->len; i++)
+        g_ptr_array_add(nodes, carrel_session_to_json(g_ptr_array_index(sessions, i)));
+    return list_node("sessions", nodes);
+}
+
+static JsonNode *
+post_sessions(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    g_autoptr(CarrelSessionRequest) sreq = carrel_session_request_from_json(req->body, error);
+    JsonNode *node;
+
+    if (!sreq)
+        return NULL;
+    node = session_reply(carrel_manager_session_create(req->mgr, sreq, error));
+    if (node)
+        *ret_status = SOUP_STATUS_CREATED;
+    return node;
+}
+
+static JsonNode *
+get_session(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    return session_reply(carrel_manager_session_get(req->mgr, param(req, 0), error));
+}
+
+static JsonNode *
+delete_session(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    return session_reply(carrel_manager_session_destroy(req->mgr, param(req, 0), error));
+}
+
+static JsonNode *
+post_session_start(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    return session_reply(carrel_manager_session_start(req->mgr, param(req, 0), error));
+}
+
+static gboolean
+stop_timeout(CarrelApiRequest *req, guint *ret_timeout, GError **error)
+{
+    static const char *const allowed[] = {"timeout_s", NULL};
+    JsonObject *obj = req->body ? json_node_get_object(req->body) : NULL;
+    JsonNode *node = obj ? json_object_get_member(obj, "timeout_s") : NULL;
+
+    if (obj && !carrel_conf_check_members(obj, allowed, error))
+        return FALSE;
+    *ret_timeout = 30;
+    if (!node)
+        return TRUE;
+    if (!JSON_NODE_HOLDS_VALUE(node) || json_node_get_value_type(node) != G_TYPE_INT64 ||
+        json_node_get_int(node) < 0 || json_node_get_int(node) > 600) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "'timeout_s' must be an integer between 0 and 600");
+        return FALSE;
+    }
+    *ret_timeout = (guint)json_node_get_int(node);
+    return TRUE;
+}
+
+static JsonNode *
+post_session_stop(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    guint timeout_s;
+
+    if (!stop_timeout(req, &timeout_s, error))
+        return NULL;
+    return session_reply(carrel_manager_session_stop(req->mgr, param(req, 0), timeout_s, error));
+}
+
+const CarrelApiRoute carrel_api_routes[] = {
+    {"GET", "/v1/healthz", get_healthz, NULL},
+    {"GET", "/v1/version", get_version, NULL},
+    {"GET", "/v1/templates", get_templates, NULL},
+    {"POST", "/v1/templates", post_templates, "admin"},
+    {"GET", "/v1/templates/*", get_template, NULL},
+    {"DELETE", "/v1/templates/*", delete_template, "admin"},
+    {"POST", "/v1/templates/*/build", post_template_build, "admin"},
+    {"GET", "/v1/jobs/*", get_job, NULL},
+    {"GET", "/v1/sessions", get_sessions, NULL},
+    {"POST", "/v1/sessions", post_sessions, NULL},
+    {"GET", "/v1/sessions/*", get_session, NULL},
+    {"DELETE", "/v1/sessions/*", delete_session, NULL},
+    {"POST", "/v1/sessions/*/start", post_session_start, NULL},
+    {"POST", "/v1/sessions/*/stop", post_session_stop, NULL},
+    {NULL, NULL, NULL, NULL},
+};

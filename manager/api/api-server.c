@@ -1,0 +1,368 @@
+#include <errno.h>
+#include <glib/gstdio.h>
+#include <string.h>
+#include <gio/gunixsocketaddress.h>
+#include <sys/stat.h>
+
+#include "api/api-priv.h"
+
+#define REQUEST_ID_MAX 64
+
+struct _CarrelApi {
+    SoupServer *server;
+    CarrelManager *mgr;
+    char *version_info;
+    gint in_flight;
+};
+
+typedef struct {
+    CarrelApi *api;
+    SoupServerMessage *msg;
+    CarrelApiRequest *req;
+    const CarrelApiRoute *route;
+    gint64 started;
+    guint status;
+    GBytes *reply;
+} Exchange;
+
+static void
+request_free(CarrelApiRequest *req)
+{
+    g_free(req->method);
+    g_free(req->path);
+    g_clear_pointer(&req->params, g_ptr_array_unref);
+    g_clear_pointer(&req->query, g_hash_table_unref);
+    g_clear_pointer(&req->body, json_node_unref);
+    g_free(req->role);
+    g_free(req->request_id);
+    g_free(req);
+}
+
+static void
+exchange_free(Exchange *ex)
+{
+    g_clear_pointer(&ex->req, request_free);
+    g_clear_pointer(&ex->reply, g_bytes_unref);
+    g_clear_object(&ex->msg);
+    g_free(ex);
+}
+
+static GBytes *
+json_bytes(JsonNode *node)
+{
+    g_autoptr(JsonGenerator) gen = json_generator_new();
+    gsize len = 0;
+    char *text;
+
+    json_generator_set_root(gen, node);
+    text = json_generator_to_data(gen, &len);
+    return g_bytes_new_take(text, len);
+}
+
+static gboolean
+request_id_ok(const char *id)
+{
+    gsize len = id ? strlen(id) : 0;
+
+    if (len == 0 || len > REQUEST_ID_MAX)
+        return FALSE;
+    for (gsize i = 0; i < len; i++) {
+        if (!g_ascii_isalnum(id[i]) && id[i] != '-' && id[i] != '_' && id[i] != '.')
+            return FALSE;
+    }
+    return TRUE;
+}
+
+static void
+send_reply(Exchange *ex)
+{
+    SoupMessageHeaders *headers = soup_server_message_get_response_headers(ex->msg);
+    gsize len = 0;
+    const char *data = ex->reply ? g_bytes_get_data(ex->reply, &len) : NULL;
+    gint64 ms = (g_get_monotonic_time() - ex->started) / 1000;
+
+    soup_message_headers_replace(headers, "X-Request-Id", ex->req->request_id);
+    soup_message_headers_replace(headers, "Cache-Control", "no-store");
+    soup_server_message_set_status(ex->msg, ex->status, NULL);
+    if (data)
+        soup_server_message_set_response(ex->msg, "application/json", SOUP_MEMORY_COPY, data, len);
+    /* Method and path only: never headers, so tokens stay out of the log. */
+    g_message("request %s: %s %s -> %u (%" G_GINT64_FORMAT " ms)", ex->req->request_id,
+              ex->req->method, ex->req->path, ex->status, ms);
+}
+
+static void
+reply_error(Exchange *ex, guint status, GError *error)
+{
+    g_autoptr(JsonNode) env = carrel_api_error_envelope(error);
+
+    ex->status = status ? status : carrel_api_status_for_error(error);
+    g_clear_pointer(&ex->reply, g_bytes_unref);
+    ex->reply = json_bytes(env);
+}
+
+static void
+run_handler(GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
+{
+    Exchange *ex = task_data;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(JsonNode) reply = NULL;
+    guint status = SOUP_STATUS_OK;
+
+    reply = ex->route->handler(ex->req, &status, &error);
+    if (error) {
+        reply_error(ex, 0, error);
+    } else {
+        ex->status = status;
+        ex->reply = reply ? json_bytes(reply) : NULL;
+    }
+    g_task_return_boolean(task, TRUE);
+}
+
+static void
+on_handler_done(GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    Exchange *ex = user_data;
+
+    send_reply(ex);
+    soup_server_message_unpause(ex->msg);
+    g_atomic_int_dec_and_test(&ex->api->in_flight);
+    exchange_free(ex);
+}
+
+static char *
+bearer_token(SoupServerMessage *msg)
+{
+    SoupMessageHeaders *headers = soup_server_message_get_request_headers(msg);
+    const char *auth = soup_message_headers_get_one(headers, "Authorization");
+
+    if (!auth || g_ascii_strncasecmp(auth, "Bearer ", 7) != 0)
+        return NULL;
+    return g_strstrip(g_strdup(auth + 7));
+}
+
+static gboolean
+authenticate(Exchange *ex, GError **error)
+{
+    g_autofree char *token = NULL;
+
+    if (g_str_equal(ex->req->path, "/v1/healthz"))
+        return TRUE;
+    token = bearer_token(ex->msg);
+    ex->req->role = carrel_manager_authenticate(ex->api->mgr, token);
+    if (!ex->req->role) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_UNAUTHORIZED,
+                    token ? "invalid token" : "missing bearer token");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean
+authorize(Exchange *ex, GError **error)
+{
+    if (!ex->req->role)
+        return TRUE; /* healthz */
+    if (ex->route->role && !g_str_equal(ex->route->role, ex->req->role) &&
+        !g_str_equal(ex->req->role, "admin")) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_FORBIDDEN, "role '%s' may not do this",
+                    ex->req->role);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean
+parse_body(Exchange *ex, GError **error)
+{
+    SoupMessageBody *body = soup_server_message_get_request_body(ex->msg);
+
+    if (!body || body->length == 0)
+        return TRUE;
+    if (body->length > CARREL_LIMIT_BODY_BYTES) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_LIMIT, "request body is larger than %d bytes",
+                    CARREL_LIMIT_BODY_BYTES);
+        return FALSE;
+    }
+    ex->req->body = carrel_conf_parse_json(body->data, body->length, error);
+    if (!ex->req->body)
+        return FALSE;
+    if (!JSON_NODE_HOLDS_OBJECT(ex->req->body)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "request body must be a JSON object");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static Exchange *
+exchange_new(CarrelApi *api, SoupServerMessage *msg, const char *path, GHashTable *query)
+{
+    Exchange *ex = g_new0(Exchange, 1);
+    SoupMessageHeaders *headers = soup_server_message_get_request_headers(msg);
+    const char *given_id = soup_message_headers_get_one(headers, "X-Request-Id");
+    GUri *uri = soup_server_message_get_uri(msg);
+
+    ex->api = api;
+    ex->msg = g_object_ref(msg);
+    ex->started = g_get_monotonic_time();
+    ex->req = g_new0(CarrelApiRequest, 1);
+    ex->req->mgr = api->mgr;
+    ex->req->version_info = api->version_info;
+    ex->req->method = g_strdup(soup_server_message_get_method(msg));
+    ex->req->path = g_strdup(g_uri_get_path(uri));
+    ex->req->query = query ? g_hash_table_ref(query) : NULL;
+    ex->req->request_id = request_id_ok(given_id) ? g_strdup(given_id) : carrel_util_new_id("r-");
+    (void)path;
+    return ex;
+}
+
+static void
+handle_request(SoupServer *server, SoupServerMessage *msg, const char *path, GHashTable *query,
+               gpointer user_data)
+{
+    CarrelApi *api = user_data;
+    Exchange *ex = exchange_new(api, msg, path, query);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GTask) task = NULL;
+    guint status = 0;
+
+    if (authenticate(ex, &error))
+        ex->route = carrel_api_route_match(ex->req->method, ex->req->path, &ex->req->params,
+                                           &status, &error);
+    if (ex->route && authorize(ex, &error) && parse_body(ex, &error)) {
+        /* Handlers may block (boots take seconds): run them off the main loop. */
+        g_atomic_int_inc(&api->in_flight);
+        soup_server_message_pause(msg);
+        task = g_task_new(NULL, NULL, on_handler_done, ex);
+        g_task_set_task_data(task, ex, NULL);
+        g_task_run_in_thread(task, run_handler);
+        return;
+    }
+    reply_error(ex, status, error);
+    send_reply(ex);
+    exchange_free(ex);
+}
+
+/* Runs before the body is read: refuse what would be too large instead of buffering it. */
+static void
+check_request_size(SoupServer *server, SoupServerMessage *msg, const char *path, GHashTable *query,
+                   gpointer user_data)
+{
+    SoupMessageHeaders *headers = soup_server_message_get_request_headers(msg);
+    SoupEncoding encoding = soup_message_headers_get_encoding(headers);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(JsonNode) env = NULL;
+    g_autoptr(GBytes) bytes = NULL;
+    g_autofree char *rid = NULL;
+    guint status;
+
+    if (encoding == SOUP_ENCODING_CHUNKED || encoding == SOUP_ENCODING_EOF) {
+        status = SOUP_STATUS_LENGTH_REQUIRED;
+        g_set_error(&error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "request bodies need a Content-Length");
+    } else if (encoding == SOUP_ENCODING_CONTENT_LENGTH &&
+               soup_message_headers_get_content_length(headers) > CARREL_LIMIT_BODY_BYTES) {
+        status = SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE;
+        g_set_error(&error, CARREL_ERROR, CARREL_ERROR_LIMIT,
+                    "request body is larger than %d bytes", CARREL_LIMIT_BODY_BYTES);
+    } else {
+        return;
+    }
+    env = carrel_api_error_envelope(error);
+    bytes = json_bytes(env);
+    rid = carrel_util_new_id("r-");
+    soup_message_headers_replace(soup_server_message_get_response_headers(msg), "X-Request-Id",
+                                 rid);
+    soup_message_headers_replace(soup_server_message_get_response_headers(msg), "Connection",
+                                 "close");
+    soup_server_message_set_status(msg, status, NULL);
+    soup_server_message_set_response(msg, "application/json", SOUP_MEMORY_COPY,
+                                     g_bytes_get_data(bytes, NULL), g_bytes_get_size(bytes));
+    g_message("request %s refused before its body: %s %s -> %u", rid,
+              soup_server_message_get_method(msg), path, status);
+}
+
+/*
+ * Every response carries a request id, even the ones libsoup writes itself (a malformed
+ * request line): set one as soon as the request starts; handlers may replace it.
+ */
+static void
+on_request_started(SoupServer *server, SoupServerMessage *msg, gpointer user_data)
+{
+    g_autofree char *rid = carrel_util_new_id("r-");
+
+    soup_message_headers_replace(soup_server_message_get_response_headers(msg), "X-Request-Id",
+                                 rid);
+}
+
+CarrelApi *
+carrel_api_new(CarrelManager *mgr, const char *version_info, GError **error)
+{
+    CarrelApi *api = g_new0(CarrelApi, 1);
+    g_autofree char *header = g_strdup_printf("carreld/%s", version_info);
+
+    api->mgr = mgr;
+    api->version_info = g_strdup(version_info);
+    api->server = soup_server_new("server-header", header, NULL);
+    g_signal_connect(api->server, "request-started", G_CALLBACK(on_request_started), NULL);
+    soup_server_add_early_handler(api->server, NULL, check_request_size, api, NULL);
+    soup_server_add_handler(api->server, NULL, handle_request, api, NULL);
+    return api;
+}
+
+void
+carrel_api_free(CarrelApi *api)
+{
+    if (!api)
+        return;
+    soup_server_disconnect(api->server);
+    g_clear_object(&api->server);
+    g_free(api->version_info);
+    g_free(api);
+}
+
+guint
+carrel_api_in_flight(CarrelApi *api)
+{
+    return (guint)g_atomic_int_get(&api->in_flight);
+}
+
+gboolean
+carrel_api_listen_unix(CarrelApi *api, const char *path, GError **error)
+{
+    g_autoptr(GSocket) sock = NULL;
+    g_autoptr(GSocketAddress) addr = NULL;
+    mode_t old_mask;
+    gboolean ok;
+
+    sock = g_socket_new(G_SOCKET_FAMILY_UNIX, G_SOCKET_TYPE_STREAM, 0, error);
+    if (!sock)
+        return FALSE;
+    if (g_unlink(path) < 0 && errno != ENOENT) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INTERNAL, "removing stale socket '%s': %s",
+                    path, g_strerror(errno));
+        return FALSE;
+    }
+    addr = g_unix_socket_address_new(path);
+    /* Create the socket file 0600 from the start: no window where others may connect. */
+    old_mask = umask(0177);
+    ok = g_socket_bind(sock, addr, FALSE, error);
+    umask(old_mask);
+    if (!ok || !g_socket_listen(sock, error) ||
+        !soup_server_listen_socket(api->server, sock, 0, error)) {
+        g_prefix_error(error, "listening on '%s': ", path);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
+carrel_api_listen_tcp(CarrelApi *api, GSocketAddress *address, GError **error)
+{
+    if (!soup_server_listen(api->server, address, 0, error)) {
+        g_prefix_error(error, "listening on TCP: ");
+        return FALSE;
+    }
+    return TRUE;
+}

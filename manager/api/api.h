@@ -1,0 +1,32 @@
+/* api: carreld's HTTP+JSON API over libsoup-3 (routes, auth, error envelope, request ids). */
+#pragma once
+
+#include <libsoup/soup.h>
+
+#include "core/core.h"
+
+G_BEGIN_DECLS
+
+typedef struct _CarrelApi CarrelApi;
+
+/* A server over mgr (borrowed: it must outlive the API). */
+CarrelApi *carrel_api_new(CarrelManager *mgr, const char *version_info, GError **error);
+void carrel_api_free(CarrelApi *api);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelApi, carrel_api_free)
+
+/* Listens on a Unix socket at path (mode 0600, replacing a stale socket file). */
+gboolean carrel_api_listen_unix(CarrelApi *api, const char *path, GError **error);
+
+/* Listens on a TCP address that must be loopback (checked by the caller with net/). */
+gboolean carrel_api_listen_tcp(CarrelApi *api, GSocketAddress *address, GError **error);
+
+/* The one table from error to HTTP status. Errors outside CARREL_ERROR are 500. */
+guint carrel_api_status_for_error(const GError *error);
+
+/* The error envelope {"error":{"code","message"}} for error. */
+JsonNode *carrel_api_error_envelope(const GError *error);
+
+/* Requests being handled right now (the daemon waits for them on shutdown). */
+guint carrel_api_in_flight(CarrelApi *api);
+
+G_END_DECLS

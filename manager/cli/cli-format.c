@@ -1,0 +1,423 @@
+#include "cli/cli-format.h"
+
+#include <string.h>
+
+#define MIB (G_GUINT64_CONSTANT(1024) * 1024)
+#define GIB (MIB * 1024)
+
+CarrelCliExit
+carrel_cli_exit_code(const GError *error)
+{
+    if (!error)
+        return CARREL_CLI_EXIT_OK;
+    if (error->domain != CARREL_ERROR)
+        return CARREL_CLI_EXIT_FAILED;
+    switch ((CarrelErrorCode)error->code) {
+    case CARREL_ERROR_NOT_FOUND:
+        return CARREL_CLI_EXIT_NOT_FOUND;
+    case CARREL_ERROR_EXISTS:
+    case CARREL_ERROR_WRONG_STATE:
+        return CARREL_CLI_EXIT_CONFLICT;
+    case CARREL_ERROR_UNAUTHORIZED:
+    case CARREL_ERROR_FORBIDDEN:
+    case CARREL_ERROR_POLICY_DENIED:
+        return CARREL_CLI_EXIT_DENIED;
+    case CARREL_ERROR_TIMEOUT:
+        return CARREL_CLI_EXIT_TIMEOUT;
+    case CARREL_ERROR_INVALID_ARG:
+    case CARREL_ERROR_LIMIT:
+        return CARREL_CLI_EXIT_INVALID;
+    case CARREL_ERROR_FAILED:
+    case CARREL_ERROR_UNSUPPORTED:
+    case CARREL_ERROR_HYPERVISOR:
+    case CARREL_ERROR_DISK:
+    case CARREL_ERROR_STORE:
+    case CARREL_ERROR_INTERNAL:
+    case CARREL_ERROR_LAST:
+    default:
+        return CARREL_CLI_EXIT_FAILED;
+    }
+}
+
+char *
+carrel_cli_format_size(guint64 bytes)
+{
+    if (bytes < 1024)
+        return g_strdup_printf("%" G_GUINT64_FORMAT " B", bytes);
+    if (bytes < MIB)
+        return g_strdup_printf("%" G_GUINT64_FORMAT " KiB", (bytes + 1023) / 1024);
+    if (bytes < 10 * GIB)
+        return g_strdup_printf("%" G_GUINT64_FORMAT " MiB", (bytes + MIB / 2) / MIB);
+    return g_strdup_printf("%.1f GiB", (double)bytes / (double)GIB);
+}
+
+char *
+carrel_cli_format_age(const char *timestamp, gint64 now)
+{
+    g_autoptr(GDateTime) dt = NULL;
+    gint64 age;
+
+    if (!timestamp)
+        return g_strdup("-");
+    dt = g_date_time_new_from_iso8601(timestamp, NULL);
+    if (!dt)
+        return g_strdup("-");
+    age = MAX(now - g_date_time_to_unix(dt), 0);
+    if (age < 60)
+        return g_strdup_printf("%" G_GINT64_FORMAT "s", age);
+    if (age < 3600)
+        return g_strdup_printf("%" G_GINT64_FORMAT "m", age / 60);
+    if (age < 86400)
+        return g_strdup_printf("%" G_GINT64_FORMAT "h", age / 3600);
+    return g_strdup_printf("%" G_GINT64_FORMAT "d", age / 86400);
+}
+
+char *
+carrel_cli_clean_text(const char *text)
+{
+    g_autofree char *valid = NULL;
+    GString *out;
+
+    if (!text)
+        return g_strdup("-");
+    valid = g_utf8_make_valid(text, -1);
+    out = g_string_sized_new(strlen(valid));
+    for (const char *p = valid; *p; p = g_utf8_next_char(p)) {
+        gunichar c = g_utf8_get_char(p);
+        GUnicodeType type = g_unichar_type(c);
+
+        /* Escape sequences or bidi overrides from a server could disguise what is shown. */
+        if (g_unichar_iscntrl(c) || type == G_UNICODE_FORMAT || type == G_UNICODE_LINE_SEPARATOR ||
+            type == G_UNICODE_PARAGRAPH_SEPARATOR)
+            g_string_append_c(out, '?');
+        else
+            g_string_append_unichar(out, c);
+    }
+    return g_string_free(out, FALSE);
+}
+
+char *
+carrel_cli_escape_segment(const char *text)
+{
+    /*
+     * Dot segments cannot be sent at all: URL normalization decodes "%2E" (an unreserved
+     * character) and then removes them. No id or name is "." or "..".
+     */
+    if (!text || !*text || g_str_equal(text, ".") || g_str_equal(text, ".."))
+        return NULL;
+    return g_uri_escape_string(text, NULL, FALSE);
+}
+
+gboolean
+carrel_cli_parse_template_ref(const char *text, char **ret_name, guint *ret_version, GError **error)
+{
+    const char *at = text ? strrchr(text, '@') : NULL;
+    g_autofree char *name = NULL;
+    guint64 version = 0;
+
+    if (!text || !*text || at == text) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "a template name is required: NAME or NAME@VERSION");
+        return FALSE;
+    }
+    if (at) {
+        if (!g_ascii_string_to_unsigned(at + 1, 10, 1, G_MAXUINT, &version, NULL)) {
+            g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                        "invalid template version '%s': use NAME@VERSION with VERSION >= 1",
+                        at + 1);
+            return FALSE;
+        }
+        name = g_strndup(text, (gsize)(at - text));
+    } else {
+        name = g_strdup(text);
+    }
+    *ret_name = g_steal_pointer(&name);
+    *ret_version = (guint)version;
+    return TRUE;
+}
+
+static gboolean
+progress_overlaps(const char *const *prev, guint n_prev, const char *const *cur, guint k)
+{
+    for (guint i = 0; i < k; i++) {
+        if (g_strcmp0(prev[n_prev - k + i], cur[i]) != 0)
+            return FALSE;
+    }
+    return TRUE;
+}
+
+guint
+carrel_cli_progress_first_new(const char *const *prev, guint n_prev, const char *const *cur,
+                              guint n_cur)
+{
+    for (guint k = MIN(n_prev, n_cur); k > 0; k--) {
+        if (progress_overlaps(prev, n_prev, cur, k))
+            return k;
+    }
+    return 0;
+}
+
+const char *
+carrel_cli_json_string(JsonObject *obj, const char *member)
+{
+    JsonNode *node = obj ? json_object_get_member(obj, member) : NULL;
+
+    if (!node || !JSON_NODE_HOLDS_VALUE(node) || json_node_get_value_type(node) != G_TYPE_STRING)
+        return NULL;
+    return json_node_get_string(node);
+}
+
+gint64
+carrel_cli_json_int(JsonObject *obj, const char *member, gint64 fallback)
+{
+    JsonNode *node = obj ? json_object_get_member(obj, member) : NULL;
+
+    if (!node || !JSON_NODE_HOLDS_VALUE(node) || json_node_get_value_type(node) != G_TYPE_INT64)
+        return fallback;
+    return json_node_get_int(node);
+}
+
+JsonObject *
+carrel_cli_json_object(JsonNode *node, const char *member)
+{
+    JsonNode *child;
+
+    if (!node || !JSON_NODE_HOLDS_OBJECT(node))
+        return NULL;
+    if (!member)
+        return json_node_get_object(node);
+    child = json_object_get_member(json_node_get_object(node), member);
+    return child && JSON_NODE_HOLDS_OBJECT(child) ? json_node_get_object(child) : NULL;
+}
+
+JsonArray *
+carrel_cli_json_array(JsonNode *node, const char *member)
+{
+    JsonNode *child;
+
+    if (!node || !JSON_NODE_HOLDS_OBJECT(node))
+        return NULL;
+    child = json_object_get_member(json_node_get_object(node), member);
+    return child && JSON_NODE_HOLDS_ARRAY(child) ? json_node_get_array(child) : NULL;
+}
+
+JsonNode *
+carrel_cli_json_new_object(void)
+{
+    JsonNode *node = json_node_new(JSON_NODE_OBJECT);
+
+    json_node_take_object(node, json_object_new());
+    return node;
+}
+
+char *
+carrel_cli_format_value(JsonNode *node)
+{
+    GType type;
+
+    if (!node || JSON_NODE_HOLDS_NULL(node))
+        return g_strdup("-");
+    if (!JSON_NODE_HOLDS_VALUE(node))
+        return json_to_string(node, FALSE);
+    type = json_node_get_value_type(node);
+    if (type == G_TYPE_STRING)
+        return g_strdup(json_node_get_string(node));
+    if (type == G_TYPE_INT64)
+        return g_strdup_printf("%" G_GINT64_FORMAT, json_node_get_int(node));
+    if (type == G_TYPE_BOOLEAN)
+        return g_strdup(json_node_get_boolean(node) ? "true" : "false");
+    return g_strdup_printf("%g", json_node_get_double(node));
+}
+
+/* An array of objects (template versions) is shown by their "ref" or "id"; else as JSON. */
+static char *
+format_array(JsonArray *array)
+{
+    g_autoptr(GPtrArray) items = g_ptr_array_new_with_free_func(g_free);
+    guint n = json_array_get_length(array);
+
+    for (guint i = 0; i < n; i++) {
+        JsonNode *item = json_array_get_element(array, i);
+        JsonObject *obj = carrel_cli_json_object(item, NULL);
+        const char *label = carrel_cli_json_string(obj, "ref");
+
+        if (obj && !label)
+            label = carrel_cli_json_string(obj, "id");
+        g_ptr_array_add(items, label ? g_strdup(label) : carrel_cli_format_value(item));
+    }
+    g_ptr_array_add(items, NULL);
+    return g_strjoinv(", ", (char **)items->pdata);
+}
+
+static char *
+format_member(const char *key, JsonNode *node)
+{
+    g_autofree char *text = NULL;
+
+    if (JSON_NODE_HOLDS_ARRAY(node))
+        return format_array(json_node_get_array(node));
+    text = carrel_cli_format_value(node);
+    if (g_str_has_suffix(key, "_bytes") && JSON_NODE_HOLDS_VALUE(node) &&
+        json_node_get_value_type(node) == G_TYPE_INT64 && json_node_get_int(node) >= 0) {
+        g_autofree char *human = carrel_cli_format_size((guint64)json_node_get_int(node));
+
+        return g_strdup_printf("%s (%s)", text, human);
+    }
+    return g_steal_pointer(&text);
+}
+
+char *
+carrel_cli_format_fields(JsonObject *obj)
+{
+    g_autoptr(GList) members = json_object_get_members(obj);
+    GString *out = g_string_new(NULL);
+    glong width = 0;
+
+    for (GList *l = members; l; l = l->next) {
+        g_autofree char *key = carrel_cli_clean_text(l->data);
+
+        width = MAX(width, g_utf8_strlen(key, -1));
+    }
+    for (GList *l = members; l; l = l->next) {
+        g_autofree char *key = carrel_cli_clean_text(l->data);
+        g_autofree char *raw = format_member(l->data, json_object_get_member(obj, l->data));
+        g_autofree char *value = carrel_cli_clean_text(raw);
+
+        g_string_append_printf(out, "%s:%*s %s\n", key, (int)(width - g_utf8_strlen(key, -1)), "",
+                               value);
+    }
+    return g_string_free(out, FALSE);
+}
+
+struct _CarrelCliTable {
+    guint n_columns;
+    GPtrArray *rows; /* of GStrv, the header first */
+};
+
+CarrelCliTable *
+carrel_cli_table_new(const char *const *columns)
+{
+    CarrelCliTable *table = g_new0(CarrelCliTable, 1);
+
+    table->n_columns = g_strv_length((char **)columns);
+    table->rows = g_ptr_array_new_with_free_func((GDestroyNotify)g_strfreev);
+    carrel_cli_table_add(table, columns);
+    return table;
+}
+
+void
+carrel_cli_table_free(CarrelCliTable *table)
+{
+    if (!table)
+        return;
+    g_ptr_array_unref(table->rows);
+    g_free(table);
+}
+
+void
+carrel_cli_table_add(CarrelCliTable *table, const char *const *cells)
+{
+    char **row = g_new0(char *, table->n_columns + 1);
+
+    for (guint i = 0; i < table->n_columns; i++)
+        row[i] = carrel_cli_clean_text(cells[i]);
+    g_ptr_array_add(table->rows, row);
+}
+
+char *
+carrel_cli_table_render(const CarrelCliTable *table)
+{
+    g_autofree glong *widths = g_new0(glong, table->n_columns);
+    GString *out = g_string_new(NULL);
+
+    for (guint r = 0; r < table->rows->len; r++) {
+        char **row = g_ptr_array_index(table->rows, r);
+
+        for (guint c = 0; c < table->n_columns; c++)
+            widths[c] = MAX(widths[c], g_utf8_strlen(row[c], -1));
+    }
+    for (guint r = 0; r < table->rows->len; r++) {
+        char **row = g_ptr_array_index(table->rows, r);
+
+        for (guint c = 0; c < table->n_columns; c++) {
+            gboolean last = c + 1 == table->n_columns;
+
+            g_string_append(out, row[c]);
+            if (!last)
+                g_string_append_printf(out, "%*s", (int)(widths[c] - g_utf8_strlen(row[c], -1) + 2),
+                                       "");
+        }
+        g_string_append_c(out, '\n');
+    }
+    return g_string_free(out, FALSE);
+}
+
+CarrelCliTable *
+carrel_cli_table_new_sessions(void)
+{
+    static const char *const columns[] = {"ID",    "NAME", "TEMPLATE", "STATE",
+                                          "VCPUS", "MEM",  "AGE",      NULL};
+
+    return carrel_cli_table_new(columns);
+}
+
+void
+carrel_cli_table_add_session(CarrelCliTable *table, JsonObject *session, gint64 now)
+{
+    const char *tmpl = carrel_cli_json_string(session, "template");
+    gint64 version = carrel_cli_json_int(session, "template_version", 0);
+    gint64 vcpus = carrel_cli_json_int(session, "vcpus", -1);
+    gint64 memory = carrel_cli_json_int(session, "memory_mib", -1);
+    g_autofree char *ref = NULL;
+    g_autofree char *vcpus_text = vcpus >= 0 ? g_strdup_printf("%" G_GINT64_FORMAT, vcpus) : NULL;
+    g_autofree char *mem_text =
+        memory >= 0 ? g_strdup_printf("%" G_GINT64_FORMAT " MiB", memory) : NULL;
+    g_autofree char *age =
+        carrel_cli_format_age(carrel_cli_json_string(session, "created_at"), now);
+    const char *cells[8];
+
+    if (tmpl)
+        ref = version > 0 ? g_strdup_printf("%s@%" G_GINT64_FORMAT, tmpl, version) : g_strdup(tmpl);
+    cells[0] = carrel_cli_json_string(session, "id");
+    cells[1] = carrel_cli_json_string(session, "name");
+    cells[2] = ref;
+    cells[3] = carrel_cli_json_string(session, "state");
+    cells[4] = vcpus_text;
+    cells[5] = mem_text;
+    cells[6] = age;
+    cells[7] = NULL;
+    carrel_cli_table_add(table, cells);
+}
+
+CarrelCliTable *
+carrel_cli_table_new_templates(void)
+{
+    static const char *const columns[] = {"NAME", "VERSION",  "BOOT",    "FORMAT",
+                                          "SIZE", "SESSIONS", "CREATED", NULL};
+
+    return carrel_cli_table_new(columns);
+}
+
+void
+carrel_cli_table_add_template(CarrelCliTable *table, JsonObject *tmpl)
+{
+    gint64 version = carrel_cli_json_int(tmpl, "version", -1);
+    gint64 size = carrel_cli_json_int(tmpl, "size_bytes", -1);
+    gint64 sessions = carrel_cli_json_int(tmpl, "sessions", -1);
+    g_autofree char *version_text =
+        version >= 0 ? g_strdup_printf("%" G_GINT64_FORMAT, version) : NULL;
+    g_autofree char *size_text = size >= 0 ? carrel_cli_format_size((guint64)size) : NULL;
+    g_autofree char *sessions_text =
+        sessions >= 0 ? g_strdup_printf("%" G_GINT64_FORMAT, sessions) : NULL;
+    const char *cells[8];
+
+    cells[0] = carrel_cli_json_string(tmpl, "name");
+    cells[1] = version_text;
+    cells[2] = carrel_cli_json_string(tmpl, "boot");
+    cells[3] = carrel_cli_json_string(tmpl, "format");
+    cells[4] = size_text;
+    cells[5] = sessions_text;
+    cells[6] = carrel_cli_json_string(tmpl, "created_at");
+    cells[7] = NULL;
+    carrel_cli_table_add(table, cells);
+}

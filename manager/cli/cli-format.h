@@ -1,0 +1,101 @@
+/* cli-format: pure text helpers of the carrel CLI (tables, sizes, ages, exit codes); no I/O. */
+#pragma once
+
+#include <json-glib/json-glib.h>
+
+#include "util/util.h"
+
+G_BEGIN_DECLS
+
+/*
+ * Exit codes of carrel; `carrel --help` prints the same list.
+ *   0  ok
+ *   1  failed: the host or carreld failed (hypervisor, disk, store, internal, unsupported, ...)
+ *   2  usage: the command line is wrong (unknown command or option, missing argument)
+ *   3  not found: unknown session, template, job or route
+ *   4  conflict: the session's state does not allow it (wrong_state), or the name exists
+ *   5  denied: unauthorized (no or wrong token), forbidden (role), policy_denied
+ *   6  carreld unreachable: nothing listens on the socket or the URL
+ *   7  timeout: carreld, the guest or a tool did not answer in time
+ *   8  invalid argument refused by carreld (invalid_argument, limit_exceeded)
+ */
+typedef enum {
+    CARREL_CLI_EXIT_OK = 0,
+    CARREL_CLI_EXIT_FAILED = 1,
+    CARREL_CLI_EXIT_USAGE = 2,
+    CARREL_CLI_EXIT_NOT_FOUND = 3,
+    CARREL_CLI_EXIT_CONFLICT = 4,
+    CARREL_CLI_EXIT_DENIED = 5,
+    CARREL_CLI_EXIT_UNREACHABLE = 6,
+    CARREL_CLI_EXIT_TIMEOUT = 7,
+    CARREL_CLI_EXIT_INVALID = 8,
+} CarrelCliExit;
+
+/* Exit code of an error in CARREL_ERROR (other domains: FAILED). */
+CarrelCliExit carrel_cli_exit_code(const GError *error);
+
+/* "512 B", "12 KiB", "1536 MiB", "12.5 GiB" (MiB up to 10 GiB). */
+char *carrel_cli_format_size(guint64 bytes);
+
+/* Age of an RFC 3339 timestamp at now (unix seconds): "42s", "5m", "3h", "2d"; "-" if invalid. */
+char *carrel_cli_format_age(const char *timestamp, gint64 now);
+
+/*
+ * Copy of server-supplied text safe to print on a terminal: invalid UTF-8, control and format
+ * characters (escape sequences, bidi overrides, tabs, newlines) become '?'. NULL gives "-".
+ */
+char *carrel_cli_clean_text(const char *text);
+
+/*
+ * One URL path segment from user text, percent-encoded so it cannot address another route
+ * ("../x", "a/b", "?" ...). NULL for "", "." and ".." (URL normalization would remove them).
+ */
+char *carrel_cli_escape_segment(const char *text);
+
+/* Splits "name" or "name@version" (version >= 1); *ret_version is 0 without a version. */
+gboolean carrel_cli_parse_template_ref(const char *text, char **ret_name, guint *ret_version,
+                                       GError **error);
+
+/*
+ * Progress of a job is a sliding window of its last lines. Given the window seen before (prev)
+ * and the current one (cur), returns the index in cur of the first line not seen yet: the
+ * longest suffix of prev that is a prefix of cur is skipped.
+ */
+guint carrel_cli_progress_first_new(const char *const *prev, guint n_prev, const char *const *cur,
+                                    guint n_cur);
+
+/* Member accessors that never fail: NULL / fallback when absent or of another type. */
+const char *carrel_cli_json_string(JsonObject *obj, const char *member);
+gint64 carrel_cli_json_int(JsonObject *obj, const char *member, gint64 fallback);
+JsonObject *carrel_cli_json_object(JsonNode *node, const char *member);
+JsonArray *carrel_cli_json_array(JsonNode *node, const char *member);
+
+/* A new node holding an empty object ({}). */
+JsonNode *carrel_cli_json_new_object(void);
+
+/* A scalar JSON value as text ("-" for null, "true", numbers); compact JSON for the rest. */
+char *carrel_cli_format_value(JsonNode *node);
+
+/* "key: value" lines of an object's members, keys aligned, values cleaned; "_bytes" humanized. */
+char *carrel_cli_format_fields(JsonObject *obj);
+
+typedef struct _CarrelCliTable CarrelCliTable;
+
+/* A text table with a header row; NULL-terminated column names. */
+CarrelCliTable *carrel_cli_table_new(const char *const *columns);
+void carrel_cli_table_free(CarrelCliTable *table);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelCliTable, carrel_cli_table_free)
+
+/* Adds a row of as many cells as columns (NULL cells print "-"); cells are cleaned. */
+void carrel_cli_table_add(CarrelCliTable *table, const char *const *cells);
+
+/* The table as text, columns padded and separated by two spaces, one '\n' per row. */
+char *carrel_cli_table_render(const CarrelCliTable *table);
+
+/* Tables of sessions (ID NAME TEMPLATE STATE VCPUS MEM AGE) and templates, and their rows. */
+CarrelCliTable *carrel_cli_table_new_sessions(void);
+void carrel_cli_table_add_session(CarrelCliTable *table, JsonObject *session, gint64 now);
+CarrelCliTable *carrel_cli_table_new_templates(void);
+void carrel_cli_table_add_template(CarrelCliTable *table, JsonObject *tmpl);
+
+G_END_DECLS

@@ -1,0 +1,260 @@
+#include "cli/cli.h"
+
+#include <locale.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <glib/gstdio.h>
+
+#define CLI_DEFAULT_SOCKET "/run/carrel/carreld.sock"
+#define CLI_DEFAULT_STATE_DIR "/var/lib/carrel"
+#define CLI_MAX_TOKEN_BYTES 4096
+
+static const char cli_help[] =
+    "Usage: carrel [OPTION...] COMMAND [ARG...]\n"
+    "\n"
+    "Manage carrel's desktop VM sessions and templates through carreld.\n"
+    "\n"
+    "Commands:\n"
+    "  version                        versions of carrel and carreld, accelerator in use\n"
+    "  template ls                    list templates (every version)\n"
+    "  template show NAME[@VERSION]   show a template\n"
+    "  template import NAME --disk FILE --format qcow2|raw [--firmware bios|uefi]\n"
+    "                  [--kernel FILE [--initrd FILE] [--cmdline TEXT]]\n"
+    "                                 import a disk image as a new template version\n"
+    "  template build NAME            build a template from its recipe, showing progress\n"
+    "  template rm NAME               delete a template (every version)\n"
+    "  create [--template] TEMPLATE [--name NAME] [--vcpus N] [--memory MIB]\n"
+    "                                 create a session and wait for its guest agent\n"
+    "  ls [--all]                     list sessions (--all: destroyed ones too)\n"
+    "  show ID                        show a session (ID or name)\n"
+    "  start ID                       start a stopped session\n"
+    "  stop ID [--timeout S]          stop a session (forced off after S s, default 30)\n"
+    "  rm ID...                       destroy sessions and their disks\n"
+    "\n"
+    "Options (before or after the command):\n"
+    "  --socket PATH      carreld's Unix socket (env CARREL_SOCKET,\n"
+    "                     default " CLI_DEFAULT_SOCKET ")\n"
+    "  --url URL          reach carreld over TCP instead: http://127.0.0.1:PORT (env CARREL_URL)\n"
+    "  --token-file FILE  file holding the API token; env CARREL_TOKEN holds the token itself;\n"
+    "                     default $CARREL_STATE_DIR/admin.token (" CLI_DEFAULT_STATE_DIR
+    "/admin.token)\n"
+    "                     when readable\n"
+    "  --json             JSON only on stdout; an error is {\"error\":{\"code\",\"message\"}}\n"
+    "                     there too (the API's codes, plus \"usage\" and \"unreachable\");\n"
+    "                     long jobs print JSON lines, the result last\n"
+    "  -h, --help         this help; 'carrel COMMAND --help' shows a command's options\n"
+    "\n"
+    "Options win over the environment; CARREL_URL wins over CARREL_SOCKET.\n"
+    "\n"
+    "Exit codes:\n"
+    "  0 ok                1 failed (host or other error)   2 usage\n"
+    "  3 not found         4 conflict (wrong state, exists)\n"
+    "  5 denied (unauthorized, forbidden, policy)           6 carreld unreachable\n"
+    "  7 timeout           8 invalid argument refused by carreld\n";
+
+typedef struct {
+    const char *name;
+    CarrelCliVerbFunc func;
+} CliVerb;
+
+static const CliVerb cli_verbs[] = {
+    {"version", carrel_cli_version}, {"template", carrel_cli_template},
+    {"create", carrel_cli_create},   {"ls", carrel_cli_ls},
+    {"show", carrel_cli_show},       {"start", carrel_cli_start},
+    {"stop", carrel_cli_stop},       {"rm", carrel_cli_rm},
+};
+
+typedef struct {
+    const char *socket_path;
+    const char *url;
+    const char *token_file;
+    gboolean json;
+    gboolean help;
+    GPtrArray *args; /* the verb and its arguments: argv's strings, not owned */
+} CliGlobals;
+
+static const char *const cli_value_options[] = {"--socket", "--url", "--token-file", NULL};
+
+/* Index in cli_value_options of arg ("--opt" or "--opt=VALUE"), or -1. */
+static int
+value_option_index(const char *arg)
+{
+    for (int i = 0; cli_value_options[i]; i++) {
+        gsize len = strlen(cli_value_options[i]);
+
+        if (strncmp(arg, cli_value_options[i], len) == 0 && (arg[len] == '\0' || arg[len] == '='))
+            return i;
+    }
+    return -1;
+}
+
+/* Takes the global options out of argv wherever they are (up to "--"); the rest goes to args. */
+static gboolean
+globals_parse(CliGlobals *globals, int argc, char **argv, GError **error)
+{
+    const char **slots[] = {&globals->socket_path, &globals->url, &globals->token_file};
+    gboolean rest = FALSE;
+
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        int opt = rest ? -1 : value_option_index(arg);
+        const char *value;
+
+        if (!rest && g_str_equal(arg, "--json")) {
+            globals->json = TRUE;
+        } else if (!rest && globals->args->len == 0 &&
+                   (g_str_equal(arg, "-h") || g_str_equal(arg, "--help"))) {
+            globals->help = TRUE;
+        } else if (opt < 0) {
+            rest = rest || g_str_equal(arg, "--");
+            g_ptr_array_add(globals->args, argv[i]);
+        } else {
+            value = strchr(arg, '=');
+            if (!value && i + 1 >= argc) {
+                g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                            "option '%s' needs a value", arg);
+                return FALSE;
+            }
+            *slots[opt] = value ? value + 1 : argv[++i];
+        }
+    }
+    g_ptr_array_add(globals->args, NULL);
+    return TRUE;
+}
+
+static char *
+token_read_file(const char *path, GError **error)
+{
+    g_autoptr(GFile) file = g_file_new_for_path(path);
+    g_autoptr(GFileInputStream) stream = NULL;
+    g_autofree char *buffer = g_malloc0(CLI_MAX_TOKEN_BYTES + 2);
+    g_autoptr(GError) local = NULL;
+    gsize len = 0;
+
+    stream = g_file_read(file, NULL, &local);
+    if (!stream || !g_input_stream_read_all(G_INPUT_STREAM(stream), buffer, CLI_MAX_TOKEN_BYTES + 1,
+                                            &len, NULL, &local)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_FAILED, "cannot read token file '%s': %s",
+                    path, local->message);
+        return NULL;
+    }
+    g_strstrip(buffer);
+    if (len > CLI_MAX_TOKEN_BYTES || !*buffer || !carrel_util_is_clean_text(buffer)) {
+        explicit_bzero(buffer, CLI_MAX_TOKEN_BYTES + 2);
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_FAILED,
+                    "token file '%s' must hold one token: at most %d bytes, no control "
+                    "characters",
+                    path, CLI_MAX_TOKEN_BYTES);
+        return NULL;
+    }
+    return g_steal_pointer(&buffer);
+}
+
+/* --token-file, else CARREL_TOKEN, else the admin token file when readable, else none. */
+static gboolean
+token_load(const char *token_file, char **ret_token, GError **error)
+{
+    const char *env = g_getenv("CARREL_TOKEN");
+    const char *state_dir = g_getenv("CARREL_STATE_DIR");
+    g_autofree char *path = NULL;
+    char *token = NULL;
+
+    if (token_file) {
+        token = token_read_file(token_file, error);
+        if (!token)
+            return FALSE;
+    } else if (env && *env) {
+        token = g_strstrip(g_strdup(env));
+    } else {
+        path = g_build_filename(state_dir && *state_dir ? state_dir : CLI_DEFAULT_STATE_DIR,
+                                "admin.token", NULL);
+        if (g_access(path, R_OK) == 0)
+            token = token_read_file(path, NULL);
+    }
+    *ret_token = token;
+    return TRUE;
+}
+
+static CarrelClient *
+client_open(CarrelCli *cli, const CliGlobals *globals, int *ret_exit)
+{
+    const char *env_url = g_getenv("CARREL_URL");
+    const char *env_socket = g_getenv("CARREL_SOCKET");
+    const char *url = globals->url;
+    const char *socket_path = globals->socket_path;
+    g_autofree char *token = NULL;
+    g_autoptr(GError) error = NULL;
+    CarrelClient *client;
+
+    if (url && socket_path) {
+        *ret_exit = carrel_cli_usage(cli, "use either --socket or --url, not both");
+        return NULL;
+    }
+    if (!url && !socket_path) {
+        url = env_url && *env_url ? env_url : NULL;
+        socket_path = !url && env_socket && *env_socket ? env_socket : CLI_DEFAULT_SOCKET;
+    }
+    if (!token_load(globals->token_file, &token, &error)) {
+        *ret_exit = carrel_cli_fail(cli, error);
+        return NULL;
+    }
+    cli->has_token = token != NULL;
+    client = carrel_client_new(url ? NULL : socket_path, url, token, 0, &error);
+    if (token)
+        explicit_bzero(token, strlen(token));
+    if (!client)
+        *ret_exit = carrel_cli_usage(cli, "%s", error->message);
+    return client;
+}
+
+static const CliVerb *
+verb_find(const char *name)
+{
+    for (gsize i = 0; i < G_N_ELEMENTS(cli_verbs); i++) {
+        if (g_str_equal(cli_verbs[i].name, name))
+            return &cli_verbs[i];
+    }
+    return NULL;
+}
+
+int
+main(int argc, char **argv)
+{
+    g_autoptr(GPtrArray) args = g_ptr_array_new();
+    g_autoptr(CarrelClient) client = NULL;
+    g_autoptr(GError) error = NULL;
+    CliGlobals globals = {.args = args};
+    CarrelCli cli = {0};
+    const CliVerb *verb;
+    const char *name;
+    int exit_code = CARREL_CLI_EXIT_OK;
+
+    setlocale(LC_ALL, "");
+    g_set_prgname("carrel");
+    cli.stdout_tty = isatty(STDOUT_FILENO);
+    cli.stderr_tty = isatty(STDERR_FILENO);
+    if (!globals_parse(&globals, argc, argv, &error)) {
+        cli.json = globals.json;
+        return carrel_cli_usage(&cli, "%s", error->message);
+    }
+    cli.json = globals.json;
+    name = args->len > 1 ? g_ptr_array_index(args, 0) : NULL;
+    if (globals.help || (name && g_str_equal(name, "help"))) {
+        fputs(cli_help, stdout);
+        return CARREL_CLI_EXIT_OK;
+    }
+    if (!name)
+        return carrel_cli_usage(&cli, "a command is required (see 'carrel --help')");
+    if (name[0] == '-')
+        return carrel_cli_usage(&cli, "unknown option '%s' (see 'carrel --help')", name);
+    verb = verb_find(name);
+    if (!verb)
+        return carrel_cli_usage(&cli, "unknown command '%s' (see 'carrel --help')", name);
+    client = client_open(&cli, &globals, &exit_code);
+    if (!client)
+        return exit_code;
+    cli.client = client;
+    return verb->func(&cli, (int)args->len - 1, (char **)args->pdata);
+}

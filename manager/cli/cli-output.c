@@ -1,0 +1,203 @@
+#include "cli/cli.h"
+
+#include <stdio.h>
+
+gboolean
+carrel_cli_parse_options(CarrelCli *cli, const char *params, const char *summary,
+                         const GOptionEntry *entries, guint n_min, guint n_max, int *argc,
+                         char ***argv)
+{
+    g_autoptr(GOptionContext) context = g_option_context_new(params);
+    g_autoptr(GError) error = NULL;
+    guint n_args;
+
+    g_option_context_set_summary(context, summary);
+    if (entries)
+        g_option_context_add_main_entries(context, entries, NULL);
+    if (!g_option_context_parse(context, argc, argv, &error)) {
+        carrel_cli_usage(cli, "%s", error->message);
+        return FALSE;
+    }
+    n_args = *argc > 0 ? (guint)*argc - 1 : 0;
+    if (n_args < n_min || n_args > n_max) {
+        carrel_cli_usage(cli, "usage: carrel %s", params);
+        return FALSE;
+    }
+    for (int i = 1; i < *argc; i++) {
+        if (!*(*argv)[i]) {
+            carrel_cli_usage(cli, "empty argument to '%s'", (*argv)[0]);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+static JsonNode *
+build_envelope(const char *code, const char *message)
+{
+    g_autoptr(JsonBuilder) builder = json_builder_new();
+
+    json_builder_begin_object(builder);
+    json_builder_set_member_name(builder, "error");
+    json_builder_begin_object(builder);
+    json_builder_set_member_name(builder, "code");
+    json_builder_add_string_value(builder, code);
+    json_builder_set_member_name(builder, "message");
+    json_builder_add_string_value(builder, message);
+    json_builder_end_object(builder);
+    json_builder_end_object(builder);
+    return json_builder_get_root(builder);
+}
+
+int
+carrel_cli_usage(CarrelCli *cli, const char *format, ...)
+{
+    g_autofree char *message = NULL;
+    va_list args;
+
+    va_start(args, format);
+    message = g_strdup_vprintf(format, args);
+    va_end(args);
+    if (cli && cli->json) {
+        g_autoptr(JsonNode) envelope = build_envelope("usage", message);
+
+        carrel_cli_print_json_line(envelope);
+    } else {
+        g_autofree char *clean = carrel_cli_clean_text(message);
+
+        g_printerr("carrel: %s\n", clean);
+    }
+    return CARREL_CLI_EXIT_USAGE;
+}
+
+static const char *
+error_code_name(CarrelCli *cli, const GError *error)
+{
+    if (carrel_client_last_unreachable(cli->client))
+        return "unreachable";
+    if (error->domain == CARREL_ERROR)
+        return carrel_error_code_to_string((CarrelErrorCode)error->code);
+    return "failed";
+}
+
+JsonNode *
+carrel_cli_error_envelope(CarrelCli *cli, const GError *error)
+{
+    return build_envelope(error_code_name(cli, error), error->message);
+}
+
+int
+carrel_cli_fail(CarrelCli *cli, const GError *error)
+{
+    if (cli->json) {
+        g_autoptr(JsonNode) envelope = carrel_cli_error_envelope(cli, error);
+
+        carrel_cli_print_json_line(envelope);
+    } else {
+        g_autofree char *clean = carrel_cli_clean_text(error->message);
+        gboolean hint =
+            !cli->has_token && g_error_matches(error, CARREL_ERROR, CARREL_ERROR_UNAUTHORIZED);
+
+        g_printerr("carrel: %s%s\n", clean,
+                   hint ? " (no token: use --token-file FILE or CARREL_TOKEN)" : "");
+    }
+    if (carrel_client_last_unreachable(cli->client))
+        return CARREL_CLI_EXIT_UNREACHABLE;
+    return carrel_cli_exit_code(error);
+}
+
+static void
+print_json_node(JsonNode *node, gboolean pretty)
+{
+    g_autoptr(JsonGenerator) generator = json_generator_new();
+    g_autofree char *text = NULL;
+
+    json_generator_set_root(generator, node);
+    json_generator_set_pretty(generator, pretty);
+    json_generator_set_indent(generator, 2);
+    text = json_generator_to_data(generator, NULL);
+    /* stdio, not g_print: JSON stays UTF-8 whatever the locale's charset. */
+    fputs(text, stdout);
+    fputc('\n', stdout);
+    fflush(stdout);
+}
+
+void
+carrel_cli_print_json(CarrelCli *cli, JsonNode *node)
+{
+    print_json_node(node, cli->stdout_tty);
+}
+
+void
+carrel_cli_print_json_line(JsonNode *node)
+{
+    print_json_node(node, FALSE);
+}
+
+void
+carrel_cli_print_text(const char *text)
+{
+    fputs(text, stdout);
+}
+
+gboolean
+carrel_cli_call(CarrelCli *cli, const char *method, const char *path, JsonNode *body,
+                JsonNode **ret_reply, GError **error)
+{
+    g_autoptr(JsonNode) reply = NULL;
+
+    if (!carrel_client_call(cli->client, method, path, body, &reply, error))
+        return FALSE;
+    if (ret_reply && (!reply || !JSON_NODE_HOLDS_OBJECT(reply))) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_FAILED,
+                    "carreld sent an unexpected reply to %s '%s'", method, path);
+        return FALSE;
+    }
+    if (ret_reply)
+        *ret_reply = g_steal_pointer(&reply);
+    return TRUE;
+}
+
+char *
+carrel_cli_item_path(const char *collection, const char *item, const char *action)
+{
+    g_autofree char *segment = carrel_cli_escape_segment(item);
+
+    if (!segment)
+        return NULL;
+    if (action)
+        return g_strdup_printf("/v1/%s/%s/%s", collection, segment, action);
+    return g_strdup_printf("/v1/%s/%s", collection, segment);
+}
+
+void
+carrel_cli_print_session(CarrelCli *cli, JsonNode *session)
+{
+    g_autoptr(CarrelCliTable) table = NULL;
+    g_autofree char *text = NULL;
+
+    if (cli->json) {
+        carrel_cli_print_json(cli, session);
+        return;
+    }
+    table = carrel_cli_table_new_sessions();
+    carrel_cli_table_add_session(table, carrel_cli_json_object(session, NULL),
+                                 g_get_real_time() / G_USEC_PER_SEC);
+    text = carrel_cli_table_render(table);
+    carrel_cli_print_text(text);
+}
+
+void
+carrel_cli_print_fields(CarrelCli *cli, JsonNode *node)
+{
+    g_autofree char *text = NULL;
+
+    if (cli->json) {
+        carrel_cli_print_json(cli, node);
+        return;
+    }
+    if (!carrel_cli_json_object(node, NULL))
+        return;
+    text = carrel_cli_format_fields(carrel_cli_json_object(node, NULL));
+    carrel_cli_print_text(text);
+}

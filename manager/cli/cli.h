@@ -1,0 +1,89 @@
+/* cli: the carrel command line; talks to carreld through client/ only, never to core. */
+#pragma once
+
+#include "cli/cli-format.h"
+#include "client/client.h"
+
+G_BEGIN_DECLS
+
+/*
+ * Exit codes (CarrelCliExit in cli-format.h, also printed by `carrel --help`):
+ *   0 ok, 1 failed (host or other errors), 2 usage, 3 not found,
+ *   4 conflict (wrong_state, exists), 5 unauthorized / forbidden / policy_denied,
+ *   6 carreld unreachable, 7 timeout, 8 invalid argument refused by carreld.
+ * With --json, stdout carries JSON only; an error is {"error": {"code", "message"}} there, with
+ * the codes of the API plus "usage" (exit 2) and "unreachable" (exit 6).
+ */
+
+/* What every verb gets: the client and how to print. */
+typedef struct {
+    CarrelClient *client;
+    gboolean json;       /* --json: stdout is JSON only */
+    gboolean stdout_tty; /* pretty JSON on a terminal, one line per object otherwise */
+    gboolean stderr_tty; /* progress and "waiting" lines only on a terminal */
+    gboolean has_token;  /* to hint at --token-file on "unauthorized" */
+} CarrelCli;
+
+/*
+ * A verb: argv[0] is the verb's name, argv[1..] its arguments with the global options taken
+ * out. Returns the exit code.
+ */
+typedef int (*CarrelCliVerbFunc)(CarrelCli *cli, int argc, char **argv);
+
+/* Verbs (one file each). */
+int carrel_cli_version(CarrelCli *cli, int argc, char **argv);
+int carrel_cli_template(CarrelCli *cli, int argc, char **argv);
+int carrel_cli_create(CarrelCli *cli, int argc, char **argv);
+int carrel_cli_ls(CarrelCli *cli, int argc, char **argv);
+int carrel_cli_show(CarrelCli *cli, int argc, char **argv);
+int carrel_cli_start(CarrelCli *cli, int argc, char **argv);
+int carrel_cli_stop(CarrelCli *cli, int argc, char **argv);
+int carrel_cli_rm(CarrelCli *cli, int argc, char **argv);
+
+/* Template build (cli-template-build.c), called by carrel_cli_template. */
+int carrel_cli_template_build(CarrelCli *cli, int argc, char **argv);
+
+/*
+ * Parses a verb's options with GOptionContext (--help prints the verb's help and exits 0).
+ * params names the positional arguments ("ID"); n_min..n_max positional arguments are required
+ * (G_MAXUINT: no limit). On a usage error prints it and returns FALSE.
+ */
+gboolean carrel_cli_parse_options(CarrelCli *cli, const char *params, const char *summary,
+                                  const GOptionEntry *entries, guint n_min, guint n_max, int *argc,
+                                  char ***argv);
+
+/* Prints a usage error ("carrel: ..." or a JSON envelope with code "usage"); returns 2. */
+int carrel_cli_usage(CarrelCli *cli, const char *format, ...) G_GNUC_PRINTF(2, 3);
+
+/* Prints error ("carrel: ..." on stderr, or the JSON envelope on stdout); returns its exit code. */
+int carrel_cli_fail(CarrelCli *cli, const GError *error);
+
+/* Error envelope {"error": {"code", "message"}} of an error, as printed by carrel_cli_fail. */
+JsonNode *carrel_cli_error_envelope(CarrelCli *cli, const GError *error);
+
+/* Prints a JSON value on stdout: indented on a terminal, else on one line. */
+void carrel_cli_print_json(CarrelCli *cli, JsonNode *node);
+
+/* Prints a JSON value on stdout on one line and flushes (JSON lines of long jobs). */
+void carrel_cli_print_json_line(JsonNode *node);
+
+/* Prints text on stdout as is. */
+void carrel_cli_print_text(const char *text);
+
+/*
+ * Calls the API and checks that the reply is a JSON object (ret_reply may be NULL). Segments of
+ * path taken from the user must be escaped with carrel_cli_escape_segment.
+ */
+gboolean carrel_cli_call(CarrelCli *cli, const char *method, const char *path, JsonNode *body,
+                         JsonNode **ret_reply, GError **error);
+
+/* "/v1/<collection>/<escaped item>[/<action>]"; NULL when item is "", "." or "..". */
+char *carrel_cli_item_path(const char *collection, const char *item, const char *action);
+
+/* Prints one session: its row in a table, or its JSON object with --json. */
+void carrel_cli_print_session(CarrelCli *cli, JsonNode *session);
+
+/* Prints an object: "key: value" lines, or its JSON with --json. */
+void carrel_cli_print_fields(CarrelCli *cli, JsonNode *node);
+
+G_END_DECLS

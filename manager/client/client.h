@@ -1,0 +1,46 @@
+/* client: the HTTP client of carreld's API, used by the CLI and by the tests (libsoup-3). */
+#pragma once
+
+#include <json-glib/json-glib.h>
+
+#include "util/util.h"
+
+G_BEGIN_DECLS
+
+typedef struct _CarrelClient CarrelClient;
+
+/*
+ * A client that reaches carreld on a Unix socket (socket_path) or, when base_url is given,
+ * over TCP ("http://127.0.0.1:PORT"). token may be NULL (only /v1/healthz answers then).
+ * timeout_s bounds every request (0 = 900 s, long enough for a cold create under TCG).
+ */
+CarrelClient *carrel_client_new(const char *socket_path, const char *base_url, const char *token,
+                                guint timeout_s, GError **error);
+void carrel_client_free(CarrelClient *client);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelClient, carrel_client_free)
+
+/*
+ * TRUE when the last request of client failed because carreld could not be reached (no socket,
+ * connection refused, unknown host); its error is then CARREL_ERROR_FAILED. Lets the CLI tell
+ * "daemon down" from a "failed" reported by carreld. Reset by every request.
+ */
+gboolean carrel_client_last_unreachable(const CarrelClient *client);
+
+/*
+ * Sends a request and returns status, body and X-Request-Id whatever the status;
+ * fails only when the daemon cannot be reached or the reply cannot be read.
+ * content_type may be NULL when body is NULL.
+ */
+gboolean carrel_client_request_raw(CarrelClient *client, const char *method, const char *path,
+                                   const char *content_type, GBytes *body, guint *ret_status,
+                                   GBytes **ret_body, char **ret_request_id, GError **error);
+
+/*
+ * Sends a JSON request (body may be NULL) and parses the JSON reply. A non-2xx status becomes
+ * a GError in CARREL_ERROR with the code and message of the API's error envelope.
+ * *ret_reply is NULL for 204 No Content.
+ */
+gboolean carrel_client_call(CarrelClient *client, const char *method, const char *path,
+                            JsonNode *body, JsonNode **ret_reply, GError **error);
+
+G_END_DECLS

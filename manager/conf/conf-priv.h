@@ -1,0 +1,8 @@
+/* conf: helpers shared by the module's own files; not for other modules. */
+#pragma once
+
+#include "conf/conf.h"
+
+/* Reads an optional or required string member; NULL stays NULL. */
+gboolean carrel_conf_get_string(JsonObject *obj, const char *member, gboolean required,
+                                char **ret_value, GError **error);

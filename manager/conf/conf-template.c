@@ -1,0 +1,245 @@
+#include <string.h>
+
+#include "conf/conf.h"
+#include "conf/conf-priv.h"
+
+CarrelTemplate *
+carrel_template_new(void)
+{
+    return g_new0(CarrelTemplate, 1);
+}
+
+void
+carrel_template_free(CarrelTemplate *tmpl)
+{
+    if (!tmpl)
+        return;
+    g_free(tmpl->name);
+    g_free(tmpl->sha256);
+    g_free(tmpl->format);
+    g_free(tmpl->dir);
+    g_free(tmpl->disk_path);
+    g_free(tmpl->kernel_path);
+    g_free(tmpl->initrd_path);
+    g_free(tmpl->cmdline);
+    g_free(tmpl->recipe_hash);
+    g_free(tmpl);
+}
+
+static void
+add_optional_string(JsonBuilder *b, const char *member, const char *value)
+{
+    json_builder_set_member_name(b, member);
+    if (value)
+        json_builder_add_string_value(b, value);
+    else
+        json_builder_add_null_value(b);
+}
+
+JsonNode *
+carrel_template_to_json(const CarrelTemplate *tmpl, guint sessions_using)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    g_autofree char *created = carrel_util_format_time(tmpl->created_at);
+    g_autofree char *ref = g_strdup_printf("%s@%u", tmpl->name, tmpl->version);
+
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "name");
+    json_builder_add_string_value(b, tmpl->name);
+    json_builder_set_member_name(b, "version");
+    json_builder_add_int_value(b, tmpl->version);
+    json_builder_set_member_name(b, "ref");
+    json_builder_add_string_value(b, ref);
+    json_builder_set_member_name(b, "sha256");
+    json_builder_add_string_value(b, tmpl->sha256);
+    json_builder_set_member_name(b, "format");
+    json_builder_add_string_value(b, tmpl->format);
+    json_builder_set_member_name(b, "size_bytes");
+    json_builder_add_int_value(b, (gint64)tmpl->size_bytes);
+    json_builder_set_member_name(b, "virtual_size_bytes");
+    json_builder_add_int_value(b, (gint64)tmpl->virtual_size_bytes);
+    json_builder_set_member_name(b, "boot");
+    json_builder_add_string_value(b, carrel_boot_to_string(tmpl->boot));
+    add_optional_string(b, "disk", tmpl->disk_path);
+    add_optional_string(b, "kernel", tmpl->kernel_path);
+    add_optional_string(b, "initrd", tmpl->initrd_path);
+    add_optional_string(b, "cmdline", tmpl->cmdline);
+    add_optional_string(b, "recipe_hash", tmpl->recipe_hash);
+    json_builder_set_member_name(b, "created_at");
+    json_builder_add_string_value(b, created);
+    json_builder_set_member_name(b, "sessions");
+    json_builder_add_int_value(b, sessions_using);
+    json_builder_end_object(b);
+    return json_builder_get_root(b);
+}
+
+void
+carrel_template_import_free(CarrelTemplateImport *req)
+{
+    if (!req)
+        return;
+    g_free(req->name);
+    g_free(req->disk);
+    g_free(req->format);
+    g_free(req->kernel);
+    g_free(req->initrd);
+    g_free(req->cmdline);
+    g_free(req);
+}
+
+static gboolean
+get_string_member(JsonObject *obj, const char *member, gboolean required, char **ret_value,
+                  GError **error)
+{
+    JsonNode *node = json_object_get_member(obj, member);
+
+    if (!node || JSON_NODE_HOLDS_NULL(node)) {
+        if (required) {
+            g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "'%s' is required", member);
+            return FALSE;
+        }
+        *ret_value = NULL;
+        return TRUE;
+    }
+    if (!JSON_NODE_HOLDS_VALUE(node) || json_node_get_value_type(node) != G_TYPE_STRING) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "'%s' must be a string", member);
+        return FALSE;
+    }
+    *ret_value = g_strdup(json_node_get_string(node));
+    return TRUE;
+}
+
+gboolean
+carrel_conf_get_string(JsonObject *obj, const char *member, gboolean required, char **ret_value,
+                       GError **error)
+{
+    return get_string_member(obj, member, required, ret_value, error);
+}
+
+gboolean
+carrel_conf_check_members(JsonObject *obj, const char *const *allowed, GError **error)
+{
+    g_autoptr(GList) members = json_object_get_members(obj);
+
+    for (GList *l = members; l; l = l->next) {
+        if (!g_strv_contains(allowed, l->data)) {
+            g_autofree char *shown = g_strescape(l->data, NULL);
+            g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "unknown member '%.64s'",
+                        shown);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+static gboolean
+check_host_path(const char *what, const char *path, GError **error)
+{
+    if (!path)
+        return TRUE;
+    if (!carrel_util_is_clean_text(path) || !g_path_is_absolute(path)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "%s must be an absolute path without control characters", what);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean
+import_check(CarrelTemplateImport *req, const char *boot, const char *firmware, GError **error)
+{
+    const char *boot_name = boot ? boot : firmware;
+
+    if (!carrel_util_is_valid_name(req->name)) {
+        g_set_error(
+            error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+            "invalid template name: use 1-63 of [a-z0-9._-], starting with a letter or digit");
+        return FALSE;
+    }
+    if (!req->format || (!g_str_equal(req->format, "qcow2") && !g_str_equal(req->format, "raw"))) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "'format' must be declared as 'qcow2' or 'raw' (images are never probed)");
+        return FALSE;
+    }
+    req->boot = boot_name ? carrel_boot_from_string(boot_name)
+                          : (req->kernel ? CARREL_BOOT_DIRECT : CARREL_BOOT_BIOS);
+    if (req->boot == CARREL_BOOT_LAST) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "unknown boot method: use direct, bios or uefi");
+        return FALSE;
+    }
+    if ((req->boot == CARREL_BOOT_DIRECT) != (req->kernel != NULL)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "a kernel is required for direct boot and only allowed with it");
+        return FALSE;
+    }
+    if (!req->kernel && (req->initrd || req->cmdline)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "initrd and cmdline need a kernel");
+        return FALSE;
+    }
+    if (req->cmdline && (!carrel_util_is_clean_text(req->cmdline) ||
+                         strlen(req->cmdline) > CARREL_LIMIT_CMDLINE_LEN)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "cmdline must be at most %d characters without control characters",
+                    CARREL_LIMIT_CMDLINE_LEN);
+        return FALSE;
+    }
+    return check_host_path("disk", req->disk, error) &&
+           check_host_path("kernel", req->kernel, error) &&
+           check_host_path("initrd", req->initrd, error);
+}
+
+CarrelTemplateImport *
+carrel_template_import_from_json(JsonNode *node, GError **error)
+{
+    static const char *const allowed[] = {"name",   "disk",   "format",  "boot", "firmware",
+                                          "kernel", "initrd", "cmdline", NULL};
+    g_autoptr(CarrelTemplateImport) req = g_new0(CarrelTemplateImport, 1);
+    g_autofree char *boot = NULL;
+    g_autofree char *firmware = NULL;
+    JsonObject *obj;
+
+    if (!node || !JSON_NODE_HOLDS_OBJECT(node)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "expected a JSON object");
+        return NULL;
+    }
+    obj = json_node_get_object(node);
+    if (!carrel_conf_check_members(obj, allowed, error) ||
+        !get_string_member(obj, "name", TRUE, &req->name, error) ||
+        !get_string_member(obj, "disk", TRUE, &req->disk, error) ||
+        !get_string_member(obj, "format", FALSE, &req->format, error) ||
+        !get_string_member(obj, "boot", FALSE, &boot, error) ||
+        !get_string_member(obj, "firmware", FALSE, &firmware, error) ||
+        !get_string_member(obj, "kernel", FALSE, &req->kernel, error) ||
+        !get_string_member(obj, "initrd", FALSE, &req->initrd, error) ||
+        !get_string_member(obj, "cmdline", FALSE, &req->cmdline, error))
+        return NULL;
+    if (!import_check(req, boot, firmware, error))
+        return NULL;
+    return g_steal_pointer(&req);
+}
+
+JsonNode *
+carrel_conf_parse_json(const char *data, gsize len, GError **error)
+{
+    g_autoptr(JsonParser) parser = json_parser_new_immutable();
+    g_autoptr(GError) local = NULL;
+
+    if (!carrel_util_json_structure_ok(data, len, CARREL_LIMIT_JSON_DEPTH)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "malformed JSON: nested deeper than %d levels or contains \\u0000",
+                    CARREL_LIMIT_JSON_DEPTH);
+        return NULL;
+    }
+    if (!json_parser_load_from_data(parser, data, (gssize)len, &local)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "malformed JSON: %s",
+                    local->message);
+        return NULL;
+    }
+    if (!json_parser_get_root(parser)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "empty JSON document");
+        return NULL;
+    }
+    return json_node_copy(json_parser_get_root(parser));
+}

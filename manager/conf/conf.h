@@ -1,0 +1,154 @@
+/* conf: definitions of templates and sessions; parse, validate and format (json-glib, no I/O). */
+#pragma once
+
+#include <json-glib/json-glib.h>
+
+#include "util/util.h"
+
+G_BEGIN_DECLS
+
+typedef enum {
+    CARREL_BOOT_DIRECT, /* kernel + initrd + cmdline given to QEMU, disk has no bootloader */
+    CARREL_BOOT_BIOS,
+    CARREL_BOOT_UEFI,
+    CARREL_BOOT_LAST
+} CarrelBoot;
+
+const char *carrel_boot_to_string(CarrelBoot boot);
+/* Returns CARREL_BOOT_LAST for unknown names. */
+CarrelBoot carrel_boot_from_string(const char *name);
+
+typedef enum {
+    CARREL_SESSION_CREATING,
+    CARREL_SESSION_RUNNING,
+    CARREL_SESSION_PAUSED,
+    CARREL_SESSION_HIBERNATED,
+    CARREL_SESSION_STOPPED,
+    CARREL_SESSION_CRASHED,
+    CARREL_SESSION_DESTROYED,
+    CARREL_SESSION_LAST
+} CarrelSessionState;
+
+const char *carrel_session_state_to_string(CarrelSessionState state);
+/* Returns CARREL_SESSION_LAST for unknown names. */
+CarrelSessionState carrel_session_state_from_string(const char *name);
+
+/* The verbs that move a session; used by the state machine below. */
+typedef enum {
+    CARREL_SESSION_OP_START,
+    CARREL_SESSION_OP_STOP,
+    CARREL_SESSION_OP_PAUSE,
+    CARREL_SESSION_OP_RESUME,
+    CARREL_SESSION_OP_HIBERNATE,
+    CARREL_SESSION_OP_DESTROY,
+    CARREL_SESSION_OP_LAST
+} CarrelSessionOp;
+
+const char *carrel_session_op_to_string(CarrelSessionOp op);
+
+/*
+ * The session state machine: TRUE when op is allowed from state, with *ret_next the state it
+ * leads to. Otherwise a CARREL_ERROR_WRONG_STATE error naming the current state.
+ */
+gboolean carrel_session_transition(CarrelSessionState state, CarrelSessionOp op,
+                                   CarrelSessionState *ret_next, GError **error);
+
+/* A template version as stored. Plain record (like libvirt's virDomainDef). */
+typedef struct {
+    char *name;
+    guint version;
+    char *sha256; /* of the disk image */
+    char *format; /* "qcow2" or "raw" */
+    guint64 size_bytes;
+    guint64 virtual_size_bytes;
+    CarrelBoot boot;
+    char *dir; /* templates/<name>/<version> */
+    char *disk_path;
+    char *kernel_path; /* NULL unless boot == DIRECT */
+    char *initrd_path;
+    char *cmdline;
+    char *recipe_hash; /* NULL for imported images */
+    gint64 created_at;
+} CarrelTemplate;
+
+CarrelTemplate *carrel_template_new(void);
+void carrel_template_free(CarrelTemplate *tmpl);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelTemplate, carrel_template_free)
+
+/* JSON object of a template for the API; sessions_using is reported as "sessions". */
+JsonNode *carrel_template_to_json(const CarrelTemplate *tmpl, guint sessions_using);
+
+/* A request to import a disk image as a new template version (host paths). */
+typedef struct {
+    char *name;
+    char *disk;
+    char *format; /* required: never probed */
+    CarrelBoot boot;
+    char *kernel;
+    char *initrd;
+    char *cmdline;
+} CarrelTemplateImport;
+
+void carrel_template_import_free(CarrelTemplateImport *req);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelTemplateImport, carrel_template_import_free)
+
+/*
+ * Parses and validates {name, disk, format, boot?|firmware?, kernel?, initrd?, cmdline?}.
+ * boot defaults to "direct" when kernel is given, else "bios".
+ */
+CarrelTemplateImport *carrel_template_import_from_json(JsonNode *node, GError **error);
+
+/* A session as stored. */
+typedef struct {
+    char *id;   /* "s-" + 12 hex */
+    char *name; /* unique among sessions that are not destroyed */
+    char *template_name;
+    guint template_version;
+    CarrelSessionState state;
+    char *state_reason; /* why it is crashed/failed, or NULL */
+    guint vcpus;
+    guint memory_mib;
+    char *dir;          /* sessions/<id> */
+    char *overlay_path; /* sessions/<id>/disk.qcow2 */
+    gint64 created_at;
+    gint64 updated_at;
+} CarrelSession;
+
+CarrelSession *carrel_session_new(void);
+void carrel_session_free(CarrelSession *session);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelSession, carrel_session_free)
+
+/* Libvirt domain name of a session: "carrel-<id>". */
+char *carrel_session_domain_name(const char *session_id);
+
+/* JSON object of a session for the API. */
+JsonNode *carrel_session_to_json(const CarrelSession *session);
+
+/* A request to create a session: {template, name?, vcpus?, memory_mib?}. */
+typedef struct {
+    char *template_name;
+    guint template_version; /* 0 = latest */
+    char *name;             /* NULL = derived from the id */
+    guint vcpus;            /* 0 = default */
+    guint memory_mib;       /* 0 = default */
+} CarrelSessionRequest;
+
+void carrel_session_request_free(CarrelSessionRequest *req);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelSessionRequest, carrel_session_request_free)
+
+/*
+ * Parses and validates a create request. "template" may be "name" or "name@version".
+ * Unknown members are refused (a typo must not be silently ignored).
+ */
+CarrelSessionRequest *carrel_session_request_from_json(JsonNode *node, GError **error);
+
+/* Refuses members of obj outside allowed (NULL-terminated), naming the first unknown one. */
+gboolean carrel_conf_check_members(JsonObject *obj, const char *const *allowed, GError **error);
+
+/* Parses a JSON text (bounded by the caller) into a node; errors are CARREL_ERROR_INVALID_ARG. */
+JsonNode *carrel_conf_parse_json(const char *data, gsize len, GError **error);
+
+#define CARREL_DEFAULT_VCPUS 1
+#define CARREL_DEFAULT_MEMORY_MIB 1024
+
+G_END_DECLS

@@ -1,0 +1,275 @@
+#include <errno.h>
+#include <glib/gstdio.h>
+#include <string.h>
+
+#include "core/core-priv.h"
+
+/* What a recipe's build script leaves in its output folder. */
+static const char *const recipe_outputs[] = {"disk.qcow2", "vmlinuz", "initrd.img", "cmdline"};
+
+#define BUILD_TIMEOUT_S (30 * 60)
+
+typedef struct {
+    CarrelManager *mgr;
+    char *name;
+} BuildData;
+
+static void
+build_data_free(gpointer data)
+{
+    BuildData *bd = data;
+
+    g_free(bd->name);
+    g_free(bd);
+}
+
+static gint
+compare_strings(gconstpointer a, gconstpointer b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static gboolean
+collect_files(const char *root, const char *rel, GPtrArray *out, GError **error)
+{
+    g_autofree char *dir_path = g_build_filename(root, rel, NULL);
+    g_autoptr(GDir) dir = g_dir_open(dir_path, 0, error);
+    const char *entry;
+
+    if (!dir)
+        return FALSE;
+    while ((entry = g_dir_read_name(dir))) {
+        g_autofree char *child_rel = *rel ? g_build_filename(rel, entry, NULL) : g_strdup(entry);
+        g_autofree char *child = g_build_filename(root, child_rel, NULL);
+        if (g_file_test(child, G_FILE_TEST_IS_DIR) && !g_file_test(child, G_FILE_TEST_IS_SYMLINK)) {
+            if (!collect_files(root, child_rel, out, error))
+                return FALSE;
+        } else {
+            g_ptr_array_add(out, g_steal_pointer(&child_rel));
+        }
+    }
+    return TRUE;
+}
+
+/* sha256 over every file of the recipe (path, mode bit for exec, contents), in sorted order. */
+static char *
+recipe_hash(const char *recipe_dir, GError **error)
+{
+    g_autoptr(GPtrArray) files = g_ptr_array_new_with_free_func(g_free);
+    g_autoptr(GChecksum) sum = g_checksum_new(G_CHECKSUM_SHA256);
+
+    if (!collect_files(recipe_dir, "", files, error))
+        return NULL;
+    g_ptr_array_sort(files, compare_strings);
+    for (guint i = 0; i < files->len; i++) {
+        const char *rel = g_ptr_array_index(files, i);
+        g_autofree char *path = g_build_filename(recipe_dir, rel, NULL);
+        g_autofree char *file_sum = carrel_util_sha256_file(path, error);
+        const char *exec = g_file_test(path, G_FILE_TEST_IS_EXECUTABLE) ? "x" : "-";
+
+        if (!file_sum)
+            return NULL;
+        g_checksum_update(sum, (const guchar *)rel, -1);
+        g_checksum_update(sum, (const guchar *)exec, 1);
+        g_checksum_update(sum, (const guchar *)file_sum, -1);
+    }
+    return g_strdup(g_checksum_get_string(sum));
+}
+
+static gboolean
+check_outputs(const char *dir, GError **error)
+{
+    for (gsize i = 0; i < G_N_ELEMENTS(recipe_outputs); i++) {
+        g_autofree char *path = g_build_filename(dir, recipe_outputs[i], NULL);
+        if (!g_file_test(path, G_FILE_TEST_IS_REGULAR)) {
+            g_set_error(error, CARREL_ERROR, CARREL_ERROR_FAILED, "the recipe did not produce '%s'",
+                        recipe_outputs[i]);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+static gboolean
+outputs_complete(const char *dir)
+{
+    g_autofree char *marker = g_build_filename(dir, ".complete", NULL);
+
+    return g_file_test(marker, G_FILE_TEST_EXISTS) && check_outputs(dir, NULL);
+}
+
+static gboolean
+relay_progress(CarrelJob *job, GSubprocess *proc, GError **error)
+{
+    GInputStream *err = g_subprocess_get_stderr_pipe(proc);
+    g_autoptr(GDataInputStream) lines = g_data_input_stream_new(err);
+
+    for (;;) {
+        g_autoptr(GError) local = NULL;
+        g_autofree char *line = g_data_input_stream_read_line_utf8(lines, NULL, NULL, &local);
+        if (!line)
+            break;
+        if (g_str_has_prefix(line, "progress: "))
+            carrel_job_progress(job, line + strlen("progress: "));
+        else if (g_str_has_prefix(line, "error: ") || g_str_has_prefix(line, "E: "))
+            carrel_job_progress(job, line);
+    }
+    return g_subprocess_wait_check(proc, NULL, error);
+}
+
+static gboolean
+run_recipe(CarrelJob *job, const char *script, const char *out_dir, GError **error)
+{
+    g_autoptr(GSubprocessLauncher) launcher = NULL;
+    g_autoptr(GSubprocess) proc = NULL;
+
+    launcher = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDERR_PIPE |
+                                         G_SUBPROCESS_FLAGS_STDOUT_SILENCE |
+                                         G_SUBPROCESS_FLAGS_STDIN_INHERIT);
+    g_subprocess_launcher_setenv(launcher, "DEBIAN_FRONTEND", "noninteractive", TRUE);
+    proc = g_subprocess_launcher_spawn(launcher, error, script, out_dir, NULL);
+    if (!proc)
+        return FALSE;
+    if (!relay_progress(job, proc, error)) {
+        g_prefix_error(error, "recipe '%s' failed: ", script);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* Builds into a temporary folder beside the cache entry, then renames it into place. */
+static gboolean
+build_into_cache(CarrelJob *job, const char *script, const char *cached, GError **error)
+{
+    g_autofree char *tmp = g_strconcat(cached, ".tmp", NULL);
+    g_autofree char *marker = g_build_filename(tmp, ".complete", NULL);
+
+    if (!carrel_util_remove_tree(tmp, error) || !carrel_util_ensure_dir(tmp, 0755, error))
+        return FALSE;
+    carrel_job_progress(job, "running the recipe (this takes a few minutes)");
+    if (!run_recipe(job, script, tmp, error) || !check_outputs(tmp, error) ||
+        !carrel_util_write_file(marker, "", 0, 0644, error) ||
+        !carrel_util_remove_tree(cached, error)) {
+        (void)carrel_util_remove_tree(tmp, NULL);
+        return FALSE;
+    }
+    if (g_rename(tmp, cached) < 0) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INTERNAL, "renaming '%s': %s", tmp,
+                    g_strerror(errno));
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static CarrelTemplate *
+find_built(CarrelManager *mgr, const char *name, const char *hash)
+{
+    g_autoptr(GPtrArray) all = carrel_store_template_list(mgr->store, NULL);
+
+    for (guint i = 0; all && i < all->len; i++) {
+        CarrelTemplate *t = g_ptr_array_index(all, i);
+        if (g_str_equal(t->name, name) && g_strcmp0(t->recipe_hash, hash) == 0)
+            return g_steal_pointer(&g_ptr_array_index(all, i));
+    }
+    return NULL;
+}
+
+static CarrelTemplate *
+import_cached(CarrelManager *mgr, const char *name, const char *cached, const char *hash,
+              GError **error)
+{
+    g_autoptr(CarrelTemplateImport) req = g_new0(CarrelTemplateImport, 1);
+    g_autofree char *cmdline_path = g_build_filename(cached, "cmdline", NULL);
+    g_autofree char *cmdline = NULL;
+
+    if (!g_file_get_contents(cmdline_path, &cmdline, NULL, error))
+        return NULL;
+    req->name = g_strdup(name);
+    req->format = g_strdup("qcow2");
+    req->boot = CARREL_BOOT_DIRECT;
+    req->disk = g_build_filename(cached, "disk.qcow2", NULL);
+    req->kernel = g_build_filename(cached, "vmlinuz", NULL);
+    req->initrd = g_build_filename(cached, "initrd.img", NULL);
+    req->cmdline = g_strdup(g_strstrip(cmdline));
+    return carrel_manager_template_import_full(mgr, req, hash, error);
+}
+
+static gboolean
+build_locked(CarrelJob *job, gpointer data, JsonNode **ret_result, GError **error)
+{
+    BuildData *bd = data;
+    g_autofree char *recipe_dir = g_build_filename(bd->mgr->recipes_dir, bd->name, NULL);
+    g_autofree char *script = g_build_filename(recipe_dir, "build", NULL);
+    g_autofree char *hash = recipe_hash(recipe_dir, error);
+    g_autofree char *cached = NULL;
+    g_autofree char *entry = NULL;
+    g_autoptr(CarrelTemplate) tmpl = NULL;
+
+    if (!hash)
+        return FALSE;
+    entry = g_strdup_printf("%s-%.16s", bd->name, hash);
+    cached = g_build_filename(bd->mgr->cache_dir, "templates", entry, NULL);
+    carrel_job_progress(job, entry);
+    tmpl = find_built(bd->mgr, bd->name, hash);
+    if (tmpl) {
+        carrel_job_progress(job, "this recipe is already imported");
+    } else {
+        if (outputs_complete(cached))
+            carrel_job_progress(job, "reusing the cached build");
+        else if (!carrel_util_ensure_dir(bd->mgr->cache_dir, 0755, error) ||
+                 !build_into_cache(job, script, cached, error))
+            return FALSE;
+        carrel_job_progress(job, "importing the image");
+        tmpl = import_cached(bd->mgr, bd->name, cached, hash, error);
+        if (!tmpl)
+            return FALSE;
+    }
+    carrel_job_progress(job, "done");
+    *ret_result = carrel_template_to_json(tmpl, 0);
+    return TRUE;
+}
+
+static gboolean
+build_job(CarrelJob *job, gpointer data, JsonNode **ret_result, GError **error)
+{
+    BuildData *bd = data;
+    g_autofree char *key = g_strconcat("build:", bd->name, NULL);
+    gboolean ok = build_locked(job, data, ret_result, error);
+
+    if (!ok)
+        g_prefix_error(error, "building template '%s': ", bd->name);
+    carrel_manager_release(bd->mgr, key);
+    return ok;
+}
+
+CarrelJob *
+carrel_manager_template_build(CarrelManager *mgr, const char *name, GError **error)
+{
+    g_autofree char *script = NULL;
+    g_autofree char *key = NULL;
+    CarrelJob *job;
+    BuildData *bd;
+
+    if (!carrel_util_is_valid_name(name)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "invalid template name");
+        return NULL;
+    }
+    script = g_build_filename(mgr->recipes_dir, name, "build", NULL);
+    if (!g_file_test(script, G_FILE_TEST_IS_EXECUTABLE)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND, "no recipe '%s' (looked for '%s')",
+                    name, script);
+        return NULL;
+    }
+    key = g_strconcat("build:", name, NULL);
+    if (!carrel_manager_claim(mgr, key, "a build", error))
+        return NULL;
+    job = carrel_job_new("template-build", name);
+    bd = g_new0(BuildData, 1);
+    bd->mgr = mgr;
+    bd->name = g_strdup(name);
+    g_mutex_lock(&mgr->lock);
+    g_hash_table_insert(mgr->jobs, (gpointer)carrel_job_get_id(job), carrel_job_ref(job));
+    g_mutex_unlock(&mgr->lock);
+    carrel_job_run(job, build_job, bd, build_data_free);
+    return job;
+}

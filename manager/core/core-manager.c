@@ -1,0 +1,168 @@
+#include <string.h>
+#include <glib/gstdio.h>
+
+#include "core/core-priv.h"
+
+#define INSTANCE_ID_FILE "instance-id"
+
+static char *
+load_instance_id(const char *state_dir, GError **error)
+{
+    g_autofree char *path = g_build_filename(state_dir, INSTANCE_ID_FILE, NULL);
+    g_autofree char *text = NULL;
+    g_autofree char *id = NULL;
+
+    if (g_file_get_contents(path, &text, NULL, NULL)) {
+        g_strstrip(text);
+        if (g_str_has_prefix(text, "i-") && carrel_util_is_valid_name(text))
+            return g_steal_pointer(&text);
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INTERNAL, "'%s' is damaged", path);
+        return NULL;
+    }
+    id = carrel_util_new_id("i-");
+    if (!carrel_util_write_file(path, id, -1, 0644, error))
+        return NULL;
+    return g_steal_pointer(&id);
+}
+
+static gboolean
+make_layout(const char *state_dir, GError **error)
+{
+    static const char *const subdirs[] = {"templates", "sessions", "artifacts"};
+
+    /* 0711: libvirt-qemu must traverse to the images, but may not list sessions. */
+    if (!carrel_util_ensure_dir(state_dir, 0711, error))
+        return FALSE;
+    for (gsize i = 0; i < G_N_ELEMENTS(subdirs); i++) {
+        g_autofree char *dir = g_build_filename(state_dir, subdirs[i], NULL);
+        if (!carrel_util_ensure_dir(dir, 0711, error))
+            return FALSE;
+    }
+    return TRUE;
+}
+
+CarrelManager *
+carrel_manager_new(const CarrelManagerConfig *config, CarrelHypervisor *hv, GError **error)
+{
+    g_autoptr(CarrelHypervisor) owned_hv = hv;
+    g_autoptr(CarrelManager) mgr = g_new0(CarrelManager, 1);
+    g_autofree char *db = NULL;
+
+    g_return_val_if_fail(config->accel == CARREL_ACCEL_KVM || config->accel == CARREL_ACCEL_TCG,
+                         NULL);
+    g_mutex_init(&mgr->lock);
+    mgr->busy = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    mgr->jobs =
+        g_hash_table_new_full(g_str_hash, g_str_equal, NULL, (GDestroyNotify)carrel_job_unref);
+    mgr->hv = g_steal_pointer(&owned_hv);
+    mgr->state_dir = g_canonicalize_filename(config->state_dir, NULL);
+    mgr->recipes_dir = g_strdup(config->recipes_dir);
+    mgr->cache_dir = g_strdup(config->cache_dir);
+    mgr->accel = config->accel;
+    mgr->accel_reason = g_strdup(config->accel_reason ? config->accel_reason : "requested");
+    mgr->agent_timeout_s = config->agent_timeout_s ? config->agent_timeout_s : 300;
+    mgr->tb_cache_mib = config->tb_cache_mib ? config->tb_cache_mib : 64;
+    mgr->policy = carrel_policy_new_default();
+    if (!make_layout(mgr->state_dir, error))
+        return NULL;
+    mgr->instance_id = load_instance_id(mgr->state_dir, error);
+    if (!mgr->instance_id)
+        return NULL;
+    db = g_build_filename(mgr->state_dir, "state.db", NULL);
+    mgr->store = carrel_store_open(db, error);
+    if (!mgr->store) {
+        g_prefix_error(error, "opening '%s': ", db);
+        return NULL;
+    }
+    return g_steal_pointer(&mgr);
+}
+
+void
+carrel_manager_free(CarrelManager *mgr)
+{
+    if (!mgr)
+        return;
+    g_clear_pointer(&mgr->jobs, g_hash_table_unref);
+    g_clear_pointer(&mgr->busy, g_hash_table_unref);
+    g_clear_pointer(&mgr->store, carrel_store_free);
+    g_clear_pointer(&mgr->hv, carrel_hypervisor_free);
+    g_clear_pointer(&mgr->policy, carrel_policy_free);
+    g_mutex_clear(&mgr->lock);
+    g_free(mgr->state_dir);
+    g_free(mgr->recipes_dir);
+    g_free(mgr->cache_dir);
+    g_free(mgr->instance_id);
+    g_free(mgr->accel_reason);
+    g_free(mgr);
+}
+
+const char *
+carrel_manager_get_instance_id(CarrelManager *mgr)
+{
+    return mgr->instance_id;
+}
+
+const char *
+carrel_manager_get_accel_reason(CarrelManager *mgr)
+{
+    return mgr->accel_reason;
+}
+
+CarrelHypervisor *
+carrel_manager_get_hypervisor(CarrelManager *mgr)
+{
+    return mgr->hv;
+}
+
+CarrelAccel
+carrel_manager_get_accel(CarrelManager *mgr)
+{
+    return mgr->accel;
+}
+
+gboolean
+carrel_manager_claim(CarrelManager *mgr, const char *key, const char *op, GError **error)
+{
+    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&mgr->lock);
+    const char *running = g_hash_table_lookup(mgr->busy, key);
+
+    if (running) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE,
+                    "'%s' is busy: %s is in progress", key, running);
+        return FALSE;
+    }
+    g_hash_table_insert(mgr->busy, g_strdup(key), g_strdup(op));
+    return TRUE;
+}
+
+void
+carrel_manager_release(CarrelManager *mgr, const char *key)
+{
+    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&mgr->lock);
+
+    g_hash_table_remove(mgr->busy, key);
+}
+
+char *
+carrel_manager_authenticate(CarrelManager *mgr, const char *token)
+{
+    g_autofree char *hash = NULL;
+    g_autoptr(GError) local = NULL;
+
+    if (!token || !*token || strlen(token) > 256)
+        return NULL;
+    /* Only hashes are stored, so a leaked database does not leak usable tokens. */
+    hash = carrel_util_sha256_string(token);
+    return carrel_store_token_lookup(mgr->store, hash, &local);
+}
+
+gboolean
+carrel_manager_add_token(CarrelManager *mgr, const char *token, const char *role, GError **error)
+{
+    g_autofree char *hash = carrel_util_sha256_string(token);
+    g_autofree char *known = carrel_store_token_lookup(mgr->store, hash, NULL);
+
+    if (known)
+        return TRUE;
+    return carrel_store_token_insert(mgr->store, hash, role, role, error);
+}

@@ -1,0 +1,49 @@
+/* core: internals shared by the module's files. */
+#pragma once
+
+#include "core/core.h"
+#include "policy/policy.h"
+#include "store/store.h"
+
+struct _CarrelManager {
+    char *state_dir;
+    char *recipes_dir;
+    char *cache_dir;
+    char *instance_id;
+    CarrelAccel accel;
+    char *accel_reason;
+    guint agent_timeout_s;
+    guint tb_cache_mib;
+    CarrelStore *store;
+    CarrelHypervisor *hv;
+    CarrelPolicy *policy;
+    GMutex lock;      /* guards busy and jobs */
+    GHashTable *busy; /* session id or "template:<name>" -> operation name */
+    GHashTable *jobs; /* job id -> CarrelJob */
+};
+
+/* Marks key busy with op; WRONG_STATE naming the running op when it already is. */
+gboolean carrel_manager_claim(CarrelManager *mgr, const char *key, const char *op, GError **error);
+void carrel_manager_release(CarrelManager *mgr, const char *key);
+
+/* Polls the guest agent until it answers, the domain stops, or the timeout passes. */
+gboolean carrel_manager_wait_agent(CarrelManager *mgr, const char *domain, GError **error);
+
+/* The domain XML of a session (pure builder over the session and its template). */
+char *carrel_manager_session_xml(CarrelManager *mgr, const CarrelSession *session,
+                                 const CarrelTemplate *tmpl, GError **error);
+
+/* Removes domain and files of a session, collecting no error (best effort cleanup paths). */
+void carrel_manager_session_teardown(CarrelManager *mgr, const CarrelSession *session);
+
+/* Import shared by import and build: one import per template name at a time. */
+CarrelTemplate *carrel_manager_template_import_full(CarrelManager *mgr,
+                                                    const CarrelTemplateImport *req,
+                                                    const char *recipe_hash, GError **error);
+
+/* Jobs. */
+typedef gboolean (*CarrelJobFunc)(CarrelJob *job, gpointer data, JsonNode **ret_result,
+                                  GError **error);
+CarrelJob *carrel_job_new(const char *kind, const char *target);
+void carrel_job_run(CarrelJob *job, CarrelJobFunc func, gpointer data, GDestroyNotify free_data);
+void carrel_job_progress(CarrelJob *job, const char *line);

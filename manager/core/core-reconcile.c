@@ -1,0 +1,124 @@
+#include "core/core-priv.h"
+
+/* Domains of this instance, by session id. */
+static GHashTable *
+own_domains(CarrelManager *mgr, GError **error)
+{
+    g_autoptr(GPtrArray) all = carrel_hypervisor_list(mgr->hv, error);
+    GHashTable *by_id;
+
+    if (!all)
+        return NULL;
+    by_id = g_hash_table_new_full(g_str_hash, g_str_equal, NULL,
+                                  (GDestroyNotify)carrel_domain_info_free);
+    for (guint i = 0; i < all->len; i++) {
+        CarrelDomainInfo *info = g_ptr_array_index(all, i);
+        /* Another carrel (another state dir) may share this libvirt: never touch its domains. */
+        if (g_strcmp0(info->instance_id, mgr->instance_id) != 0)
+            continue;
+        g_hash_table_insert(by_id, info->session_id, g_steal_pointer(&g_ptr_array_index(all, i)));
+    }
+    return by_id;
+}
+
+static gboolean
+settle_running(CarrelManager *mgr, CarrelSession *session, CarrelDomainInfo *info,
+               CarrelReconcileReport *report, GError **error)
+{
+    CarrelSessionState next;
+    const char *reason = NULL;
+
+    if (!info) {
+        next = CARREL_SESSION_CRASHED;
+        reason = "the domain vanished while carreld was down";
+        report->vanished++;
+    } else if (info->state == CARREL_DOMAIN_RUNNING) {
+        next = CARREL_SESSION_RUNNING;
+        report->adopted++;
+    } else if (info->state == CARREL_DOMAIN_PAUSED) {
+        next = CARREL_SESSION_PAUSED;
+        report->adopted++;
+    } else if (info->state == CARREL_DOMAIN_CRASHED) {
+        next = CARREL_SESSION_CRASHED;
+        reason = "QEMU crashed while carreld was down";
+        report->vanished++;
+    } else {
+        next = CARREL_SESSION_STOPPED;
+        reason = "found powered off";
+        report->stopped++;
+    }
+    if (next == session->state && !reason)
+        return TRUE;
+    return carrel_store_session_set_state(mgr->store, session->id, next, reason, error);
+}
+
+static gboolean
+settle_session(CarrelManager *mgr, CarrelSession *session, GHashTable *domains,
+               CarrelReconcileReport *report, GError **error)
+{
+    CarrelDomainInfo *info = g_hash_table_lookup(domains, session->id);
+
+    switch (session->state) {
+    case CARREL_SESSION_CREATING:
+        /* Creation was cut short: finish nothing, remove everything it made. */
+        carrel_manager_session_teardown(mgr, session);
+        report->cleaned++;
+        return carrel_store_session_set_state(mgr->store, session->id, CARREL_SESSION_DESTROYED,
+                                              "creation was interrupted", error);
+    case CARREL_SESSION_RUNNING:
+    case CARREL_SESSION_PAUSED:
+        return settle_running(mgr, session, info, report, error);
+    case CARREL_SESSION_STOPPED:
+    case CARREL_SESSION_HIBERNATED:
+    case CARREL_SESSION_CRASHED:
+    case CARREL_SESSION_DESTROYED:
+    case CARREL_SESSION_LAST:
+        return TRUE;
+    }
+    return TRUE;
+}
+
+static void
+remove_orphans(CarrelManager *mgr, GHashTable *domains, GHashTable *known,
+               CarrelReconcileReport *report)
+{
+    GHashTableIter iter;
+    gpointer key, value;
+
+    g_hash_table_iter_init(&iter, domains);
+    while (g_hash_table_iter_next(&iter, &key, &value)) {
+        CarrelDomainInfo *info = value;
+        if (g_hash_table_contains(known, key))
+            continue;
+        (void)carrel_hypervisor_destroy(mgr->hv, info->name, NULL);
+        (void)carrel_hypervisor_undefine(mgr->hv, info->name, NULL);
+        report->orphans++;
+    }
+}
+
+gboolean
+carrel_manager_reconcile(CarrelManager *mgr, CarrelReconcileReport *ret_report, GError **error)
+{
+    g_autoptr(GHashTable) domains = own_domains(mgr, error);
+    g_autoptr(GPtrArray) sessions = NULL;
+    g_autoptr(GHashTable) known = g_hash_table_new(g_str_hash, g_str_equal);
+    CarrelReconcileReport report = {0};
+
+    if (!domains)
+        return FALSE;
+    sessions = carrel_store_session_list(mgr->store, FALSE, error);
+    if (!sessions)
+        return FALSE;
+    for (guint i = 0; i < sessions->len; i++) {
+        CarrelSession *session = g_ptr_array_index(sessions, i);
+        if (!settle_session(mgr, session, domains, &report, error)) {
+            g_prefix_error(error, "reconciling session '%s': ", session->id);
+            return FALSE;
+        }
+        g_hash_table_add(known, session->id);
+    }
+    remove_orphans(mgr, domains, known, &report);
+    if (ret_report)
+        *ret_report = report;
+    return TRUE;
+}

@@ -1,0 +1,161 @@
+#include <glib/gstdio.h>
+
+#include "core/core-priv.h"
+#include "disk/disk.h"
+
+#define AGENT_PING_TIMEOUT_S 2
+
+char *
+carrel_manager_session_xml(CarrelManager *mgr, const CarrelSession *session,
+                           const CarrelTemplate *tmpl, GError **error)
+{
+    g_autofree char *domain = carrel_session_domain_name(session->id);
+    g_autofree char *log = g_build_filename(session->dir, "console.log", NULL);
+    CarrelDomainSpec spec = {
+        .domain_name = domain,
+        .session_id = session->id,
+        .instance_id = mgr->instance_id,
+        .accel = mgr->accel,
+        .vcpus = session->vcpus,
+        .memory_mib = session->memory_mib,
+        .boot = tmpl->boot,
+        .kernel_path = tmpl->kernel_path,
+        .initrd_path = tmpl->initrd_path,
+        .cmdline = tmpl->cmdline,
+        .disk_path = session->overlay_path,
+        .disk_format = "qcow2",
+        .console_log_path = log,
+        .tb_cache_mib = mgr->accel == CARREL_ACCEL_TCG ? mgr->tb_cache_mib : 0,
+    };
+
+    return carrel_hypervisor_build_domain_xml(&spec, error);
+}
+
+gboolean
+carrel_manager_wait_agent(CarrelManager *mgr, const char *domain, GError **error)
+{
+    gint64 deadline = g_get_monotonic_time() + (gint64)mgr->agent_timeout_s * G_USEC_PER_SEC;
+
+    for (;;) {
+        g_autoptr(GError) ping_error = NULL;
+        CarrelDomainState state;
+
+        if (carrel_hypervisor_agent_ping(mgr->hv, domain, AGENT_PING_TIMEOUT_S, &ping_error))
+            return TRUE;
+        if (!carrel_hypervisor_get_state(mgr->hv, domain, &state, error))
+            return FALSE;
+        if (state != CARREL_DOMAIN_RUNNING) {
+            g_set_error(error, CARREL_ERROR, CARREL_ERROR_HYPERVISOR,
+                        "the guest stopped (%s) before its agent answered",
+                        carrel_domain_state_to_string(state));
+            return FALSE;
+        }
+        if (g_get_monotonic_time() > deadline) {
+            g_set_error(error, CARREL_ERROR, CARREL_ERROR_TIMEOUT,
+                        "the guest agent did not answer within %u s (last: %s)",
+                        mgr->agent_timeout_s, ping_error->message);
+            return FALSE;
+        }
+        g_usleep(G_USEC_PER_SEC / 2);
+    }
+}
+
+void
+carrel_manager_session_teardown(CarrelManager *mgr, const CarrelSession *session)
+{
+    g_autofree char *domain = carrel_session_domain_name(session->id);
+
+    (void)carrel_hypervisor_destroy(mgr->hv, domain, NULL);
+    (void)carrel_hypervisor_undefine(mgr->hv, domain, NULL);
+    if (session->dir)
+        (void)carrel_util_remove_tree(session->dir, NULL);
+}
+
+static CarrelSession *
+session_from_request(CarrelManager *mgr, const CarrelSessionRequest *req,
+                     const CarrelTemplate *tmpl)
+{
+    g_autoptr(CarrelSession) session = carrel_session_new();
+
+    session->id = carrel_util_new_id("s-");
+    session->name = g_strdup(req->name ? req->name : session->id);
+    session->template_name = g_strdup(tmpl->name);
+    session->template_version = tmpl->version;
+    session->state = CARREL_SESSION_CREATING;
+    session->vcpus = req->vcpus ? req->vcpus : CARREL_DEFAULT_VCPUS;
+    session->memory_mib = req->memory_mib ? req->memory_mib : CARREL_DEFAULT_MEMORY_MIB;
+    session->dir = g_build_filename(mgr->state_dir, "sessions", session->id, NULL);
+    session->overlay_path = g_build_filename(session->dir, "disk.qcow2", NULL);
+    session->created_at = session->updated_at = carrel_util_now();
+    return g_steal_pointer(&session);
+}
+
+/* Everything after the row exists: files, domain, boot, agent. */
+static gboolean
+bring_up(CarrelManager *mgr, CarrelSession *session, const CarrelTemplate *tmpl, GError **error)
+{
+    g_autofree char *domain = carrel_session_domain_name(session->id);
+    g_autofree char *xml = NULL;
+
+    if (!carrel_util_ensure_dir(session->dir, 0711, error) ||
+        !carrel_disk_create_overlay(session->overlay_path, tmpl->disk_path, tmpl->format, error))
+        return FALSE;
+    xml = carrel_manager_session_xml(mgr, session, tmpl, error);
+    if (!xml || !carrel_hypervisor_define_start(mgr->hv, xml, error) ||
+        !carrel_manager_wait_agent(mgr, domain, error))
+        return FALSE;
+    return carrel_store_session_set_state(mgr->store, session->id, CARREL_SESSION_RUNNING, NULL,
+                                          error);
+}
+
+static CarrelSession *
+create_claimed(CarrelManager *mgr, const CarrelSessionRequest *req, CarrelSession *session,
+               const CarrelTemplate *tmpl, GError **error)
+{
+    if (!carrel_store_session_insert(mgr->store, session, error))
+        return NULL;
+    if (!bring_up(mgr, session, tmpl, error)) {
+        /* Nothing half-made may remain: domain, files and row all go. */
+        carrel_manager_session_teardown(mgr, session);
+        (void)carrel_store_session_delete(mgr->store, session->id, NULL);
+        return NULL;
+    }
+    return carrel_store_session_get(mgr->store, session->id, error);
+}
+
+CarrelSession *
+carrel_manager_session_create(CarrelManager *mgr, const CarrelSessionRequest *req, GError **error)
+{
+    g_autoptr(CarrelTemplate) tmpl = NULL;
+    g_autoptr(CarrelSession) session = NULL;
+    CarrelSession *result;
+
+    tmpl = carrel_store_template_get(mgr->store, req->template_name, req->template_version, error);
+    if (!tmpl) {
+        g_prefix_error(error, "creating session: ");
+        return NULL;
+    }
+    session = session_from_request(mgr, req, tmpl);
+    if (!carrel_policy_check_resources(mgr->policy, session->vcpus, session->memory_mib, error) ||
+        !carrel_manager_claim(mgr, session->id, "create", error)) {
+        g_prefix_error(error, "creating session: ");
+        return NULL;
+    }
+    result = create_claimed(mgr, req, session, tmpl, error);
+    carrel_manager_release(mgr, session->id);
+    if (!result)
+        g_prefix_error(error, "creating session '%s': ", session->name);
+    return result;
+}
+
+GPtrArray *
+carrel_manager_session_list(CarrelManager *mgr, gboolean include_destroyed, GError **error)
+{
+    return carrel_store_session_list(mgr->store, include_destroyed, error);
+}
+
+CarrelSession *
+carrel_manager_session_get(CarrelManager *mgr, const char *id_or_name, GError **error)
+{
+    return carrel_store_session_get(mgr->store, id_or_name, error);
+}

@@ -1,0 +1,187 @@
+#include <glib/gstdio.h>
+
+#include "core/core-priv.h"
+#include "disk/disk.h"
+
+static gboolean
+write_manifest(const CarrelTemplate *tmpl, GError **error)
+{
+    g_autoptr(JsonNode) node = carrel_template_to_json(tmpl, 0);
+    g_autoptr(JsonGenerator) gen = json_generator_new();
+    g_autofree char *text = NULL;
+    g_autofree char *path = g_build_filename(tmpl->dir, "manifest.json", NULL);
+
+    json_object_remove_member(json_node_get_object(node), "sessions");
+    json_generator_set_root(gen, node);
+    json_generator_set_pretty(gen, TRUE);
+    text = json_generator_to_data(gen, NULL);
+    return carrel_util_write_file(path, text, -1, 0444, error);
+}
+
+static gboolean
+copy_boot_file(const char *src, const char *dir, const char *name, char **ret_path, GError **error)
+{
+    g_autofree char *dest = NULL;
+
+    if (!src)
+        return TRUE;
+    dest = g_build_filename(dir, name, NULL);
+    /* Read-only for everyone: QEMU (as libvirt-qemu) reads it, nobody writes it. */
+    if (!carrel_util_copy_file(src, dest, 0444, error))
+        return FALSE;
+    *ret_path = g_steal_pointer(&dest);
+    return TRUE;
+}
+
+/* Checks the copy, never the source: the source may change between a check and a copy. */
+static gboolean
+check_image(CarrelTemplate *tmpl, GError **error)
+{
+    g_autoptr(CarrelDiskInfo) info = carrel_disk_info_read(tmpl->disk_path, tmpl->format, error);
+
+    if (!info ||
+        !carrel_disk_check_importable(info, tmpl->format, CARREL_LIMIT_VIRTUAL_SIZE_BYTES, error) ||
+        !carrel_disk_check_consistent(tmpl->disk_path, tmpl->format, error))
+        return FALSE;
+    tmpl->virtual_size_bytes = info->virtual_size;
+    return TRUE;
+}
+
+static gboolean
+fill_files(const CarrelTemplateImport *req, CarrelTemplate *tmpl, GError **error)
+{
+    g_autofree char *disk_name = g_strconcat("base.", req->format, NULL);
+    GStatBuf st;
+
+    if (!carrel_util_ensure_dir(tmpl->dir, 0755, error) ||
+        !copy_boot_file(req->disk, tmpl->dir, disk_name, &tmpl->disk_path, error) ||
+        !copy_boot_file(req->kernel, tmpl->dir, "vmlinuz", &tmpl->kernel_path, error) ||
+        !copy_boot_file(req->initrd, tmpl->dir, "initrd.img", &tmpl->initrd_path, error) ||
+        !check_image(tmpl, error))
+        return FALSE;
+    tmpl->sha256 = carrel_util_sha256_file(tmpl->disk_path, error);
+    if (!tmpl->sha256)
+        return FALSE;
+    if (g_stat(tmpl->disk_path, &st) == 0)
+        tmpl->size_bytes = (guint64)st.st_size;
+    return write_manifest(tmpl, error);
+}
+
+static CarrelTemplate *
+import_locked(CarrelManager *mgr, const CarrelTemplateImport *req, const char *recipe_hash,
+              GError **error)
+{
+    g_autoptr(CarrelTemplate) tmpl = carrel_template_new();
+    g_autofree char *version_text = NULL;
+
+    tmpl->name = g_strdup(req->name);
+    tmpl->format = g_strdup(req->format);
+    tmpl->boot = req->boot;
+    tmpl->cmdline = g_strdup(req->cmdline);
+    tmpl->recipe_hash = g_strdup(recipe_hash);
+    tmpl->created_at = carrel_util_now();
+    tmpl->version = carrel_store_template_next_version(mgr->store, req->name, error);
+    if (tmpl->version == 0)
+        return NULL;
+    version_text = g_strdup_printf("%u", tmpl->version);
+    tmpl->dir = g_build_filename(mgr->state_dir, "templates", req->name, version_text, NULL);
+    if (g_file_test(tmpl->dir, G_FILE_TEST_EXISTS) &&
+        !carrel_util_remove_tree(tmpl->dir, error)) /* leftover of an interrupted import */
+        return NULL;
+    if (!fill_files(req, tmpl, error) || !carrel_store_template_insert(mgr->store, tmpl, error)) {
+        (void)carrel_util_remove_tree(tmpl->dir, NULL);
+        return NULL;
+    }
+    return g_steal_pointer(&tmpl);
+}
+
+CarrelTemplate *
+carrel_manager_template_import_full(CarrelManager *mgr, const CarrelTemplateImport *req,
+                                    const char *recipe_hash, GError **error)
+{
+    g_autofree char *key = g_strconcat("template:", req->name, NULL);
+    CarrelTemplate *tmpl;
+
+    if (!carrel_manager_claim(mgr, key, "an import", error))
+        return NULL;
+    tmpl = import_locked(mgr, req, recipe_hash, error);
+    carrel_manager_release(mgr, key);
+    if (!tmpl)
+        g_prefix_error(error, "importing template '%s': ", req->name);
+    return tmpl;
+}
+
+CarrelTemplate *
+carrel_manager_template_import(CarrelManager *mgr, const CarrelTemplateImport *req, GError **error)
+{
+    return carrel_manager_template_import_full(mgr, req, NULL, error);
+}
+
+GPtrArray *
+carrel_manager_template_list(CarrelManager *mgr, GError **error)
+{
+    return carrel_store_template_list(mgr->store, error);
+}
+
+CarrelTemplate *
+carrel_manager_template_get(CarrelManager *mgr, const char *name, guint version, GError **error)
+{
+    return carrel_store_template_get(mgr->store, name, version, error);
+}
+
+guint
+carrel_manager_template_sessions(CarrelManager *mgr, const char *name, guint version)
+{
+    return carrel_store_template_count_sessions(mgr->store, name, version, NULL);
+}
+
+static GStrv
+remove_versions(CarrelManager *mgr, const char *name, GError **error)
+{
+    g_autoptr(GPtrArray) all = carrel_store_template_list(mgr->store, error);
+    g_autoptr(GStrvBuilder) refs = g_strv_builder_new();
+    g_autofree char *top = g_build_filename(mgr->state_dir, "templates", name, NULL);
+    guint used;
+    gboolean any = FALSE;
+
+    if (!all)
+        return NULL;
+    used = carrel_store_template_count_sessions(mgr->store, name, 0, error);
+    if (used > 0) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE,
+                    "template '%s' is used by %u session(s): remove them first", name, used);
+        return NULL;
+    }
+    for (guint i = 0; i < all->len; i++) {
+        CarrelTemplate *t = g_ptr_array_index(all, i);
+        g_autofree char *ref = NULL;
+        if (!g_str_equal(t->name, name))
+            continue;
+        if (!carrel_store_template_delete(mgr->store, t->name, t->version, error))
+            return NULL;
+        ref = g_strdup_printf("%s@%u", t->name, t->version);
+        g_strv_builder_add(refs, ref);
+        any = TRUE;
+    }
+    if (!any) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND, "template '%s' does not exist",
+                    name);
+        return NULL;
+    }
+    if (!carrel_util_remove_tree(top, error))
+        return NULL;
+    return g_strv_builder_end(refs);
+}
+
+GStrv
+carrel_manager_template_remove(CarrelManager *mgr, const char *name, GError **error)
+{
+    g_autofree char *key = g_strconcat("template:", name, NULL);
+    GStrv refs;
+
+    if (!carrel_manager_claim(mgr, key, "a removal", error))
+        return NULL;
+    refs = remove_versions(mgr, name, error);
+    carrel_manager_release(mgr, key);
+    return refs;
+}

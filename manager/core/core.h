@@ -1,0 +1,102 @@
+/*
+ * core: the manager. Owns the session state machine, jobs and orchestration; the only module
+ * that uses more than one backend (store, disk, hypervisor, policy). Calls are synchronous and
+ * thread-safe: the API runs them in worker threads. Nothing here logs; callers decide.
+ */
+#pragma once
+
+#include "conf/conf.h"
+#include "hypervisor/hypervisor.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+    const char *state_dir;    /* state.db, templates/, sessions/ */
+    const char *recipes_dir;  /* template recipes: <recipes_dir>/<name>/build */
+    const char *cache_dir;    /* built images, keyed by recipe hash */
+    CarrelAccel accel;        /* resolved already: KVM or TCG */
+    const char *accel_reason; /* why that accelerator (shown by /v1/version) */
+    guint agent_timeout_s;    /* how long create/start wait for the guest agent (0 = 300) */
+    guint tb_cache_mib;       /* TCG translation cache per guest (0 = 64) */
+} CarrelManagerConfig;
+
+typedef struct _CarrelManager CarrelManager;
+
+/* Opens the store under state_dir and takes ownership of hv. */
+CarrelManager *carrel_manager_new(const CarrelManagerConfig *config, CarrelHypervisor *hv,
+                                  GError **error);
+void carrel_manager_free(CarrelManager *mgr);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelManager, carrel_manager_free)
+
+/* The random id of this state dir, written into every domain so reconcile never touches
+ * domains of another carrel instance on the same libvirt. */
+const char *carrel_manager_get_instance_id(CarrelManager *mgr);
+CarrelHypervisor *carrel_manager_get_hypervisor(CarrelManager *mgr);
+CarrelAccel carrel_manager_get_accel(CarrelManager *mgr);
+const char *carrel_manager_get_accel_reason(CarrelManager *mgr);
+
+/* What reconcile did, for the daemon's log. */
+typedef struct {
+    guint adopted;  /* running or paused domains taken back */
+    guint stopped;  /* sessions found powered off */
+    guint vanished; /* sessions whose domain is gone: marked crashed */
+    guint cleaned;  /* half-created sessions removed */
+    guint orphans;  /* carrel domains of this instance with no session: removed */
+} CarrelReconcileReport;
+
+/* Matches the store with libvirt's carrel-tagged domains; run before serving. */
+gboolean carrel_manager_reconcile(CarrelManager *mgr, CarrelReconcileReport *ret_report,
+                                  GError **error);
+
+/* Checks the admin token (or any stored token) and returns its role, or NULL if unknown. */
+char *carrel_manager_authenticate(CarrelManager *mgr, const char *token);
+/* Stores a token (hashed) with a role. */
+gboolean carrel_manager_add_token(CarrelManager *mgr, const char *token, const char *role,
+                                  GError **error);
+
+/* Templates. */
+CarrelTemplate *carrel_manager_template_import(CarrelManager *mgr, const CarrelTemplateImport *req,
+                                               GError **error);
+/* Every version (GPtrArray of CarrelTemplate). */
+GPtrArray *carrel_manager_template_list(CarrelManager *mgr, GError **error);
+/* version 0 = latest. */
+CarrelTemplate *carrel_manager_template_get(CarrelManager *mgr, const char *name, guint version,
+                                            GError **error);
+guint carrel_manager_template_sessions(CarrelManager *mgr, const char *name, guint version);
+/* Removes every version of name; WRONG_STATE while sessions use it. Returns removed refs. */
+GStrv carrel_manager_template_remove(CarrelManager *mgr, const char *name, GError **error);
+
+/* Jobs: long work (template builds) runs in its own thread and is polled. */
+typedef struct _CarrelJob CarrelJob;
+
+/* Starts building the recipe <recipes_dir>/<name>; returns the job (a new reference). */
+CarrelJob *carrel_manager_template_build(CarrelManager *mgr, const char *name, GError **error);
+/* A new reference to a job, or NOT_FOUND. */
+CarrelJob *carrel_manager_job_get(CarrelManager *mgr, const char *id, GError **error);
+CarrelJob *carrel_job_ref(CarrelJob *job);
+void carrel_job_unref(CarrelJob *job);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelJob, carrel_job_unref)
+const char *carrel_job_get_id(CarrelJob *job);
+/* Snapshot of the job as the API's JSON object. */
+JsonNode *carrel_job_to_json(CarrelJob *job);
+/* Blocks until the job ends; TRUE when it succeeded. For tests and the CLI-less paths. */
+gboolean carrel_job_wait(CarrelJob *job, GError **error);
+
+/* Sessions. */
+CarrelSession *carrel_manager_session_create(CarrelManager *mgr, const CarrelSessionRequest *req,
+                                             GError **error);
+GPtrArray *carrel_manager_session_list(CarrelManager *mgr, gboolean include_destroyed,
+                                       GError **error);
+CarrelSession *carrel_manager_session_get(CarrelManager *mgr, const char *id_or_name,
+                                          GError **error);
+CarrelSession *carrel_manager_session_start(CarrelManager *mgr, const char *id_or_name,
+                                            GError **error);
+/* Graceful power-off within timeout_s, then forced. */
+CarrelSession *carrel_manager_session_stop(CarrelManager *mgr, const char *id_or_name,
+                                           guint timeout_s, GError **error);
+/* Destroys the domain, undefines it and deletes the session's files; the row stays as
+ * "destroyed" for the record. */
+CarrelSession *carrel_manager_session_destroy(CarrelManager *mgr, const char *id_or_name,
+                                              GError **error);
+
+G_END_DECLS

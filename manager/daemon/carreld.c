@@ -1,0 +1,256 @@
+/* carreld: options, signals and wiring of the manager and the API. */
+#include <glib-unix.h>
+#include <glib/gstdio.h>
+#include <locale.h>
+#include <stdlib.h>
+
+#include "carrel-config.h"
+#include "api/api.h"
+#include "core/core.h"
+#include "net/net.h"
+
+typedef struct {
+    char *state_dir;
+    char *socket_path;
+    char *listen;
+    char *libvirt_uri;
+    char *accel;
+    char *recipes_dir;
+    char *cache_dir;
+    char *probe_kernel;
+    int agent_timeout_s;
+} Options;
+
+static void
+options_clear(Options *opts)
+{
+    g_free(opts->state_dir);
+    g_free(opts->socket_path);
+    g_free(opts->listen);
+    g_free(opts->libvirt_uri);
+    g_free(opts->accel);
+    g_free(opts->recipes_dir);
+    g_free(opts->cache_dir);
+    g_free(opts->probe_kernel);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Options, options_clear)
+
+static char *
+default_recipes_dir(void)
+{
+    g_autofree char *source = g_build_filename(CARREL_SOURCE_DIR, "templates", NULL);
+
+    /* A source checkout is the usual home; an install puts recipes under the data dir. */
+    if (g_file_test(source, G_FILE_TEST_IS_DIR))
+        return g_steal_pointer(&source);
+    return g_build_filename(CARREL_DATA_DIR, "templates", NULL);
+}
+
+static gboolean
+parse_options(int argc, char **argv, Options *opts, GError **error)
+{
+    GOptionEntry entries[] = {
+        {"state-dir", 0, 0, G_OPTION_ARG_FILENAME, &opts->state_dir,
+         "State directory (default /var/lib/carrel)", "DIR"},
+        {"socket", 0, 0, G_OPTION_ARG_FILENAME, &opts->socket_path,
+         "API Unix socket (default /run/carrel/carreld.sock)", "PATH"},
+        {"listen", 0, 0, G_OPTION_ARG_STRING, &opts->listen, "Also listen on TCP, loopback only",
+         "127.0.0.1:PORT"},
+        {"libvirt-uri", 0, 0, G_OPTION_ARG_STRING, &opts->libvirt_uri,
+         "libvirt connection (default qemu:///system)", "URI"},
+        {"accel", 0, 0, G_OPTION_ARG_STRING, &opts->accel, "auto, kvm or tcg (default auto)",
+         "MODE"},
+        {"recipes-dir", 0, 0, G_OPTION_ARG_FILENAME, &opts->recipes_dir,
+         "Template recipes (default: the source tree's templates/)", "DIR"},
+        {"cache-dir", 0, 0, G_OPTION_ARG_FILENAME, &opts->cache_dir,
+         "Cache of built images (default /var/cache/carrel)", "DIR"},
+        {"probe-kernel", 0, 0, G_OPTION_ARG_FILENAME, &opts->probe_kernel,
+         "Kernel booted to prove KVM (default: newest /boot/vmlinuz-*)", "FILE"},
+        {"agent-timeout", 0, 0, G_OPTION_ARG_INT, &opts->agent_timeout_s,
+         "Seconds to wait for a guest agent (default 300)", "S"},
+        {NULL},
+    };
+    g_autoptr(GOptionContext) ctx = g_option_context_new("- the carrel daemon");
+
+    g_option_context_add_main_entries(ctx, entries, NULL);
+    if (!g_option_context_parse(ctx, &argc, &argv, error))
+        return FALSE;
+    if (argc > 1) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "unexpected argument '%s'",
+                    argv[1]);
+        return FALSE;
+    }
+    if (opts->agent_timeout_s < 0 || opts->agent_timeout_s > 3600) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "--agent-timeout must be between 0 and 3600");
+        return FALSE;
+    }
+#define DEFAULT(field, value)                                                                      \
+    if (!opts->field)                                                                              \
+    opts->field = g_strdup(value)
+    DEFAULT(state_dir, "/var/lib/carrel");
+    DEFAULT(socket_path, "/run/carrel/carreld.sock");
+    DEFAULT(libvirt_uri, "qemu:///system");
+    DEFAULT(accel, "auto");
+    DEFAULT(cache_dir, "/var/cache/carrel");
+#undef DEFAULT
+    if (!opts->recipes_dir)
+        opts->recipes_dir = default_recipes_dir();
+    return TRUE;
+}
+
+static CarrelAccel
+choose_accel(const Options *opts, char **ret_reason, GError **error)
+{
+    CarrelAccel requested = carrel_accel_from_string(opts->accel);
+
+    if (requested == CARREL_ACCEL_LAST) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "--accel must be auto, kvm or tcg, not '%s'", opts->accel);
+        return CARREL_ACCEL_LAST;
+    }
+    if (requested == CARREL_ACCEL_AUTO && g_str_has_prefix(opts->libvirt_uri, "test:")) {
+        *ret_reason = g_strdup("libvirt test driver: no guest runs, so no probe");
+        return CARREL_ACCEL_TCG;
+    }
+    if (requested != CARREL_ACCEL_AUTO) {
+        *ret_reason = g_strdup("requested with --accel");
+        return requested;
+    }
+    return carrel_hypervisor_resolve_accel(requested, opts->probe_kernel, 15, ret_reason);
+}
+
+/* The admin token lives in a 0600 file; the store keeps only its hash. */
+static gboolean
+ensure_admin_token(CarrelManager *mgr, const char *state_dir, GError **error)
+{
+    g_autofree char *path = g_build_filename(state_dir, "admin.token", NULL);
+    g_autofree char *token = NULL;
+
+    if (g_file_get_contents(path, &token, NULL, NULL)) {
+        g_strstrip(token);
+    } else {
+        token = carrel_util_new_token();
+        if (!carrel_util_write_file(path, token, -1, 0600, error))
+            return FALSE;
+        g_message("wrote a new admin token to %s", path);
+    }
+    if (g_chmod(path, 0600) < 0) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INTERNAL, "cannot restrict '%s'", path);
+        return FALSE;
+    }
+    return carrel_manager_add_token(mgr, token, "admin", error);
+}
+
+static gboolean
+on_quit_signal(gpointer user_data)
+{
+    g_message("signal received: shutting down (sessions keep running)");
+    g_main_loop_quit(user_data);
+    return G_SOURCE_CONTINUE;
+}
+
+static void
+log_reconcile(const CarrelReconcileReport *r)
+{
+    g_message("reconciled: %u adopted, %u found stopped, %u vanished, %u half-created cleaned, "
+              "%u orphan domains removed",
+              r->adopted, r->stopped, r->vanished, r->cleaned, r->orphans);
+}
+
+static CarrelManager *
+open_manager(const Options *opts, GError **error)
+{
+    g_autofree char *reason = NULL;
+    CarrelHypervisor *hv;
+    CarrelManagerConfig config = {0};
+    CarrelReconcileReport report;
+    g_autoptr(CarrelManager) mgr = NULL;
+
+    config.accel = choose_accel(opts, &reason, error);
+    if (config.accel == CARREL_ACCEL_LAST)
+        return NULL;
+    g_message("accelerator: %s (%s)", carrel_accel_to_string(config.accel), reason);
+    hv = carrel_hypervisor_open_libvirt(opts->libvirt_uri, error);
+    if (!hv)
+        return NULL;
+    config.state_dir = opts->state_dir;
+    config.recipes_dir = opts->recipes_dir;
+    config.cache_dir = opts->cache_dir;
+    config.accel_reason = reason;
+    config.agent_timeout_s = (guint)opts->agent_timeout_s;
+    mgr = carrel_manager_new(&config, hv, error);
+    if (!mgr || !ensure_admin_token(mgr, opts->state_dir, error) ||
+        !carrel_manager_reconcile(mgr, &report, error))
+        return NULL;
+    log_reconcile(&report);
+    return g_steal_pointer(&mgr);
+}
+
+static gboolean
+start_api(CarrelApi *api, const Options *opts, GError **error)
+{
+    g_autofree char *socket_dir = g_path_get_dirname(opts->socket_path);
+
+    if (!carrel_util_ensure_dir(socket_dir, 0755, error) ||
+        !carrel_api_listen_unix(api, opts->socket_path, error))
+        return FALSE;
+    g_message("listening on %s", opts->socket_path);
+    if (opts->listen) {
+        g_autoptr(GSocketAddress) addr = carrel_net_parse_loopback_listen(opts->listen, error);
+        if (!addr || !carrel_api_listen_tcp(api, addr, error))
+            return FALSE;
+        g_message("listening on http://%s", opts->listen);
+    }
+    return TRUE;
+}
+
+static void
+drain(CarrelApi *api)
+{
+    /* Give requests in progress (a boot, a stop) a moment to finish before exit. */
+    for (int i = 0; i < 100 && carrel_api_in_flight(api) > 0; i++) {
+        g_main_context_iteration(NULL, FALSE);
+        g_usleep(100 * 1000);
+    }
+}
+
+static int
+run(const Options *opts)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelManager) mgr = NULL;
+    g_autoptr(CarrelApi) api = NULL;
+    g_autoptr(GMainLoop) loop = g_main_loop_new(NULL, FALSE);
+
+    mgr = open_manager(opts, &error);
+    if (mgr) {
+        api = carrel_api_new(mgr, CARREL_VERSION, &error);
+    }
+    if (!mgr || !api || !start_api(api, opts, &error)) {
+        g_printerr("carreld: %s\n", error->message);
+        return EXIT_FAILURE;
+    }
+    g_unix_signal_add(SIGTERM, on_quit_signal, loop);
+    g_unix_signal_add(SIGINT, on_quit_signal, loop);
+    g_message("carreld %s ready", CARREL_VERSION);
+    g_main_loop_run(loop);
+    drain(api);
+    (void)g_unlink(opts->socket_path);
+    return EXIT_SUCCESS;
+}
+
+int
+main(int argc, char **argv)
+{
+    g_auto(Options) opts = {0};
+    g_autoptr(GError) error = NULL;
+
+    setlocale(LC_ALL, "");
+    if (!parse_options(argc, argv, &opts, &error)) {
+        g_printerr("carreld: %s\n", error->message);
+        return 2;
+    }
+    return run(&opts);
+}

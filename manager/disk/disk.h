@@ -1,0 +1,67 @@
+/* disk: image inspection, import checks and qcow2 overlays (qemu-img); libguestfs later. */
+#pragma once
+
+#include "util/util.h"
+
+G_BEGIN_DECLS
+
+/* What qemu-img says of an image, parsed from `qemu-img info --output=json` (untrusted text). */
+typedef struct {
+    char *format;
+    guint64 virtual_size;
+    guint64 actual_size;
+    char *backing_filename; /* NULL when none */
+    char *backing_format;   /* "backing-filename-format", NULL when absent */
+    char *data_file;        /* qcow2 external data file, NULL when none */
+    gboolean corrupt;       /* qcow2 format-specific "corrupt" flag */
+    gboolean encrypted;
+} CarrelDiskInfo;
+
+void carrel_disk_info_free(CarrelDiskInfo *info);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelDiskInfo, carrel_disk_info_free)
+
+/*
+ * Pure parser of qemu-img's JSON; refuses input over 1 MiB, nesting deeper than 32, missing or
+ * ill-typed members (CARREL_ERROR_INVALID_ARG). Unknown members are ignored.
+ */
+CarrelDiskInfo *carrel_disk_info_parse(const char *json, gsize len, GError **error);
+
+/*
+ * Name of the image format whose magic starts head ("qcow2", "vmdk", ...), or NULL when head
+ * looks like no format QEMU could probe. Pure; head is the first bytes of a file (512 suffice).
+ */
+const char *carrel_disk_detect_format(const guint8 *head, gsize len);
+
+/*
+ * Runs `qemu-img info --output=json -f FORMAT path` (format given, never probed)
+ * and parses it. A file that is not of that format fails here, and so does a "raw" file that
+ * starts with another format's magic (CARREL_ERROR_INVALID_ARG). path must be absolute and a
+ * regular file. Without --force-share: an image that a running VM writes is refused.
+ */
+CarrelDiskInfo *carrel_disk_info_read(const char *path, const char *format, GError **error);
+
+/*
+ * Checks that an image may become a template: format is "qcow2" or "raw" and matches info,
+ * no backing file, no external data file, not encrypted, not corrupt, virtual size > 0 and
+ * <= max_virtual_size. Every refusal is CARREL_ERROR_INVALID_ARG. Pure.
+ */
+gboolean carrel_disk_check_importable(const CarrelDiskInfo *info, const char *format,
+                                      guint64 max_virtual_size, GError **error);
+
+/*
+ * Full check of a qcow2 image (`qemu-img check`): catches truncated or damaged files (leaked
+ * clusters are harmless and accepted). A raw image must be a regular file whose size is a
+ * multiple of 512 and that starts with no other format's magic. Run it only on an image that
+ * carrel_disk_check_importable accepted: qemu-img check opens backing files.
+ */
+gboolean carrel_disk_check_consistent(const char *path, const char *format, GError **error);
+
+/*
+ * Creates a qcow2 overlay at path (absolute) backed by backing (absolute) with an explicit
+ * backing format ("qcow2" or "raw"), mode 0600 (libvirt's dynamic ownership hands it to the
+ * QEMU user while the VM runs). Refuses to overwrite an existing file (CARREL_ERROR_EXISTS).
+ */
+gboolean carrel_disk_create_overlay(const char *path, const char *backing,
+                                    const char *backing_format, GError **error);
+
+G_END_DECLS

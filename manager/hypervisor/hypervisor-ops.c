@@ -1,0 +1,225 @@
+/* The hypervisor object, its dispatchers through the operations table, and the enum tables. */
+#include <string.h>
+
+#define CARREL_HYPERVISOR_PRIV_H_ALLOW
+#include "hypervisor/hypervisor-priv.h"
+
+static const char *const accel_names[CARREL_ACCEL_LAST] = {
+    [CARREL_ACCEL_AUTO] = "auto",
+    [CARREL_ACCEL_KVM] = "kvm",
+    [CARREL_ACCEL_TCG] = "tcg",
+};
+
+static const char *const domain_state_names[CARREL_DOMAIN_LAST] = {
+    [CARREL_DOMAIN_RUNNING] = "running", [CARREL_DOMAIN_PAUSED] = "paused",
+    [CARREL_DOMAIN_SHUTOFF] = "shutoff", [CARREL_DOMAIN_CRASHED] = "crashed",
+    [CARREL_DOMAIN_OTHER] = "other",
+};
+
+static int
+lookup(const char *const *names, int count, const char *name)
+{
+    for (int i = 0; name && i < count; i++) {
+        if (g_str_equal(names[i], name))
+            return i;
+    }
+    return count;
+}
+
+const char *
+carrel_accel_to_string(CarrelAccel accel)
+{
+    return (int)accel >= 0 && accel < CARREL_ACCEL_LAST ? accel_names[accel] : "unknown";
+}
+
+CarrelAccel
+carrel_accel_from_string(const char *name)
+{
+    return (CarrelAccel)lookup(accel_names, CARREL_ACCEL_LAST, name);
+}
+
+const char *
+carrel_domain_state_to_string(CarrelDomainState state)
+{
+    return (int)state >= 0 && state < CARREL_DOMAIN_LAST ? domain_state_names[state] : "unknown";
+}
+
+CarrelDomainState
+carrel_domain_state_from_string(const char *name)
+{
+    return (CarrelDomainState)lookup(domain_state_names, CARREL_DOMAIN_LAST, name);
+}
+
+void
+carrel_domain_info_free(CarrelDomainInfo *info)
+{
+    if (!info)
+        return;
+    g_free(info->name);
+    g_free(info->session_id);
+    g_free(info->instance_id);
+    g_free(info);
+}
+
+gboolean
+carrel_hypervisor_is_session_id(const char *text)
+{
+    return carrel_hypervisor_is_carrel_id(text, "s-");
+}
+
+gboolean
+carrel_hypervisor_is_carrel_id(const char *text, const char *prefix)
+{
+    if (!text || !g_str_has_prefix(text, prefix) || strlen(text) != 14)
+        return FALSE;
+    for (const char *p = text + 2; *p; p++) {
+        if (!g_ascii_isdigit(*p) && !(*p >= 'a' && *p <= 'f'))
+            return FALSE;
+    }
+    return TRUE;
+}
+
+CarrelHypervisor *
+carrel_hypervisor_new_backend(const CarrelHypervisorOps *ops, const char *uri,
+                              gpointer backend_data)
+{
+    CarrelHypervisor *hv = g_new0(CarrelHypervisor, 1);
+
+    hv->ops = ops;
+    hv->uri = g_strdup(uri);
+    hv->backend_data = backend_data;
+    return hv;
+}
+
+void
+carrel_hypervisor_free(CarrelHypervisor *hv)
+{
+    if (!hv)
+        return;
+    if (hv->ops && hv->ops->close)
+        hv->ops->close(hv);
+    g_free(hv->uri);
+    g_free(hv);
+}
+
+const char *
+carrel_hypervisor_get_uri(CarrelHypervisor *hv)
+{
+    g_return_val_if_fail(hv != NULL, NULL);
+    return hv->uri;
+}
+
+/* The name inside xml for error context, or NULL when it has none fit to print. */
+static char *
+name_of_xml(const char *xml)
+{
+    g_autofree char *name = NULL;
+
+    if (!carrel_hypervisor_scan_xml(xml, &name, NULL, NULL, NULL) || !name)
+        return NULL;
+    if (!carrel_util_is_clean_text(name) || strlen(name) > CARREL_LIMIT_NAME_LEN)
+        return NULL;
+    return g_steal_pointer(&name);
+}
+
+gboolean
+carrel_hypervisor_define_start(CarrelHypervisor *hv, const char *xml, GError **error)
+{
+    g_autofree char *name = NULL;
+
+    g_return_val_if_fail(hv != NULL && xml != NULL, FALSE);
+    if (hv->ops->define_start(hv, xml, error))
+        return TRUE;
+    name = name_of_xml(xml);
+    if (name)
+        g_prefix_error(error, "domain '%s': ", name);
+    else
+        g_prefix_error(error, "domain xml: ");
+    return FALSE;
+}
+
+gboolean
+carrel_hypervisor_start(CarrelHypervisor *hv, const char *name, GError **error)
+{
+    g_return_val_if_fail(hv != NULL && name != NULL, FALSE);
+    if (hv->ops->start(hv, name, error))
+        return TRUE;
+    g_prefix_error(error, "domain '%s': ", name);
+    return FALSE;
+}
+
+gboolean
+carrel_hypervisor_shutdown(CarrelHypervisor *hv, const char *name, guint timeout_s, GError **error)
+{
+    g_return_val_if_fail(hv != NULL && name != NULL, FALSE);
+    if (hv->ops->shutdown(hv, name, timeout_s, error))
+        return TRUE;
+    g_prefix_error(error, "domain '%s': ", name);
+    return FALSE;
+}
+
+gboolean
+carrel_hypervisor_destroy(CarrelHypervisor *hv, const char *name, GError **error)
+{
+    g_return_val_if_fail(hv != NULL && name != NULL, FALSE);
+    if (hv->ops->destroy(hv, name, error))
+        return TRUE;
+    g_prefix_error(error, "domain '%s': ", name);
+    return FALSE;
+}
+
+gboolean
+carrel_hypervisor_undefine(CarrelHypervisor *hv, const char *name, GError **error)
+{
+    g_return_val_if_fail(hv != NULL && name != NULL, FALSE);
+    if (hv->ops->undefine(hv, name, error))
+        return TRUE;
+    g_prefix_error(error, "domain '%s': ", name);
+    return FALSE;
+}
+
+gboolean
+carrel_hypervisor_get_state(CarrelHypervisor *hv, const char *name, CarrelDomainState *ret_state,
+                            GError **error)
+{
+    CarrelDomainState state = CARREL_DOMAIN_OTHER;
+
+    g_return_val_if_fail(hv != NULL && name != NULL, FALSE);
+    if (!hv->ops->get_state(hv, name, &state, error)) {
+        g_prefix_error(error, "domain '%s': ", name);
+        return FALSE;
+    }
+    if (ret_state)
+        *ret_state = state;
+    return TRUE;
+}
+
+gboolean
+carrel_hypervisor_agent_ping(CarrelHypervisor *hv, const char *name, guint timeout_s,
+                             GError **error)
+{
+    g_return_val_if_fail(hv != NULL && name != NULL, FALSE);
+    if (hv->ops->agent_ping(hv, name, timeout_s, error))
+        return TRUE;
+    g_prefix_error(error, "domain '%s': ", name);
+    return FALSE;
+}
+
+GPtrArray *
+carrel_hypervisor_list(CarrelHypervisor *hv, GError **error)
+{
+    GPtrArray *domains;
+
+    g_return_val_if_fail(hv != NULL, NULL);
+    domains = hv->ops->list(hv, error);
+    if (!domains)
+        g_prefix_error(error, "listing domains: ");
+    return domains;
+}
+
+char *
+carrel_hypervisor_describe(CarrelHypervisor *hv)
+{
+    g_return_val_if_fail(hv != NULL, NULL);
+    return hv->ops->describe(hv);
+}

@@ -1,0 +1,76 @@
+#include "policy/policy.h"
+
+struct _CarrelPolicy {
+    guint max_vcpus;
+    guint max_memory_mib;
+};
+
+CarrelPolicy *
+carrel_policy_new_default(void)
+{
+    CarrelPolicy *policy = g_new0(CarrelPolicy, 1);
+
+    policy->max_vcpus = 4;
+    policy->max_memory_mib = 8192;
+    return policy;
+}
+
+void
+carrel_policy_free(CarrelPolicy *policy)
+{
+    g_free(policy);
+}
+
+static gboolean
+read_limit(GKeyFile *kf, const char *key, guint max, guint *ret_value, GError **error)
+{
+    g_autoptr(GError) local = NULL;
+    gint64 value;
+
+    if (!g_key_file_has_key(kf, "resources", key, NULL))
+        return TRUE;
+    value = g_key_file_get_int64(kf, "resources", key, &local);
+    if (local || value < 1 || value > max) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "[resources] %s must be an integer between 1 and %u", key, max);
+        return FALSE;
+    }
+    *ret_value = (guint)value;
+    return TRUE;
+}
+
+CarrelPolicy *
+carrel_policy_load_data(const char *data, gsize len, GError **error)
+{
+    g_autoptr(GKeyFile) kf = g_key_file_new();
+    g_autoptr(CarrelPolicy) policy = carrel_policy_new_default();
+    g_autoptr(GError) local = NULL;
+
+    if (!g_key_file_load_from_data(kf, data, len, G_KEY_FILE_NONE, &local)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "malformed policy: %s",
+                    local->message);
+        return NULL;
+    }
+    if (!read_limit(kf, "max_vcpus", CARREL_LIMIT_VCPUS, &policy->max_vcpus, error) ||
+        !read_limit(kf, "max_memory_mib", CARREL_LIMIT_MEMORY_MIB, &policy->max_memory_mib, error))
+        return NULL;
+    return g_steal_pointer(&policy);
+}
+
+gboolean
+carrel_policy_check_resources(const CarrelPolicy *policy, guint vcpus, guint memory_mib,
+                              GError **error)
+{
+    if (vcpus > policy->max_vcpus) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_POLICY_DENIED,
+                    "%u vCPUs requested, the policy allows at most %u", vcpus, policy->max_vcpus);
+        return FALSE;
+    }
+    if (memory_mib > policy->max_memory_mib) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_POLICY_DENIED,
+                    "%u MiB of memory requested, the policy allows at most %u", memory_mib,
+                    policy->max_memory_mib);
+        return FALSE;
+    }
+    return TRUE;
+}

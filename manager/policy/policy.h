@@ -1,0 +1,23 @@
+/* policy: pure decisions over a loaded policy; no I/O beyond reading the policy text. */
+#pragma once
+
+#include "conf/conf.h"
+
+G_BEGIN_DECLS
+
+typedef struct _CarrelPolicy CarrelPolicy;
+
+/* The built-in default: at most 4 vCPUs and 8 GiB per session. */
+CarrelPolicy *carrel_policy_new_default(void);
+
+/* Parses a policy in GKeyFile syntax ([resources] max_vcpus=, max_memory_mib=). */
+CarrelPolicy *carrel_policy_load_data(const char *data, gsize len, GError **error);
+
+void carrel_policy_free(CarrelPolicy *policy);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelPolicy, carrel_policy_free)
+
+/* Decides whether a session of that size may be created; POLICY_DENIED says which limit. */
+gboolean carrel_policy_check_resources(const CarrelPolicy *policy, guint vcpus, guint memory_mib,
+                                       GError **error);
+
+G_END_DECLS

@@ -1,0 +1,211 @@
+#define CARREL_STORE_PRIV_H_ALLOW
+#include "store/store-priv.h"
+
+/*
+ * Schema migrations, applied in order, each in its own transaction, and tracked with
+ * PRAGMA user_version (the index in this array + 1). Append a new entry for every change;
+ * never edit one that has shipped. A migration that rebuilds a table (SQLite's 12-step
+ * ALTER recipe) sets rebuilds_tables: foreign keys are then off while it runs and checked
+ * with foreign_key_check before it commits.
+ *
+ * Templates and sessions: sessions name their template by (template_name, template_version)
+ * without a FOREIGN KEY. A foreign key would either block deleting a template forever
+ * (RESTRICT, because destroyed session rows are kept as history) or erase that history
+ * (SET NULL / CASCADE). Triggers enforce the rule that matters instead: a session that is not
+ * destroyed always refers to an existing template, and a template used by such a session
+ * cannot be deleted. Destroyed rows keep the name and version they ran, and
+ * template_versions makes sure a deleted version number is never handed out again.
+ *
+ * detail columns hold JSON text written by json-glib; there is no json_valid() CHECK because
+ * the connection runs with trusted_schema=OFF, under which sqlite 3.40 refuses json_valid in
+ * the schema (the hardening is worth more than a redundant check).
+ */
+typedef struct {
+    const char *sql;
+    gboolean rebuilds_tables;
+} StoreMigration;
+
+static const StoreMigration migrations[] = {
+    /* v1 */
+    {"CREATE TABLE templates ("
+     "  name TEXT NOT NULL,"
+     "  version INTEGER NOT NULL CHECK (version > 0),"
+     "  sha256 TEXT NOT NULL,"
+     "  format TEXT NOT NULL,"
+     "  size_bytes INTEGER NOT NULL CHECK (size_bytes >= 0),"
+     "  virtual_size_bytes INTEGER NOT NULL CHECK (virtual_size_bytes >= 0),"
+     "  boot TEXT NOT NULL,"
+     "  dir TEXT NOT NULL,"
+     "  disk_path TEXT NOT NULL,"
+     "  kernel_path TEXT,"
+     "  initrd_path TEXT,"
+     "  cmdline TEXT,"
+     "  recipe_hash TEXT,"
+     "  created_at INTEGER NOT NULL,"
+     "  PRIMARY KEY (name, version)"
+     ") STRICT;"
+     /* Highest version ever given to a name, so numbers are not reused after a delete. */
+     "CREATE TABLE template_versions ("
+     "  name TEXT PRIMARY KEY NOT NULL,"
+     "  last_version INTEGER NOT NULL"
+     ") STRICT;"
+     "CREATE TABLE sessions ("
+     "  id TEXT PRIMARY KEY NOT NULL,"
+     "  name TEXT NOT NULL,"
+     "  template_name TEXT NOT NULL,"
+     "  template_version INTEGER NOT NULL,"
+     "  state TEXT NOT NULL,"
+     "  state_reason TEXT,"
+     "  vcpus INTEGER NOT NULL CHECK (vcpus > 0),"
+     "  memory_mib INTEGER NOT NULL CHECK (memory_mib > 0),"
+     "  dir TEXT NOT NULL,"
+     "  overlay_path TEXT NOT NULL,"
+     "  created_at INTEGER NOT NULL,"
+     "  updated_at INTEGER NOT NULL"
+     ") STRICT;"
+     "CREATE UNIQUE INDEX sessions_live_name ON sessions (name) WHERE state != 'destroyed';"
+     "CREATE INDEX sessions_template ON sessions (template_name, template_version);"
+     "CREATE INDEX sessions_created ON sessions (created_at);"
+     "CREATE TRIGGER sessions_template_insert BEFORE INSERT ON sessions"
+     "  WHEN NEW.state != 'destroyed' AND NOT EXISTS (SELECT 1 FROM templates"
+     "    WHERE name = NEW.template_name AND version = NEW.template_version)"
+     "  BEGIN SELECT RAISE(ABORT, 'the session''s template does not exist'); END;"
+     "CREATE TRIGGER sessions_template_update"
+     "  BEFORE UPDATE OF state, template_name, template_version ON sessions"
+     "  WHEN NEW.state != 'destroyed' AND NOT EXISTS (SELECT 1 FROM templates"
+     "    WHERE name = NEW.template_name AND version = NEW.template_version)"
+     "  BEGIN SELECT RAISE(ABORT, 'the session''s template does not exist'); END;"
+     "CREATE TRIGGER templates_in_use BEFORE DELETE ON templates"
+     "  WHEN EXISTS (SELECT 1 FROM sessions WHERE template_name = OLD.name"
+     "    AND template_version = OLD.version AND state != 'destroyed')"
+     "  BEGIN SELECT RAISE(ABORT, 'the template is used by sessions'); END;"
+     "CREATE TABLE tokens ("
+     "  hash TEXT PRIMARY KEY NOT NULL,"
+     "  role TEXT NOT NULL,"
+     "  label TEXT,"
+     "  created_at INTEGER NOT NULL"
+     ") STRICT;"
+     /* Checked at commit, so deleting a session removes a whole chain in any order. */
+     "CREATE TABLE snapshots ("
+     "  id TEXT PRIMARY KEY NOT NULL,"
+     "  session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,"
+     "  name TEXT NOT NULL,"
+     "  parent TEXT REFERENCES snapshots (id) DEFERRABLE INITIALLY DEFERRED,"
+     "  overlay_path TEXT NOT NULL,"
+     "  memory_path TEXT,"
+     "  created_at INTEGER NOT NULL,"
+     "  UNIQUE (session_id, name)"
+     ") STRICT;"
+     "CREATE TABLE artifacts ("
+     "  id TEXT PRIMARY KEY NOT NULL,"
+     "  session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,"
+     "  guest_path TEXT NOT NULL,"
+     "  host_path TEXT NOT NULL,"
+     "  sha256 TEXT NOT NULL,"
+     "  size INTEGER NOT NULL CHECK (size >= 0),"
+     "  mode INTEGER,"
+     "  created_at INTEGER NOT NULL"
+     ") STRICT;"
+     "CREATE INDEX artifacts_session ON artifacts (session_id);"
+     /* A hash chain: each row's hash covers prev_hash, so rows are only ever appended. */
+     "CREATE TABLE audit ("
+     "  seq INTEGER PRIMARY KEY,"
+     "  ts INTEGER NOT NULL,"
+     "  actor TEXT NOT NULL,"
+     "  action TEXT NOT NULL,"
+     "  subject TEXT,"
+     "  detail TEXT,"
+     "  prev_hash TEXT NOT NULL,"
+     "  hash TEXT NOT NULL UNIQUE"
+     ") STRICT;"
+     "CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit"
+     "  BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;"
+     "CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit"
+     "  BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;"
+     /* AUTOINCREMENT: clients follow events by seq, which must never go back. */
+     "CREATE TABLE events ("
+     "  seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+     "  session_id TEXT REFERENCES sessions (id) ON DELETE CASCADE,"
+     "  ts INTEGER NOT NULL,"
+     "  actor TEXT,"
+     "  kind TEXT NOT NULL,"
+     "  detail TEXT"
+     ") STRICT;"
+     "CREATE INDEX events_session ON events (session_id, seq);",
+     FALSE},
+};
+
+int
+carrel_store_latest_schema_version(void)
+{
+    return (int)G_N_ELEMENTS(migrations);
+}
+
+static gboolean
+check_foreign_keys(CarrelStore *store, GError **error)
+{
+    g_autoptr(sqlite3_stmt) stmt = carrel_store_prepare(store, "PRAGMA foreign_key_check", error);
+    gboolean row = FALSE;
+
+    if (!stmt || !carrel_store_step_row(store, stmt, "checking foreign keys", &row, error))
+        return FALSE;
+    if (row) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_STORE,
+                    "table '%s' has rows that break a foreign key",
+                    (const char *)sqlite3_column_text(stmt, 0));
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean
+apply_in_transaction(CarrelStore *store, int version, GError **error)
+{
+    const StoreMigration *m = &migrations[version - 1];
+    /* Integers from this file, not values from outside: PRAGMA cannot take bound parameters. */
+    g_autofree char *stamp = g_strdup_printf("PRAGMA user_version = %d; PRAGMA application_id = %d",
+                                             version, CARREL_STORE_APPLICATION_ID);
+
+    if (!carrel_store_begin(store, error))
+        return FALSE;
+    if (!carrel_store_exec(store, m->sql, error) ||
+        (m->rebuilds_tables && !check_foreign_keys(store, error)) ||
+        !carrel_store_exec(store, stamp, error)) {
+        carrel_store_rollback(store);
+        return FALSE;
+    }
+    return carrel_store_commit(store, error);
+}
+
+static gboolean
+apply_migration(CarrelStore *store, int version, GError **error)
+{
+    const StoreMigration *m = &migrations[version - 1];
+    gboolean ok;
+
+    /* foreign_keys cannot change inside a transaction, so it is switched around it. */
+    if (m->rebuilds_tables && !carrel_store_exec(store, "PRAGMA foreign_keys = OFF", error))
+        return FALSE;
+    ok = apply_in_transaction(store, version, error);
+    if (m->rebuilds_tables &&
+        !carrel_store_exec(store, "PRAGMA foreign_keys = ON", ok ? error : NULL))
+        return FALSE;
+    return ok;
+}
+
+gboolean
+carrel_store_migrate(CarrelStore *store, int target, GError **error)
+{
+    int latest = carrel_store_latest_schema_version();
+
+    if (target > latest)
+        target = latest;
+    for (int v = store->version + 1; v <= target; v++) {
+        if (!apply_migration(store, v, error)) {
+            g_prefix_error(error, "migrating to schema version %d: ", v);
+            return FALSE;
+        }
+        store->version = v;
+    }
+    return TRUE;
+}

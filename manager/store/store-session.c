@@ -1,0 +1,220 @@
+#define CARREL_STORE_PRIV_H_ALLOW
+#include "store/store-priv.h"
+
+#define SESSION_COLUMNS                                                                            \
+    "id, name, template_name, template_version, state, state_reason, vcpus, memory_mib, dir, "     \
+    "overlay_path, created_at, updated_at"
+
+static gboolean
+bind_session(CarrelStore *store, sqlite3_stmt *stmt, const CarrelSession *s, GError **error)
+{
+    return carrel_store_bind_text(store, stmt, 1, s->id, error) &&
+           carrel_store_bind_text(store, stmt, 2, s->name, error) &&
+           carrel_store_bind_text(store, stmt, 3, s->template_name, error) &&
+           carrel_store_bind_int64(store, stmt, 4, s->template_version, error) &&
+           carrel_store_bind_text(store, stmt, 5, carrel_session_state_to_string(s->state),
+                                  error) &&
+           carrel_store_bind_text(store, stmt, 6, s->state_reason, error) &&
+           carrel_store_bind_int64(store, stmt, 7, s->vcpus, error) &&
+           carrel_store_bind_int64(store, stmt, 8, s->memory_mib, error) &&
+           carrel_store_bind_text(store, stmt, 9, s->dir, error) &&
+           carrel_store_bind_text(store, stmt, 10, s->overlay_path, error) &&
+           carrel_store_bind_int64(store, stmt, 11, s->created_at, error) &&
+           carrel_store_bind_int64(store, stmt, 12, s->updated_at, error);
+}
+
+static CarrelSession *
+session_from_row(sqlite3_stmt *stmt, GError **error)
+{
+    g_autoptr(CarrelSession) s = carrel_session_new();
+    const char *state = (const char *)sqlite3_column_text(stmt, 4);
+
+    s->id = carrel_store_column_dup(stmt, 0);
+    s->name = carrel_store_column_dup(stmt, 1);
+    s->template_name = carrel_store_column_dup(stmt, 2);
+    s->template_version = (guint)sqlite3_column_int64(stmt, 3);
+    s->state = carrel_session_state_from_string(state);
+    s->state_reason = carrel_store_column_dup(stmt, 5);
+    s->vcpus = (guint)sqlite3_column_int64(stmt, 6);
+    s->memory_mib = (guint)sqlite3_column_int64(stmt, 7);
+    s->dir = carrel_store_column_dup(stmt, 8);
+    s->overlay_path = carrel_store_column_dup(stmt, 9);
+    s->created_at = sqlite3_column_int64(stmt, 10);
+    s->updated_at = sqlite3_column_int64(stmt, 11);
+    if (s->state == CARREL_SESSION_LAST) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_STORE,
+                    "session '%s' has an unknown state '%s'", s->id, state ? state : "");
+        return NULL;
+    }
+    return g_steal_pointer(&s);
+}
+
+static gboolean
+template_exists(CarrelStore *store, const char *name, guint version, GError **error)
+{
+    g_autoptr(sqlite3_stmt) stmt = NULL;
+    gint64 found = 0;
+
+    stmt = carrel_store_prepare(
+        store, "SELECT count(*) FROM templates WHERE name = ?1 AND version = ?2", error);
+    if (!stmt || !carrel_store_bind_text(store, stmt, 1, name, error) ||
+        !carrel_store_bind_int64(store, stmt, 2, version, error) ||
+        !carrel_store_query_int64(store, stmt, "looking up template", &found, error))
+        return FALSE;
+    if (found == 0) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND, "template '%s@%u' does not exist",
+                    name, version);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean
+insert_session(CarrelStore *store, const CarrelSession *session, GError **error)
+{
+    g_autofree char *name_used =
+        g_strdup_printf("session name '%s' is already used", session->name);
+    g_autofree char *id_used = g_strdup_printf("session '%s' already exists", session->id);
+    const CarrelStoreConflict conflict = {.unique = name_used, .primary_key = id_used};
+    g_autoptr(sqlite3_stmt) stmt = NULL;
+
+    if (session->state != CARREL_SESSION_DESTROYED &&
+        !template_exists(store, session->template_name, session->template_version, error))
+        return FALSE;
+    stmt = carrel_store_prepare(store,
+                                "INSERT INTO sessions (" SESSION_COLUMNS ") "
+                                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                error);
+    return stmt && bind_session(store, stmt, session, error) &&
+           carrel_store_step_done(store, stmt, &conflict, "inserting session", error);
+}
+
+gboolean
+carrel_store_session_insert(CarrelStore *store, const CarrelSession *session, GError **error)
+{
+    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&store->lock);
+
+    if (!session->id || !session->name || !session->template_name || (int)session->state < 0 ||
+        session->state >= CARREL_SESSION_LAST) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "a session needs an id, a name, a template and a state");
+        return FALSE;
+    }
+    if (!carrel_store_begin(store, error))
+        return FALSE;
+    if (!insert_session(store, session, error)) {
+        carrel_store_rollback(store);
+        return FALSE;
+    }
+    return carrel_store_commit(store, error);
+}
+
+CarrelSession *
+carrel_store_session_get(CarrelStore *store, const char *id_or_name, GError **error)
+{
+    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&store->lock);
+    g_autoptr(sqlite3_stmt) stmt = NULL;
+    gboolean row = FALSE;
+
+    /* An id wins over a name, so a session named like another's id cannot shadow it. */
+    stmt = carrel_store_prepare(store,
+                                "SELECT " SESSION_COLUMNS " FROM sessions WHERE id = ?1 "
+                                "OR (name = ?1 AND state != 'destroyed') "
+                                "ORDER BY id = ?1 DESC LIMIT 1",
+                                error);
+    if (!stmt || !carrel_store_bind_text(store, stmt, 1, id_or_name, error) ||
+        !carrel_store_step_row(store, stmt, "reading session", &row, error))
+        return NULL;
+    if (!row) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND, "session '%s' does not exist",
+                    id_or_name);
+        return NULL;
+    }
+    return session_from_row(stmt, error);
+}
+
+GPtrArray *
+carrel_store_session_list(CarrelStore *store, gboolean include_destroyed, GError **error)
+{
+    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&store->lock);
+    g_autoptr(GPtrArray) list = g_ptr_array_new_with_free_func((GDestroyNotify)carrel_session_free);
+    g_autoptr(sqlite3_stmt) stmt = NULL;
+    gboolean row = FALSE;
+
+    stmt = carrel_store_prepare(store,
+                                "SELECT " SESSION_COLUMNS " FROM sessions "
+                                "WHERE ?1 OR state != 'destroyed' ORDER BY created_at, rowid",
+                                error);
+    if (!stmt || !carrel_store_bind_int64(store, stmt, 1, include_destroyed ? 1 : 0, error))
+        return NULL;
+    for (;;) {
+        CarrelSession *s;
+
+        if (!carrel_store_step_row(store, stmt, "listing sessions", &row, error))
+            return NULL;
+        if (!row)
+            break;
+        s = session_from_row(stmt, error);
+        if (!s)
+            return NULL;
+        g_ptr_array_add(list, s);
+    }
+    return g_steal_pointer(&list);
+}
+
+static gboolean
+update_state(CarrelStore *store, const char *id, CarrelSessionState state, const char *reason,
+             GError **error)
+{
+    g_autoptr(sqlite3_stmt) stmt = NULL;
+    g_autofree char *clash = g_strdup_printf(
+        "session '%s' cannot leave state 'destroyed': its name is used by another session", id);
+    const CarrelStoreConflict conflict = {.unique = clash};
+
+    stmt = carrel_store_prepare(store,
+                                "UPDATE sessions SET state = ?2, state_reason = ?3, "
+                                "updated_at = max(updated_at, ?4) WHERE id = ?1",
+                                error);
+    if (!stmt || !carrel_store_bind_text(store, stmt, 1, id, error) ||
+        !carrel_store_bind_text(store, stmt, 2, carrel_session_state_to_string(state), error) ||
+        !carrel_store_bind_text(store, stmt, 3, reason, error) ||
+        !carrel_store_bind_int64(store, stmt, 4, carrel_util_now(), error) ||
+        !carrel_store_step_done(store, stmt, &conflict, "updating session state", error))
+        return FALSE;
+    if (sqlite3_changes(store->db) == 0) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND, "session '%s' does not exist", id);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
+carrel_store_session_set_state(CarrelStore *store, const char *id, CarrelSessionState state,
+                               const char *reason, GError **error)
+{
+    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&store->lock);
+
+    if ((int)state < 0 || state >= CARREL_SESSION_LAST) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "invalid session state %d",
+                    (int)state);
+        return FALSE;
+    }
+    return update_state(store, id, state, reason, error);
+}
+
+gboolean
+carrel_store_session_delete(CarrelStore *store, const char *id, GError **error)
+{
+    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&store->lock);
+    g_autoptr(sqlite3_stmt) stmt = NULL;
+
+    stmt = carrel_store_prepare(store, "DELETE FROM sessions WHERE id = ?1", error);
+    if (!stmt || !carrel_store_bind_text(store, stmt, 1, id, error) ||
+        !carrel_store_step_done(store, stmt, NULL, "deleting session", error))
+        return FALSE;
+    if (sqlite3_changes(store->db) == 0) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND, "session '%s' does not exist", id);
+        return FALSE;
+    }
+    return TRUE;
+}

@@ -1,0 +1,342 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#define CARREL_STORE_PRIV_H_ALLOW
+#include "store/store-priv.h"
+
+#define STORE_BUSY_TIMEOUT_MS 5000
+
+void
+carrel_store_set_error(CarrelStore *store, int rc, const CarrelStoreConflict *conflict,
+                       const char *context, GError **error)
+{
+    const char *msg = store && store->db ? sqlite3_errmsg(store->db) : sqlite3_errstr(rc);
+
+    switch (rc) {
+    case SQLITE_CONSTRAINT_UNIQUE:
+        if (conflict && conflict->unique) {
+            g_set_error_literal(error, CARREL_ERROR, CARREL_ERROR_EXISTS, conflict->unique);
+            return;
+        }
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_EXISTS, "%s: %s", context, msg);
+        return;
+    case SQLITE_CONSTRAINT_PRIMARYKEY:
+        if (conflict && conflict->primary_key) {
+            g_set_error_literal(error, CARREL_ERROR, CARREL_ERROR_EXISTS, conflict->primary_key);
+            return;
+        }
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_EXISTS, "%s: %s", context, msg);
+        return;
+    case SQLITE_CONSTRAINT_TRIGGER:
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE, "%s: %s", context, msg);
+        return;
+    default:
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_STORE, "%s: %s (sqlite code %d)", context,
+                    msg, rc);
+        return;
+    }
+}
+
+sqlite3_stmt *
+carrel_store_prepare(CarrelStore *store, const char *sql, GError **error)
+{
+    sqlite3_stmt *stmt = NULL;
+    int rc = sqlite3_prepare_v2(store->db, sql, -1, &stmt, NULL);
+
+    if (rc != SQLITE_OK) {
+        carrel_store_set_error(store, rc, NULL, "preparing a statement", error);
+        sqlite3_finalize(stmt);
+        return NULL;
+    }
+    return stmt;
+}
+
+gboolean
+carrel_store_bind_text(CarrelStore *store, sqlite3_stmt *stmt, int index, const char *value,
+                       GError **error)
+{
+    /* A NULL pointer binds SQL NULL. */
+    int rc = sqlite3_bind_text(stmt, index, value, -1, SQLITE_TRANSIENT);
+
+    if (rc != SQLITE_OK) {
+        carrel_store_set_error(store, rc, NULL, "binding a value", error);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
+carrel_store_bind_int64(CarrelStore *store, sqlite3_stmt *stmt, int index, gint64 value,
+                        GError **error)
+{
+    int rc = sqlite3_bind_int64(stmt, index, value);
+
+    if (rc != SQLITE_OK) {
+        carrel_store_set_error(store, rc, NULL, "binding a value", error);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
+carrel_store_step_done(CarrelStore *store, sqlite3_stmt *stmt, const CarrelStoreConflict *conflict,
+                       const char *context, GError **error)
+{
+    int rc = sqlite3_step(stmt);
+
+    if (rc != SQLITE_DONE) {
+        carrel_store_set_error(store, rc, conflict, context, error);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
+carrel_store_step_row(CarrelStore *store, sqlite3_stmt *stmt, const char *context,
+                      gboolean *ret_row, GError **error)
+{
+    int rc = sqlite3_step(stmt);
+
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        carrel_store_set_error(store, rc, NULL, context, error);
+        return FALSE;
+    }
+    *ret_row = rc == SQLITE_ROW;
+    return TRUE;
+}
+
+gboolean
+carrel_store_query_int64(CarrelStore *store, sqlite3_stmt *stmt, const char *context,
+                         gint64 *ret_value, GError **error)
+{
+    gboolean row = FALSE;
+
+    if (!carrel_store_step_row(store, stmt, context, &row, error))
+        return FALSE;
+    *ret_value = row ? sqlite3_column_int64(stmt, 0) : 0;
+    return TRUE;
+}
+
+gboolean
+carrel_store_exec(CarrelStore *store, const char *sql, GError **error)
+{
+    int rc = sqlite3_exec(store->db, sql, NULL, NULL, NULL);
+
+    if (rc != SQLITE_OK) {
+        carrel_store_set_error(store, rc, NULL, "running sql", error);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
+carrel_store_begin(CarrelStore *store, GError **error)
+{
+    /* IMMEDIATE takes the write lock now, so a read-then-write never hits SQLITE_BUSY midway. */
+    return carrel_store_exec(store, "BEGIN IMMEDIATE", error);
+}
+
+gboolean
+carrel_store_commit(CarrelStore *store, GError **error)
+{
+    if (!carrel_store_exec(store, "COMMIT", error)) {
+        carrel_store_rollback(store);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+void
+carrel_store_rollback(CarrelStore *store)
+{
+    if (!sqlite3_get_autocommit(store->db))
+        (void)sqlite3_exec(store->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+char *
+carrel_store_column_dup(sqlite3_stmt *stmt, int column)
+{
+    return g_strdup((const char *)sqlite3_column_text(stmt, column));
+}
+
+static char *
+query_text(CarrelStore *store, const char *sql, GError **error)
+{
+    g_autoptr(sqlite3_stmt) stmt = carrel_store_prepare(store, sql, error);
+    gboolean row = FALSE;
+
+    if (!stmt || !carrel_store_step_row(store, stmt, "reading a pragma", &row, error))
+        return NULL;
+    if (!row) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_STORE, "'%s' gave no value", sql);
+        return NULL;
+    }
+    return carrel_store_column_dup(stmt, 0);
+}
+
+char *
+carrel_store_pragma_text(CarrelStore *store, const char *pragma, GError **error)
+{
+    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&store->lock);
+    g_autofree char *sql = NULL;
+
+    /* Pragma names cannot be bound; only plain identifiers are accepted here. */
+    for (const char *p = pragma; *p; p++) {
+        if (!g_ascii_islower(*p) && *p != '_') {
+            g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "bad pragma name '%s'",
+                        pragma);
+            return NULL;
+        }
+    }
+    sql = g_strdup_printf("PRAGMA %s", pragma);
+    return query_text(store, sql, error);
+}
+
+static gboolean
+set_pragmas(CarrelStore *store, const char *path, GError **error)
+{
+    g_autofree char *mode = NULL;
+    g_autofree char *sync = NULL;
+
+    if (!carrel_store_exec(store, "PRAGMA foreign_keys = ON", error) ||
+        !carrel_store_exec(store, "PRAGMA trusted_schema = OFF", error) ||
+        !carrel_store_exec(store, "PRAGMA synchronous = FULL", error))
+        return FALSE;
+    mode = query_text(store, "PRAGMA journal_mode = WAL", error);
+    if (!mode)
+        return FALSE;
+    /* An in-memory database answers "memory"; a file that cannot do WAL must not run silently. */
+    if (!g_str_equal(path, ":memory:") && g_ascii_strcasecmp(mode, "wal") != 0) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_STORE,
+                    "the database refused WAL journal mode (got '%s')", mode);
+        return FALSE;
+    }
+    sync = query_text(store, "PRAGMA synchronous", error);
+    if (!sync)
+        return FALSE;
+    if (!g_str_equal(sync, "2")) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_STORE,
+                    "the database refused synchronous=FULL (got '%s')", sync);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
+carrel_store_read_version(CarrelStore *store, int *ret_version, GError **error)
+{
+    g_autoptr(sqlite3_stmt) stmt = carrel_store_prepare(store, "PRAGMA user_version", error);
+    gint64 version = 0;
+
+    if (!stmt || !carrel_store_query_int64(store, stmt, "reading schema version", &version, error))
+        return FALSE;
+    *ret_version = (int)version;
+    return TRUE;
+}
+
+static gboolean
+check_identity(CarrelStore *store, GError **error)
+{
+    g_autoptr(sqlite3_stmt) stmt = carrel_store_prepare(store, "PRAGMA application_id", error);
+    gint64 app_id = 0;
+
+    if (!stmt || !carrel_store_query_int64(store, stmt, "reading application id", &app_id, error))
+        return FALSE;
+    if (!carrel_store_read_version(store, &store->version, error))
+        return FALSE;
+    if ((app_id != 0 || store->version != 0) && app_id != CARREL_STORE_APPLICATION_ID) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_STORE,
+                    "the database belongs to another program (application id %" G_GINT64_FORMAT ")",
+                    app_id);
+        return FALSE;
+    }
+    if (store->version > carrel_store_latest_schema_version()) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_UNSUPPORTED,
+                    "the database is at schema version %d but this build knows only up to %d: "
+                    "run a newer carrel",
+                    store->version, carrel_store_latest_schema_version());
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean
+precreate_private(const char *path, GError **error)
+{
+    /* The database holds token hashes: create it 0600 (sqlite gives -wal/-shm the same mode). */
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+
+    if (fd < 0) {
+        int saved = errno;
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_STORE, "opening database '%s': %s", path,
+                    g_strerror(saved));
+        return FALSE;
+    }
+    close(fd);
+    return TRUE;
+}
+
+static CarrelStore *
+store_new(const char *path, GError **error)
+{
+    g_autoptr(CarrelStore) store = g_new0(CarrelStore, 1);
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX;
+    int rc;
+
+    g_mutex_init(&store->lock);
+    if (!g_str_equal(path, ":memory:") && !precreate_private(path, error))
+        return NULL;
+    rc = sqlite3_open_v2(path, &store->db, flags, NULL);
+    if (rc != SQLITE_OK) {
+        g_autofree char *context = g_strdup_printf("opening database '%s'", path);
+        carrel_store_set_error(store, rc, NULL, context, error);
+        return NULL;
+    }
+    sqlite3_extended_result_codes(store->db, 1);
+    sqlite3_busy_timeout(store->db, STORE_BUSY_TIMEOUT_MS);
+    return g_steal_pointer(&store);
+}
+
+CarrelStore *
+carrel_store_open_full(const char *path, int target_version, GError **error)
+{
+    g_autoptr(CarrelStore) store = store_new(path, error);
+
+    if (!store)
+        return NULL;
+    if (target_version < 0)
+        target_version = carrel_store_latest_schema_version();
+    if (!check_identity(store, error) || !set_pragmas(store, path, error) ||
+        !carrel_store_migrate(store, target_version, error)) {
+        g_prefix_error(error, "opening store '%s': ", path);
+        return NULL;
+    }
+    return g_steal_pointer(&store);
+}
+
+CarrelStore *
+carrel_store_open(const char *path, GError **error)
+{
+    return carrel_store_open_full(path, -1, error);
+}
+
+void
+carrel_store_free(CarrelStore *store)
+{
+    if (!store)
+        return;
+    /* close_v2 defers the close until unfinalized statements go, instead of failing BUSY. */
+    if (store->db)
+        sqlite3_close_v2(store->db);
+    g_mutex_clear(&store->lock);
+    g_free(store);
+}
+
+int
+carrel_store_schema_version(CarrelStore *store)
+{
+    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&store->lock);
+
+    return store->version;
+}

@@ -1,0 +1,74 @@
+/* store: SQLite (WAL, synchronous=FULL), versioned migrations, typed queries; owns all SQL. */
+#pragma once
+
+#include "conf/conf.h"
+
+G_BEGIN_DECLS
+
+typedef struct _CarrelStore CarrelStore;
+
+/*
+ * Opens (creating if needed) the database at path and migrates it to the latest schema.
+ * ":memory:" gives a private in-memory store for tests. Thread-safe: one mutex serialises use.
+ */
+CarrelStore *carrel_store_open(const char *path, GError **error);
+void carrel_store_free(CarrelStore *store);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelStore, carrel_store_free)
+
+/* Schema version the database is at (after open: the latest). */
+int carrel_store_schema_version(CarrelStore *store);
+/* Schema version this build migrates to. */
+int carrel_store_latest_schema_version(void);
+
+/* Templates. Versions of a name are numbered 1, 2, ... in import order. */
+gboolean carrel_store_template_insert(CarrelStore *store, const CarrelTemplate *tmpl,
+                                      GError **error);
+/*
+ * Next free version number for name (1 when none exists); never one used before, even if that
+ * version was deleted since. 0 with an error on failure.
+ */
+guint carrel_store_template_next_version(CarrelStore *store, const char *name, GError **error);
+/* version 0 = the latest. NOT_FOUND when absent. */
+CarrelTemplate *carrel_store_template_get(CarrelStore *store, const char *name, guint version,
+                                          GError **error);
+/* Every version of every template, ordered by name then version (GPtrArray of CarrelTemplate). */
+GPtrArray *carrel_store_template_list(CarrelStore *store, GError **error);
+/*
+ * Deletes one version (version 0 = every version of name). WRONG_STATE while a session that is
+ * not destroyed uses it, NOT_FOUND when absent. Destroyed sessions keep the name and version.
+ */
+gboolean carrel_store_template_delete(CarrelStore *store, const char *name, guint version,
+                                      GError **error);
+/* Sessions not destroyed that use name (version 0 = any version); 0 with an error on failure. */
+guint carrel_store_template_count_sessions(CarrelStore *store, const char *name, guint version,
+                                           GError **error);
+
+/*
+ * Sessions. Insert: EXISTS when the id exists or the name is used by a session that is not
+ * destroyed ("session name 'x' is already used"); NOT_FOUND when its template does not exist.
+ */
+gboolean carrel_store_session_insert(CarrelStore *store, const CarrelSession *session,
+                                     GError **error);
+/* Looks up by id, or by name among sessions that are not destroyed. NOT_FOUND when absent. */
+CarrelSession *carrel_store_session_get(CarrelStore *store, const char *id_or_name, GError **error);
+/* Sessions ordered by creation; destroyed ones only when include_destroyed. */
+GPtrArray *carrel_store_session_list(CarrelStore *store, gboolean include_destroyed,
+                                     GError **error);
+/*
+ * Sets state and reason (NULL clears it) and bumps updated_at. NOT_FOUND when absent. Does not
+ * check transitions (conf's state machine does); leaving 'destroyed' fails with EXISTS if the
+ * name was reused, WRONG_STATE if the template is gone.
+ */
+gboolean carrel_store_session_set_state(CarrelStore *store, const char *id,
+                                        CarrelSessionState state, const char *reason,
+                                        GError **error);
+/* Removes the row entirely (used to roll back a failed create). */
+gboolean carrel_store_session_delete(CarrelStore *store, const char *id, GError **error);
+
+/* API tokens, stored as sha256 hashes only. */
+gboolean carrel_store_token_insert(CarrelStore *store, const char *token_hash, const char *role,
+                                   const char *label, GError **error);
+/* The role of a token hash, or NULL (no error) when unknown. */
+char *carrel_store_token_lookup(CarrelStore *store, const char *token_hash, GError **error);
+
+G_END_DECLS

@@ -1,0 +1,168 @@
+#include <string.h>
+#include <sys/random.h>
+
+#include "util/util.h"
+
+static void
+fill_random(guint8 *buf, gsize len)
+{
+    gsize done = 0;
+
+    while (done < len) {
+        ssize_t n = getrandom(buf + done, len - done, 0);
+        /* getrandom only fails before the pool is ready or on EINTR: both pass. */
+        if (n > 0)
+            done += (gsize)n;
+    }
+}
+
+static char *
+hex_random(gsize bytes)
+{
+    g_autofree guint8 *buf = g_malloc(bytes);
+    GString *out = g_string_sized_new(bytes * 2);
+
+    fill_random(buf, bytes);
+    for (gsize i = 0; i < bytes; i++)
+        g_string_append_printf(out, "%02x", buf[i]);
+    return g_string_free(out, FALSE);
+}
+
+char *
+carrel_util_new_id(const char *prefix)
+{
+    g_autofree char *hex = hex_random(6);
+
+    return g_strconcat(prefix, hex, NULL);
+}
+
+char *
+carrel_util_new_token(void)
+{
+    return hex_random(32);
+}
+
+char *
+carrel_util_sha256_string(const char *text)
+{
+    return g_compute_checksum_for_string(G_CHECKSUM_SHA256, text, -1);
+}
+
+char *
+carrel_util_sha256_file(const char *path, GError **error)
+{
+    g_autoptr(GFile) file = g_file_new_for_path(path);
+    g_autoptr(GFileInputStream) in = NULL;
+    g_autoptr(GChecksum) sum = g_checksum_new(G_CHECKSUM_SHA256);
+    g_autofree guint8 *buf = g_malloc(1024 * 1024);
+
+    in = g_file_read(file, NULL, error);
+    if (!in) {
+        g_prefix_error(error, "hashing '%s': ", path);
+        return NULL;
+    }
+    for (;;) {
+        gssize n = g_input_stream_read(G_INPUT_STREAM(in), buf, 1024 * 1024, NULL, error);
+        if (n < 0) {
+            g_prefix_error(error, "hashing '%s': ", path);
+            return NULL;
+        }
+        if (n == 0)
+            break;
+        g_checksum_update(sum, buf, n);
+    }
+    return g_strdup(g_checksum_get_string(sum));
+}
+
+gboolean
+carrel_util_secure_equal(const char *a, const char *b)
+{
+    gsize la = strlen(a), lb = strlen(b);
+    guint8 diff = la != lb;
+
+    /* Walk the longer string completely so timing does not reveal the common prefix. */
+    for (gsize i = 0; i < MAX(la, lb); i++) {
+        guint8 ca = i < la ? (guint8)a[i] : 0;
+        guint8 cb = i < lb ? (guint8)b[i] : 0;
+        diff |= ca ^ cb;
+    }
+    return diff == 0;
+}
+
+gint64
+carrel_util_now(void)
+{
+    return g_get_real_time() / G_USEC_PER_SEC;
+}
+
+char *
+carrel_util_format_time(gint64 unix_seconds)
+{
+    g_autoptr(GDateTime) dt = g_date_time_new_from_unix_utc(unix_seconds);
+
+    if (!dt)
+        return g_strdup("1970-01-01T00:00:00Z");
+    return g_date_time_format(dt, "%Y-%m-%dT%H:%M:%SZ");
+}
+
+gboolean
+carrel_util_is_valid_name(const char *text)
+{
+    gsize len;
+
+    if (!text)
+        return FALSE;
+    len = strlen(text);
+    if (len == 0 || len > CARREL_LIMIT_NAME_LEN)
+        return FALSE;
+    if (!g_ascii_islower(text[0]) && !g_ascii_isdigit(text[0]))
+        return FALSE;
+    for (gsize i = 0; i < len; i++) {
+        char c = text[i];
+        if (!g_ascii_islower(c) && !g_ascii_isdigit(c) && c != '-' && c != '_' && c != '.')
+            return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
+carrel_util_is_clean_text(const char *text)
+{
+    if (!text || !g_utf8_validate(text, -1, NULL))
+        return FALSE;
+    for (const char *p = text; *p; p++) {
+        if ((guchar)*p < 0x20 || *p == 0x7f)
+            return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
+carrel_util_json_structure_ok(const char *json, gsize len, guint max_depth)
+{
+    guint depth = 0;
+    gboolean in_string = FALSE, escaped = FALSE;
+
+    for (gsize i = 0; i < len; i++) {
+        char c = json[i];
+
+        if (in_string) {
+            if (escaped && c == 'u' && len - i > 4 && memcmp(json + i + 1, "0000", 4) == 0)
+                return FALSE;
+            if (escaped)
+                escaped = FALSE;
+            else if (c == '\\')
+                escaped = TRUE;
+            else if (c == '"')
+                in_string = FALSE;
+        } else if (c == '"') {
+            in_string = TRUE;
+        } else if (c == '[' || c == '{') {
+            if (++depth > max_depth)
+                return FALSE;
+        } else if ((c == ']' || c == '}') && depth > 0) {
+            depth--;
+        }
+    }
+    return TRUE;
+}

@@ -1,0 +1,110 @@
+/* util: GLib helpers shared by every module (GLib only, no logging). */
+#pragma once
+
+#include <gio/gio.h>
+
+G_BEGIN_DECLS
+
+#define CARREL_ERROR (carrel_error_quark())
+
+/* One error domain for the whole manager; api/ maps each code to an HTTP status. */
+typedef enum {
+    CARREL_ERROR_FAILED,
+    CARREL_ERROR_INVALID_ARG,
+    CARREL_ERROR_NOT_FOUND,
+    CARREL_ERROR_EXISTS,
+    CARREL_ERROR_WRONG_STATE,
+    CARREL_ERROR_POLICY_DENIED,
+    CARREL_ERROR_UNAUTHORIZED,
+    CARREL_ERROR_FORBIDDEN,
+    CARREL_ERROR_LIMIT,
+    CARREL_ERROR_UNSUPPORTED,
+    CARREL_ERROR_TIMEOUT,
+    CARREL_ERROR_HYPERVISOR,
+    CARREL_ERROR_DISK,
+    CARREL_ERROR_STORE,
+    CARREL_ERROR_INTERNAL,
+    CARREL_ERROR_LAST
+} CarrelErrorCode;
+
+GQuark carrel_error_quark(void);
+
+/* Stable wire name of a code ("not_found"); "failed" for out-of-range values. */
+const char *carrel_error_code_to_string(CarrelErrorCode code);
+
+/* Parses a wire name back; returns CARREL_ERROR_FAILED for unknown names. */
+CarrelErrorCode carrel_error_code_from_string(const char *name);
+
+/* Limits on everything a user or a guest controls. */
+#define CARREL_LIMIT_NAME_LEN 63
+#define CARREL_LIMIT_BODY_BYTES (1024 * 1024)
+#define CARREL_LIMIT_VCPUS 16
+#define CARREL_LIMIT_MEMORY_MIB (64 * 1024)
+#define CARREL_LIMIT_MIN_MEMORY_MIB 128
+#define CARREL_LIMIT_VIRTUAL_SIZE_BYTES (G_GUINT64_CONSTANT(2) * 1024 * 1024 * 1024 * 1024)
+#define CARREL_LIMIT_CMDLINE_LEN 1024
+#define CARREL_LIMIT_SUBPROCESS_OUTPUT (4 * 1024 * 1024)
+#define CARREL_LIMIT_JSON_DEPTH 32
+
+/* Returns a new random id with a prefix: "s-" + 12 lowercase hex characters. */
+char *carrel_util_new_id(const char *prefix);
+
+/* Returns 32 random bytes as 64 hex characters (tokens). */
+char *carrel_util_new_token(void);
+
+/* Hex sha256 of a string. */
+char *carrel_util_sha256_string(const char *text);
+
+/* Hex sha256 of a file's contents, streamed. */
+char *carrel_util_sha256_file(const char *path, GError **error);
+
+/* Constant-time comparison of two NUL-terminated strings. */
+gboolean carrel_util_secure_equal(const char *a, const char *b);
+
+/* Current time as RFC 3339 UTC text, and a unix time as the same. */
+char *carrel_util_format_time(gint64 unix_seconds);
+gint64 carrel_util_now(void);
+
+/* Creates dir (and parents) with mode; fails if it exists as a non-directory. */
+gboolean carrel_util_ensure_dir(const char *path, int mode, GError **error);
+
+/* Removes a directory tree without following symlinks; missing is success. */
+gboolean carrel_util_remove_tree(const char *path, GError **error);
+
+/* Copies a regular file (refusing symlinks and non-regular files) to dest, created with mode. */
+gboolean carrel_util_copy_file(const char *src, const char *dest, int mode, GError **error);
+
+/* Writes contents atomically with mode (tmp file + rename, fsync). */
+gboolean carrel_util_write_file(const char *path, const char *contents, gssize len, int mode,
+                                GError **error);
+
+/*
+ * Runs argv to completion with a timeout (0 = none), capturing stdout and stderr up to
+ * CARREL_LIMIT_SUBPROCESS_OUTPUT each. Fails with context (program, exit status, stderr tail)
+ * when the program cannot start, times out (killed) or exits non-zero.
+ */
+gboolean carrel_util_run(const char *const *argv, guint timeout_s, char **ret_stdout,
+                         char **ret_stderr, GError **error);
+
+/*
+ * Like carrel_util_run, but a program that ran to its end is a success whatever its exit
+ * status, returned in *ret_status (for tools whose statuses carry meaning, like qemu-img check).
+ * Fails when it cannot start, is killed by a signal, or times out.
+ */
+gboolean carrel_util_run_status(const char *const *argv, guint timeout_s, int *ret_status,
+                                char **ret_stdout, char **ret_stderr, GError **error);
+
+/*
+ * Guards json-glib, which parses recursively without a depth limit (a megabyte of '[' overflows
+ * the stack) and cuts strings at the escape \u0000: TRUE when untrusted JSON text nests at most
+ * max_depth levels outside string literals and has no \u0000.
+ */
+gboolean carrel_util_json_structure_ok(const char *json, gsize len, guint max_depth);
+
+/* True when text is a valid name: [a-z0-9][a-z0-9._-]*, at most CARREL_LIMIT_NAME_LEN long. */
+gboolean carrel_util_is_valid_name(const char *text);
+
+/* True when text has no ASCII control characters (including newline) and is valid UTF-8. */
+gboolean carrel_util_is_clean_text(const char *text);
+
+G_END_DECLS

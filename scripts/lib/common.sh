@@ -1,0 +1,66 @@
+# Shared by scripts/quickstart and scripts/test: dependencies, services, build.
+# shellcheck shell=bash
+
+CARREL_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+export CARREL_ROOT
+
+# Debian 12 packages: build, run, image building, tests.
+CARREL_PACKAGES=(
+    meson ninja-build pkg-config gcc libglib2.0-dev libjson-glib-dev libsoup-3.0-dev
+    libsqlite3-dev libvirt-dev libcmocka-dev
+    libvirt-daemon-system libvirt-clients qemu-system-x86 qemu-utils
+    libguestfs-tools linux-image-amd64
+    mmdebstrap e2fsprogs
+    shellcheck clang-format curl jq
+)
+
+log() { printf '==> %s\n' "$*" >&2; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+need_root() {
+    [ "$(id -u)" -eq 0 ] || die "run as root: carrel manages system VMs through qemu:///system"
+}
+
+install_deps() {
+    local missing=()
+    for pkg in "${CARREL_PACKAGES[@]}"; do
+        dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' ||
+            missing+=("$pkg")
+    done
+    if [ "${#missing[@]}" -eq 0 ]; then
+        log "dependencies already installed"
+        return
+    fi
+    log "installing ${#missing[@]} packages: ${missing[*]}"
+    apt-get update -q >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" \
+        >/tmp/carrel-apt.log 2>&1 || { tail -30 /tmp/carrel-apt.log >&2; die "apt-get install failed"; }
+}
+
+# No systemd here: start virtlogd and libvirtd by hand when their sockets do not answer.
+start_libvirt() {
+    if virsh -c qemu:///system version >/dev/null 2>&1; then
+        return
+    fi
+    log "starting virtlogd and libvirtd"
+    pgrep -x virtlogd >/dev/null || virtlogd -d
+    pgrep -x libvirtd >/dev/null || libvirtd -d
+    for _ in $(seq 1 50); do
+        virsh -c qemu:///system version >/dev/null 2>&1 && return
+        sleep 0.2
+    done
+    die "libvirtd did not come up"
+}
+
+build_tree() {
+    local dir="${1:-build}"
+    shift || true
+    cd "$CARREL_ROOT" || die "cannot enter $CARREL_ROOT"
+    if [ ! -f "$dir/build.ninja" ]; then
+        log "configuring $dir"
+        meson setup "$dir" "$@" >/dev/null
+    fi
+    log "building $dir"
+    ninja -C "$dir" >/tmp/carrel-ninja-"$(basename "$dir")".log 2>&1 ||
+        { tail -40 /tmp/carrel-ninja-"$(basename "$dir")".log >&2; die "build failed"; }
+}

@@ -1,0 +1,73 @@
+# Helpers for the e2e tier: a private carreld on qemu:///system, assertions, cleanup.
+# shellcheck shell=bash
+
+: "${CARREL_BUILD:?CARREL_BUILD must point at the build directory}"
+CARREL_BIN="$CARREL_BUILD/manager/cli/carrel"
+CARRELD_BIN="$CARREL_BUILD/manager/daemon/carreld"
+VIRSH=(virsh -q -c qemu:///system)
+
+E2E_DIR="$(mktemp -d /tmp/carrel-e2e-XXXXXX)"
+chmod 0755 "$E2E_DIR"
+STATE_DIR="$E2E_DIR/state"
+SOCKET="$E2E_DIR/carreld.sock"
+DAEMON_LOG="$E2E_DIR/carreld.log"
+DAEMON_PID=""
+export CARREL_SOCKET="$SOCKET" CARREL_STATE_DIR="$STATE_DIR"
+
+PASSED=0
+FAILED=0
+
+pass() { PASSED=$((PASSED + 1)); echo "ok - $*"; }
+fail() { FAILED=$((FAILED + 1)); echo "not ok - $*"; }
+
+# check DESCRIPTION COMMAND...: passes when the command succeeds.
+check() {
+    local what="$1"
+    shift
+    if "$@" >/dev/null 2>&1; then pass "$what"; else fail "$what"; fi
+}
+
+# check_eq DESCRIPTION EXPECTED ACTUAL
+check_eq() {
+    if [ "$2" = "$3" ]; then pass "$1"; else fail "$1 (expected '$2', got '$3')"; fi
+}
+
+carrel() { "$CARREL_BIN" "$@"; }
+
+# shellcheck disable=SC2120 # extra carreld options are optional
+start_daemon() {
+    "$CARRELD_BIN" --state-dir "$STATE_DIR" --socket "$SOCKET" --accel "${E2E_ACCEL:-auto}" \
+        "$@" >>"$DAEMON_LOG" 2>&1 &
+    DAEMON_PID=$!
+    for _ in $(seq 1 600); do
+        carrel version >/dev/null 2>&1 && return 0
+        kill -0 "$DAEMON_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    echo "carreld did not start; log:" >&2
+    tail -20 "$DAEMON_LOG" >&2
+    return 1
+}
+
+agent_ping() {
+    "${VIRSH[@]}" qemu-agent-command --timeout 5 "$1" '{"execute":"guest-ping"}'
+}
+
+finish() {
+    local dir id
+    # Remove every domain this run made, whatever happened.
+    for dir in "$STATE_DIR"/sessions/s-*; do
+        [ -d "$dir" ] || continue
+        id="$(basename "$dir")"
+        "${VIRSH[@]}" destroy "carrel-$id" >/dev/null 2>&1 || true
+        "${VIRSH[@]}" undefine "carrel-$id" >/dev/null 2>&1 || true
+    done
+    if [ -n "$DAEMON_PID" ]; then kill "$DAEMON_PID" 2>/dev/null || true; fi
+    if [ "$FAILED" -gt 0 ]; then
+        echo "--- carreld log (last 40 lines) ---"
+        tail -40 "$DAEMON_LOG" || true
+    fi
+    [ -n "${CARREL_TEST_KEEP:-}" ] || rm -rf "$E2E_DIR"
+    echo "e2e: $PASSED passed, $FAILED failed"
+    [ "$FAILED" -eq 0 ]
+}

@@ -1,0 +1,391 @@
+/*
+ * Integration: the real carreld binary against libvirt's test driver and a temporary state
+ * dir, driven over HTTP on its Unix socket through the client library.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <glib/gstdio.h>
+#include <signal.h>
+#include <string.h>
+
+#include "client/client.h"
+#include "conf/conf.h"
+
+typedef struct {
+    char *dir;
+    char *socket;
+    char *token;
+    char *log;
+    GSubprocess *daemon;
+    CarrelClient *client;
+    CarrelClient *anonymous;
+    char *disk;
+    char *kernel;
+} Fixture;
+
+static Fixture fx;
+
+static void
+run_or_fail(const char *const *argv)
+{
+    g_autoptr(GError) error = NULL;
+
+    if (!carrel_util_run(argv, 60, NULL, NULL, &error))
+        fail_msg("%s", error->message);
+}
+
+static void
+make_images(void)
+{
+    g_autofree char *backed = g_build_filename(fx.dir, "backed.qcow2", NULL);
+    const char *create[] = {"qemu-img", "create", "-q", "-f", "qcow2", fx.disk, "64M", NULL};
+    const char *overlay[] = {"qemu-img", "create", "-q",    "-f",   "qcow2", "-F",
+                             "qcow2",    "-b",     fx.disk, backed, NULL};
+
+    run_or_fail(create);
+    run_or_fail(overlay);
+    assert_true(carrel_util_write_file(fx.kernel, "not a kernel", -1, 0644, NULL));
+}
+
+static gboolean
+wait_for_socket(void)
+{
+    for (int i = 0; i < 300; i++) {
+        if (g_file_test(fx.socket, G_FILE_TEST_EXISTS))
+            return TRUE;
+        if (!g_subprocess_get_identifier(fx.daemon))
+            return FALSE; /* exited */
+        g_usleep(50 * 1000);
+    }
+    return FALSE;
+}
+
+static void
+start_daemon(void)
+{
+    g_autofree char *state = g_build_filename(fx.dir, "state", NULL);
+    g_autofree char *token_path = g_build_filename(state, "admin.token", NULL);
+    const char *daemon = g_getenv("CARREL_DAEMON");
+    g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_NONE);
+    g_autoptr(GError) error = NULL;
+
+    assert_non_null(daemon);
+    g_subprocess_launcher_set_stderr_file_path(launcher, fx.log);
+    fx.daemon = g_subprocess_launcher_spawn(launcher, &error, daemon, "--state-dir", state,
+                                            "--socket", fx.socket, "--libvirt-uri",
+                                            "test:///default", "--accel", "auto", NULL);
+    assert_non_null(fx.daemon);
+    assert_true(wait_for_socket());
+    assert_true(g_file_get_contents(token_path, &fx.token, NULL, NULL));
+    g_strstrip(fx.token);
+    fx.client = carrel_client_new(fx.socket, NULL, fx.token, 60, &error);
+    fx.anonymous = carrel_client_new(fx.socket, NULL, NULL, 60, &error);
+    assert_non_null(fx.client);
+}
+
+static int
+setup(void **state)
+{
+    fx.dir = g_dir_make_tmp("carrel-it-XXXXXX", NULL);
+    fx.socket = g_build_filename(fx.dir, "carreld.sock", NULL);
+    fx.log = g_build_filename(fx.dir, "carreld.log", NULL);
+    fx.disk = g_build_filename(fx.dir, "disk.qcow2", NULL);
+    fx.kernel = g_build_filename(fx.dir, "vmlinuz", NULL);
+    make_images();
+    start_daemon();
+    return 0;
+}
+
+static int
+teardown(void **state)
+{
+    if (fx.daemon && g_subprocess_get_identifier(fx.daemon))
+        g_subprocess_force_exit(fx.daemon);
+    g_clear_object(&fx.daemon);
+    g_clear_pointer(&fx.client, carrel_client_free);
+    g_clear_pointer(&fx.anonymous, carrel_client_free);
+    if (!g_getenv("CARREL_TEST_KEEP"))
+        carrel_util_remove_tree(fx.dir, NULL);
+    return 0;
+}
+
+/* A raw request; returns the status and leaves the parsed body in *ret_body (may be NULL). */
+static guint
+raw(CarrelClient *client, const char *method, const char *path, const char *body,
+    JsonNode **ret_body, char **ret_request_id)
+{
+    g_autoptr(GBytes) in = body ? g_bytes_new(body, strlen(body)) : NULL;
+    g_autoptr(GBytes) out = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autofree char *rid = NULL;
+    guint status = 0;
+    gsize len = 0;
+    const char *data;
+
+    if (!carrel_client_request_raw(client, method, path, body ? "application/json" : NULL, in,
+                                   &status, &out, &rid, &error))
+        fail_msg("%s %s: %s", method, path, error->message);
+    assert_non_null(rid);
+    data = out ? g_bytes_get_data(out, &len) : NULL;
+    if (ret_body)
+        *ret_body = len ? carrel_conf_parse_json(data, len, NULL) : NULL;
+    if (ret_request_id)
+        *ret_request_id = g_steal_pointer(&rid);
+    return status;
+}
+
+static const char *
+member(JsonNode *node, const char *name)
+{
+    assert_non_null(node);
+    return json_object_get_string_member(json_node_get_object(node), name);
+}
+
+static const char *
+error_code(JsonNode *node)
+{
+    JsonObject *err;
+
+    assert_non_null(node);
+    err = json_object_get_object_member(json_node_get_object(node), "error");
+    assert_non_null(err);
+    assert_non_null(json_object_get_string_member(err, "message"));
+    return json_object_get_string_member(err, "code");
+}
+
+static void
+test_auth(void **state)
+{
+    g_autoptr(JsonNode) body = NULL;
+    g_autoptr(CarrelClient) wrong = carrel_client_new(fx.socket, NULL, "wrong-token", 10, NULL);
+
+    assert_int_equal(raw(fx.anonymous, "GET", "/v1/healthz", NULL, &body, NULL), 200);
+    assert_string_equal(member(body, "status"), "ok");
+    g_clear_pointer(&body, json_node_unref);
+    assert_int_equal(raw(fx.anonymous, "GET", "/v1/version", NULL, &body, NULL), 401);
+    assert_string_equal(error_code(body), "unauthorized");
+    g_clear_pointer(&body, json_node_unref);
+    assert_int_equal(raw(wrong, "GET", "/v1/sessions", NULL, &body, NULL), 401);
+    assert_string_equal(error_code(body), "unauthorized");
+    g_clear_pointer(&body, json_node_unref);
+    /* Unknown routes need a token too: nothing is learnt without one. */
+    assert_int_equal(raw(fx.anonymous, "GET", "/v1/nothing", NULL, &body, NULL), 401);
+    g_clear_pointer(&body, json_node_unref);
+    assert_int_equal(raw(fx.client, "GET", "/v1/version", NULL, &body, NULL), 200);
+    assert_string_equal(member(body, "accel"), "tcg");
+    assert_string_equal(member(body, "libvirt_uri"), "test:///default");
+}
+
+static void
+test_request_ids(void **state)
+{
+    g_autofree char *rid = NULL;
+    g_autofree char *rid2 = NULL;
+
+    raw(fx.client, "GET", "/v1/sessions", NULL, NULL, &rid);
+    raw(fx.client, "GET", "/v1/sessions", NULL, NULL, &rid2);
+    assert_true(g_str_has_prefix(rid, "r-"));
+    assert_string_not_equal(rid, rid2);
+}
+
+static void
+test_routes_and_bodies(void **state)
+{
+    g_autoptr(JsonNode) body = NULL;
+    g_autofree char *big = NULL;
+
+    assert_int_equal(raw(fx.client, "GET", "/v1/nothing", NULL, &body, NULL), 404);
+    assert_string_equal(error_code(body), "not_found");
+    g_clear_pointer(&body, json_node_unref);
+    assert_int_equal(raw(fx.client, "PUT", "/v1/sessions", "{}", &body, NULL), 405);
+    g_clear_pointer(&body, json_node_unref);
+    assert_int_equal(raw(fx.client, "POST", "/v1/sessions", "{\"template\":", &body, NULL), 400);
+    assert_string_equal(error_code(body), "invalid_argument");
+    g_clear_pointer(&body, json_node_unref);
+    assert_int_equal(raw(fx.client, "POST", "/v1/sessions", "[1,2]", &body, NULL), 400);
+    g_clear_pointer(&body, json_node_unref);
+    big = g_strnfill(2 * 1024 * 1024, ' ');
+    big[0] = '{';
+    big[2 * 1024 * 1024 - 1] = '}';
+    assert_int_equal(raw(fx.client, "POST", "/v1/sessions", big, &body, NULL), 413);
+    assert_string_equal(error_code(body), "limit_exceeded");
+    g_clear_pointer(&body, json_node_unref);
+    /* The daemon still answers after refusing a large body. */
+    assert_int_equal(raw(fx.client, "GET", "/v1/healthz", NULL, NULL, NULL), 200);
+    assert_int_equal(raw(fx.client, "GET", "/v1/sessions/s-000000000000", NULL, &body, NULL), 404);
+    assert_string_equal(error_code(body), "not_found");
+    g_clear_pointer(&body, json_node_unref);
+    /* Dot segments never reach a route: refused as a bad request. */
+    assert_int_equal(raw(fx.client, "GET", "/v1/sessions/..%2F..%2Fetc", NULL, &body, NULL), 400);
+}
+
+static void
+test_template_import(void **state)
+{
+    g_autofree char *ok = g_strdup_printf("{\"name\":\"tiny\",\"disk\":\"%s\",\"format\":\"qcow2\","
+                                          "\"kernel\":\"%s\",\"cmdline\":\"root=/dev/vda\"}",
+                                          fx.disk, fx.kernel);
+    g_autofree char *backed = g_strdup_printf("{\"name\":\"bad\",\"disk\":\"%s/backed.qcow2\","
+                                              "\"format\":\"qcow2\"}",
+                                              fx.dir);
+    g_autofree char *wrongfmt =
+        g_strdup_printf("{\"name\":\"bad\",\"disk\":\"%s\",\"format\":\"raw\"}", fx.disk);
+    g_autoptr(JsonNode) body = NULL;
+
+    assert_int_equal(raw(fx.client, "POST", "/v1/templates", ok, &body, NULL), 201);
+    assert_string_equal(member(body, "ref"), "tiny@1");
+    assert_string_equal(member(body, "boot"), "direct");
+    assert_int_equal(strlen(member(body, "sha256")), 64);
+    g_clear_pointer(&body, json_node_unref);
+    assert_int_equal(raw(fx.client, "POST", "/v1/templates", backed, &body, NULL), 400);
+    assert_non_null(
+        strstr(json_object_get_string_member(
+                   json_object_get_object_member(json_node_get_object(body), "error"), "message"),
+               "backing"));
+    g_clear_pointer(&body, json_node_unref);
+    assert_int_equal(raw(fx.client, "POST", "/v1/templates", wrongfmt, &body, NULL), 400);
+    g_clear_pointer(&body, json_node_unref);
+    assert_int_equal(raw(fx.client, "GET", "/v1/templates/tiny", NULL, &body, NULL), 200);
+    assert_string_equal(member(body, "name"), "tiny");
+    g_clear_pointer(&body, json_node_unref);
+    assert_int_equal(raw(fx.client, "GET", "/v1/templates/bad", NULL, &body, NULL), 404);
+}
+
+static char *
+create_session(const char *name)
+{
+    g_autofree char *req = g_strdup_printf("{\"template\":\"tiny\",\"name\":\"%s\"}", name);
+    g_autoptr(JsonNode) body = NULL;
+
+    assert_int_equal(raw(fx.client, "POST", "/v1/sessions", req, &body, NULL), 201);
+    assert_string_equal(member(body, "state"), "running");
+    assert_string_equal(member(body, "name"), name);
+    return g_strdup(member(body, "id"));
+}
+
+static guint
+session_verb(const char *id, const char *verb, const char *expect_state, const char *expect_code)
+{
+    g_autofree char *path = g_strdup_printf("/v1/sessions/%s/%s", id, verb);
+    g_autoptr(JsonNode) body = NULL;
+    guint status = raw(fx.client, "POST", path, "{\"timeout_s\":5}", &body, NULL);
+
+    if (expect_state)
+        assert_string_equal(member(body, "state"), expect_state);
+    if (expect_code)
+        assert_string_equal(error_code(body), expect_code);
+    return status;
+}
+
+static void
+test_session_lifecycle(void **state)
+{
+    g_autofree char *id = create_session("one");
+    g_autofree char *path = g_strdup_printf("/v1/sessions/%s", id);
+    g_autoptr(JsonNode) body = NULL;
+    JsonArray *list;
+
+    assert_true(g_str_has_prefix(id, "s-"));
+    assert_int_equal(raw(fx.client, "GET", "/v1/sessions/one", NULL, &body, NULL), 200);
+    assert_string_equal(member(body, "id"), id);
+    g_clear_pointer(&body, json_node_unref);
+    assert_int_equal(raw(fx.client, "GET", "/v1/sessions", NULL, &body, NULL), 200);
+    list = json_object_get_array_member(json_node_get_object(body), "sessions");
+    assert_int_equal(json_array_get_length(list), 1);
+    g_clear_pointer(&body, json_node_unref);
+
+    assert_int_equal(session_verb(id, "start", NULL, "wrong_state"), 409);
+    assert_int_equal(session_verb(id, "stop", "stopped", NULL), 200);
+    assert_int_equal(session_verb(id, "stop", NULL, "wrong_state"), 409);
+    assert_int_equal(session_verb(id, "start", "running", NULL), 200);
+
+    /* A name is unique among live sessions. */
+    assert_int_equal(raw(fx.client, "POST", "/v1/sessions",
+                         "{\"template\":\"tiny\",\"name\":\"one\"}", &body, NULL),
+                     409);
+    assert_string_equal(error_code(body), "exists");
+    g_clear_pointer(&body, json_node_unref);
+    /* The template cannot go while a session uses it. */
+    assert_int_equal(raw(fx.client, "DELETE", "/v1/templates/tiny", NULL, &body, NULL), 409);
+    g_clear_pointer(&body, json_node_unref);
+
+    assert_int_equal(raw(fx.client, "DELETE", path, NULL, &body, NULL), 200);
+    assert_string_equal(member(body, "state"), "destroyed");
+    g_clear_pointer(&body, json_node_unref);
+    assert_int_equal(raw(fx.client, "DELETE", path, NULL, &body, NULL), 409);
+    assert_string_equal(error_code(body), "wrong_state");
+    g_clear_pointer(&body, json_node_unref);
+    assert_int_equal(raw(fx.client, "GET", "/v1/sessions", NULL, &body, NULL), 200);
+    list = json_object_get_array_member(json_node_get_object(body), "sessions");
+    assert_int_equal(json_array_get_length(list), 0);
+    g_clear_pointer(&body, json_node_unref);
+    assert_int_equal(raw(fx.client, "GET", "/v1/sessions?all=1", NULL, &body, NULL), 200);
+    list = json_object_get_array_member(json_node_get_object(body), "sessions");
+    assert_int_equal(json_array_get_length(list), 1);
+}
+
+static void
+test_create_refusals(void **state)
+{
+    g_autoptr(JsonNode) body = NULL;
+
+    assert_int_equal(raw(fx.client, "POST", "/v1/sessions", "{\"template\":\"nope\"}", &body, NULL),
+                     404);
+    g_clear_pointer(&body, json_node_unref);
+    assert_int_equal(
+        raw(fx.client, "POST", "/v1/sessions", "{\"template\":\"tiny\",\"vcpus\":16}", &body, NULL),
+        403);
+    assert_string_equal(error_code(body), "policy_denied");
+    g_clear_pointer(&body, json_node_unref);
+    assert_int_equal(
+        raw(fx.client, "POST", "/v1/sessions", "{\"template\":\"tiny\",\"cpus\":1}", &body, NULL),
+        400);
+}
+
+static void
+test_template_remove_after_sessions(void **state)
+{
+    g_autoptr(JsonNode) body = NULL;
+
+    assert_int_equal(raw(fx.client, "DELETE", "/v1/templates/tiny", NULL, &body, NULL), 200);
+    g_clear_pointer(&body, json_node_unref);
+    assert_int_equal(raw(fx.client, "GET", "/v1/templates", NULL, &body, NULL), 200);
+    assert_int_equal(json_array_get_length(
+                         json_object_get_array_member(json_node_get_object(body), "templates")),
+                     0);
+}
+
+static void
+test_token_not_logged_and_clean_exit(void **state)
+{
+    g_autofree char *log = NULL;
+    g_autoptr(GError) error = NULL;
+
+    kill(atoi(g_subprocess_get_identifier(fx.daemon)), SIGTERM);
+    assert_true(g_subprocess_wait(fx.daemon, NULL, &error));
+    assert_true(g_subprocess_get_if_exited(fx.daemon));
+    assert_int_equal(g_subprocess_get_exit_status(fx.daemon), 0);
+    assert_false(g_file_test(fx.socket, G_FILE_TEST_EXISTS));
+    assert_true(g_file_get_contents(fx.log, &log, NULL, NULL));
+    assert_non_null(strstr(log, "ready"));
+    assert_null(strstr(log, fx.token));
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_auth),
+        cmocka_unit_test(test_request_ids),
+        cmocka_unit_test(test_routes_and_bodies),
+        cmocka_unit_test(test_template_import),
+        cmocka_unit_test(test_session_lifecycle),
+        cmocka_unit_test(test_create_refusals),
+        cmocka_unit_test(test_template_remove_after_sessions),
+        cmocka_unit_test(test_token_not_logged_and_clean_exit),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,36 @@
+#!/bin/bash
+# Banned functions, logging in library modules, and formatting of the C sources.
+set -euo pipefail
+root="${1:-$(cd "$(dirname "$0")/../.." && pwd)}"
+cd "$root"
+bad=0
+# Every C file of the tree, tracked or not (a new file is checked before its first commit).
+mapfile -t sources < <(find manager guest-tools tests -name '*.[ch]' | sort)
+
+# Unsafe or shell-spawning calls: GSubprocess and GLib string functions instead.
+if grep -nE '\b(system|popen|sprintf|vsprintf|strcpy|strcat|gets|strtok|tmpnam)\s*\(' "${sources[@]}" |
+    grep -v '^\s*//' ; then
+    echo "banned function used (see ../shared/STYLE.md)"
+    bad=1
+fi
+
+# Library modules return errors; only core, api, daemon and cli log.
+for m in util conf policy store disk hypervisor net; do
+    if grep -nE '\bg_(message|warning|info|critical|print|printerr)\s*\(' "manager/$m"/*.c; then
+        echo "module '$m' logs: return a GError instead"
+        bad=1
+    fi
+done
+
+# Formatting per .clang-format.
+if command -v clang-format >/dev/null; then
+    if ! clang-format --dry-run --Werror "${sources[@]}" 2>/tmp/carrel-clang-format.log; then
+        head -40 /tmp/carrel-clang-format.log
+        echo "run: clang-format -i <files>"
+        bad=1
+    fi
+else
+    echo "clang-format is missing (scripts/test installs it)"
+    bad=1
+fi
+exit "$bad"

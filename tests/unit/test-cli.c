@@ -1,0 +1,240 @@
+/* Unit tests of the CLI's pure helpers (cli-format.c): exit codes, sizes, ages, text, tables. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "cli/cli-format.h"
+
+static void
+test_exit_codes(void **state)
+{
+    static const struct {
+        CarrelErrorCode code;
+        CarrelCliExit exit_code;
+    } cases[] = {
+        {CARREL_ERROR_FAILED, CARREL_CLI_EXIT_FAILED},
+        {CARREL_ERROR_INVALID_ARG, CARREL_CLI_EXIT_INVALID},
+        {CARREL_ERROR_NOT_FOUND, CARREL_CLI_EXIT_NOT_FOUND},
+        {CARREL_ERROR_EXISTS, CARREL_CLI_EXIT_CONFLICT},
+        {CARREL_ERROR_WRONG_STATE, CARREL_CLI_EXIT_CONFLICT},
+        {CARREL_ERROR_POLICY_DENIED, CARREL_CLI_EXIT_DENIED},
+        {CARREL_ERROR_UNAUTHORIZED, CARREL_CLI_EXIT_DENIED},
+        {CARREL_ERROR_FORBIDDEN, CARREL_CLI_EXIT_DENIED},
+        {CARREL_ERROR_LIMIT, CARREL_CLI_EXIT_INVALID},
+        {CARREL_ERROR_UNSUPPORTED, CARREL_CLI_EXIT_FAILED},
+        {CARREL_ERROR_TIMEOUT, CARREL_CLI_EXIT_TIMEOUT},
+        {CARREL_ERROR_HYPERVISOR, CARREL_CLI_EXIT_FAILED},
+        {CARREL_ERROR_INTERNAL, CARREL_CLI_EXIT_FAILED},
+    };
+
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autoptr(GError) error = g_error_new_literal(CARREL_ERROR, cases[i].code, "x");
+
+        assert_int_equal(carrel_cli_exit_code(error), cases[i].exit_code);
+    }
+    {
+        g_autoptr(GError) other = g_error_new_literal(G_IO_ERROR, G_IO_ERROR_NOT_FOUND, "x");
+
+        assert_int_equal(carrel_cli_exit_code(other), CARREL_CLI_EXIT_FAILED);
+        assert_int_equal(carrel_cli_exit_code(NULL), CARREL_CLI_EXIT_OK);
+    }
+}
+
+static void
+assert_text(char *text, const char *expected)
+{
+    assert_string_equal(text, expected);
+    g_free(text);
+}
+
+static void
+test_format_size(void **state)
+{
+    assert_text(carrel_cli_format_size(0), "0 B");
+    assert_text(carrel_cli_format_size(1023), "1023 B");
+    assert_text(carrel_cli_format_size(1024), "1 KiB");
+    assert_text(carrel_cli_format_size(1025), "2 KiB");
+    assert_text(carrel_cli_format_size(1024 * 1024), "1 MiB");
+    assert_text(carrel_cli_format_size(G_GUINT64_CONSTANT(1536) * 1024 * 1024), "1536 MiB");
+    assert_text(carrel_cli_format_size(G_GUINT64_CONSTANT(25) * 1024 * 1024 * 1024 / 2),
+                "12.5 GiB");
+}
+
+static void
+test_format_age(void **state)
+{
+    gint64 base = 1700000000; /* 2023-11-14T22:13:20Z */
+
+    assert_text(carrel_cli_format_age("2023-11-14T22:13:20Z", base + 42), "42s");
+    assert_text(carrel_cli_format_age("2023-11-14T22:13:20Z", base + 5 * 60 + 3), "5m");
+    assert_text(carrel_cli_format_age("2023-11-14T22:13:20Z", base + 3 * 3600), "3h");
+    assert_text(carrel_cli_format_age("2023-11-14T22:13:20Z", base + 2 * 86400 + 5), "2d");
+    assert_text(carrel_cli_format_age("2023-11-14T22:13:20Z", base - 10), "0s");
+    assert_text(carrel_cli_format_age("yesterday", base), "-");
+    assert_text(carrel_cli_format_age(NULL, base), "-");
+}
+
+static void
+test_clean_text(void **state)
+{
+    assert_text(carrel_cli_clean_text("tiny@1"), "tiny@1");
+    assert_text(carrel_cli_clean_text("caf\xc3\xa9"), "caf\xc3\xa9");
+    assert_text(carrel_cli_clean_text("a\x1b[31mred"), "a?[31mred");
+    assert_text(carrel_cli_clean_text("line\nnext\ttab\r"), "line?next?tab?");
+    assert_text(carrel_cli_clean_text("x\xe2\x80\xaey"), "x?y");      /* U+202E RLO */
+    assert_text(carrel_cli_clean_text("c1\xc2\x9b"), "c1?");          /* U+009B CSI */
+    assert_text(carrel_cli_clean_text("bad\xff"), "bad\xef\xbf\xbd"); /* U+FFFD */
+    assert_text(carrel_cli_clean_text(NULL), "-");
+}
+
+static void
+test_escape_segment(void **state)
+{
+    assert_text(carrel_cli_escape_segment("s-0123456789ab"), "s-0123456789ab");
+    assert_text(carrel_cli_escape_segment("../x"), "..%2Fx");
+    assert_text(carrel_cli_escape_segment("..."), "...");
+    assert_null(carrel_cli_escape_segment(".."));
+    assert_null(carrel_cli_escape_segment("."));
+    assert_text(carrel_cli_escape_segment("a/b?c#d"), "a%2Fb%3Fc%23d");
+    assert_text(carrel_cli_escape_segment("x y%"), "x%20y%25");
+    assert_null(carrel_cli_escape_segment(""));
+    assert_null(carrel_cli_escape_segment(NULL));
+}
+
+static void
+test_template_ref(void **state)
+{
+    g_autoptr(GError) error = NULL;
+    char *name = NULL;
+    guint version = 99;
+
+    assert_true(carrel_cli_parse_template_ref("tiny", &name, &version, &error));
+    assert_string_equal(name, "tiny");
+    assert_int_equal(version, 0);
+    g_clear_pointer(&name, g_free);
+    assert_true(carrel_cli_parse_template_ref("tiny@12", &name, &version, &error));
+    assert_string_equal(name, "tiny");
+    assert_int_equal(version, 12);
+    g_clear_pointer(&name, g_free);
+    assert_false(carrel_cli_parse_template_ref("tiny@0", &name, &version, &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG));
+    g_clear_error(&error);
+    assert_false(carrel_cli_parse_template_ref("tiny@", &name, &version, &error));
+    g_clear_error(&error);
+    assert_false(carrel_cli_parse_template_ref("tiny@1x", &name, &version, &error));
+    g_clear_error(&error);
+    assert_false(carrel_cli_parse_template_ref("@3", &name, &version, &error));
+    g_clear_error(&error);
+    assert_false(carrel_cli_parse_template_ref("", &name, &version, &error));
+    assert_null(name);
+}
+
+static void
+test_progress(void **state)
+{
+    const char *abc[] = {"a", "b", "c"};
+    const char *bcd[] = {"b", "c", "d"};
+    const char *cdcd[] = {"c", "d", "c", "d"};
+    const char *xyz[] = {"x", "y", "z"};
+
+    /* First poll: everything is new. */
+    assert_int_equal(carrel_cli_progress_first_new(NULL, 0, abc, 3), 0);
+    /* Unchanged window. */
+    assert_int_equal(carrel_cli_progress_first_new(abc, 3, abc, 3), 3);
+    /* Window slid by one. */
+    assert_int_equal(carrel_cli_progress_first_new(abc, 3, bcd, 3), 2);
+    /* Window grew. */
+    assert_int_equal(carrel_cli_progress_first_new(abc, 2, abc, 3), 2);
+    /* Repeated lines: the longest overlap wins. */
+    assert_int_equal(carrel_cli_progress_first_new(bcd, 3, cdcd, 4), 2);
+    /* More new lines than the window holds. */
+    assert_int_equal(carrel_cli_progress_first_new(abc, 3, xyz, 3), 0);
+    /* Window emptied. */
+    assert_int_equal(carrel_cli_progress_first_new(abc, 3, NULL, 0), 0);
+}
+
+static JsonObject *
+parse_object(const char *text)
+{
+    g_autoptr(JsonParser) parser = json_parser_new();
+
+    assert_true(json_parser_load_from_data(parser, text, -1, NULL));
+    return json_object_ref(json_node_get_object(json_parser_get_root(parser)));
+}
+
+static void
+test_table(void **state)
+{
+    static const char *const columns[] = {"ID", "NAME", NULL};
+    static const char *const row1[] = {"s-1", "first", NULL};
+    static const char *const row2[] = {"s-1234", NULL, NULL};
+    g_autoptr(CarrelCliTable) table = carrel_cli_table_new(columns);
+
+    carrel_cli_table_add(table, row1);
+    carrel_cli_table_add(table, row2);
+    assert_text(carrel_cli_table_render(table), "ID      NAME\n"
+                                                "s-1     first\n"
+                                                "s-1234  -\n");
+}
+
+static void
+test_session_row(void **state)
+{
+    g_autoptr(JsonObject) session =
+        parse_object("{\"id\":\"s-0123456789ab\",\"name\":\"w\\u001b1\",\"template\":\"tiny\","
+                     "\"template_version\":2,\"state\":\"running\",\"vcpus\":1,\"memory_mib\":1024,"
+                     "\"created_at\":\"2023-11-14T22:13:20Z\"}");
+    g_autoptr(CarrelCliTable) table = carrel_cli_table_new_sessions();
+
+    carrel_cli_table_add_session(table, session, 1700000000 + 120);
+    assert_text(carrel_cli_table_render(table),
+                "ID              NAME  TEMPLATE  STATE    VCPUS  MEM       AGE\n"
+                "s-0123456789ab  w?1   tiny@2    running  1      1024 MiB  2m\n");
+}
+
+static void
+test_template_row(void **state)
+{
+    g_autoptr(JsonObject) tmpl = parse_object(
+        "{\"name\":\"tiny\",\"version\":3,\"boot\":\"direct\",\"format\":\"qcow2\","
+        "\"size_bytes\":314572800,\"sessions\":0,\"created_at\":\"2023-11-14T22:13:20Z\"}");
+    g_autoptr(CarrelCliTable) table = carrel_cli_table_new_templates();
+
+    carrel_cli_table_add_template(table, tmpl);
+    assert_text(carrel_cli_table_render(table),
+                "NAME  VERSION  BOOT    FORMAT  SIZE     SESSIONS  CREATED\n"
+                "tiny  3        direct  qcow2   300 MiB  0         2023-11-14T22:13:20Z\n");
+}
+
+static void
+test_fields(void **state)
+{
+    g_autoptr(JsonObject) obj = parse_object(
+        "{\"name\":\"tiny\",\"size_bytes\":2048,\"kernel\":null,\"ok\":true,"
+        "\"versions\":[{\"ref\":\"tiny@1\"},{\"ref\":\"tiny@2\"}],\"tags\":[\"a\",1]}");
+
+    assert_text(carrel_cli_format_fields(obj), "name:       tiny\n"
+                                               "size_bytes: 2048 (2 KiB)\n"
+                                               "kernel:     -\n"
+                                               "ok:         true\n"
+                                               "versions:   tiny@1, tiny@2\n"
+                                               "tags:       a, 1\n");
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_exit_codes),     cmocka_unit_test(test_format_size),
+        cmocka_unit_test(test_format_age),     cmocka_unit_test(test_clean_text),
+        cmocka_unit_test(test_escape_segment), cmocka_unit_test(test_template_ref),
+        cmocka_unit_test(test_progress),       cmocka_unit_test(test_table),
+        cmocka_unit_test(test_session_row),    cmocka_unit_test(test_template_row),
+        cmocka_unit_test(test_fields),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

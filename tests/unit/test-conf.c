@@ -1,0 +1,222 @@
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "conf/conf.h"
+
+static JsonNode *
+parse(const char *text)
+{
+    g_autoptr(GError) error = NULL;
+    JsonNode *node = carrel_conf_parse_json(text, strlen(text), &error);
+
+    assert_non_null(node);
+    return node;
+}
+
+static void
+assert_request_refused(const char *text, const char *fragment)
+{
+    g_autoptr(JsonNode) node = parse(text);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelSessionRequest) req = carrel_session_request_from_json(node, &error);
+
+    assert_null(req);
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG));
+    if (!strstr(error->message, fragment))
+        fail_msg("'%s': message '%s' lacks '%s'", text, error->message, fragment);
+}
+
+static void
+test_session_request_valid(void **state)
+{
+    g_autoptr(JsonNode) node = parse("{\"template\":\"tiny@2\",\"name\":\"job-1\",\"vcpus\":2,"
+                                     "\"memory_mib\":2048}");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelSessionRequest) req = carrel_session_request_from_json(node, &error);
+
+    assert_non_null(req);
+    assert_string_equal(req->template_name, "tiny");
+    assert_int_equal(req->template_version, 2);
+    assert_string_equal(req->name, "job-1");
+    assert_int_equal(req->vcpus, 2);
+    assert_int_equal(req->memory_mib, 2048);
+}
+
+static void
+test_session_request_defaults(void **state)
+{
+    g_autoptr(JsonNode) node = parse("{\"template\":\"tiny\"}");
+    g_autoptr(CarrelSessionRequest) req = carrel_session_request_from_json(node, NULL);
+
+    assert_non_null(req);
+    assert_int_equal(req->template_version, 0);
+    assert_null(req->name);
+    assert_int_equal(req->vcpus, 0);
+}
+
+static void
+test_session_request_refusals(void **state)
+{
+    assert_request_refused("{}", "'template' is required");
+    assert_request_refused("[]", "expected a JSON object");
+    assert_request_refused("{\"template\":3}", "must be a string");
+    assert_request_refused("{\"template\":\"tiny\",\"vcpu\":1}", "unknown member 'vcpu'");
+    assert_request_refused("{\"template\":\"tiny\",\"vcpus\":0}", "between 1 and");
+    assert_request_refused("{\"template\":\"tiny\",\"vcpus\":\"2\"}", "must be an integer");
+    assert_request_refused("{\"template\":\"tiny\",\"vcpus\":1.5}", "must be an integer");
+    assert_request_refused("{\"template\":\"tiny\",\"memory_mib\":99999999}", "between");
+    assert_request_refused("{\"template\":\"tiny@0\"}", "positive number");
+    assert_request_refused("{\"template\":\"tiny@x\"}", "positive number");
+    assert_request_refused("{\"template\":\"tiny@1x\"}", "positive number");
+    assert_request_refused("{\"template\":\"../etc\"}", "invalid template name");
+    assert_request_refused("{\"template\":\"tiny\",\"name\":\"a b\"}", "invalid session name");
+    assert_request_refused("{\"template\":\"tiny\",\"name\":\"s-123\"}", "invalid session name");
+    assert_request_refused("{\"template\":\"tiny\",\"name\":\"x\\ny\"}", "invalid session name");
+}
+
+static void
+test_malformed_json(void **state)
+{
+    g_autoptr(GError) error = NULL;
+
+    assert_null(carrel_conf_parse_json("{\"template\":", 12, &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG));
+    assert_non_null(strstr(error->message, "malformed JSON"));
+    g_clear_error(&error);
+    assert_null(carrel_conf_parse_json("", 0, &error));
+    assert_non_null(error);
+    g_clear_error(&error);
+    /* A megabyte of '[' would overflow json-glib's recursion: refused before parsing. */
+    {
+        g_autofree char *deep = g_strnfill(1024 * 1024, '[');
+        assert_null(carrel_conf_parse_json(deep, strlen(deep), &error));
+        assert_non_null(strstr(error->message, "nested deeper"));
+        g_clear_error(&error);
+    }
+    /* json-glib would cut "tiny\u0000x" to "tiny": refused. */
+    assert_null(carrel_conf_parse_json("{\"template\":\"tiny\\u0000x\"}", 24, &error));
+    assert_non_null(error);
+}
+
+static void
+assert_import_refused(const char *text, const char *fragment)
+{
+    g_autoptr(JsonNode) node = parse(text);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelTemplateImport) req = carrel_template_import_from_json(node, &error);
+
+    assert_null(req);
+    if (!strstr(error->message, fragment))
+        fail_msg("'%s': message '%s' lacks '%s'", text, error->message, fragment);
+}
+
+static void
+test_template_import(void **state)
+{
+    g_autoptr(JsonNode) node = parse("{\"name\":\"tiny\",\"disk\":\"/x/disk.qcow2\","
+                                     "\"format\":\"qcow2\",\"kernel\":\"/x/vmlinuz\","
+                                     "\"initrd\":\"/x/initrd\",\"cmdline\":\"root=/dev/vda\"}");
+    g_autoptr(JsonNode) bios = parse("{\"name\":\"win\",\"disk\":\"/x/w.qcow2\","
+                                     "\"format\":\"qcow2\",\"firmware\":\"uefi\"}");
+    g_autoptr(CarrelTemplateImport) req = carrel_template_import_from_json(node, NULL);
+    g_autoptr(CarrelTemplateImport) req2 = carrel_template_import_from_json(bios, NULL);
+
+    assert_non_null(req);
+    assert_int_equal(req->boot, CARREL_BOOT_DIRECT);
+    assert_string_equal(req->cmdline, "root=/dev/vda");
+    assert_non_null(req2);
+    assert_int_equal(req2->boot, CARREL_BOOT_UEFI);
+
+    assert_import_refused("{\"name\":\"t\",\"disk\":\"/d\"}", "'format' must be declared");
+    assert_import_refused("{\"name\":\"t\",\"disk\":\"/d\",\"format\":\"vmdk\"}",
+                          "'format' must be declared");
+    assert_import_refused("{\"name\":\"t\",\"disk\":\"d.qcow2\",\"format\":\"qcow2\"}",
+                          "absolute path");
+    assert_import_refused("{\"name\":\"t\",\"disk\":\"/d\\n\",\"format\":\"qcow2\"}",
+                          "absolute path");
+    assert_import_refused("{\"name\":\"T!\",\"disk\":\"/d\",\"format\":\"qcow2\"}",
+                          "invalid template name");
+    assert_import_refused("{\"name\":\"t\",\"disk\":\"/d\",\"format\":\"raw\",\"boot\":\"direct\"}",
+                          "kernel is required");
+    assert_import_refused("{\"name\":\"t\",\"disk\":\"/d\",\"format\":\"raw\",\"initrd\":\"/i\"}",
+                          "need a kernel");
+    assert_import_refused("{\"name\":\"t\",\"disk\":\"/d\",\"format\":\"raw\",\"boot\":\"pxe\"}",
+                          "unknown boot method");
+    assert_import_refused("{\"name\":\"t\",\"disk\":\"/d\",\"format\":\"raw\",\"extra\":1}",
+                          "unknown member");
+}
+
+static void
+test_state_machine(void **state)
+{
+    CarrelSessionState next;
+    g_autoptr(GError) error = NULL;
+
+    assert_true(
+        carrel_session_transition(CARREL_SESSION_RUNNING, CARREL_SESSION_OP_STOP, &next, NULL));
+    assert_int_equal(next, CARREL_SESSION_STOPPED);
+    assert_true(
+        carrel_session_transition(CARREL_SESSION_STOPPED, CARREL_SESSION_OP_START, &next, NULL));
+    assert_int_equal(next, CARREL_SESSION_RUNNING);
+    assert_true(
+        carrel_session_transition(CARREL_SESSION_CRASHED, CARREL_SESSION_OP_DESTROY, &next, NULL));
+    assert_int_equal(next, CARREL_SESSION_DESTROYED);
+    assert_false(
+        carrel_session_transition(CARREL_SESSION_STOPPED, CARREL_SESSION_OP_STOP, &next, &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE));
+    assert_string_equal(error->message, "cannot stop a session that is stopped");
+    g_clear_error(&error);
+    assert_false(
+        carrel_session_transition(CARREL_SESSION_RUNNING, CARREL_SESSION_OP_START, &next, &error));
+    g_clear_error(&error);
+    assert_false(carrel_session_transition(CARREL_SESSION_DESTROYED, CARREL_SESSION_OP_DESTROY,
+                                           &next, &error));
+    /* Every state has a name that parses back. */
+    for (int s = 0; s < CARREL_SESSION_LAST; s++)
+        assert_int_equal(carrel_session_state_from_string(carrel_session_state_to_string(s)), s);
+    for (int b = 0; b < CARREL_BOOT_LAST; b++)
+        assert_int_equal(carrel_boot_from_string(carrel_boot_to_string(b)), b);
+    assert_int_equal(carrel_session_state_from_string("bogus"), CARREL_SESSION_LAST);
+}
+
+static void
+test_session_json(void **state)
+{
+    g_autoptr(CarrelSession) s = carrel_session_new();
+    g_autoptr(JsonNode) node = NULL;
+    JsonObject *obj;
+
+    s->id = g_strdup("s-0123456789ab");
+    s->name = g_strdup("quote\"name");
+    s->template_name = g_strdup("tiny");
+    s->template_version = 3;
+    s->state = CARREL_SESSION_RUNNING;
+    s->vcpus = 1;
+    s->memory_mib = 1024;
+    node = carrel_session_to_json(s);
+    obj = json_node_get_object(node);
+    assert_string_equal(json_object_get_string_member(obj, "state"), "running");
+    assert_string_equal(json_object_get_string_member(obj, "domain"), "carrel-s-0123456789ab");
+    assert_string_equal(json_object_get_string_member(obj, "name"), "quote\"name");
+    assert_int_equal(json_object_get_int_member(obj, "template_version"), 3);
+    assert_true(json_object_get_null_member(obj, "state_reason"));
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_session_request_valid),
+        cmocka_unit_test(test_session_request_defaults),
+        cmocka_unit_test(test_session_request_refusals),
+        cmocka_unit_test(test_malformed_json),
+        cmocka_unit_test(test_template_import),
+        cmocka_unit_test(test_state_machine),
+        cmocka_unit_test(test_session_json),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

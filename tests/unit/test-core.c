@@ -1,0 +1,362 @@
+/* core over the fake hypervisor, a real store in a temp dir and real qemu-img overlays. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <glib/gstdio.h>
+#include <string.h>
+
+#include "core/core-priv.h"
+
+typedef struct {
+    char *dir;
+    char *disk;
+    char *kernel;
+    CarrelManager *mgr;
+    CarrelHypervisor *hv; /* owned by mgr */
+} Fixture;
+
+static int
+setup(void **state)
+{
+    Fixture *fx = g_new0(Fixture, 1);
+    g_autofree char *state_dir = NULL;
+    const char *create[] = {"qemu-img", "create", "-q", "-f", "qcow2", NULL, "32M", NULL};
+    CarrelManagerConfig config = {0};
+    g_autoptr(GError) error = NULL;
+
+    fx->dir = g_dir_make_tmp("carrel-core-XXXXXX", NULL);
+    fx->disk = g_build_filename(fx->dir, "disk.qcow2", NULL);
+    fx->kernel = g_build_filename(fx->dir, "vmlinuz", NULL);
+    create[5] = fx->disk;
+    assert_true(carrel_util_run(create, 30, NULL, NULL, &error));
+    assert_true(carrel_util_write_file(fx->kernel, "k", 1, 0644, NULL));
+    state_dir = g_build_filename(fx->dir, "state", NULL);
+    config.state_dir = state_dir;
+    config.recipes_dir = fx->dir;
+    config.cache_dir = fx->dir;
+    config.accel = CARREL_ACCEL_TCG;
+    config.agent_timeout_s = 2;
+    fx->hv = carrel_hypervisor_new_fake();
+    fx->mgr = carrel_manager_new(&config, fx->hv, &error);
+    assert_non_null(fx->mgr);
+    *state = fx;
+    return 0;
+}
+
+static int
+teardown(void **state)
+{
+    Fixture *fx = *state;
+
+    carrel_manager_free(fx->mgr);
+    carrel_util_remove_tree(fx->dir, NULL);
+    g_free(fx->dir);
+    g_free(fx->disk);
+    g_free(fx->kernel);
+    g_free(fx);
+    return 0;
+}
+
+static CarrelTemplate *
+import(Fixture *fx, const char *name)
+{
+    CarrelTemplateImport req = {
+        .name = (char *)name,
+        .disk = fx->disk,
+        .format = (char *)"qcow2",
+        .boot = CARREL_BOOT_DIRECT,
+        .kernel = fx->kernel,
+        .cmdline = (char *)"root=/dev/vda",
+    };
+    g_autoptr(GError) error = NULL;
+    CarrelTemplate *tmpl = carrel_manager_template_import(fx->mgr, &req, &error);
+
+    if (!tmpl)
+        fail_msg("import: %s", error->message);
+    return tmpl;
+}
+
+static CarrelSession *
+create(Fixture *fx, const char *name, GError **error)
+{
+    CarrelSessionRequest req = {.template_name = (char *)"tiny", .name = (char *)name};
+
+    return carrel_manager_session_create(fx->mgr, &req, error);
+}
+
+static void
+test_import_versions(void **state)
+{
+    Fixture *fx = *state;
+    g_autoptr(CarrelTemplate) v1 = import(fx, "tiny");
+    g_autoptr(CarrelTemplate) v2 = import(fx, "tiny");
+    g_autoptr(CarrelTemplate) latest = carrel_manager_template_get(fx->mgr, "tiny", 0, NULL);
+
+    assert_int_equal(v1->version, 1);
+    assert_int_equal(v2->version, 2);
+    assert_int_equal(latest->version, 2);
+    assert_string_equal(v1->sha256, v2->sha256);
+    assert_true(g_file_test(v2->disk_path, G_FILE_TEST_IS_REGULAR));
+    assert_true(g_str_has_prefix(v2->disk_path, fx->dir));
+    {
+        GStatBuf st;
+        assert_int_equal(g_stat(v2->disk_path, &st), 0);
+        assert_int_equal(st.st_mode & 0777, 0444); /* templates are read-only */
+    }
+}
+
+static void
+test_create_and_lifecycle(void **state)
+{
+    Fixture *fx = *state;
+    g_autoptr(CarrelTemplate) tmpl = import(fx, "tiny");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelSession) s = create(fx, "alpha", &error);
+    g_autoptr(CarrelSession) stopped = NULL;
+    g_autoptr(CarrelSession) again = NULL;
+    g_autoptr(CarrelSession) gone = NULL;
+    g_autofree char *dom = NULL;
+    CarrelDomainState ds;
+
+    assert_non_null(s);
+    assert_int_equal(s->state, CARREL_SESSION_RUNNING);
+    assert_true(g_file_test(s->overlay_path, G_FILE_TEST_IS_REGULAR));
+    dom = carrel_session_domain_name(s->id);
+    assert_true(carrel_hypervisor_get_state(fx->hv, dom, &ds, NULL));
+    assert_int_equal(ds, CARREL_DOMAIN_RUNNING);
+
+    stopped = carrel_manager_session_stop(fx->mgr, "alpha", 1, &error);
+    assert_non_null(stopped);
+    assert_int_equal(stopped->state, CARREL_SESSION_STOPPED);
+    assert_null(carrel_manager_session_stop(fx->mgr, s->id, 1, &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE));
+    assert_non_null(strstr(error->message, "stopped"));
+    g_clear_error(&error);
+    again = carrel_manager_session_start(fx->mgr, s->id, &error);
+    assert_non_null(again);
+    assert_int_equal(again->state, CARREL_SESSION_RUNNING);
+
+    /* The template is in use: removal refused. */
+    assert_null(carrel_manager_template_remove(fx->mgr, "tiny", &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE));
+    g_clear_error(&error);
+
+    gone = carrel_manager_session_destroy(fx->mgr, s->id, &error);
+    assert_non_null(gone);
+    assert_int_equal(gone->state, CARREL_SESSION_DESTROYED);
+    assert_false(g_file_test(s->dir, G_FILE_TEST_EXISTS));
+    assert_false(carrel_hypervisor_get_state(fx->hv, dom, &ds, &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND));
+    g_clear_error(&error);
+    {
+        g_auto(GStrv) refs = carrel_manager_template_remove(fx->mgr, "tiny", &error);
+        assert_non_null(refs);
+        assert_string_equal(refs[0], "tiny@1");
+    }
+}
+
+static void
+test_failed_create_leaves_nothing(void **state)
+{
+    Fixture *fx = *state;
+    g_autoptr(CarrelTemplate) tmpl = import(fx, "tiny");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) all = NULL;
+    g_autofree char *sessions_dir = g_build_filename(fx->dir, "state", "sessions", NULL);
+    g_autoptr(GDir) dir = NULL;
+
+    carrel_hypervisor_fake_fail_next(fx->hv, "define_start");
+    assert_null(create(fx, "broken", &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_HYPERVISOR));
+    assert_non_null(strstr(error->message, "creating session 'broken'"));
+    all = carrel_manager_session_list(fx->mgr, TRUE, NULL);
+    assert_int_equal(all->len, 0);
+    dir = g_dir_open(sessions_dir, 0, NULL);
+    assert_null(g_dir_read_name(dir));
+    /* The name is free again. */
+    g_clear_error(&error);
+    {
+        g_autoptr(CarrelSession) ok = create(fx, "broken", &error);
+        assert_non_null(ok);
+    }
+}
+
+static void
+test_agent_never_answers(void **state)
+{
+    Fixture *fx = *state;
+    g_autoptr(CarrelTemplate) tmpl = import(fx, "tiny");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) all = NULL;
+
+    /* One failed ping is retried. */
+    carrel_hypervisor_fake_fail_next(fx->hv, "agent_ping");
+    {
+        g_autoptr(CarrelSession) ok = create(fx, "slow", &error);
+        assert_non_null(ok);
+    }
+    /* An agent that never answers: a clear timeout, and nothing left. */
+    carrel_hypervisor_fake_set_agent_silent(fx->hv, TRUE);
+    assert_null(create(fx, "mute", &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_TIMEOUT));
+    assert_non_null(strstr(error->message, "did not answer within 2 s"));
+    all = carrel_manager_session_list(fx->mgr, TRUE, NULL);
+    assert_int_equal(all->len, 1);
+    carrel_hypervisor_fake_set_agent_silent(fx->hv, FALSE);
+}
+
+static void
+test_policy_and_unknowns(void **state)
+{
+    Fixture *fx = *state;
+    g_autoptr(CarrelTemplate) tmpl = import(fx, "tiny");
+    CarrelSessionRequest big = {.template_name = (char *)"tiny", .vcpus = 8};
+    CarrelSessionRequest missing = {.template_name = (char *)"nope"};
+    g_autoptr(GError) error = NULL;
+
+    assert_null(carrel_manager_session_create(fx->mgr, &big, &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_POLICY_DENIED));
+    g_clear_error(&error);
+    assert_null(carrel_manager_session_create(fx->mgr, &missing, &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND));
+    g_clear_error(&error);
+    assert_null(carrel_manager_session_get(fx->mgr, "s-000000000000", &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND));
+}
+
+static void
+test_busy_session(void **state)
+{
+    Fixture *fx = *state;
+    g_autoptr(CarrelTemplate) tmpl = import(fx, "tiny");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelSession) s = create(fx, NULL, &error);
+
+    assert_non_null(s);
+    assert_string_equal(s->name, s->id);
+    assert_true(carrel_manager_claim(fx->mgr, s->id, "snapshot", NULL));
+    assert_null(carrel_manager_session_stop(fx->mgr, s->id, 1, &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE));
+    assert_non_null(strstr(error->message, "busy"));
+    carrel_manager_release(fx->mgr, s->id);
+}
+
+static CarrelSession *
+insert_row(Fixture *fx, CarrelSessionState state)
+{
+    CarrelSession *s = carrel_session_new();
+
+    s->id = carrel_util_new_id("s-");
+    s->name = g_strdup(s->id);
+    s->template_name = g_strdup("tiny");
+    s->template_version = 1;
+    s->state = state;
+    s->vcpus = 1;
+    s->memory_mib = 512;
+    s->dir = g_build_filename(fx->dir, "state", "sessions", s->id, NULL);
+    s->overlay_path = g_build_filename(s->dir, "disk.qcow2", NULL);
+    assert_true(carrel_util_ensure_dir(s->dir, 0711, NULL));
+    assert_true(carrel_store_session_insert(fx->mgr->store, s, NULL));
+    return s;
+}
+
+static CarrelSessionState
+state_of(Fixture *fx, const char *id)
+{
+    g_autoptr(CarrelSession) s = carrel_manager_session_get(fx->mgr, id, NULL);
+
+    assert_non_null(s);
+    return s->state;
+}
+
+static void
+define_domain(Fixture *fx, const char *session_id, const char *instance_id)
+{
+    g_autofree char *name = carrel_session_domain_name(session_id);
+    CarrelDomainSpec spec = {
+        .domain_name = name,
+        .session_id = session_id,
+        .instance_id = instance_id,
+        .accel = CARREL_ACCEL_TCG,
+        .vcpus = 1,
+        .memory_mib = 512,
+        .boot = CARREL_BOOT_BIOS,
+        .disk_path = "/tmp/x.qcow2",
+        .disk_format = "qcow2",
+        .console_log_path = "/tmp/console.log",
+    };
+    g_autofree char *xml = carrel_hypervisor_build_domain_xml(&spec, NULL);
+
+    assert_non_null(xml);
+    assert_true(carrel_hypervisor_define_start(fx->hv, xml, NULL));
+}
+
+static void
+test_reconcile(void **state)
+{
+    Fixture *fx = *state;
+    g_autoptr(CarrelTemplate) tmpl = import(fx, "tiny");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelSession) adopted = create(fx, "adopted", &error);
+    g_autoptr(CarrelSession) vanished = create(fx, "vanished", &error);
+    g_autoptr(CarrelSession) off = create(fx, "off", &error);
+    g_autoptr(CarrelSession) half = insert_row(fx, CARREL_SESSION_CREATING);
+    g_autofree char *vanished_dom = carrel_session_domain_name(vanished->id);
+    g_autofree char *off_dom = carrel_session_domain_name(off->id);
+    g_autofree char *orphan_id = carrel_util_new_id("s-");
+    g_autofree char *foreign_id = carrel_util_new_id("s-");
+    g_autofree char *orphan_dom = carrel_session_domain_name(orphan_id);
+    g_autofree char *foreign_dom = carrel_session_domain_name(foreign_id);
+    CarrelReconcileReport report;
+    CarrelDomainState ds;
+
+    assert_true(carrel_hypervisor_destroy(fx->hv, vanished_dom, NULL));
+    assert_true(carrel_hypervisor_undefine(fx->hv, vanished_dom, NULL));
+    assert_true(carrel_hypervisor_fake_set_state(fx->hv, off_dom, CARREL_DOMAIN_SHUTOFF));
+    define_domain(fx, half->id, carrel_manager_get_instance_id(fx->mgr));
+    define_domain(fx, orphan_id, carrel_manager_get_instance_id(fx->mgr));
+    define_domain(fx, foreign_id, "i-0000000000ff");
+
+    assert_true(carrel_manager_reconcile(fx->mgr, &report, &error));
+    assert_int_equal(report.adopted, 1);
+    assert_int_equal(report.vanished, 1);
+    assert_int_equal(report.stopped, 1);
+    assert_int_equal(report.cleaned, 1);
+    assert_int_equal(report.orphans, 1);
+    assert_int_equal(state_of(fx, adopted->id), CARREL_SESSION_RUNNING);
+    assert_int_equal(state_of(fx, vanished->id), CARREL_SESSION_CRASHED);
+    assert_int_equal(state_of(fx, off->id), CARREL_SESSION_STOPPED);
+    assert_int_equal(state_of(fx, half->id), CARREL_SESSION_DESTROYED);
+    assert_false(g_file_test(half->dir, G_FILE_TEST_EXISTS));
+    /* Our orphan is gone; another instance's domain is never touched. */
+    assert_false(carrel_hypervisor_get_state(fx->hv, orphan_dom, &ds, NULL));
+    assert_true(carrel_hypervisor_get_state(fx->hv, foreign_dom, &ds, NULL));
+    assert_int_equal(ds, CARREL_DOMAIN_RUNNING);
+    /* A crashed session can be started again: its definition is made anew. */
+    {
+        g_autoptr(CarrelSession) back = carrel_manager_session_start(fx->mgr, vanished->id, &error);
+        assert_non_null(back);
+        assert_int_equal(back->state, CARREL_SESSION_RUNNING);
+    }
+    /* Reconcile again: nothing more to do. */
+    assert_true(carrel_manager_reconcile(fx->mgr, &report, &error));
+    assert_int_equal(report.adopted, 2);
+    assert_int_equal(report.cleaned + report.orphans + report.vanished, 0);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_import_versions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_create_and_lifecycle, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failed_create_leaves_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_agent_never_answers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_policy_and_unknowns, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_busy_session, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reconcile, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,544 @@
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CARREL_HYPERVISOR_PRIV_H_ALLOW
+#include "hypervisor/hypervisor-priv.h"
+
+#define TEST_URI "test:///default"
+
+static char *
+make_xml(const char *name, const char *session_id)
+{
+    CarrelDomainSpec spec = {
+        .domain_name = name,
+        .session_id = session_id,
+        .accel = CARREL_ACCEL_TCG,
+        .vcpus = 1,
+        .memory_mib = 512,
+        .boot = CARREL_BOOT_DIRECT,
+        .kernel_path = "/var/lib/carrel/templates/tiny/1/vmlinuz",
+        .cmdline = "console=ttyS0",
+        .disk_path = "/var/lib/carrel/sessions/x/disk.qcow2",
+        .disk_format = "qcow2",
+        .console_log_path = "/var/lib/carrel/sessions/x/console.log",
+        .tb_cache_mib = 64,
+    };
+    g_autoptr(GError) error = NULL;
+    char *xml = carrel_hypervisor_build_domain_xml(&spec, &error);
+
+    if (!xml)
+        fail_msg("building xml: %s", error->message);
+    return xml;
+}
+
+static void
+assert_error(const GError *error, int code, const char *fragment)
+{
+    if (!error)
+        fail_msg("expected error code %d, got success", code);
+    if (error->domain != CARREL_ERROR || error->code != code)
+        fail_msg("expected code %d, got %d: %s", code, error->code, error->message);
+    if (fragment && !strstr(error->message, fragment))
+        fail_msg("message '%s' lacks '%s'", error->message, fragment);
+}
+
+static void
+assert_state(CarrelHypervisor *hv, const char *name, CarrelDomainState expected)
+{
+    g_autoptr(GError) error = NULL;
+    CarrelDomainState state = CARREL_DOMAIN_LAST;
+
+    if (!carrel_hypervisor_get_state(hv, name, &state, &error))
+        fail_msg("get_state '%s': %s", name, error->message);
+    assert_string_equal(carrel_domain_state_to_string(state),
+                        carrel_domain_state_to_string(expected));
+}
+
+static void
+assert_absent(CarrelHypervisor *hv, const char *name)
+{
+    g_autoptr(GError) error = NULL;
+    CarrelDomainState state = CARREL_DOMAIN_LAST;
+    g_autofree char *prefix = g_strdup_printf("domain '%s': ", name);
+
+    assert_false(carrel_hypervisor_get_state(hv, name, &state, &error));
+    assert_error(error, CARREL_ERROR_NOT_FOUND, prefix);
+    assert_int_equal(state, CARREL_DOMAIN_LAST); /* ret_state untouched on failure */
+}
+
+/* The session id list() reports for name, or NULL when name is not listed (never a crash). */
+static char *
+listed_session(CarrelHypervisor *hv, const char *name)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) domains = carrel_hypervisor_list(hv, &error);
+
+    if (!domains)
+        fail_msg("list: %s", error->message);
+    for (guint i = 0; i < domains->len; i++) {
+        CarrelDomainInfo *info = g_ptr_array_index(domains, i);
+        assert_non_null(info->session_id);
+        if (g_str_equal(info->name, name))
+            return g_strdup(info->session_id);
+    }
+    return NULL;
+}
+
+static void
+test_enum_tables(void **state)
+{
+    for (int i = 0; i < CARREL_ACCEL_LAST; i++)
+        assert_int_equal(carrel_accel_from_string(carrel_accel_to_string(i)), i);
+    for (int i = 0; i < CARREL_DOMAIN_LAST; i++)
+        assert_int_equal(carrel_domain_state_from_string(carrel_domain_state_to_string(i)), i);
+    assert_string_equal(carrel_accel_to_string(CARREL_ACCEL_TCG), "tcg");
+    assert_string_equal(carrel_domain_state_to_string(CARREL_DOMAIN_SHUTOFF), "shutoff");
+    assert_int_equal(carrel_accel_from_string("KVM"), CARREL_ACCEL_LAST);
+    assert_int_equal(carrel_accel_from_string(NULL), CARREL_ACCEL_LAST);
+    assert_int_equal(carrel_domain_state_from_string("bogus"), CARREL_DOMAIN_LAST);
+    assert_string_equal(carrel_accel_to_string(CARREL_ACCEL_LAST), "unknown");
+    assert_string_equal(carrel_domain_state_to_string((CarrelDomainState)-1), "unknown");
+}
+
+static void
+test_session_id_shape(void **state)
+{
+    assert_true(carrel_hypervisor_is_session_id("s-0123456789ab"));
+    assert_false(carrel_hypervisor_is_session_id("s-0123456789AB"));
+    assert_false(carrel_hypervisor_is_session_id("s-0123456789a"));
+    assert_false(carrel_hypervisor_is_session_id("s-0123456789abc"));
+    assert_false(carrel_hypervisor_is_session_id("x-0123456789ab"));
+    assert_false(carrel_hypervisor_is_session_id("s-0123456789ag"));
+    assert_false(carrel_hypervisor_is_session_id(NULL));
+}
+
+static void
+test_scan_xml(void **state)
+{
+    g_autofree char *xml = make_xml("carrel-s-00000000000a", "s-00000000000a");
+    g_autofree char *name = NULL;
+    g_autofree char *id = NULL;
+    g_autofree char *other = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autofree char *huge = g_strnfill(CARREL_HYPERVISOR_SCAN_MAX_BYTES + 1, ' ');
+
+    assert_true(carrel_hypervisor_scan_xml(xml, &name, &id, NULL, NULL));
+    assert_string_equal(name, "carrel-s-00000000000a");
+    assert_string_equal(id, "s-00000000000a");
+    g_clear_pointer(&id, g_free);
+    /* The shape libvirt's virDomainGetMetadata returns (selected by namespace, then dropped). */
+    assert_true(carrel_hypervisor_scan_xml("<session>\n  <id>s-00000000000b</id>\n</session>\n",
+                                           NULL, &id, NULL, NULL));
+    assert_string_equal(id, "s-00000000000b");
+    g_clear_pointer(&id, g_free);
+    /* The instance id comes back when present and well-formed, never otherwise. */
+    assert_true(carrel_hypervisor_scan_xml("<session><id>s-00000000000b</id>"
+                                           "<instance>i-0123456789ab</instance></session>",
+                                           NULL, &id, &other, NULL));
+    assert_string_equal(other, "i-0123456789ab");
+    g_clear_pointer(&other, g_free);
+    assert_true(carrel_hypervisor_scan_xml("<session><id>s-00000000000b</id>"
+                                           "<instance>i-../../x</instance></session>",
+                                           NULL, NULL, &other, NULL));
+    assert_null(other);
+    /* Another namespace, a bad id and an id outside <session> are not believed. */
+    assert_true(carrel_hypervisor_scan_xml("<domain><name>n</name><metadata><x:session "
+                                           "xmlns:x='urn:other'><x:id>s-00000000000c</x:id>"
+                                           "</x:session></metadata></domain>",
+                                           NULL, &other, NULL, NULL));
+    assert_null(other);
+    assert_true(carrel_hypervisor_scan_xml("<x:session xmlns:x='" CARREL_XMLNS_SESSION
+                                           "'><x:id>s-0000000000\n0c</x:id></x:session>",
+                                           NULL, &other, NULL, NULL));
+    assert_null(other);
+    assert_true(carrel_hypervisor_scan_xml("<domain><name>n</name><id>s-00000000000c</id></domain>",
+                                           NULL, &other, NULL, NULL));
+    assert_null(other);
+    assert_false(carrel_hypervisor_scan_xml("<domain><name>", NULL, NULL, NULL, &error));
+    assert_error(error, CARREL_ERROR_INVALID_ARG, "malformed");
+    g_clear_error(&error);
+    assert_false(carrel_hypervisor_scan_xml(huge, NULL, NULL, NULL, &error));
+    assert_error(error, CARREL_ERROR_INVALID_ARG, "longer than");
+}
+
+static void
+test_fake_lifecycle(void **state)
+{
+    g_autoptr(CarrelHypervisor) hv = carrel_hypervisor_new_fake();
+    g_autofree char *xml = make_xml("carrel-s-0000000000f1", "s-0000000000f1");
+    g_autofree char *listed = NULL;
+    g_autofree char *desc = carrel_hypervisor_describe(hv);
+    g_autoptr(GError) error = NULL;
+    const char *name = "carrel-s-0000000000f1";
+
+    assert_string_equal(carrel_hypervisor_get_uri(hv), "fake://");
+    assert_non_null(desc);
+    assert_true(carrel_hypervisor_define_start(hv, xml, NULL));
+    assert_false(carrel_hypervisor_define_start(hv, xml, &error));
+    assert_error(error, CARREL_ERROR_EXISTS, "domain 'carrel-s-0000000000f1': ");
+    g_clear_error(&error);
+    assert_state(hv, name, CARREL_DOMAIN_RUNNING);
+    listed = listed_session(hv, name);
+    assert_non_null(listed);
+    assert_string_equal(listed, "s-0000000000f1");
+    assert_true(carrel_hypervisor_agent_ping(hv, name, 1, NULL));
+    assert_true(carrel_hypervisor_shutdown(hv, name, 1, NULL));
+    assert_state(hv, name, CARREL_DOMAIN_SHUTOFF);
+    assert_false(carrel_hypervisor_agent_ping(hv, name, 1, &error));
+    assert_error(error, CARREL_ERROR_WRONG_STATE, NULL);
+    g_clear_error(&error);
+    assert_true(carrel_hypervisor_start(hv, name, NULL));
+    assert_false(carrel_hypervisor_start(hv, name, &error));
+    assert_error(error, CARREL_ERROR_WRONG_STATE, NULL);
+    g_clear_error(&error);
+    assert_true(carrel_hypervisor_destroy(hv, name, NULL));
+    assert_true(carrel_hypervisor_destroy(hv, name, NULL));
+    assert_state(hv, name, CARREL_DOMAIN_SHUTOFF);
+    assert_true(carrel_hypervisor_undefine(hv, name, NULL));
+    assert_absent(hv, name);
+    assert_true(carrel_hypervisor_undefine(hv, name, NULL));
+    assert_false(carrel_hypervisor_destroy(hv, name, &error));
+    assert_error(error, CARREL_ERROR_NOT_FOUND, NULL);
+}
+
+static void
+test_fake_transient(void **state)
+{
+    g_autoptr(CarrelHypervisor) hv = carrel_hypervisor_new_fake();
+    g_autofree char *xml = make_xml("carrel-s-0000000000f2", "s-0000000000f2");
+    g_autofree char *listed = NULL;
+    const char *name = "carrel-s-0000000000f2";
+
+    /* Undefined while running: it keeps running (and listed) until it stops, as in libvirt. */
+    assert_true(carrel_hypervisor_define_start(hv, xml, NULL));
+    assert_true(carrel_hypervisor_undefine(hv, name, NULL));
+    assert_state(hv, name, CARREL_DOMAIN_RUNNING);
+    listed = listed_session(hv, name);
+    assert_non_null(listed);
+    assert_string_equal(listed, "s-0000000000f2");
+    assert_true(carrel_hypervisor_destroy(hv, name, NULL));
+    assert_absent(hv, name);
+}
+
+static void
+test_fake_fail_next(void **state)
+{
+    g_autoptr(CarrelHypervisor) hv = carrel_hypervisor_new_fake();
+    g_autofree char *xml = make_xml("carrel-s-0000000000f3", "s-0000000000f3");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) domains = NULL;
+    const char *name = "carrel-s-0000000000f3";
+
+    carrel_hypervisor_fake_fail_next(hv, "define_start");
+    assert_false(carrel_hypervisor_define_start(hv, xml, &error));
+    assert_error(error, CARREL_ERROR_HYPERVISOR, "domain 'carrel-s-0000000000f3': ");
+    g_clear_error(&error);
+    assert_absent(hv, name);                                    /* the failed call made nothing */
+    assert_true(carrel_hypervisor_define_start(hv, xml, NULL)); /* only once */
+
+    carrel_hypervisor_fake_fail_next(hv, "list");
+    assert_null(carrel_hypervisor_list(hv, &error));
+    assert_error(error, CARREL_ERROR_HYPERVISOR, "listing domains: ");
+    g_clear_error(&error);
+    domains = carrel_hypervisor_list(hv, NULL);
+    assert_non_null(domains);
+    assert_int_equal(domains->len, 1);
+
+    carrel_hypervisor_fake_fail_next(hv, "destroy");
+    assert_false(carrel_hypervisor_destroy(hv, name, &error));
+    assert_error(error, CARREL_ERROR_HYPERVISOR, NULL);
+    assert_state(hv, name, CARREL_DOMAIN_RUNNING);
+
+    assert_true(carrel_hypervisor_fake_set_state(hv, name, CARREL_DOMAIN_CRASHED));
+    assert_state(hv, name, CARREL_DOMAIN_CRASHED);
+    assert_false(
+        carrel_hypervisor_fake_set_state(hv, "carrel-s-000000000000", CARREL_DOMAIN_PAUSED));
+}
+
+/* Runs fn with stderr sent to a file and returns what was written there. */
+static char *
+capture_stderr(void (*fn)(gpointer), gpointer data)
+{
+    g_autofree char *path = NULL;
+    char *contents = NULL;
+    int saved, fd;
+
+    fd = g_file_open_tmp("carrel-stderr-XXXXXX", &path, NULL);
+    assert_true(fd >= 0);
+    fflush(stderr);
+    saved = dup(2);
+    assert_true(saved >= 0);
+    assert_true(dup2(fd, 2) == 2);
+    fn(data);
+    fflush(stderr);
+    assert_true(dup2(saved, 2) == 2);
+    close(saved);
+    close(fd);
+    assert_true(g_file_get_contents(path, &contents, NULL, NULL));
+    unlink(path);
+    return contents;
+}
+
+static void
+libvirt_errors(gpointer data)
+{
+    CarrelHypervisor *hv = data;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelHypervisor) bad = NULL;
+
+    assert_false(carrel_hypervisor_define_start(hv, "<domain type='qemu'><name>x</name>", &error));
+    assert_error(error, CARREL_ERROR_HYPERVISOR, "domain xml: defining: ");
+    assert_null(strchr(error->message, '\n'));
+    /* libvirt's own words are kept (its XML parser's complaint). */
+    assert_true(strlen(error->message) > strlen("domain xml: defining: ") + 5);
+    g_clear_error(&error);
+    assert_false(carrel_hypervisor_define_start(
+        hv, "<domain type='qemu'><name>carrel-x</name><memory>1</memory></domain>", &error));
+    assert_error(error, CARREL_ERROR_HYPERVISOR, "domain 'carrel-x': defining: ");
+    g_clear_error(&error);
+    bad = carrel_hypervisor_open_libvirt("bogus:///nowhere", &error);
+    assert_null(bad);
+    assert_error(error, CARREL_ERROR_HYPERVISOR, "libvirt 'bogus:///nowhere': connecting: ");
+}
+
+static void
+test_libvirt_errors_are_quiet(void **state)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelHypervisor) hv = carrel_hypervisor_open_libvirt(TEST_URI, &error);
+    g_autofree char *printed = NULL;
+
+    if (!hv)
+        fail_msg("open: %s", error->message);
+    printed = capture_stderr(libvirt_errors, hv);
+    assert_string_equal(printed, "");
+}
+
+static void
+test_libvirt_lifecycle(void **state)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelHypervisor) hv = carrel_hypervisor_open_libvirt(TEST_URI, &error);
+    g_autofree char *xml = make_xml("carrel-s-0000000000a1", "s-0000000000a1");
+    g_autofree char *listed = NULL;
+    g_autofree char *desc = NULL;
+    const char *name = "carrel-s-0000000000a1";
+
+    if (!hv)
+        fail_msg("open: %s", error->message);
+    assert_string_equal(carrel_hypervisor_get_uri(hv), TEST_URI);
+    desc = carrel_hypervisor_describe(hv);
+    assert_true(g_str_has_prefix(desc, "libvirt ") && strstr(desc, ", TEST "));
+    if (!carrel_hypervisor_define_start(hv, xml, &error))
+        fail_msg("define_start: %s", error->message);
+    assert_state(hv, name, CARREL_DOMAIN_RUNNING);
+    assert_false(carrel_hypervisor_define_start(hv, xml, &error));
+    assert_error(error, CARREL_ERROR_EXISTS, "domain 'carrel-s-0000000000a1': ");
+    g_clear_error(&error);
+    listed = listed_session(hv, name);
+    assert_non_null(listed);
+    assert_string_equal(listed, "s-0000000000a1");
+    assert_null(listed_session(hv, "test")); /* the driver's own domain has no metadata */
+    assert_true(carrel_hypervisor_agent_ping(hv, name, 1, NULL));
+    assert_true(carrel_hypervisor_destroy(hv, name, NULL));
+    assert_state(hv, name, CARREL_DOMAIN_SHUTOFF);
+    assert_true(carrel_hypervisor_destroy(hv, name, NULL)); /* already off */
+    assert_false(carrel_hypervisor_agent_ping(hv, name, 1, &error));
+    assert_error(error, CARREL_ERROR_WRONG_STATE, NULL);
+    g_clear_error(&error);
+    assert_true(carrel_hypervisor_start(hv, name, NULL));
+    assert_state(hv, name, CARREL_DOMAIN_RUNNING);
+    if (!carrel_hypervisor_shutdown(hv, name, 5, &error))
+        fail_msg("shutdown: %s", error->message);
+    assert_state(hv, name, CARREL_DOMAIN_SHUTOFF);
+    assert_true(carrel_hypervisor_undefine(hv, name, NULL));
+    assert_absent(hv, name);
+    assert_true(carrel_hypervisor_undefine(hv, name, NULL)); /* absent is success */
+    assert_false(carrel_hypervisor_start(hv, name, &error));
+    assert_error(error, CARREL_ERROR_NOT_FOUND, NULL);
+}
+
+static void
+test_libvirt_undefine_running(void **state)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelHypervisor) hv = carrel_hypervisor_open_libvirt(TEST_URI, &error);
+    g_autofree char *xml = make_xml("carrel-s-0000000000a2", "s-0000000000a2");
+    g_autofree char *listed = NULL;
+    const char *name = "carrel-s-0000000000a2";
+
+    if (!hv || !carrel_hypervisor_define_start(hv, xml, &error))
+        fail_msg("setup: %s", error->message);
+    /* A running domain becomes transient: still listed through its live metadata. */
+    assert_true(carrel_hypervisor_undefine(hv, name, NULL));
+    assert_state(hv, name, CARREL_DOMAIN_RUNNING);
+    listed = listed_session(hv, name);
+    assert_non_null(listed);
+    assert_string_equal(listed, "s-0000000000a2");
+    assert_true(carrel_hypervisor_undefine(hv, name, NULL));
+    assert_true(carrel_hypervisor_destroy(hv, name, NULL));
+    assert_absent(hv, name);
+}
+
+static void
+test_accel_explicit(void **state)
+{
+    g_autofree char *reason = NULL;
+
+    assert_int_equal(carrel_hypervisor_resolve_accel(CARREL_ACCEL_TCG, NULL, 1, &reason),
+                     CARREL_ACCEL_TCG);
+    assert_string_equal(reason, "tcg requested");
+    g_clear_pointer(&reason, g_free);
+    assert_int_equal(carrel_hypervisor_resolve_accel(CARREL_ACCEL_KVM, NULL, 1, &reason),
+                     CARREL_ACCEL_KVM);
+    assert_string_equal(reason, "kvm requested");
+    assert_int_equal(carrel_hypervisor_resolve_accel(CARREL_ACCEL_TCG, NULL, 1, NULL),
+                     CARREL_ACCEL_TCG);
+}
+
+static void
+test_accel_auto_without_kernel(void **state)
+{
+    g_autofree char *reason = NULL;
+    gint64 started = g_get_monotonic_time();
+    CarrelAccel accel;
+
+    accel = carrel_hypervisor_resolve_accel(CARREL_ACCEL_AUTO, "/nonexistent/vmlinuz", 5, &reason);
+    assert_int_equal(accel, CARREL_ACCEL_TCG);
+    assert_non_null(reason);
+    print_message("auto: %s\n", reason);
+    assert_true(g_str_has_prefix(reason, "kvm probe: "));
+    assert_true(g_str_has_suffix(reason, "; using tcg"));
+    /* Without /dev/kvm the probe stops there; with it, the missing kernel stops it. */
+    assert_true(strstr(reason, "/dev/kvm") || strstr(reason, "'/nonexistent/vmlinuz'"));
+    assert_null(strchr(reason, '\n'));
+    assert_true(g_get_monotonic_time() - started < 2 * G_USEC_PER_SEC);
+}
+
+/* A stand-in for QEMU: a shell script with the given body. */
+static char *
+write_fake_qemu(const char *body)
+{
+    g_autofree char *dir = g_dir_make_tmp("carrel-qemu-XXXXXX", NULL);
+    g_autofree char *script = g_strdup_printf("#!/bin/sh\n%s\n", body);
+    char *path;
+
+    assert_non_null(dir);
+    path = g_build_filename(dir, "qemu", NULL);
+    assert_true(g_file_set_contents(path, script, -1, NULL));
+    assert_int_equal(chmod(path, 0700), 0);
+    return path;
+}
+
+static void
+remove_fake_qemu(const char *path)
+{
+    g_autofree char *dir = g_path_get_dirname(path);
+
+    unlink(path);
+    rmdir(dir);
+}
+
+static void
+assert_probe(const char *body, guint timeout_s, const char *fragment, gint64 max_us)
+{
+    g_autofree char *qemu = write_fake_qemu(body);
+    g_autofree char *reason = NULL;
+    gint64 started = g_get_monotonic_time();
+    gboolean booted;
+
+    booted = carrel_hypervisor_probe_boot(qemu, "kvm", "host", "/k", timeout_s, &reason);
+    remove_fake_qemu(qemu);
+    assert_false(booted);
+    assert_non_null(reason);
+    if (!strstr(reason, fragment))
+        fail_msg("reason '%s' lacks '%s'", reason, fragment);
+    if (g_get_monotonic_time() - started > max_us)
+        fail_msg("probe took %" G_GINT64_FORMAT " us", g_get_monotonic_time() - started);
+}
+
+static void
+test_probe_never_hangs(void **state)
+{
+    /* A QEMU spinning in a broken KVM prints nothing: killed at the deadline. */
+    assert_probe("exec sleep 60", 1, "no kernel output within 1 s", 4 * G_USEC_PER_SEC);
+    assert_probe("echo 'Linux version 6.1'; exec sleep 60", 1,
+                 "kernel started but did not finish booting within 1 s", 4 * G_USEC_PER_SEC);
+    /* The abort seen with -cpu host on nested KVM. */
+    assert_probe("echo 'qemu-system-x86_64: error: failed to set MSR 0x10a to 0x0' >&2; exit 1", 5,
+                 "qemu exited: qemu-system-x86_64: error: failed to set MSR 0x10a",
+                 G_USEC_PER_SEC * 4);
+    assert_probe("exit 0", 5, "qemu exited: no output", G_USEC_PER_SEC * 4);
+    assert_probe("echo 'VFS: early'; echo 'Linux version 6.1'; exit 0", 5, "qemu exited",
+                 G_USEC_PER_SEC * 4);
+}
+
+static void
+test_probe_detects_boot(void **state)
+{
+    g_autofree char *qemu = write_fake_qemu(
+        "echo '[0.0] Linux version 6.1'; echo '[1.6] VFS: Disk quotas'; exec sleep 60");
+    g_autofree char *reason = NULL;
+
+    /* QEMU is killed as soon as the boot is proven, not left to run. */
+    assert_true(carrel_hypervisor_probe_boot(qemu, "kvm", "host", "/k", 10, &reason));
+    remove_fake_qemu(qemu);
+    assert_true(g_str_has_prefix(reason, "kernel booted in "));
+}
+
+/* The real thing under TCG: proves the markers match what a real kernel prints. */
+static void
+test_probe_real_kernel_tcg(void **state)
+{
+    g_autofree char *qemu = g_find_program_in_path("qemu-system-x86_64");
+    g_autoptr(GDir) dir = g_dir_open("/boot", 0, NULL);
+    g_autofree char *kernel = NULL;
+    g_autofree char *reason = NULL;
+    const char *entry;
+
+    while (dir && (entry = g_dir_read_name(dir))) {
+        g_autofree char *path = g_build_filename("/boot", entry, NULL);
+        if (g_str_has_prefix(entry, "vmlinuz-") && access(path, R_OK) == 0) {
+            g_free(kernel);
+            kernel = g_steal_pointer(&path);
+        }
+    }
+    if (!qemu || !kernel) {
+        print_message("skipped: needs qemu-system-x86_64 and a readable /boot/vmlinuz-*\n");
+        skip();
+    }
+    if (!carrel_hypervisor_probe_boot(qemu, "tcg", "qemu64", kernel, 60, &reason))
+        fail_msg("tcg probe of '%s' failed: %s", kernel, reason);
+    print_message("tcg probe: %s\n", reason);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_enum_tables),
+        cmocka_unit_test(test_session_id_shape),
+        cmocka_unit_test(test_scan_xml),
+        cmocka_unit_test(test_fake_lifecycle),
+        cmocka_unit_test(test_fake_transient),
+        cmocka_unit_test(test_fake_fail_next),
+        cmocka_unit_test(test_libvirt_errors_are_quiet),
+        cmocka_unit_test(test_libvirt_lifecycle),
+        cmocka_unit_test(test_libvirt_undefine_running),
+        cmocka_unit_test(test_accel_explicit),
+        cmocka_unit_test(test_accel_auto_without_kernel),
+        cmocka_unit_test(test_probe_never_hangs),
+        cmocka_unit_test(test_probe_detects_boot),
+        cmocka_unit_test(test_probe_real_kernel_tcg),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

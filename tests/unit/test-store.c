@@ -1,0 +1,648 @@
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <glib/gstdio.h>
+#include <sys/stat.h>
+
+#define CARREL_STORE_PRIV_H_ALLOW
+#include "store/store-priv.h"
+
+static CarrelTemplate *
+make_template(const char *name, guint version)
+{
+    CarrelTemplate *t = carrel_template_new();
+
+    t->name = g_strdup(name);
+    t->version = version;
+    t->sha256 = g_strdup("0123456789abcdef");
+    t->format = g_strdup("qcow2");
+    t->size_bytes = 1000;
+    t->virtual_size_bytes = 4096;
+    t->boot = CARREL_BOOT_DIRECT;
+    t->dir = g_strdup_printf("templates/%s/%u", name, version);
+    t->disk_path = g_strdup_printf("templates/%s/%u/base.qcow2", name, version);
+    t->kernel_path = g_strdup("vmlinuz");
+    t->created_at = 1700000000 + version;
+    return t;
+}
+
+static CarrelSession *
+make_session(const char *id, const char *name, const char *tmpl, guint version)
+{
+    CarrelSession *s = carrel_session_new();
+
+    s->id = g_strdup(id);
+    s->name = g_strdup(name);
+    s->template_name = g_strdup(tmpl);
+    s->template_version = version;
+    s->state = CARREL_SESSION_CREATING;
+    s->vcpus = 1;
+    s->memory_mib = 1024;
+    s->dir = g_strdup_printf("sessions/%s", id);
+    s->overlay_path = g_strdup_printf("sessions/%s/disk.qcow2", id);
+    s->created_at = 1700000000;
+    s->updated_at = 1700000000;
+    return s;
+}
+
+static void
+insert_template(CarrelStore *store, const char *name, guint version)
+{
+    g_autoptr(CarrelTemplate) t = make_template(name, version);
+    g_autoptr(GError) error = NULL;
+
+    assert_true(carrel_store_template_insert(store, t, &error));
+    assert_null(error);
+}
+
+static void
+insert_session(CarrelStore *store, const char *id, const char *name, const char *tmpl,
+               guint version)
+{
+    g_autoptr(CarrelSession) s = make_session(id, name, tmpl, version);
+    g_autoptr(GError) error = NULL;
+
+    assert_true(carrel_store_session_insert(store, s, &error));
+    assert_null(error);
+}
+
+static CarrelStore *
+open_memory(void)
+{
+    g_autoptr(GError) error = NULL;
+    CarrelStore *store = carrel_store_open(":memory:", &error);
+
+    assert_non_null(store);
+    assert_null(error);
+    return store;
+}
+
+static void
+assert_error(GError *error, CarrelErrorCode code, const char *message)
+{
+    assert_non_null(error);
+    if (error->domain != CARREL_ERROR || error->code != (int)code)
+        fail_msg("wrong error %d: %s", error->code, error->message);
+    if (message)
+        assert_string_equal(error->message, message);
+}
+
+typedef struct {
+    char *dir;
+    char *db;
+} TmpDb;
+
+static int
+tmp_setup(void **state)
+{
+    TmpDb *t = g_new0(TmpDb, 1);
+
+    t->dir = g_dir_make_tmp("carrel-store-XXXXXX", NULL);
+    assert_non_null(t->dir);
+    t->db = g_build_filename(t->dir, "state.db", NULL);
+    *state = t;
+    return 0;
+}
+
+static int
+tmp_teardown(void **state)
+{
+    TmpDb *t = *state;
+
+    carrel_util_remove_tree(t->dir, NULL);
+    g_free(t->dir);
+    g_free(t->db);
+    g_free(t);
+    return 0;
+}
+
+/* Raw sqlite access to a file, for what a store must refuse or what it must have written. */
+static void
+raw_exec(const char *path, const char *sql)
+{
+    sqlite3 *db = NULL;
+
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+}
+
+static char *
+raw_text(const char *path, const char *sql)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *stmt = NULL;
+    char *text;
+
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &stmt, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(stmt), SQLITE_ROW);
+    text = g_strdup((const char *)sqlite3_column_text(stmt, 0));
+    sqlite3_finalize(stmt);
+    sqlite3_close(db);
+    return text;
+}
+
+static void
+test_fresh_memory_is_latest(void **state)
+{
+    g_autoptr(CarrelStore) store = open_memory();
+
+    assert_true(carrel_store_latest_schema_version() >= 1);
+    assert_int_equal(carrel_store_schema_version(store), carrel_store_latest_schema_version());
+}
+
+static void
+test_migrate_v0_to_latest(void **state)
+{
+    TmpDb *t = *state;
+    g_autoptr(GError) error = NULL;
+    g_autofree char *user_version = NULL;
+    g_autofree char *expected = NULL;
+    CarrelStore *store;
+
+    store = carrel_store_open_full(t->db, 0, &error);
+    assert_non_null(store);
+    assert_int_equal(carrel_store_schema_version(store), 0);
+    carrel_store_free(store);
+
+    store = carrel_store_open(t->db, &error);
+    assert_non_null(store);
+    assert_int_equal(carrel_store_schema_version(store), carrel_store_latest_schema_version());
+    insert_template(store, "tiny", 1);
+    carrel_store_free(store);
+
+    user_version = raw_text(t->db, "PRAGMA user_version");
+    expected = g_strdup_printf("%d", carrel_store_latest_schema_version());
+    assert_string_equal(user_version, expected);
+
+    /* Reopening is idempotent: nothing re-applied, data kept. */
+    for (int i = 0; i < 2; i++) {
+        g_autoptr(CarrelTemplate) tmpl = NULL;
+        store = carrel_store_open(t->db, &error);
+        assert_non_null(store);
+        assert_int_equal(carrel_store_schema_version(store), carrel_store_latest_schema_version());
+        tmpl = carrel_store_template_get(store, "tiny", 1, &error);
+        assert_non_null(tmpl);
+        carrel_store_free(store);
+    }
+}
+
+static void
+test_future_version_refused(void **state)
+{
+    TmpDb *t = *state;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelStore) store = carrel_store_open(t->db, &error);
+    g_autofree char *sql = NULL;
+
+    assert_non_null(store);
+    g_clear_pointer(&store, carrel_store_free);
+    sql = g_strdup_printf("PRAGMA user_version = %d", carrel_store_latest_schema_version() + 1);
+    raw_exec(t->db, sql);
+
+    store = carrel_store_open(t->db, &error);
+    assert_null(store);
+    assert_error(error, CARREL_ERROR_UNSUPPORTED, NULL);
+    assert_non_null(strstr(error->message, "run a newer carrel"));
+}
+
+static void
+test_foreign_database_refused(void **state)
+{
+    TmpDb *t = *state;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelStore) store = NULL;
+    g_autofree char *junk = g_build_filename(t->dir, "junk.db", NULL);
+
+    raw_exec(t->db, "PRAGMA application_id = 1234; CREATE TABLE other (x)");
+    store = carrel_store_open(t->db, &error);
+    assert_null(store);
+    assert_error(error, CARREL_ERROR_STORE, NULL);
+    g_clear_error(&error);
+
+    assert_true(g_file_set_contents(junk,
+                                    "this is not a database, just text that is long enough "
+                                    "to fill a header of one hundred bytes or so.........",
+                                    -1, NULL));
+    store = carrel_store_open(junk, &error);
+    assert_null(store);
+    assert_error(error, CARREL_ERROR_STORE, NULL);
+}
+
+static void
+test_file_pragmas(void **state)
+{
+    TmpDb *t = *state;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelStore) store = carrel_store_open(t->db, &error);
+    g_autofree char *journal = NULL;
+    g_autofree char *sync = NULL;
+    g_autofree char *fk = NULL;
+    g_autofree char *raw_journal = NULL;
+    GStatBuf st;
+
+    assert_non_null(store);
+    journal = carrel_store_pragma_text(store, "journal_mode", &error);
+    sync = carrel_store_pragma_text(store, "synchronous", &error);
+    fk = carrel_store_pragma_text(store, "foreign_keys", &error);
+    assert_string_equal(journal, "wal");
+    assert_string_equal(sync, "2"); /* FULL */
+    assert_string_equal(fk, "1");
+    /* WAL is recorded in the file itself: another connection sees it. */
+    raw_journal = raw_text(t->db, "PRAGMA journal_mode");
+    assert_string_equal(raw_journal, "wal");
+    assert_int_equal(g_stat(t->db, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    assert_null(carrel_store_pragma_text(store, "user_version; DROP TABLE sessions", &error));
+    assert_error(error, CARREL_ERROR_INVALID_ARG, NULL);
+}
+
+static void
+test_template_crud(void **state)
+{
+    g_autoptr(CarrelStore) store = open_memory();
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelTemplate) latest = NULL;
+    g_autoptr(CarrelTemplate) first = NULL;
+    g_autoptr(CarrelTemplate) dup = make_template("tiny", 1);
+    g_autoptr(GPtrArray) list = NULL;
+
+    assert_int_equal(carrel_store_template_next_version(store, "tiny", &error), 1);
+    insert_template(store, "tiny", 1);
+    insert_template(store, "tiny", 2);
+    insert_template(store, "alpha", 1);
+    assert_int_equal(carrel_store_template_next_version(store, "tiny", &error), 3);
+
+    latest = carrel_store_template_get(store, "tiny", 0, &error);
+    assert_non_null(latest);
+    assert_int_equal(latest->version, 2);
+    assert_string_equal(latest->disk_path, "templates/tiny/2/base.qcow2");
+    assert_int_equal(latest->boot, CARREL_BOOT_DIRECT);
+    assert_null(latest->initrd_path);
+    first = carrel_store_template_get(store, "tiny", 1, &error);
+    assert_non_null(first);
+    assert_int_equal(first->created_at, 1700000001);
+    assert_int_equal(first->virtual_size_bytes, 4096);
+
+    list = carrel_store_template_list(store, &error);
+    assert_int_equal(list->len, 3);
+    assert_string_equal(((CarrelTemplate *)list->pdata[0])->name, "alpha");
+    assert_int_equal(((CarrelTemplate *)list->pdata[1])->version, 1);
+    assert_int_equal(((CarrelTemplate *)list->pdata[2])->version, 2);
+
+    assert_false(carrel_store_template_insert(store, dup, &error));
+    assert_error(error, CARREL_ERROR_EXISTS, "template 'tiny@1' already exists");
+    g_clear_error(&error);
+    assert_null(carrel_store_template_get(store, "nope", 0, &error));
+    assert_error(error, CARREL_ERROR_NOT_FOUND, "template 'nope' does not exist");
+    g_clear_error(&error);
+    assert_null(carrel_store_template_get(store, "tiny", 3, &error));
+    assert_error(error, CARREL_ERROR_NOT_FOUND, "template 'tiny@3' does not exist");
+    g_clear_error(&error);
+
+    /* A deleted version number is never handed out again. */
+    assert_true(carrel_store_template_delete(store, "tiny", 2, &error));
+    assert_int_equal(carrel_store_template_next_version(store, "tiny", &error), 3);
+    assert_false(carrel_store_template_delete(store, "tiny", 2, &error));
+    assert_error(error, CARREL_ERROR_NOT_FOUND, "template 'tiny@2' does not exist");
+    g_clear_error(&error);
+    insert_template(store, "tiny", 3);
+    /* Version 0 deletes every version of the name. */
+    assert_true(carrel_store_template_delete(store, "tiny", 0, &error));
+    assert_null(carrel_store_template_get(store, "tiny", 0, &error));
+    g_clear_error(&error);
+    assert_false(carrel_store_template_delete(store, "tiny", 0, &error));
+    assert_error(error, CARREL_ERROR_NOT_FOUND, "template 'tiny' does not exist");
+}
+
+static void
+test_template_in_use(void **state)
+{
+    g_autoptr(CarrelStore) store = open_memory();
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelSession) kept = NULL;
+
+    insert_template(store, "tiny", 1);
+    insert_template(store, "tiny", 2);
+    insert_session(store, "s-000000000001", "one", "tiny", 1);
+    assert_int_equal(carrel_store_template_count_sessions(store, "tiny", 0, &error), 1);
+    assert_int_equal(carrel_store_template_count_sessions(store, "tiny", 1, &error), 1);
+    assert_int_equal(carrel_store_template_count_sessions(store, "tiny", 2, &error), 0);
+
+    assert_false(carrel_store_template_delete(store, "tiny", 1, &error));
+    assert_error(error, CARREL_ERROR_WRONG_STATE,
+                 "template 'tiny@1' is used by 1 session(s) that are not destroyed");
+    g_clear_error(&error);
+    assert_false(carrel_store_template_delete(store, "tiny", 0, &error));
+    assert_error(error, CARREL_ERROR_WRONG_STATE, NULL);
+    g_clear_error(&error);
+    assert_true(carrel_store_template_delete(store, "tiny", 2, &error));
+
+    /* A destroyed session does not pin its template, and keeps its history. */
+    assert_true(carrel_store_session_set_state(store, "s-000000000001", CARREL_SESSION_DESTROYED,
+                                               NULL, &error));
+    assert_int_equal(carrel_store_template_count_sessions(store, "tiny", 0, &error), 0);
+    assert_true(carrel_store_template_delete(store, "tiny", 1, &error));
+    kept = carrel_store_session_get(store, "s-000000000001", &error);
+    assert_non_null(kept);
+    assert_string_equal(kept->template_name, "tiny");
+    assert_int_equal(kept->template_version, 1);
+    assert_int_equal(carrel_store_template_next_version(store, "tiny", &error), 3);
+
+    /* ...but it cannot come back to life on a template that is gone. */
+    assert_false(carrel_store_session_set_state(store, "s-000000000001", CARREL_SESSION_STOPPED,
+                                                NULL, &error));
+    assert_error(error, CARREL_ERROR_WRONG_STATE, NULL);
+}
+
+static void
+test_session_crud(void **state)
+{
+    g_autoptr(CarrelStore) store = open_memory();
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelSession) by_id = NULL;
+    g_autoptr(CarrelSession) by_name = NULL;
+    g_autoptr(CarrelSession) after = NULL;
+    g_autoptr(CarrelSession) orphan = make_session("s-00000000000f", "orphan", "nope", 1);
+
+    insert_template(store, "tiny", 1);
+    insert_session(store, "s-000000000001", "one", "tiny", 1);
+    insert_session(store, "s-000000000002", "two", "tiny", 1);
+
+    by_id = carrel_store_session_get(store, "s-000000000001", &error);
+    assert_non_null(by_id);
+    assert_string_equal(by_id->name, "one");
+    assert_int_equal(by_id->state, CARREL_SESSION_CREATING);
+    assert_null(by_id->state_reason);
+    assert_int_equal(by_id->memory_mib, 1024);
+    assert_string_equal(by_id->overlay_path, "sessions/s-000000000001/disk.qcow2");
+    by_name = carrel_store_session_get(store, "two", &error);
+    assert_non_null(by_name);
+    assert_string_equal(by_name->id, "s-000000000002");
+
+    assert_true(carrel_store_session_set_state(store, "s-000000000001", CARREL_SESSION_CRASHED,
+                                               "qemu died", &error));
+    after = carrel_store_session_get(store, "one", &error);
+    assert_int_equal(after->state, CARREL_SESSION_CRASHED);
+    assert_string_equal(after->state_reason, "qemu died");
+    assert_true(after->updated_at >= by_id->updated_at);
+    g_clear_pointer(&after, carrel_session_free);
+    assert_true(carrel_store_session_set_state(store, "s-000000000001", CARREL_SESSION_STOPPED,
+                                               NULL, &error));
+    after = carrel_store_session_get(store, "one", &error);
+    assert_null(after->state_reason);
+
+    assert_true(carrel_store_session_delete(store, "s-000000000002", &error));
+    assert_null(carrel_store_session_get(store, "s-000000000002", &error));
+    assert_error(error, CARREL_ERROR_NOT_FOUND, "session 's-000000000002' does not exist");
+    g_clear_error(&error);
+    assert_false(carrel_store_session_delete(store, "s-000000000002", &error));
+    assert_error(error, CARREL_ERROR_NOT_FOUND, "session 's-000000000002' does not exist");
+    g_clear_error(&error);
+    assert_false(
+        carrel_store_session_set_state(store, "s-12", CARREL_SESSION_RUNNING, NULL, &error));
+    assert_error(error, CARREL_ERROR_NOT_FOUND, "session 's-12' does not exist");
+    g_clear_error(&error);
+    assert_false(carrel_store_session_insert(store, orphan, &error));
+    assert_error(error, CARREL_ERROR_NOT_FOUND, "template 'nope@1' does not exist");
+}
+
+static void
+test_session_names(void **state)
+{
+    g_autoptr(CarrelStore) store = open_memory();
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelSession) clash = make_session("s-000000000002", "box", "tiny", 1);
+    g_autoptr(CarrelSession) same_id = make_session("s-000000000001", "other", "tiny", 1);
+    g_autoptr(CarrelSession) found = NULL;
+    g_autoptr(GPtrArray) live = NULL;
+    g_autoptr(GPtrArray) all = NULL;
+
+    insert_template(store, "tiny", 1);
+    insert_session(store, "s-000000000001", "box", "tiny", 1);
+    assert_false(carrel_store_session_insert(store, clash, &error));
+    assert_error(error, CARREL_ERROR_EXISTS, "session name 'box' is already used");
+    g_clear_error(&error);
+    assert_false(carrel_store_session_insert(store, same_id, &error));
+    assert_error(error, CARREL_ERROR_EXISTS, "session 's-000000000001' already exists");
+    g_clear_error(&error);
+
+    /* Names are unique only among sessions that are not destroyed. */
+    assert_true(carrel_store_session_set_state(store, "s-000000000001", CARREL_SESSION_DESTROYED,
+                                               NULL, &error));
+    assert_true(carrel_store_session_insert(store, clash, &error));
+    found = carrel_store_session_get(store, "box", &error);
+    assert_string_equal(found->id, "s-000000000002");
+    g_clear_pointer(&found, carrel_session_free);
+    found = carrel_store_session_get(store, "s-000000000001", &error);
+    assert_int_equal(found->state, CARREL_SESSION_DESTROYED);
+
+    live = carrel_store_session_list(store, FALSE, &error);
+    assert_int_equal(live->len, 1);
+    all = carrel_store_session_list(store, TRUE, &error);
+    assert_int_equal(all->len, 2);
+    assert_string_equal(((CarrelSession *)all->pdata[0])->id, "s-000000000001");
+
+    /* The destroyed one cannot come back while its name is taken. */
+    assert_false(carrel_store_session_set_state(store, "s-000000000001", CARREL_SESSION_STOPPED,
+                                                NULL, &error));
+    assert_error(error, CARREL_ERROR_EXISTS, NULL);
+}
+
+static void
+test_session_id_beats_name(void **state)
+{
+    g_autoptr(CarrelStore) store = open_memory();
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelSession) found = NULL;
+
+    insert_template(store, "tiny", 1);
+    insert_session(store, "s-000000000001", "first", "tiny", 1);
+    insert_session(store, "s-000000000002", "s-000000000001", "tiny", 1);
+    found = carrel_store_session_get(store, "s-000000000001", &error);
+    assert_string_equal(found->name, "first");
+}
+
+static void
+test_tokens(void **state)
+{
+    g_autoptr(CarrelStore) store = open_memory();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *role = NULL;
+    g_autofree char *none = NULL;
+
+    assert_true(carrel_store_token_insert(store, "aaaa", "admin", "first start", &error));
+    assert_true(carrel_store_token_insert(store, "bbbb", "agent", NULL, &error));
+    role = carrel_store_token_lookup(store, "aaaa", &error);
+    assert_string_equal(role, "admin");
+    none = carrel_store_token_lookup(store, "cccc", &error);
+    assert_null(none);
+    assert_null(error);
+    assert_false(carrel_store_token_insert(store, "aaaa", "agent", NULL, &error));
+    assert_error(error, CARREL_ERROR_EXISTS, "this token is already registered");
+}
+
+static const char *const hostile[] = {
+    "it's \"quoted\"",
+    "'; DROP TABLE sessions; --",
+    "Robert'); DELETE FROM templates WHERE ('1'='1",
+    "%s%n%x %% \\ \\0",
+    "\xc3\xa9t\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x92\xa3 \xe4\xb8\xad\xe6\x96\x87",
+};
+
+static void
+test_hostile_strings(void **state)
+{
+    g_autoptr(CarrelStore) store = open_memory();
+    g_autoptr(GError) error = NULL;
+
+    for (gsize i = 0; i < G_N_ELEMENTS(hostile); i++) {
+        g_autoptr(CarrelTemplate) t = make_template(hostile[i], 1);
+        g_autoptr(CarrelTemplate) back = NULL;
+        g_autofree char *id = g_strdup_printf("s-%012zu", i);
+        g_autoptr(CarrelSession) s = make_session(id, hostile[i], hostile[i], 1);
+        g_autoptr(CarrelSession) sback = NULL;
+        g_autofree char *role = NULL;
+
+        g_free(t->cmdline);
+        t->cmdline = g_strdup(hostile[i]);
+        assert_true(carrel_store_template_insert(store, t, &error));
+        back = carrel_store_template_get(store, hostile[i], 0, &error);
+        assert_non_null(back);
+        assert_string_equal(back->name, hostile[i]);
+        assert_string_equal(back->cmdline, hostile[i]);
+
+        assert_true(carrel_store_session_insert(store, s, &error));
+        assert_true(
+            carrel_store_session_set_state(store, id, CARREL_SESSION_CRASHED, hostile[i], &error));
+        sback = carrel_store_session_get(store, hostile[i], &error);
+        assert_non_null(sback);
+        assert_string_equal(sback->id, id);
+        assert_string_equal(sback->template_name, hostile[i]);
+        assert_string_equal(sback->state_reason, hostile[i]);
+
+        assert_true(carrel_store_token_insert(store, hostile[i], hostile[i], hostile[i], &error));
+        role = carrel_store_token_lookup(store, hostile[i], &error);
+        assert_string_equal(role, hostile[i]);
+    }
+    /* Every table is still there and complete. */
+    {
+        g_autoptr(GPtrArray) templates = carrel_store_template_list(store, &error);
+        g_autoptr(GPtrArray) sessions = carrel_store_session_list(store, TRUE, &error);
+        assert_int_equal(templates->len, G_N_ELEMENTS(hostile));
+        assert_int_equal(sessions->len, G_N_ELEMENTS(hostile));
+    }
+}
+
+static void
+test_unknown_state_in_db(void **state)
+{
+    g_autoptr(CarrelStore) store = open_memory();
+    g_autoptr(GError) error = NULL;
+
+    insert_template(store, "tiny", 1);
+    insert_session(store, "s-000000000001", "one", "tiny", 1);
+    assert_int_equal(
+        sqlite3_exec(store->db, "UPDATE sessions SET state = 'zombie'", NULL, NULL, NULL),
+        SQLITE_OK);
+    assert_null(carrel_store_session_get(store, "s-000000000001", &error));
+    assert_error(error, CARREL_ERROR_STORE,
+                 "session 's-000000000001' has an unknown state 'zombie'");
+}
+
+static void
+test_audit_append_only(void **state)
+{
+    g_autoptr(CarrelStore) store = open_memory();
+
+    assert_int_equal(sqlite3_exec(store->db,
+                                  "INSERT INTO audit (ts, actor, action, detail, prev_hash, hash) "
+                                  "VALUES (1, 'admin', 'create', '{\"a\":1}', '', 'h1')",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    assert_int_not_equal(sqlite3_exec(store->db, "UPDATE audit SET actor = 'x'", NULL, NULL, NULL),
+                         SQLITE_OK);
+    assert_int_not_equal(sqlite3_exec(store->db, "DELETE FROM audit", NULL, NULL, NULL), SQLITE_OK);
+}
+
+#define THREADS 4
+#define PER_THREAD 50
+
+typedef struct {
+    CarrelStore *store;
+    int index;
+    int failures;
+} Worker;
+
+static gpointer
+insert_many(gpointer data)
+{
+    Worker *w = data;
+
+    for (int i = 0; i < PER_THREAD; i++) {
+        g_autofree char *id = g_strdup_printf("s-%06d%06d", w->index, i);
+        g_autofree char *name = g_strdup_printf("w%d-%d", w->index, i);
+        g_autoptr(CarrelSession) s = make_session(id, name, "tiny", 1);
+        g_autoptr(GError) error = NULL;
+        g_autoptr(CarrelSession) back = NULL;
+
+        if (!carrel_store_session_insert(w->store, s, &error))
+            w->failures++;
+        back = carrel_store_session_get(w->store, name, NULL);
+        if (!back || !g_str_equal(back->id, id))
+            w->failures++;
+    }
+    return NULL;
+}
+
+static void
+test_concurrent_inserts(void **state)
+{
+    TmpDb *t = *state;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelStore) store = carrel_store_open(t->db, &error);
+    g_autoptr(GPtrArray) all = NULL;
+    Worker workers[THREADS];
+    GThread *threads[THREADS];
+
+    assert_non_null(store);
+    insert_template(store, "tiny", 1);
+    for (int i = 0; i < THREADS; i++) {
+        workers[i] = (Worker){.store = store, .index = i};
+        threads[i] = g_thread_new("insert", insert_many, &workers[i]);
+    }
+    for (int i = 0; i < THREADS; i++) {
+        g_thread_join(threads[i]);
+        assert_int_equal(workers[i].failures, 0);
+    }
+    all = carrel_store_session_list(store, TRUE, &error);
+    assert_int_equal(all->len, THREADS * PER_THREAD);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fresh_memory_is_latest),
+        cmocka_unit_test_setup_teardown(test_migrate_v0_to_latest, tmp_setup, tmp_teardown),
+        cmocka_unit_test_setup_teardown(test_future_version_refused, tmp_setup, tmp_teardown),
+        cmocka_unit_test_setup_teardown(test_foreign_database_refused, tmp_setup, tmp_teardown),
+        cmocka_unit_test_setup_teardown(test_file_pragmas, tmp_setup, tmp_teardown),
+        cmocka_unit_test(test_template_crud),
+        cmocka_unit_test(test_template_in_use),
+        cmocka_unit_test(test_session_crud),
+        cmocka_unit_test(test_session_names),
+        cmocka_unit_test(test_session_id_beats_name),
+        cmocka_unit_test(test_tokens),
+        cmocka_unit_test(test_hostile_strings),
+        cmocka_unit_test(test_unknown_state_in_db),
+        cmocka_unit_test(test_audit_append_only),
+        cmocka_unit_test_setup_teardown(test_concurrent_inserts, tmp_setup, tmp_teardown),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
