@@ -61,8 +61,13 @@ static JsonNode *
 template_json(CarrelApiRequest *req, const CarrelTemplate *tmpl)
 {
     guint used = carrel_manager_template_sessions(req->mgr, tmpl->name, tmpl->version);
+    g_autoptr(CarrelWarmState) warm =
+        carrel_manager_template_warm_state(req->mgr, tmpl->name, tmpl->version);
+    JsonNode *node = carrel_template_to_json(tmpl, used);
 
-    return carrel_template_to_json(tmpl, used);
+    json_object_set_member(json_node_get_object(node), "warm",
+                           warm ? carrel_warm_state_to_json(warm) : json_node_new(JSON_NODE_NULL));
+    return node;
 }
 
 static JsonNode *
@@ -170,6 +175,32 @@ post_template_build(CarrelApiRequest *req, guint *ret_status, GError **error)
 }
 
 static JsonNode *
+post_template_warm(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    static const char *const allowed[] = {"version", NULL};
+    JsonObject *obj = req->body ? json_node_get_object(req->body) : NULL;
+    gint64 version = 0;
+    g_autoptr(CarrelJob) job = NULL;
+
+    if (obj && !carrel_conf_check_members(obj, allowed, error))
+        return NULL;
+    if (obj && json_object_has_member(obj, "version")) {
+        JsonNode *node = json_object_get_member(obj, "version");
+        if (!JSON_NODE_HOLDS_VALUE(node) || json_node_get_value_type(node) != G_TYPE_INT64 ||
+            (version = json_node_get_int(node)) < 1 || version > G_MAXUINT) {
+            g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                        "'version' must be a positive integer");
+            return NULL;
+        }
+    }
+    job = carrel_manager_template_warm(req->mgr, param(req, 0), (guint)version, error);
+    if (!job)
+        return NULL;
+    *ret_status = SOUP_STATUS_ACCEPTED;
+    return carrel_job_to_json(job);
+}
+
+static JsonNode *
 get_job(CarrelApiRequest *req, guint *ret_status, GError **error)
 {
     g_autoptr(CarrelJob) job = carrel_manager_job_get(req->mgr, param(req, 0), error);
@@ -266,6 +297,20 @@ post_session_stop(CarrelApiRequest *req, guint *ret_status, GError **error)
     return session_reply(carrel_manager_session_stop(req->mgr, param(req, 0), timeout_s, error));
 }
 
+static JsonNode *
+post_session_exec(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    g_autoptr(CarrelExecRequest) exec = carrel_exec_request_from_json(req->body, error);
+    CarrelExecResult result = {0};
+    JsonNode *node;
+
+    if (!exec || !carrel_manager_session_exec(req->mgr, param(req, 0), exec, &result, error))
+        return NULL;
+    node = carrel_exec_result_to_json(&result);
+    carrel_exec_result_clear(&result);
+    return node;
+}
+
 const CarrelApiRoute carrel_api_routes[] = {
     {"GET", "/v1/healthz", get_healthz, NULL},
     {"GET", "/v1/version", get_version, NULL},
@@ -274,6 +319,7 @@ const CarrelApiRoute carrel_api_routes[] = {
     {"GET", "/v1/templates/*", get_template, NULL},
     {"DELETE", "/v1/templates/*", delete_template, "admin"},
     {"POST", "/v1/templates/*/build", post_template_build, "admin"},
+    {"POST", "/v1/templates/*/warm", post_template_warm, "admin"},
     {"GET", "/v1/jobs/*", get_job, NULL},
     {"GET", "/v1/sessions", get_sessions, NULL},
     {"POST", "/v1/sessions", post_sessions, NULL},
@@ -281,5 +327,6 @@ const CarrelApiRoute carrel_api_routes[] = {
     {"DELETE", "/v1/sessions/*", delete_session, NULL},
     {"POST", "/v1/sessions/*/start", post_session_start, NULL},
     {"POST", "/v1/sessions/*/stop", post_session_stop, NULL},
+    {"POST", "/v1/sessions/*/exec", post_session_exec, NULL},
     {NULL, NULL, NULL, NULL},
 };

@@ -5,6 +5,7 @@ typedef struct {
     char *name;
     int vcpus;      /* -1: not given */
     int memory_mib; /* -1: not given */
+    gboolean cold;  /* boot even from a warm template */
 } CreateArgs;
 
 static JsonNode *
@@ -26,6 +27,10 @@ create_body(const CreateArgs *args)
     if (args->memory_mib > 0) {
         json_builder_set_member_name(builder, "memory_mib");
         json_builder_add_int_value(builder, args->memory_mib);
+    }
+    if (args->cold) {
+        json_builder_set_member_name(builder, "cold");
+        json_builder_add_boolean_value(builder, TRUE);
     }
     json_builder_end_object(builder);
     return json_builder_get_root(builder);
@@ -64,6 +69,8 @@ carrel_cli_create(CarrelCli *cli, int argc, char **argv)
         {"vcpus", 0, 0, G_OPTION_ARG_INT, &args.vcpus, "Virtual CPUs (default 1)", "N"},
         {"memory", 'm', 0, G_OPTION_ARG_INT, &args.memory_mib, "Memory in MiB (default 1024)",
          "MIB"},
+        {"cold", 0, 0, G_OPTION_ARG_NONE, &args.cold,
+         "Boot, even when the template is warm (default: restore the warm state)", NULL},
         G_OPTION_ENTRY_NULL,
     };
     g_autoptr(JsonNode) body = NULL;
@@ -72,7 +79,9 @@ carrel_cli_create(CarrelCli *cli, int argc, char **argv)
     int exit_code = CARREL_CLI_EXIT_USAGE;
 
     if (carrel_cli_parse_options(cli, "create [TEMPLATE]",
-                                 "Creates a session from a template and waits for its guest agent.",
+                                 "Creates a session from a template (restoring its warm state when "
+                                 "it has one, else booting) "
+                                 "and waits for its guest agent.",
                                  entries, 0, 1, &argc, &argv))
         exit_code = create_check(cli, &args, argc, argv);
     if (exit_code == CARREL_CLI_EXIT_OK) {

@@ -392,8 +392,8 @@ carrel_cli_table_add_session(CarrelCliTable *table, JsonObject *session, gint64 
 CarrelCliTable *
 carrel_cli_table_new_templates(void)
 {
-    static const char *const columns[] = {"NAME", "VERSION",  "BOOT",    "FORMAT",
-                                          "SIZE", "SESSIONS", "CREATED", NULL};
+    static const char *const columns[] = {"NAME", "VERSION",  "BOOT",    "FORMAT", "SIZE",
+                                          "WARM", "SESSIONS", "CREATED", NULL};
 
     return carrel_cli_table_new(columns);
 }
@@ -409,15 +409,21 @@ carrel_cli_table_add_template(CarrelCliTable *table, JsonObject *tmpl)
     g_autofree char *size_text = size >= 0 ? carrel_cli_format_size((guint64)size) : NULL;
     g_autofree char *sessions_text =
         sessions >= 0 ? g_strdup_printf("%" G_GINT64_FORMAT, sessions) : NULL;
-    const char *cells[8];
+    JsonNode *warm_node = json_object_get_member(tmpl, "warm");
+    JsonObject *warm = carrel_cli_json_object(warm_node, NULL);
+    gint64 warm_bytes = warm ? carrel_cli_json_int(warm, "memory_bytes", -1) : -1;
+    g_autofree char *warm_text =
+        warm_bytes >= 0 ? carrel_cli_format_size((guint64)warm_bytes) : g_strdup("no");
+    const char *cells[9];
 
     cells[0] = carrel_cli_json_string(tmpl, "name");
     cells[1] = version_text;
     cells[2] = carrel_cli_json_string(tmpl, "boot");
     cells[3] = carrel_cli_json_string(tmpl, "format");
     cells[4] = size_text;
-    cells[5] = sessions_text;
-    cells[6] = carrel_cli_json_string(tmpl, "created_at");
-    cells[7] = NULL;
+    cells[5] = warm_text;
+    cells[6] = sessions_text;
+    cells[7] = carrel_cli_json_string(tmpl, "created_at");
+    cells[8] = NULL;
     carrel_cli_table_add(table, cells);
 }

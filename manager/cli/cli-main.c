@@ -24,14 +24,18 @@ static const char cli_help[] =
     "                  [--kernel FILE [--initrd FILE] [--cmdline TEXT]]\n"
     "                                 import a disk image as a new template version\n"
     "  template build NAME            build a template from its recipe, showing progress\n"
+    "  template warm NAME[@VERSION]   boot it once and save the running desktop: sessions\n"
+    "                                 then restore instead of booting\n"
     "  template rm NAME               delete a template (every version)\n"
-    "  create [--template] TEMPLATE [--name NAME] [--vcpus N] [--memory MIB]\n"
+    "  create [--template] TEMPLATE [--name NAME] [--vcpus N] [--memory MIB] [--cold]\n"
     "                                 create a session and wait for its guest agent\n"
     "  ls [--all]                     list sessions (--all: destroyed ones too)\n"
     "  show ID                        show a session (ID or name)\n"
     "  start ID                       start a stopped session\n"
     "  stop ID [--timeout S]          stop a session (forced off after S s, default 30)\n"
     "  rm ID...                       destroy sessions and their disks\n"
+    "  exec ID [--timeout S] [--cwd DIR] [--env K=V] -- COMMAND [ARG...]\n"
+    "                                 run a command in the guest; exits with its code\n"
     "\n"
     "Options (before or after the command):\n"
     "  --socket PATH      carreld's Unix socket (env CARREL_SOCKET,\n"
@@ -63,7 +67,8 @@ static const CliVerb cli_verbs[] = {
     {"version", carrel_cli_version}, {"template", carrel_cli_template},
     {"create", carrel_cli_create},   {"ls", carrel_cli_ls},
     {"show", carrel_cli_show},       {"start", carrel_cli_start},
-    {"stop", carrel_cli_stop},       {"rm", carrel_cli_rm},
+    {"stop", carrel_cli_stop},       {"exec", carrel_cli_exec},
+    {"rm", carrel_cli_rm},
 };
 
 typedef struct {

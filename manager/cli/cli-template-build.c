@@ -153,13 +153,32 @@ build_wait(BuildWatch *watch, JsonNode *first)
     }
 }
 
+/* Starts a template job (build or warm) at path with body and follows it to its end. */
+static int
+template_job(CarrelCli *cli, const char *verb, const char *target, const char *path, JsonNode *body)
+{
+    g_auto(BuildWatch) watch = {.cli = cli};
+    g_autoptr(JsonNode) job = NULL;
+    g_autoptr(GError) error = NULL;
+
+    watch.on_tty = cli->stderr_tty && !cli->json;
+    if (!carrel_cli_call(cli, "POST", path, body, &job, &error) ||
+        !build_watch_init(&watch, job, &error))
+        return carrel_cli_fail(cli, error);
+    if (watch.on_tty) {
+        g_autofree char *name = carrel_cli_clean_text(target);
+        g_autofree char *id = carrel_cli_format_value(watch.job_id);
+        g_autofree char *shown_id = carrel_cli_clean_text(id);
+
+        g_printerr("%s template '%s' (job %s)...\n", verb, name, shown_id);
+    }
+    return build_wait(&watch, job);
+}
+
 int
 carrel_cli_template_build(CarrelCli *cli, int argc, char **argv)
 {
-    g_auto(BuildWatch) watch = {.cli = cli};
     g_autoptr(JsonNode) body = carrel_cli_json_new_object();
-    g_autoptr(JsonNode) job = NULL;
-    g_autoptr(GError) error = NULL;
     g_autofree char *path = NULL;
 
     if (!carrel_cli_parse_options(cli, "template build NAME",
@@ -167,19 +186,38 @@ carrel_cli_template_build(CarrelCli *cli, int argc, char **argv)
                                   "(templates/NAME/), showing progress.",
                                   NULL, 1, 1, &argc, &argv))
         return CARREL_CLI_EXIT_USAGE;
-    watch.on_tty = cli->stderr_tty && !cli->json;
     path = carrel_cli_item_path("templates", argv[1], "build");
     if (!path)
         return carrel_cli_usage(cli, "invalid template '%s'", argv[1]);
-    if (!carrel_cli_call(cli, "POST", path, body, &job, &error) ||
-        !build_watch_init(&watch, job, &error))
-        return carrel_cli_fail(cli, error);
-    if (watch.on_tty) {
-        g_autofree char *name = carrel_cli_clean_text(argv[1]);
-        g_autofree char *id = carrel_cli_format_value(watch.job_id);
-        g_autofree char *shown_id = carrel_cli_clean_text(id);
+    return template_job(cli, "building", argv[1], path, body);
+}
 
-        g_printerr("building template '%s' (job %s)...\n", name, shown_id);
+int
+carrel_cli_template_warm(CarrelCli *cli, int argc, char **argv)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    g_autoptr(JsonNode) body = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autofree char *name = NULL;
+    g_autofree char *path = NULL;
+    guint version = 0;
+
+    if (!carrel_cli_parse_options(cli, "template warm NAME[@VERSION]",
+                                  "Boots a template version once and saves its running desktop, "
+                                  "so sessions restore it instead of booting.",
+                                  NULL, 1, 1, &argc, &argv))
+        return CARREL_CLI_EXIT_USAGE;
+    if (!carrel_cli_parse_template_ref(argv[1], &name, &version, &error))
+        return carrel_cli_usage(cli, "%s", error->message);
+    path = carrel_cli_item_path("templates", name, "warm");
+    if (!path)
+        return carrel_cli_usage(cli, "invalid template '%s'", name);
+    json_builder_begin_object(b);
+    if (version > 0) {
+        json_builder_set_member_name(b, "version");
+        json_builder_add_int_value(b, version);
     }
-    return build_wait(&watch, job);
+    json_builder_end_object(b);
+    body = json_builder_get_root(b);
+    return template_job(cli, "warming", argv[1], path, body);
 }

@@ -9,6 +9,7 @@ static const char template_usage[] =
     "         [--kernel FILE [--initrd FILE] [--cmdline TEXT]]\n"
     "                              import a disk image as a new template version\n"
     "  build NAME                  build a template from its recipe\n"
+    "  warm NAME[@VERSION]         save a booted desktop so sessions restore instead of boot\n"
     "  rm NAME                     delete a template (every version)\n";
 
 static int
@@ -233,8 +234,11 @@ carrel_cli_template(CarrelCli *cli, int argc, char **argv)
         const char *name;
         CarrelCliVerbFunc func;
     } commands[] = {
-        {"ls", template_ls},         {"show", template_show},
-        {"import", template_import}, {"build", carrel_cli_template_build},
+        {"ls", template_ls},
+        {"show", template_show},
+        {"import", template_import},
+        {"build", carrel_cli_template_build},
+        {"warm", carrel_cli_template_warm},
         {"rm", template_rm},
     };
     const char *name = argc > 1 ? argv[1] : NULL;

@@ -58,6 +58,8 @@ carrel_session_to_json(const CarrelSession *session)
     json_builder_add_int_value(b, session->vcpus);
     json_builder_set_member_name(b, "memory_mib");
     json_builder_add_int_value(b, session->memory_mib);
+    json_builder_set_member_name(b, "origin");
+    json_builder_add_string_value(b, session->from_warm ? "warm" : "cold");
     json_builder_set_member_name(b, "domain");
     json_builder_add_string_value(b, domain);
     json_builder_set_member_name(b, "created_at");
@@ -103,6 +105,22 @@ get_uint_member(JsonObject *obj, const char *member, guint min, guint max, guint
 }
 
 static gboolean
+get_bool_member(JsonObject *obj, const char *member, gboolean *ret_value, GError **error)
+{
+    JsonNode *node = json_object_get_member(obj, member);
+
+    if (!node || JSON_NODE_HOLDS_NULL(node))
+        return TRUE;
+    if (!JSON_NODE_HOLDS_VALUE(node) || json_node_get_value_type(node) != G_TYPE_BOOLEAN) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "'%s' must be true or false",
+                    member);
+        return FALSE;
+    }
+    *ret_value = json_node_get_boolean(node);
+    return TRUE;
+}
+
+static gboolean
 split_template_ref(CarrelSessionRequest *req, GError **error)
 {
     char *at = strchr(req->template_name, '@');
@@ -129,7 +147,7 @@ split_template_ref(CarrelSessionRequest *req, GError **error)
 CarrelSessionRequest *
 carrel_session_request_from_json(JsonNode *node, GError **error)
 {
-    static const char *const allowed[] = {"template", "name", "vcpus", "memory_mib", NULL};
+    static const char *const allowed[] = {"template", "name", "vcpus", "memory_mib", "cold", NULL};
     g_autoptr(CarrelSessionRequest) req = g_new0(CarrelSessionRequest, 1);
     JsonObject *obj;
 
@@ -143,7 +161,8 @@ carrel_session_request_from_json(JsonNode *node, GError **error)
         !carrel_conf_get_string(obj, "name", FALSE, &req->name, error) ||
         !get_uint_member(obj, "vcpus", 1, CARREL_LIMIT_VCPUS, &req->vcpus, error) ||
         !get_uint_member(obj, "memory_mib", CARREL_LIMIT_MIN_MEMORY_MIB, CARREL_LIMIT_MEMORY_MIB,
-                         &req->memory_mib, error))
+                         &req->memory_mib, error) ||
+        !get_bool_member(obj, "cold", &req->cold, error))
         return NULL;
     if (!split_template_ref(req, error))
         return NULL;

@@ -243,3 +243,39 @@ carrel_conf_parse_json(const char *data, gsize len, GError **error)
     }
     return json_node_copy(json_parser_get_root(parser));
 }
+
+CarrelWarmState *
+carrel_warm_state_new(void)
+{
+    return g_new0(CarrelWarmState, 1);
+}
+
+void
+carrel_warm_state_free(CarrelWarmState *warm)
+{
+    if (!warm)
+        return;
+    g_free(warm->template_name);
+    g_free(warm->memory_path);
+    g_free(warm->disk_path);
+    g_free(warm);
+}
+
+JsonNode *
+carrel_warm_state_to_json(const CarrelWarmState *warm)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    g_autofree char *created = carrel_util_format_time(warm->created_at);
+
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "vcpus");
+    json_builder_add_int_value(b, warm->vcpus);
+    json_builder_set_member_name(b, "memory_mib");
+    json_builder_add_int_value(b, warm->memory_mib);
+    json_builder_set_member_name(b, "memory_bytes");
+    json_builder_add_int_value(b, (gint64)warm->memory_bytes);
+    json_builder_set_member_name(b, "created_at");
+    json_builder_add_string_value(b, created);
+    json_builder_end_object(b);
+    return json_builder_get_root(b);
+}

@@ -98,6 +98,28 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelTemplateImport, carrel_template_import_free)
  */
 CarrelTemplateImport *carrel_template_import_from_json(JsonNode *node, GError **error);
 
+/*
+ * A template version's warm state: the memory of its booted desktop, saved to a file, and the
+ * frozen disk layer that memory belongs to. Sessions restore it instead of booting.
+ */
+typedef struct {
+    char *template_name;
+    guint template_version;
+    char *memory_path; /* libvirt save image, root-only */
+    char *disk_path;   /* frozen qcow2 layer on the template image */
+    guint vcpus;       /* the machine shape the memory was saved with */
+    guint memory_mib;
+    guint64 memory_bytes;
+    gint64 created_at;
+} CarrelWarmState;
+
+CarrelWarmState *carrel_warm_state_new(void);
+void carrel_warm_state_free(CarrelWarmState *warm);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelWarmState, carrel_warm_state_free)
+
+/* JSON object of a warm state: {vcpus, memory_mib, memory_bytes, created_at}. */
+JsonNode *carrel_warm_state_to_json(const CarrelWarmState *warm);
+
 /* A session as stored. */
 typedef struct {
     char *id;   /* "s-" + 12 hex */
@@ -110,6 +132,7 @@ typedef struct {
     guint memory_mib;
     char *dir;          /* sessions/<id> */
     char *overlay_path; /* sessions/<id>/disk.qcow2 */
+    gboolean from_warm; /* restored from the template's warm state rather than booted */
     gint64 created_at;
     gint64 updated_at;
 } CarrelSession;
@@ -124,13 +147,14 @@ char *carrel_session_domain_name(const char *session_id);
 /* JSON object of a session for the API. */
 JsonNode *carrel_session_to_json(const CarrelSession *session);
 
-/* A request to create a session: {template, name?, vcpus?, memory_mib?}. */
+/* A request to create a session: {template, name?, vcpus?, memory_mib?, cold?}. */
 typedef struct {
     char *template_name;
     guint template_version; /* 0 = latest */
     char *name;             /* NULL = derived from the id */
     guint vcpus;            /* 0 = default */
     guint memory_mib;       /* 0 = default */
+    gboolean cold;          /* boot even when the template is warm */
 } CarrelSessionRequest;
 
 void carrel_session_request_free(CarrelSessionRequest *req);
@@ -141,6 +165,40 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelSessionRequest, carrel_session_request_free)
  * Unknown members are refused (a typo must not be silently ignored).
  */
 CarrelSessionRequest *carrel_session_request_from_json(JsonNode *node, GError **error);
+
+/* A command to run in a guest: {argv, env?, cwd?, stdin?, timeout_s?}. */
+typedef struct {
+    GStrv argv;
+    GStrv env; /* "NAME=VALUE" entries, names checked */
+    char *cwd; /* absolute, or NULL */
+    GBytes *stdin_bytes;
+    guint timeout_s;
+} CarrelExecRequest;
+
+void carrel_exec_request_free(CarrelExecRequest *req);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelExecRequest, carrel_exec_request_free)
+
+#define CARREL_EXEC_DEFAULT_TIMEOUT_S 60
+#define CARREL_EXEC_MAX_TIMEOUT_S 3600
+#define CARREL_EXEC_MAX_ARGS 256
+#define CARREL_EXEC_MAX_ARGV_BYTES (64 * 1024)
+#define CARREL_EXEC_MAX_STDIN (1024 * 1024)
+
+/* Parses and bounds an exec request; the program runs as given (no shell is added). */
+CarrelExecRequest *carrel_exec_request_from_json(JsonNode *node, GError **error);
+
+/* What a command did: output is guest text, made valid UTF-8 for JSON. */
+typedef struct {
+    int exit_code;
+    GBytes *stdout_bytes;
+    GBytes *stderr_bytes;
+    gboolean truncated;
+    gboolean timed_out;
+    gint64 duration_ms;
+} CarrelExecResult;
+
+void carrel_exec_result_clear(CarrelExecResult *result);
+JsonNode *carrel_exec_result_to_json(const CarrelExecResult *result);
 
 /* Refuses members of obj outside allowed (NULL-terminated), naming the first unknown one. */
 gboolean carrel_conf_check_members(JsonObject *obj, const char *const *allowed, GError **error);

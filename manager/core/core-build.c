@@ -267,9 +267,7 @@ carrel_manager_template_build(CarrelManager *mgr, const char *name, GError **err
     bd = g_new0(BuildData, 1);
     bd->mgr = mgr;
     bd->name = g_strdup(name);
-    g_mutex_lock(&mgr->lock);
-    g_hash_table_insert(mgr->jobs, (gpointer)carrel_job_get_id(job), carrel_job_ref(job));
-    g_mutex_unlock(&mgr->lock);
+    carrel_manager_add_job(mgr, job);
     carrel_job_run(job, build_job, bd, build_data_free);
     return job;
 }

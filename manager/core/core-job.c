@@ -208,3 +208,11 @@ carrel_manager_job_get(CarrelManager *mgr, const char *id, GError **error)
     }
     return carrel_job_ref(job);
 }
+
+void
+carrel_manager_add_job(CarrelManager *mgr, CarrelJob *job)
+{
+    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&mgr->lock);
+
+    g_hash_table_insert(mgr->jobs, (gpointer)carrel_job_get_id(job), carrel_job_ref(job));
+}

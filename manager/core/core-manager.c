@@ -41,6 +41,23 @@ make_layout(const char *state_dir, GError **error)
     return TRUE;
 }
 
+static CarrelPolicy *
+load_policy(const char *path, GError **error)
+{
+    g_autofree char *text = NULL;
+    gsize len = 0;
+    CarrelPolicy *policy;
+
+    if (!path)
+        return carrel_policy_new_default();
+    if (!g_file_get_contents(path, &text, &len, error))
+        return NULL;
+    policy = carrel_policy_load_data(text, len, error);
+    if (!policy)
+        g_prefix_error(error, "policy '%s': ", path);
+    return policy;
+}
+
 CarrelManager *
 carrel_manager_new(const CarrelManagerConfig *config, CarrelHypervisor *hv, GError **error)
 {
@@ -51,6 +68,7 @@ carrel_manager_new(const CarrelManagerConfig *config, CarrelHypervisor *hv, GErr
     g_return_val_if_fail(config->accel == CARREL_ACCEL_KVM || config->accel == CARREL_ACCEL_TCG,
                          NULL);
     g_mutex_init(&mgr->lock);
+    g_mutex_init(&mgr->warm_lock);
     mgr->busy = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     mgr->jobs =
         g_hash_table_new_full(g_str_hash, g_str_equal, NULL, (GDestroyNotify)carrel_job_unref);
@@ -62,8 +80,8 @@ carrel_manager_new(const CarrelManagerConfig *config, CarrelHypervisor *hv, GErr
     mgr->accel_reason = g_strdup(config->accel_reason ? config->accel_reason : "requested");
     mgr->agent_timeout_s = config->agent_timeout_s ? config->agent_timeout_s : 300;
     mgr->tb_cache_mib = config->tb_cache_mib ? config->tb_cache_mib : 64;
-    mgr->policy = carrel_policy_new_default();
-    if (!make_layout(mgr->state_dir, error))
+    mgr->policy = load_policy(config->policy_path, error);
+    if (!mgr->policy || !make_layout(mgr->state_dir, error))
         return NULL;
     mgr->instance_id = load_instance_id(mgr->state_dir, error);
     if (!mgr->instance_id)
@@ -88,6 +106,7 @@ carrel_manager_free(CarrelManager *mgr)
     g_clear_pointer(&mgr->hv, carrel_hypervisor_free);
     g_clear_pointer(&mgr->policy, carrel_policy_free);
     g_mutex_clear(&mgr->lock);
+    g_mutex_clear(&mgr->warm_lock);
     g_free(mgr->state_dir);
     g_free(mgr->recipes_dir);
     g_free(mgr->cache_dir);

@@ -18,6 +18,7 @@ struct _CarrelManager {
     CarrelHypervisor *hv;
     CarrelPolicy *policy;
     GMutex lock;      /* guards busy and jobs */
+    GMutex warm_lock; /* serialises restores: each rewrites its save file\'s header */
     GHashTable *busy; /* session id or "template:<name>" -> operation name */
     GHashTable *jobs; /* job id -> CarrelJob */
 };
@@ -41,7 +42,15 @@ CarrelTemplate *carrel_manager_template_import_full(CarrelManager *mgr,
                                                     const CarrelTemplateImport *req,
                                                     const char *recipe_hash, GError **error);
 
+/*
+ * Waits until the guest's desktop is ready: carrel-guest's `ready` where the template has it,
+ * else the screen is not blank and has stopped changing.
+ */
+gboolean carrel_manager_wait_ready(CarrelManager *mgr, CarrelJob *job, const char *domain,
+                                   guint timeout_s, GError **error);
+
 /* Jobs. */
+void carrel_manager_add_job(CarrelManager *mgr, CarrelJob *job);
 typedef gboolean (*CarrelJobFunc)(CarrelJob *job, gpointer data, JsonNode **ret_result,
                                   GError **error);
 CarrelJob *carrel_job_new(const char *kind, const char *target);

@@ -11,10 +11,15 @@ carrel_manager_session_xml(CarrelManager *mgr, const CarrelSession *session,
 {
     g_autofree char *domain = carrel_session_domain_name(session->id);
     g_autofree char *log = g_build_filename(session->dir, "console.log", NULL);
+    /* Fresh identity every time: a restored clone must never share its original's. */
+    g_autofree char *uuid = g_uuid_string_random();
+    g_autofree char *genid = g_uuid_string_random();
     CarrelDomainSpec spec = {
         .domain_name = domain,
         .session_id = session->id,
         .instance_id = mgr->instance_id,
+        .uuid = uuid,
+        .genid = genid,
         .accel = mgr->accel,
         .vcpus = session->vcpus,
         .memory_mib = session->memory_mib,
@@ -90,31 +95,56 @@ session_from_request(CarrelManager *mgr, const CarrelSessionRequest *req,
     return g_steal_pointer(&session);
 }
 
-/* Everything after the row exists: files, domain, boot, agent. */
+/*
+ * Restores the warm memory as this session's domain. The save file is shared by every clone
+ * and restore rewrites its header, so restores are serialised.
+ */
 static gboolean
-bring_up(CarrelManager *mgr, CarrelSession *session, const CarrelTemplate *tmpl, GError **error)
+restore_warm(CarrelManager *mgr, const CarrelWarmState *warm, const char *domain, const char *xml,
+             GError **error)
+{
+    gboolean ok;
+
+    g_mutex_lock(&mgr->warm_lock);
+    ok = carrel_hypervisor_restore(mgr->hv, warm->memory_path, xml, error);
+    g_mutex_unlock(&mgr->warm_lock);
+    /* Persistent like every session; then the clock, which stood still since the save. */
+    return ok && carrel_hypervisor_define(mgr->hv, xml, error) &&
+           carrel_hypervisor_set_time(mgr->hv, domain, error);
+}
+
+/* Everything after the row exists: files, domain, boot or restore, agent. */
+static gboolean
+bring_up(CarrelManager *mgr, CarrelSession *session, const CarrelTemplate *tmpl,
+         const CarrelWarmState *warm, GError **error)
 {
     g_autofree char *domain = carrel_session_domain_name(session->id);
     g_autofree char *xml = NULL;
+    const char *backing = warm ? warm->disk_path : tmpl->disk_path;
+    const char *backing_format = warm ? "qcow2" : tmpl->format;
 
     if (!carrel_util_ensure_dir(session->dir, 0711, error) ||
-        !carrel_disk_create_overlay(session->overlay_path, tmpl->disk_path, tmpl->format, error))
+        !carrel_disk_create_overlay(session->overlay_path, backing, backing_format, error))
         return FALSE;
     xml = carrel_manager_session_xml(mgr, session, tmpl, error);
-    if (!xml || !carrel_hypervisor_define_start(mgr->hv, xml, error) ||
-        !carrel_manager_wait_agent(mgr, domain, error))
+    if (!xml)
+        return FALSE;
+    if (warm ? !restore_warm(mgr, warm, domain, xml, error)
+             : !carrel_hypervisor_define_start(mgr->hv, xml, error))
+        return FALSE;
+    if (!carrel_manager_wait_agent(mgr, domain, error))
         return FALSE;
     return carrel_store_session_set_state(mgr->store, session->id, CARREL_SESSION_RUNNING, NULL,
                                           error);
 }
 
 static CarrelSession *
-create_claimed(CarrelManager *mgr, const CarrelSessionRequest *req, CarrelSession *session,
-               const CarrelTemplate *tmpl, GError **error)
+create_claimed(CarrelManager *mgr, CarrelSession *session, const CarrelTemplate *tmpl,
+               const CarrelWarmState *warm, GError **error)
 {
     if (!carrel_store_session_insert(mgr->store, session, error))
         return NULL;
-    if (!bring_up(mgr, session, tmpl, error)) {
+    if (!bring_up(mgr, session, tmpl, warm, error)) {
         /* Nothing half-made may remain: domain, files and row all go. */
         carrel_manager_session_teardown(mgr, session);
         (void)carrel_store_session_delete(mgr->store, session->id, NULL);
@@ -123,11 +153,28 @@ create_claimed(CarrelManager *mgr, const CarrelSessionRequest *req, CarrelSessio
     return carrel_store_session_get(mgr->store, session->id, error);
 }
 
+/* The warm state to restore, unless the request wants a cold boot or another machine size. */
+static CarrelWarmState *
+pick_warm(CarrelManager *mgr, const CarrelSessionRequest *req, const CarrelTemplate *tmpl)
+{
+    g_autoptr(CarrelWarmState) warm = NULL;
+
+    if (req->cold)
+        return NULL;
+    warm = carrel_store_warm_get(mgr->store, tmpl->name, tmpl->version, NULL);
+    /* The saved memory fixes the machine's shape: another size has to boot. */
+    if (!warm || (req->vcpus && req->vcpus != warm->vcpus) ||
+        (req->memory_mib && req->memory_mib != warm->memory_mib))
+        return NULL;
+    return g_steal_pointer(&warm);
+}
+
 CarrelSession *
 carrel_manager_session_create(CarrelManager *mgr, const CarrelSessionRequest *req, GError **error)
 {
     g_autoptr(CarrelTemplate) tmpl = NULL;
     g_autoptr(CarrelSession) session = NULL;
+    g_autoptr(CarrelWarmState) warm = NULL;
     CarrelSession *result;
 
     tmpl = carrel_store_template_get(mgr->store, req->template_name, req->template_version, error);
@@ -136,12 +183,18 @@ carrel_manager_session_create(CarrelManager *mgr, const CarrelSessionRequest *re
         return NULL;
     }
     session = session_from_request(mgr, req, tmpl);
+    warm = pick_warm(mgr, req, tmpl);
+    if (warm) {
+        session->vcpus = warm->vcpus;
+        session->memory_mib = warm->memory_mib;
+        session->from_warm = TRUE;
+    }
     if (!carrel_policy_check_resources(mgr->policy, session->vcpus, session->memory_mib, error) ||
         !carrel_manager_claim(mgr, session->id, "create", error)) {
         g_prefix_error(error, "creating session: ");
         return NULL;
     }
-    result = create_claimed(mgr, req, session, tmpl, error);
+    result = create_claimed(mgr, session, tmpl, warm, error);
     carrel_manager_release(mgr, session->id);
     if (!result)
         g_prefix_error(error, "creating session '%s': ", session->name);

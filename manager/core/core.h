@@ -18,6 +18,7 @@ typedef struct {
     const char *accel_reason; /* why that accelerator (shown by /v1/version) */
     guint agent_timeout_s;    /* how long create/start wait for the guest agent (0 = 300) */
     guint tb_cache_mib;       /* TCG translation cache per guest (0 = 64) */
+    const char *policy_path;  /* NULL = the built-in default policy */
 } CarrelManagerConfig;
 
 typedef struct _CarrelManager CarrelManager;
@@ -71,6 +72,16 @@ typedef struct _CarrelJob CarrelJob;
 
 /* Starts building the recipe <recipes_dir>/<name>; returns the job (a new reference). */
 CarrelJob *carrel_manager_template_build(CarrelManager *mgr, const char *name, GError **error);
+/*
+ * Starts warming name@version (0 = latest): boots it, waits for its desktop, saves its memory
+ * with the frozen disk layer. Already warm: the job ends at once with the existing state.
+ */
+CarrelJob *carrel_manager_template_warm(CarrelManager *mgr, const char *name, guint version,
+                                        GError **error);
+/* The warm state of a template version, or NULL when it is not warm. */
+CarrelWarmState *carrel_manager_template_warm_state(CarrelManager *mgr, const char *name,
+                                                    guint version);
+
 /* A new reference to a job, or NOT_FOUND. */
 CarrelJob *carrel_manager_job_get(CarrelManager *mgr, const char *id, GError **error);
 CarrelJob *carrel_job_ref(CarrelJob *job);
@@ -98,5 +109,13 @@ CarrelSession *carrel_manager_session_stop(CarrelManager *mgr, const char *id_or
  * "destroyed" for the record. */
 CarrelSession *carrel_manager_session_destroy(CarrelManager *mgr, const char *id_or_name,
                                               GError **error);
+
+/*
+ * Runs a command in a running session through the guest agent; output bounded, the process
+ * killed at the timeout. *ret_result is filled only on success (clear it after use).
+ */
+gboolean carrel_manager_session_exec(CarrelManager *mgr, const char *id_or_name,
+                                     const CarrelExecRequest *req, CarrelExecResult *ret_result,
+                                     GError **error);
 
 G_END_DECLS

@@ -18,6 +18,7 @@ typedef struct {
     char *recipes_dir;
     char *cache_dir;
     char *probe_kernel;
+    char *policy;
     int agent_timeout_s;
 } Options;
 
@@ -32,6 +33,7 @@ options_clear(Options *opts)
     g_free(opts->recipes_dir);
     g_free(opts->cache_dir);
     g_free(opts->probe_kernel);
+    g_free(opts->policy);
 }
 
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Options, options_clear)
@@ -67,6 +69,8 @@ parse_options(int argc, char **argv, Options *opts, GError **error)
          "Cache of built images (default /var/cache/carrel)", "DIR"},
         {"probe-kernel", 0, 0, G_OPTION_ARG_FILENAME, &opts->probe_kernel,
          "Kernel booted to prove KVM (default: newest /boot/vmlinuz-*)", "FILE"},
+        {"policy", 0, 0, G_OPTION_ARG_FILENAME, &opts->policy,
+         "Policy file (default: built-in, as policies/default.policy)", "FILE"},
         {"agent-timeout", 0, 0, G_OPTION_ARG_INT, &opts->agent_timeout_s,
          "Seconds to wait for a guest agent (default 300)", "S"},
         {NULL},
@@ -180,6 +184,7 @@ open_manager(const Options *opts, GError **error)
     config.cache_dir = opts->cache_dir;
     config.accel_reason = reason;
     config.agent_timeout_s = (guint)opts->agent_timeout_s;
+    config.policy_path = opts->policy;
     mgr = carrel_manager_new(&config, hv, error);
     if (!mgr || !ensure_admin_token(mgr, opts->state_dir, error) ||
         !carrel_manager_reconcile(mgr, &report, error))

@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <glib/gstdio.h>
 
 #define CARREL_DISK_PRIV_H_ALLOW
 #include "disk/disk-priv.h"
@@ -73,6 +74,20 @@ carrel_disk_create_overlay(const char *path, const char *backing, const char *ba
                         ? CARREL_ERROR_TIMEOUT
                         : CARREL_ERROR_DISK,
                     "creating overlay '%s' on '%s': %s", path, backing, local->message);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
+carrel_disk_freeze(const char *path, GError **error)
+{
+    /* A layer others stand on is never written again: read-only for everyone, root included
+     * by convention (QEMU opens backing files read-only). */
+    if (g_chmod(path, 0444) < 0) {
+        int saved = errno;
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_DISK, "freezing '%s': %s", path,
+                    g_strerror(saved));
         return FALSE;
     }
     return TRUE;

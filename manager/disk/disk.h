@@ -64,4 +64,7 @@ gboolean carrel_disk_check_consistent(const char *path, const char *format, GErr
 gboolean carrel_disk_create_overlay(const char *path, const char *backing,
                                     const char *backing_format, GError **error);
 
+/* Makes a disk layer read-only (mode 0444): it backs other overlays from now on. */
+gboolean carrel_disk_freeze(const char *path, GError **error);
+
 G_END_DECLS

@@ -3,12 +3,23 @@
  * the libvirt backend (errors, idempotent destroy/undefine, transient domains), so core's unit
  * tests exercise the real contract without libvirt.
  */
+#include <string.h>
+
 #define CARREL_HYPERVISOR_PRIV_H_ALLOW
 #include "hypervisor/hypervisor-priv.h"
+
+/* What the fake's save images hold: a CPU cookie like libvirt's and a stand-in memory state. */
+#define FAKE_COOKIE                                                                                \
+    "<qemu-save-cookie>\n  <cpu mode='custom' match='exact'/>\n</qemu-save-cookie>\n"
+#define FAKE_MEMORY "carrel fake memory state\n"
+/* The fake's default screen: black, 4x3, as PPM. */
+#define FAKE_SCREEN_WIDTH 4
+#define FAKE_SCREEN_HEIGHT 3
 
 typedef struct {
     char *session_id;
     char *instance_id;
+    char *xml; /* as defined or restored: what a save writes into the image */
     CarrelDomainState state;
     gboolean persistent;
 } FakeDomain;
@@ -18,10 +29,17 @@ typedef struct {
     GHashTable *domains;   /* name -> FakeDomain */
     GHashTable *fail_next; /* op names whose next call fails */
     gboolean agent_silent; /* every guest agent times out, as in a guest without one */
+    int exec_code;         /* the scripted agent_exec result */
+    char *exec_stdout;
+    char *exec_stderr;
+    gboolean exec_hang;
+    char **exec_argv; /* of the last agent_exec */
+    GBytes *screen;   /* NULL: the default screen */
 } FakeBackend;
 
 static const char *const fake_op_names[] = {
-    "define_start", "start", "shutdown", "destroy", "undefine", "get_state", "agent_ping", "list",
+    "define_start", "start",  "shutdown", "destroy", "undefine", "get_state",  "agent_ping",
+    "list",         "define", "save",     "restore", "set_time", "agent_exec", "screenshot",
 };
 
 static void
@@ -31,7 +49,29 @@ fake_domain_free(gpointer data)
 
     g_free(dom->session_id);
     g_free(dom->instance_id);
+    g_free(dom->xml);
     g_free(dom);
+}
+
+/* The domain described by xml (state and persistence left to the caller). */
+static FakeDomain *
+parse_domain(const char *xml, char **ret_name, GError **error)
+{
+    g_autofree char *name = NULL;
+    FakeDomain *dom = g_new0(FakeDomain, 1);
+
+    if (!carrel_hypervisor_scan_xml(xml, &name, &dom->session_id, &dom->instance_id, error)) {
+        fake_domain_free(dom);
+        return NULL;
+    }
+    if (!name || !*name) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_HYPERVISOR, "domain xml has no name");
+        fake_domain_free(dom);
+        return NULL;
+    }
+    dom->xml = g_strdup(xml);
+    *ret_name = g_steal_pointer(&name);
+    return dom;
 }
 
 /* Called with the lock held: TRUE (and error set) when op was told to fail now. */
@@ -70,28 +110,20 @@ fake_define_start(CarrelHypervisor *hv, const char *xml, GError **error)
     FakeBackend *be = hv->backend_data;
     g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&be->lock);
     g_autofree char *name = NULL;
-    g_autofree char *session_id = NULL;
-    g_autofree char *instance_id = NULL;
     FakeDomain *dom;
 
     if (take_failure(be, "define_start", error))
         return FALSE;
-    if (!carrel_hypervisor_scan_xml(xml, &name, &session_id, &instance_id, error)) {
+    dom = parse_domain(xml, &name, error);
+    if (!dom) {
         g_prefix_error(error, "defining: ");
         return FALSE;
     }
-    if (!name || !*name) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_HYPERVISOR,
-                    "defining: domain xml has no name");
-        return FALSE;
-    }
     if (g_hash_table_contains(be->domains, name)) {
+        fake_domain_free(dom);
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_EXISTS, "domain already exists");
         return FALSE;
     }
-    dom = g_new0(FakeDomain, 1);
-    dom->session_id = g_steal_pointer(&session_id);
-    dom->instance_id = g_steal_pointer(&instance_id);
     dom->state = CARREL_DOMAIN_RUNNING;
     dom->persistent = TRUE;
     g_hash_table_insert(be->domains, g_steal_pointer(&name), dom);
@@ -182,23 +214,192 @@ fake_get_state(CarrelHypervisor *hv, const char *name, CarrelDomainState *ret_st
     return TRUE;
 }
 
+/* Called with the lock held: the domain, when its guest agent would answer op now. */
+static FakeDomain *
+agent_domain(FakeBackend *be, const char *op, const char *name, GError **error)
+{
+    FakeDomain *dom;
+
+    if (take_failure(be, op, error) || !(dom = find_domain(be, name, error)))
+        return NULL;
+    if (dom->state != CARREL_DOMAIN_RUNNING) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE, "domain is not running");
+        return NULL;
+    }
+    if (be->agent_silent) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_TIMEOUT, "guest agent is not responding");
+        return NULL;
+    }
+    return dom;
+}
+
 static gboolean
 fake_agent_ping(CarrelHypervisor *hv, const char *name, guint timeout_s, GError **error)
 {
     FakeBackend *be = hv->backend_data;
     g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&be->lock);
+
+    return agent_domain(be, "agent_ping", name, error) != NULL;
+}
+
+static gboolean
+fake_define(CarrelHypervisor *hv, const char *xml, GError **error)
+{
+    FakeBackend *be = hv->backend_data;
+    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&be->lock);
+    g_autofree char *name = NULL;
+    FakeDomain *dom, *old;
+
+    if (take_failure(be, "define", error))
+        return FALSE;
+    dom = parse_domain(xml, &name, error);
+    if (!dom) {
+        g_prefix_error(error, "defining: ");
+        return FALSE;
+    }
+    /* Redefining keeps the state: a running transient domain becomes persistent, as in libvirt. */
+    old = g_hash_table_lookup(be->domains, name);
+    dom->state = old ? old->state : CARREL_DOMAIN_SHUTOFF;
+    dom->persistent = TRUE;
+    g_hash_table_replace(be->domains, g_steal_pointer(&name), dom);
+    return TRUE;
+}
+
+static gboolean
+fake_save(CarrelHypervisor *hv, const char *name, const char *path, GError **error)
+{
+    FakeBackend *be = hv->backend_data;
+    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&be->lock);
+    g_autoptr(GBytes) memory = g_bytes_new_static(FAKE_MEMORY, strlen(FAKE_MEMORY));
     FakeDomain *dom;
 
-    if (take_failure(be, "agent_ping", error) || !(dom = find_domain(be, name, error)))
+    if (take_failure(be, "save", error) || !(dom = find_domain(be, name, error)))
         return FALSE;
-    if (dom->state != CARREL_DOMAIN_RUNNING) {
+    if (dom->state != CARREL_DOMAIN_RUNNING && dom->state != CARREL_DOMAIN_PAUSED) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE, "saving: domain is %s",
+                    carrel_domain_state_to_string(dom->state));
+        return FALSE;
+    }
+    if (!g_path_is_absolute(path)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "save path '%s' is not absolute",
+                    path);
+        return FALSE;
+    }
+    if (!carrel_hypervisor_saveimage_create(path, dom->xml, FAKE_COOKIE, memory, error)) {
+        g_prefix_error(error, "saving: ");
+        return FALSE;
+    }
+    power_off(be, name, dom);
+    return TRUE;
+}
+
+static gboolean
+fake_restore(CarrelHypervisor *hv, const char *path, const char *xml, GError **error)
+{
+    FakeBackend *be = hv->backend_data;
+    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&be->lock);
+    g_autofree char *name = NULL;
+    FakeDomain *dom;
+
+    if (take_failure(be, "restore", error))
+        return FALSE;
+    dom = parse_domain(xml, &name, error);
+    if (!dom)
+        return FALSE;
+    if (g_hash_table_contains(be->domains, name)) {
+        fake_domain_free(dom);
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_EXISTS, "domain already exists");
+        return FALSE;
+    }
+    /* The same file work as the real backend, so core's handling of the files is exercised. */
+    if (!carrel_hypervisor_saveimage_rewrite_file(path, xml, error)) {
+        fake_domain_free(dom);
+        return FALSE;
+    }
+    dom->state = CARREL_DOMAIN_RUNNING;
+    dom->persistent = FALSE;
+    g_hash_table_insert(be->domains, g_steal_pointer(&name), dom);
+    return TRUE;
+}
+
+static gboolean
+fake_set_time(CarrelHypervisor *hv, const char *name, GError **error)
+{
+    FakeBackend *be = hv->backend_data;
+    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&be->lock);
+
+    return agent_domain(be, "set_time", name, error) != NULL;
+}
+
+/* The first max_output bytes of text; *truncated set when there were more. */
+static GBytes *
+cut_output(const char *text, gsize max_output, gboolean *truncated)
+{
+    gsize len = text ? strlen(text) : 0;
+
+    if (len > max_output)
+        *truncated = TRUE;
+    return g_bytes_new(text, MIN(len, max_output));
+}
+
+static gboolean
+fake_agent_exec(CarrelHypervisor *hv, const char *name, const char *const *argv,
+                GBytes *stdin_bytes, guint timeout_s, gsize max_output, int *ret_exit_code,
+                GBytes **ret_stdout, GBytes **ret_stderr, gboolean *ret_truncated,
+                gboolean *ret_timed_out, GError **error)
+{
+    FakeBackend *be = hv->backend_data;
+    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&be->lock);
+    g_autoptr(GBytes) out = NULL;
+    g_autoptr(GBytes) err = NULL;
+    gboolean truncated = FALSE;
+
+    if (!agent_domain(be, "agent_exec", name, error))
+        return FALSE;
+    g_strfreev(be->exec_argv);
+    be->exec_argv = g_strdupv((char **)argv);
+    out = cut_output(be->exec_hang ? NULL : be->exec_stdout, max_output, &truncated);
+    err = cut_output(be->exec_hang ? NULL : be->exec_stderr, max_output, &truncated);
+    if (ret_exit_code)
+        *ret_exit_code = be->exec_hang ? 128 + 9 : be->exec_code;
+    if (ret_stdout)
+        *ret_stdout = g_steal_pointer(&out);
+    if (ret_stderr)
+        *ret_stderr = g_steal_pointer(&err);
+    if (ret_truncated)
+        *ret_truncated = truncated;
+    if (ret_timed_out)
+        *ret_timed_out = be->exec_hang;
+    return TRUE;
+}
+
+static GBytes *
+default_screen(void)
+{
+    g_autofree char *header =
+        g_strdup_printf("P6\n%d %d\n255\n", FAKE_SCREEN_WIDTH, FAKE_SCREEN_HEIGHT);
+    gsize header_len = strlen(header);
+    gsize len = header_len + FAKE_SCREEN_WIDTH * FAKE_SCREEN_HEIGHT * 3;
+    guint8 *data = g_malloc0(len);
+
+    memcpy(data, header, header_len);
+    return g_bytes_new_take(data, len);
+}
+
+static gboolean
+fake_screenshot(CarrelHypervisor *hv, const char *name, GBytes **ret_image, GError **error)
+{
+    FakeBackend *be = hv->backend_data;
+    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&be->lock);
+    FakeDomain *dom;
+
+    if (take_failure(be, "screenshot", error) || !(dom = find_domain(be, name, error)))
+        return FALSE;
+    if (dom->state != CARREL_DOMAIN_RUNNING && dom->state != CARREL_DOMAIN_PAUSED) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE, "domain is not running");
         return FALSE;
     }
-    if (be->agent_silent) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_TIMEOUT, "guest agent is not responding");
-        return FALSE;
-    }
+    *ret_image = be->screen ? g_bytes_ref(be->screen) : default_screen();
     return TRUE;
 }
 
@@ -257,6 +458,10 @@ fake_close(CarrelHypervisor *hv)
         return;
     g_hash_table_unref(be->domains);
     g_hash_table_unref(be->fail_next);
+    g_free(be->exec_stdout);
+    g_free(be->exec_stderr);
+    g_strfreev(be->exec_argv);
+    g_clear_pointer(&be->screen, g_bytes_unref);
     g_mutex_clear(&be->lock);
     g_free(be);
     hv->backend_data = NULL;
@@ -273,6 +478,12 @@ static const CarrelHypervisorOps fake_ops = {
     .list = fake_list,
     .describe = fake_describe,
     .close = fake_close,
+    .define = fake_define,
+    .save = fake_save,
+    .restore = fake_restore,
+    .set_time = fake_set_time,
+    .agent_exec = fake_agent_exec,
+    .screenshot = fake_screenshot,
 };
 
 CarrelHypervisor *
@@ -336,4 +547,54 @@ carrel_hypervisor_fake_set_agent_silent(CarrelHypervisor *hv, gboolean silent)
     g_return_if_fail(be != NULL);
     locker = g_mutex_locker_new(&be->lock);
     be->agent_silent = silent;
+}
+
+void
+carrel_hypervisor_fake_set_exec_result(CarrelHypervisor *hv, int exit_code, const char *stdout_text,
+                                       const char *stderr_text)
+{
+    FakeBackend *be = fake_backend_of(hv);
+    g_autoptr(GMutexLocker) locker = NULL;
+
+    g_return_if_fail(be != NULL);
+    locker = g_mutex_locker_new(&be->lock);
+    be->exec_code = exit_code;
+    g_free(be->exec_stdout);
+    be->exec_stdout = g_strdup(stdout_text);
+    g_free(be->exec_stderr);
+    be->exec_stderr = g_strdup(stderr_text);
+}
+
+void
+carrel_hypervisor_fake_set_exec_hang(CarrelHypervisor *hv, gboolean hang)
+{
+    FakeBackend *be = fake_backend_of(hv);
+    g_autoptr(GMutexLocker) locker = NULL;
+
+    g_return_if_fail(be != NULL);
+    locker = g_mutex_locker_new(&be->lock);
+    be->exec_hang = hang;
+}
+
+char **
+carrel_hypervisor_fake_get_exec_argv(CarrelHypervisor *hv)
+{
+    FakeBackend *be = fake_backend_of(hv);
+    g_autoptr(GMutexLocker) locker = NULL;
+
+    g_return_val_if_fail(be != NULL, NULL);
+    locker = g_mutex_locker_new(&be->lock);
+    return g_strdupv(be->exec_argv);
+}
+
+void
+carrel_hypervisor_fake_set_screen(CarrelHypervisor *hv, GBytes *image)
+{
+    FakeBackend *be = fake_backend_of(hv);
+    g_autoptr(GMutexLocker) locker = NULL;
+
+    g_return_if_fail(be != NULL);
+    locker = g_mutex_locker_new(&be->lock);
+    g_clear_pointer(&be->screen, g_bytes_unref);
+    be->screen = image ? g_bytes_ref(image) : NULL;
 }

@@ -2,7 +2,13 @@
  * The libvirt backend: one connection, shared by every thread (libvirt connections are
  * thread-safe). libvirt errors become GError in set_libvirt_error() and nowhere else.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 #include <libvirt/libvirt.h>
 #include <libvirt/libvirt-qemu.h>
 #include <libvirt/virterror.h>
@@ -11,9 +17,20 @@
 #include "hypervisor/hypervisor-priv.h"
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(virDomain, virDomainFree)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(virStream, virStreamFree)
 
 #define POLL_INTERVAL_US (100 * 1000)
 #define AGENT_MAX_TIMEOUT_S 300
+/* guest-exec-status polling: fast at first (most commands take milliseconds), then gentler. */
+#define EXEC_POLL_MIN_US (50 * 1000)
+#define EXEC_POLL_MAX_US (200 * 1000)
+/* How long past its deadline a guest program may take before the host kills it itself. */
+#define EXEC_GRACE_S 5
+/* How long the host then waits for the kill to show in guest-exec-status. */
+#define EXEC_REAP_S 3
+/* Guest and host clocks may disagree by this much about when the deadline passed. */
+#define EXEC_SKEW_US (500 * 1000)
+#define SIGKILL_NUMBER 9
 
 /* Everything a session's domain may own besides its XML; NVRAM exists for UEFI only. */
 #define UNDEFINE_FLAGS                                                                             \
@@ -274,6 +291,17 @@ lv_get_state(CarrelHypervisor *hv, const char *name, CarrelDomainState *ret_stat
     return dom && query_state(dom, ret_state, error);
 }
 
+/* The test driver runs no guest: its "agent" is ready whenever the domain runs. */
+static gboolean
+test_agent_ready(virDomainPtr dom, GError **error)
+{
+    if (virDomainIsActive(dom) == 1)
+        return TRUE;
+    virResetLastError();
+    g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE, "domain is not running");
+    return FALSE;
+}
+
 static gboolean
 lv_agent_ping(CarrelHypervisor *hv, const char *name, guint timeout_s, GError **error)
 {
@@ -283,13 +311,8 @@ lv_agent_ping(CarrelHypervisor *hv, const char *name, guint timeout_s, GError **
 
     if (!dom)
         return FALSE;
-    if (be->is_test) {
-        if (virDomainIsActive(dom) == 1)
-            return TRUE;
-        virResetLastError();
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE, "domain is not running");
-        return FALSE;
-    }
+    if (be->is_test)
+        return test_agent_ready(dom, error);
     /* 0 would mean "do not wait"; the reply is the guest's, so it is not even looked at. */
     reply = virDomainQemuAgentCommand(dom, "{\"execute\":\"guest-ping\"}",
                                       (int)CLAMP(timeout_s, 1, AGENT_MAX_TIMEOUT_S), 0);
@@ -398,6 +421,337 @@ lv_close(CarrelHypervisor *hv)
     hv->backend_data = NULL;
 }
 
+static gboolean
+lv_define(CarrelHypervisor *hv, const char *xml, GError **error)
+{
+    LibvirtBackend *be = hv->backend_data;
+    g_autoptr(virDomain) dom = virDomainDefineXMLFlags(be->conn, xml, VIR_DOMAIN_DEFINE_VALIDATE);
+
+    if (!dom) {
+        set_libvirt_error(error, "defining");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean
+refuse_on_test(const LibvirtBackend *be, const char *what, GError **error)
+{
+    if (!be->is_test)
+        return FALSE;
+    g_set_error(error, CARREL_ERROR, CARREL_ERROR_UNSUPPORTED,
+                "%s is not supported by libvirt's test driver", what);
+    return TRUE;
+}
+
+/* libvirt creates the image as root 0600, but a umask or a qemu.conf user could differ. */
+static gboolean
+secure_save_file(const char *path, GError **error)
+{
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    gboolean ok = FALSE;
+
+    if (fd < 0) {
+        carrel_hypervisor_set_errno_error(error, errno, "opening saved image");
+        return FALSE;
+    }
+    if (fstat(fd, &st) < 0)
+        carrel_hypervisor_set_errno_error(error, errno, "inspecting saved image");
+    else if (!S_ISREG(st.st_mode))
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_HYPERVISOR,
+                    "saved image is not a regular file");
+    else if ((st.st_uid != 0 || st.st_gid != 0) && fchown(fd, 0, 0) < 0)
+        carrel_hypervisor_set_errno_error(error, errno, "making saved image root's");
+    else if ((st.st_mode & 07777) != 0600 && fchmod(fd, 0600) < 0)
+        carrel_hypervisor_set_errno_error(error, errno, "making saved image private");
+    else
+        ok = carrel_hypervisor_saveimage_read_header(fd, NULL, NULL, NULL, error);
+    close(fd);
+    return ok;
+}
+
+static gboolean
+lv_save(CarrelHypervisor *hv, const char *name, const char *path, GError **error)
+{
+    LibvirtBackend *be = hv->backend_data;
+    g_autoptr(virDomain) dom = NULL;
+    struct stat st;
+
+    if (refuse_on_test(be, "saving", error))
+        return FALSE;
+    if (!g_path_is_absolute(path)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "save path '%s' is not absolute",
+                    path);
+        return FALSE;
+    }
+    /* libvirtd opens the path as root with O_TRUNC and follows symlinks: never over a file. */
+    if (lstat(path, &st) == 0) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_EXISTS, "save path '%s' already exists",
+                    path);
+        return FALSE;
+    }
+    if (errno != ENOENT) {
+        carrel_hypervisor_set_errno_error(error, errno, "inspecting save path");
+        return FALSE;
+    }
+    dom = lookup_domain(be, name, error);
+    if (!dom)
+        return FALSE;
+    if (virDomainSaveFlags(dom, path, NULL, VIR_DOMAIN_SAVE_RUNNING) < 0) {
+        set_libvirt_error(error, "saving");
+        return FALSE;
+    }
+    if (!secure_save_file(path, error)) {
+        g_prefix_error(error, "saved to '%s' but: ", path);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean
+lv_restore(CarrelHypervisor *hv, const char *path, const char *xml, GError **error)
+{
+    LibvirtBackend *be = hv->backend_data;
+    g_autoptr(virDomain) old = NULL;
+    g_autofree char *name = NULL;
+
+    if (refuse_on_test(be, "restoring", error))
+        return FALSE;
+    if (!carrel_hypervisor_scan_xml(xml, &name, NULL, NULL, error))
+        return FALSE;
+    if (!name || !*name) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "domain xml has no name");
+        return FALSE;
+    }
+    old = virDomainLookupByName(be->conn, name);
+    if (old) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_EXISTS, "domain already exists");
+        return FALSE;
+    }
+    virResetLastError();
+    /* libvirt checks a new XML given here against the saved one and refuses another UUID. */
+    if (!carrel_hypervisor_saveimage_rewrite_file(path, xml, error))
+        return FALSE;
+    if (virDomainRestoreFlags(be->conn, path, NULL, VIR_DOMAIN_SAVE_RUNNING) < 0) {
+        set_libvirt_error(error, "restoring");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean
+lv_set_time(CarrelHypervisor *hv, const char *name, GError **error)
+{
+    LibvirtBackend *be = hv->backend_data;
+    g_autoptr(virDomain) dom = lookup_domain(be, name, error);
+    struct timespec now;
+
+    if (!dom)
+        return FALSE;
+    if (be->is_test)
+        return test_agent_ready(dom, error);
+    /* virDomainSetTime has no timeout argument; libvirt's default would wait forever. */
+    if (virDomainAgentSetResponseTimeout(dom, CARREL_HYPERVISOR_AGENT_TIMEOUT_S, 0) < 0) {
+        set_libvirt_error(error, "setting guest agent timeout");
+        return FALSE;
+    }
+    clock_gettime(CLOCK_REALTIME, &now);
+    if (virDomainSetTime(dom, (long long)now.tv_sec, (unsigned int)now.tv_nsec, 0) < 0) {
+        set_libvirt_error(error, "setting guest time");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* One agent command with carrel's response timeout; the reply is the guest's, untrusted. */
+static char *
+agent_command(virDomainPtr dom, const char *command, const char *what, GError **error)
+{
+    char *reply = virDomainQemuAgentCommand(dom, command, CARREL_HYPERVISOR_AGENT_TIMEOUT_S, 0);
+    char *copy;
+
+    if (!reply) {
+        set_libvirt_error(error, what);
+        return NULL;
+    }
+    copy = g_strndup(reply, CARREL_HYPERVISOR_AGENT_REPLY_MAX + 1);
+    free(reply);
+    return copy; /* a longer reply stays longer than the limit: the parsers refuse it */
+}
+
+static gboolean
+exec_poll(virDomainPtr dom, gint64 pid, gsize max_output, CarrelExecStatus *status, GError **error)
+{
+    g_autofree char *command = carrel_hypervisor_agent_status_command(pid);
+    g_autofree char *reply = agent_command(dom, command, "reading guest-exec status", error);
+
+    carrel_exec_status_clear(status);
+    return reply && carrel_hypervisor_agent_parse_status(reply, max_output, status, error);
+}
+
+/* Polls until the program ended or deadline (monotonic) passed. */
+static gboolean
+exec_wait(virDomainPtr dom, gint64 pid, gint64 deadline, gsize max_output, CarrelExecStatus *status,
+          GError **error)
+{
+    gint64 interval = EXEC_POLL_MIN_US;
+
+    for (;;) {
+        gint64 now;
+
+        if (!exec_poll(dom, pid, max_output, status, error))
+            return FALSE;
+        now = g_get_monotonic_time();
+        if (status->exited || now >= deadline)
+            return TRUE;
+        g_usleep(MIN(interval, deadline - now));
+        interval = MIN(interval * 2, EXEC_POLL_MAX_US);
+    }
+}
+
+/* The guest missed its own deadline (stalled?): kill the group from here, reap it briefly. */
+static void
+exec_kill(virDomainPtr dom, gint64 pid, gsize max_output, CarrelExecStatus *status)
+{
+    g_autofree char *command = carrel_hypervisor_agent_kill_command(pid);
+    g_autofree char *reply = agent_command(dom, command, "killing guest program", NULL);
+    gint64 deadline = g_get_monotonic_time() + EXEC_REAP_S * G_USEC_PER_SEC;
+    gint64 kill_pid = 0;
+
+    if (!exec_wait(dom, pid, deadline, max_output, status, NULL))
+        carrel_exec_status_clear(status);
+    /* qemu-ga keeps every finished program until its status is read once. */
+    if (reply && carrel_hypervisor_agent_parse_pid(reply, &kill_pid, NULL)) {
+        g_auto(CarrelExecStatus) killer = {0};
+        exec_wait(dom, kill_pid, g_get_monotonic_time() + EXEC_REAP_S * G_USEC_PER_SEC, 0, &killer,
+                  NULL);
+    }
+}
+
+static gboolean
+lv_agent_exec(CarrelHypervisor *hv, const char *name, const char *const *argv, GBytes *stdin_bytes,
+              guint timeout_s, gsize max_output, int *ret_exit_code, GBytes **ret_stdout,
+              GBytes **ret_stderr, gboolean *ret_truncated, gboolean *ret_timed_out, GError **error)
+{
+    LibvirtBackend *be = hv->backend_data;
+    g_autoptr(virDomain) dom = NULL;
+    g_auto(CarrelExecStatus) status = {0};
+    g_autofree char *command = NULL;
+    g_autofree char *reply = NULL;
+    gint64 started = g_get_monotonic_time(), pid = 0, elapsed;
+    gint64 deadline = started + ((gint64)timeout_s + EXEC_GRACE_S) * G_USEC_PER_SEC;
+    gboolean timed_out;
+
+    if (refuse_on_test(be, "guest-exec", error) || !(dom = lookup_domain(be, name, error)))
+        return FALSE;
+    command = carrel_hypervisor_agent_exec_command(argv, stdin_bytes, timeout_s);
+    reply = agent_command(dom, command, "starting guest program", error);
+    if (!reply || !carrel_hypervisor_agent_parse_pid(reply, &pid, error) ||
+        !exec_wait(dom, pid, deadline, max_output, &status, error))
+        return FALSE;
+    if (!status.exited)
+        exec_kill(dom, pid, max_output, &status);
+    elapsed = g_get_monotonic_time() - started;
+    /* The guest's timeout(1) kills with SIGKILL at the deadline; the host clock confirms it. */
+    timed_out = !status.exited || (status.signal == SIGKILL_NUMBER &&
+                                   elapsed >= (gint64)timeout_s * G_USEC_PER_SEC - EXEC_SKEW_US);
+    if (ret_exit_code)
+        *ret_exit_code = status.exited ? status.exit_code : -1;
+    if (ret_stdout)
+        *ret_stdout = status.out ? g_bytes_ref(status.out) : g_bytes_new(NULL, 0);
+    if (ret_stderr)
+        *ret_stderr = status.err ? g_bytes_ref(status.err) : g_bytes_new(NULL, 0);
+    if (ret_truncated)
+        *ret_truncated = status.truncated;
+    if (ret_timed_out)
+        *ret_timed_out = timed_out;
+    return TRUE;
+}
+
+typedef struct {
+    GByteArray *data;
+    gboolean overflow;
+} ScreenSink;
+
+/* Must return the bytes it consumed: anything else makes virStreamRecvAll spin or abort. */
+static int
+screen_sink(virStreamPtr st, const char *data, size_t nbytes, void *opaque)
+{
+    ScreenSink *sink = opaque;
+
+    if (nbytes > CARREL_HYPERVISOR_SCREENSHOT_MAX - sink->data->len) {
+        sink->overflow = TRUE;
+        return -1;
+    }
+    g_byte_array_append(sink->data, (const guint8 *)data, (guint)nbytes);
+    return (int)nbytes;
+}
+
+static gboolean
+receive_screen(virStreamPtr st, ScreenSink *sink, GError **error)
+{
+    /* On failure virStreamRecvAll has already aborted the stream. */
+    if (virStreamRecvAll(st, screen_sink, sink) < 0) {
+        if (sink->overflow) {
+            virResetLastError();
+            g_set_error(error, CARREL_ERROR, CARREL_ERROR_LIMIT, "screenshot exceeds %d bytes",
+                        CARREL_HYPERVISOR_SCREENSHOT_MAX);
+        } else {
+            set_libvirt_error(error, "receiving screenshot");
+        }
+        return FALSE;
+    }
+    if (virStreamFinish(st) < 0) {
+        set_libvirt_error(error, "finishing screenshot");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean
+lv_screenshot(CarrelHypervisor *hv, const char *name, GBytes **ret_image, GError **error)
+{
+    LibvirtBackend *be = hv->backend_data;
+    g_autoptr(virDomain) dom = lookup_domain(be, name, error);
+    g_autoptr(virStream) st = NULL;
+    g_autoptr(GByteArray) data = NULL;
+    ScreenSink sink = {0};
+    char *mime;
+    gboolean known;
+
+    if (!dom)
+        return FALSE;
+    st = virStreamNew(be->conn, 0);
+    if (!st) {
+        set_libvirt_error(error, "creating screenshot stream");
+        return FALSE;
+    }
+    mime = virDomainScreenshot(dom, st, 0, 0);
+    if (!mime) {
+        set_libvirt_error(error, "taking screenshot");
+        return FALSE;
+    }
+    /* QEMU >= 7.1 gives PNG, older ones PPM; the dispatcher tells them apart by content. */
+    known = g_str_equal(mime, "image/png") || g_str_equal(mime, "image/x-portable-pixmap");
+    if (!known) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_UNSUPPORTED,
+                    "screenshot type '%s' is not png or ppm",
+                    carrel_util_is_clean_text(mime) ? mime : "?");
+        free(mime);
+        if (virStreamAbort(st) < 0)
+            virResetLastError();
+        return FALSE;
+    }
+    free(mime);
+    data = g_byte_array_new();
+    sink.data = data;
+    if (!receive_screen(st, &sink, error))
+        return FALSE;
+    *ret_image = g_byte_array_free_to_bytes(g_steal_pointer(&data));
+    return TRUE;
+}
+
 static const CarrelHypervisorOps libvirt_ops = {
     .define_start = lv_define_start,
     .start = lv_start,
@@ -409,6 +763,12 @@ static const CarrelHypervisorOps libvirt_ops = {
     .list = lv_list,
     .describe = lv_describe,
     .close = lv_close,
+    .define = lv_define,
+    .save = lv_save,
+    .restore = lv_restore,
+    .set_time = lv_set_time,
+    .agent_exec = lv_agent_exec,
+    .screenshot = lv_screenshot,
 };
 
 static void

@@ -122,19 +122,25 @@ name_of_xml(const char *xml)
     return g_steal_pointer(&name);
 }
 
-gboolean
-carrel_hypervisor_define_start(CarrelHypervisor *hv, const char *xml, GError **error)
+/* Adds "domain 'NAME': " (or "domain xml: ") context for an op that takes xml. */
+static void
+prefix_xml_error(GError **error, const char *xml)
 {
-    g_autofree char *name = NULL;
+    g_autofree char *name = name_of_xml(xml);
 
-    g_return_val_if_fail(hv != NULL && xml != NULL, FALSE);
-    if (hv->ops->define_start(hv, xml, error))
-        return TRUE;
-    name = name_of_xml(xml);
     if (name)
         g_prefix_error(error, "domain '%s': ", name);
     else
         g_prefix_error(error, "domain xml: ");
+}
+
+gboolean
+carrel_hypervisor_define_start(CarrelHypervisor *hv, const char *xml, GError **error)
+{
+    g_return_val_if_fail(hv != NULL && xml != NULL, FALSE);
+    if (hv->ops->define_start(hv, xml, error))
+        return TRUE;
+    prefix_xml_error(error, xml);
     return FALSE;
 }
 
@@ -222,4 +228,88 @@ carrel_hypervisor_describe(CarrelHypervisor *hv)
 {
     g_return_val_if_fail(hv != NULL, NULL);
     return hv->ops->describe(hv);
+}
+
+gboolean
+carrel_hypervisor_define(CarrelHypervisor *hv, const char *xml, GError **error)
+{
+    g_return_val_if_fail(hv != NULL && xml != NULL, FALSE);
+    if (hv->ops->define(hv, xml, error))
+        return TRUE;
+    prefix_xml_error(error, xml);
+    return FALSE;
+}
+
+gboolean
+carrel_hypervisor_save(CarrelHypervisor *hv, const char *name, const char *path, GError **error)
+{
+    g_return_val_if_fail(hv != NULL && name != NULL && path != NULL, FALSE);
+    if (hv->ops->save(hv, name, path, error))
+        return TRUE;
+    g_prefix_error(error, "domain '%s': ", name);
+    return FALSE;
+}
+
+gboolean
+carrel_hypervisor_restore(CarrelHypervisor *hv, const char *path, const char *xml, GError **error)
+{
+    g_return_val_if_fail(hv != NULL && path != NULL && xml != NULL, FALSE);
+    if (!g_path_is_absolute(path)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "save image path '%s' is not absolute", path);
+    } else if (hv->ops->restore(hv, path, xml, error)) {
+        return TRUE;
+    }
+    prefix_xml_error(error, xml);
+    return FALSE;
+}
+
+gboolean
+carrel_hypervisor_set_time(CarrelHypervisor *hv, const char *name, GError **error)
+{
+    g_return_val_if_fail(hv != NULL && name != NULL, FALSE);
+    if (hv->ops->set_time(hv, name, error))
+        return TRUE;
+    g_prefix_error(error, "domain '%s': ", name);
+    return FALSE;
+}
+
+gboolean
+carrel_hypervisor_agent_exec(CarrelHypervisor *hv, const char *name, const char *const *argv,
+                             GBytes *stdin_bytes, guint timeout_s, gsize max_output,
+                             int *ret_exit_code, GBytes **ret_stdout, GBytes **ret_stderr,
+                             gboolean *ret_truncated, gboolean *ret_timed_out, GError **error)
+{
+    g_return_val_if_fail(hv != NULL && name != NULL, FALSE);
+    if (carrel_hypervisor_exec_check_args(argv, stdin_bytes, timeout_s, max_output, error) &&
+        hv->ops->agent_exec(hv, name, argv, stdin_bytes, timeout_s, max_output, ret_exit_code,
+                            ret_stdout, ret_stderr, ret_truncated, ret_timed_out, error))
+        return TRUE;
+    g_prefix_error(error, "domain '%s': guest-exec: ", name);
+    return FALSE;
+}
+
+gboolean
+carrel_hypervisor_screenshot(CarrelHypervisor *hv, const char *name, GBytes **ret_ppm,
+                             guint *ret_width, guint *ret_height, GError **error)
+{
+    g_autoptr(GBytes) image = NULL;
+    g_autoptr(GBytes) ppm = NULL;
+    guint width = 0, height = 0;
+
+    g_return_val_if_fail(hv != NULL && name != NULL, FALSE);
+    /* Decoded and validated here for every backend: the guest chose the size and content. */
+    if (!hv->ops->screenshot(hv, name, &image, error) ||
+        !(ppm = carrel_hypervisor_screen_to_ppm(image, error)) ||
+        !carrel_hypervisor_ppm_parse(ppm, &width, &height, NULL, error)) {
+        g_prefix_error(error, "domain '%s': ", name);
+        return FALSE;
+    }
+    if (ret_ppm)
+        *ret_ppm = g_steal_pointer(&ppm);
+    if (ret_width)
+        *ret_width = width;
+    if (ret_height)
+        *ret_height = height;
+    return TRUE;
 }

@@ -46,3 +46,67 @@ gboolean carrel_hypervisor_scan_xml(const char *xml, char **ret_name, char **ret
  */
 gboolean carrel_hypervisor_probe_boot(const char *qemu, const char *accel, const char *cpu,
                                       const char *kernel, guint timeout_s, char **ret_reason);
+
+/*
+ * Writes a new save image at path (created 0600, never over an existing file: EXISTS): the
+ * header, xml, cookie (optional) and libvirt's 64 KiB of room, then memory as the memory
+ * stream. For the fake backend and tests; real images come from libvirt.
+ */
+gboolean carrel_hypervisor_saveimage_create(const char *path, const char *xml, const char *cookie,
+                                            GBytes *memory, GError **error);
+
+/* Opens the save image at path read-write (no symlinks) and rewrites its domain XML. */
+gboolean carrel_hypervisor_saveimage_rewrite_file(const char *path, const char *xml,
+                                                  GError **error);
+
+/* Validates the arguments of carrel_hypervisor_agent_exec (INVALID_ARG). */
+gboolean carrel_hypervisor_exec_check_args(const char *const *argv, GBytes *stdin_bytes,
+                                           guint timeout_s, gsize max_output, GError **error);
+
+/* The guest-exec command running argv under `timeout --signal=KILL timeout_s`. */
+char *carrel_hypervisor_agent_exec_command(const char *const *argv, GBytes *stdin_bytes,
+                                           guint timeout_s);
+
+/* The guest-exec-status command for pid. */
+char *carrel_hypervisor_agent_status_command(gint64 pid);
+
+/* A guest-exec killing the process group pid (the `timeout` wrapper leads one) and pid. */
+char *carrel_hypervisor_agent_kill_command(gint64 pid);
+
+/* The pid from an untrusted guest-exec reply; INVALID_ARG (LIMIT when too large) otherwise. */
+gboolean carrel_hypervisor_agent_parse_pid(const char *reply, gint64 *ret_pid, GError **error);
+
+/* One guest-exec-status reply, validated. */
+typedef struct {
+    gboolean exited;
+    int exit_code; /* "exitcode", or 128 + "signal", or -1 when the agent gave neither */
+    int signal;    /* 0 unless a signal ended the program */
+    GBytes *out;   /* at most max_output bytes; never NULL once parsed */
+    GBytes *err;
+    gboolean truncated; /* cut here or by qemu-ga */
+} CarrelExecStatus;
+
+void carrel_exec_status_clear(CarrelExecStatus *status);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(CarrelExecStatus, carrel_exec_status_clear)
+
+/*
+ * Parses an untrusted guest-exec-status reply ({"return": {...}}) into *ret_status, which must
+ * be cleared. Output data must be padded base64; only what max_output needs is decoded. LIMIT
+ * when reply exceeds CARREL_HYPERVISOR_AGENT_REPLY_MAX, INVALID_ARG when malformed.
+ */
+gboolean carrel_hypervisor_agent_parse_status(const char *reply, gsize max_output,
+                                              CarrelExecStatus *ret_status, GError **error);
+
+/* Sets a CARREL_ERROR for errno errsv: NOT_FOUND, EXISTS or HYPERVISOR, "what: strerror". */
+void carrel_hypervisor_set_errno_error(GError **error, int errsv, const char *what);
+
+/*
+ * Decodes an untrusted PNG screenshot (any colour type; alpha composited onto black) to binary
+ * PPM. INVALID_ARG when malformed or a side is outside 1..CARREL_HYPERVISOR_SCREEN_MAX_SIDE,
+ * LIMIT when the PPM would exceed CARREL_HYPERVISOR_SCREENSHOT_MAX; the size is checked before
+ * any pixel is decoded.
+ */
+GBytes *carrel_hypervisor_png_to_ppm(GBytes *png, GError **error);
+
+/* A screenshot as the hypervisor gave it (PNG or PPM, told apart by content) as validated PPM. */
+GBytes *carrel_hypervisor_screen_to_ppm(GBytes *image, GError **error);

@@ -78,6 +78,13 @@ validate_identity(const CarrelDomainSpec *spec, GError **error)
                     spec->uuid);
         return FALSE;
     }
+    if (!check_text("genid", spec->genid, FALSE, SPEC_MAX_TEXT, error))
+        return FALSE;
+    if (spec->genid && *spec->genid && !g_uuid_string_is_valid(spec->genid)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "genid '%s' is not valid",
+                    spec->genid);
+        return FALSE;
+    }
     return TRUE;
 }
 
@@ -172,6 +179,8 @@ append_identity(GString *xml, const CarrelDomainSpec *spec)
     append_markup(xml, "  <name>%s</name>\n", spec->domain_name);
     if (spec->uuid && *spec->uuid)
         append_markup(xml, "  <uuid>%s</uuid>\n", spec->uuid);
+    if (spec->genid && *spec->genid)
+        append_markup(xml, "  <genid>%s</genid>\n", spec->genid);
     /* The session id in our namespace is what reconciliation trusts, never the name alone. */
     append_markup(xml,
                   "  <metadata>\n"

@@ -36,14 +36,22 @@ typedef struct {
     const char *disk_format; /* "qcow2" or "raw": always stated, never probed */
     const char *console_log_path;
     guint tb_cache_mib; /* TCG translation cache; 0 = QEMU default; ignored under KVM */
+    /*
+     * VM generation id (a GUID; NULL = no vmgenid device). With it the guest kernel learns that
+     * its memory state was cloned and reseeds its RNG: on every restore (and snapshot revert)
+     * libvirt itself replaces the value with a fresh random one, which QEMU writes into guest
+     * memory. So what matters for warm start is that the saved domain and all its clones HAVE
+     * one (the device set must match); the value given here is used by cold starts.
+     */
+    const char *genid;
 } CarrelDomainSpec;
 
 /*
  * Pure generator: the libvirt domain XML for spec. No I/O. Text is escaped; values that cannot
  * be meaningful (control characters in paths or names, '/' in the name, a session id not of the
- * form "s-" + 12 lowercase hex, an invalid uuid, relative paths, a disk format other than qcow2
- * or raw, missing kernel for direct boot, kernel/initrd/cmdline without direct boot, AUTO accel,
- * vcpus or memory outside CARREL_LIMIT_*) are refused with CARREL_ERROR_INVALID_ARG.
+ * form "s-" + 12 lowercase hex, an invalid uuid or genid, relative paths, a disk format other than
+ * qcow2 or raw, missing kernel for direct boot, kernel/initrd/cmdline without direct boot, AUTO
+ * accel, vcpus or memory outside CARREL_LIMIT_*) are refused with CARREL_ERROR_INVALID_ARG.
  */
 char *carrel_hypervisor_build_domain_xml(const CarrelDomainSpec *spec, GError **error);
 
@@ -107,6 +115,54 @@ typedef struct {
     /* Hypervisor description for /v1/version: e.g. "libvirt 9.0.0, QEMU 7.2.22". */
     char *(*describe)(CarrelHypervisor *hv);
     void (*close)(CarrelHypervisor *hv);
+    /*
+     * Defines (or redefines) the persistent domain from xml without starting it. On a running
+     * transient domain (a restored clone) it makes it persistent: xml must then carry that
+     * domain's UUID, or libvirt refuses ("already exists with uuid"); the running guest is not
+     * changed, the definition applies from its next start.
+     */
+    gboolean (*define)(CarrelHypervisor *hv, const char *xml, GError **error);
+    /*
+     * Saves the memory of a running or paused domain to path and stops QEMU (the domain stays
+     * defined if it was persistent, is gone if transient). path must be absolute and must not
+     * exist (EXISTS): libvirt would follow a symlink there as root. The file ends up a regular
+     * file owned by root, mode 0600. UNSUPPORTED on test:/// (its images cannot be restored
+     * by carrel_hypervisor_restore).
+     */
+    gboolean (*save)(CarrelHypervisor *hv, const char *name, const char *path, GError **error);
+    /*
+     * Restores the save image at path as a new running domain described by xml, a full domain
+     * XML from carrel_hypervisor_build_domain_xml with its own name, UUID, genid, disk and
+     * console log (libvirt refuses another UUID through its own XML argument, so the XML inside
+     * the image's header is rewritten, see carrel_hypervisor_saveimage_rewrite_xml). The result
+     * is transient: call define (with the same xml) to make it persistent. xml must describe
+     * the same machine as the saved domain (vcpus, memory, machine type, CPU model, device set,
+     * genid present or not) since QEMU loads the memory state into it; a mismatch fails with
+     * HYPERVISOR and QEMU's words (e.g. "Size mismatch: pc.ram", "Unknown savevm section") and
+     * leaves no domain behind. Paths (disk, console log) and the SPICE port may differ. EXISTS
+     * when a domain of that name exists, LIMIT when xml does not fit into the image's header,
+     * UNSUPPORTED on test:///.
+     *
+     * The image file is modified: the CALLER must serialise restores (and saves) of one file,
+     * e.g. with a lock per file held across this call, since clones of a warm template are
+     * restored from the same file. Restores of different files may run in parallel.
+     */
+    gboolean (*restore)(CarrelHypervisor *hv, const char *path, const char *xml, GError **error);
+    /*
+     * Sets the guest clock to the host's current time through the guest agent (after a restore
+     * the guest clock is behind by the time the image spent on disk). TIMEOUT when the agent
+     * does not answer within CARREL_HYPERVISOR_AGENT_TIMEOUT_S.
+     */
+    gboolean (*set_time)(CarrelHypervisor *hv, const char *name, GError **error);
+    /* See carrel_hypervisor_agent_exec. */
+    gboolean (*agent_exec)(CarrelHypervisor *hv, const char *name, const char *const *argv,
+                           GBytes *stdin_bytes, guint timeout_s, gsize max_output,
+                           int *ret_exit_code, GBytes **ret_stdout, GBytes **ret_stderr,
+                           gboolean *ret_truncated, gboolean *ret_timed_out, GError **error);
+    /* The primary screen as the hypervisor encodes it (PNG or binary PPM, at most
+     * CARREL_HYPERVISOR_SCREENSHOT_MAX bytes); the dispatcher decodes and validates it. */
+    gboolean (*screenshot)(CarrelHypervisor *hv, const char *name, GBytes **ret_image,
+                           GError **error);
 } CarrelHypervisorOps;
 
 /*
@@ -117,13 +173,19 @@ typedef struct {
  */
 CarrelHypervisor *carrel_hypervisor_open_libvirt(const char *uri, GError **error);
 
-/* An in-memory backend for core's unit tests; domains exist only inside the object. */
+/*
+ * An in-memory backend for core's unit tests; domains exist only inside the object. Its save
+ * writes a small but valid save image (the domain XML, a cookie, a few bytes standing for the
+ * memory) and its restore rewrites and reads it back like the real one, so the files and the
+ * per-file serialisation of core can be tested without QEMU.
+ */
 CarrelHypervisor *carrel_hypervisor_new_fake(void);
 
 /*
  * Makes the fake fail the next call of the given op once with CARREL_ERROR_HYPERVISOR. op is a
  * member name of CarrelHypervisorOps: "define_start", "start", "shutdown", "destroy",
- * "undefine", "get_state", "agent_ping" or "list".
+ * "undefine", "get_state", "agent_ping", "list", "define", "save", "restore", "set_time",
+ * "agent_exec" or "screenshot".
  */
 void carrel_hypervisor_fake_fail_next(CarrelHypervisor *hv, const char *op);
 
@@ -137,8 +199,28 @@ gboolean carrel_hypervisor_fake_set_state(CarrelHypervisor *hv, const char *name
 void carrel_hypervisor_free(CarrelHypervisor *hv);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelHypervisor, carrel_hypervisor_free)
 
-/* Makes every guest-agent ping of the fake time out (silent) or answer again. */
+/* Makes every guest-agent call of the fake (ping, set_time, agent_exec) time out (silent) or
+ * answer again. */
 void carrel_hypervisor_fake_set_agent_silent(CarrelHypervisor *hv, gboolean silent);
+
+/*
+ * Scripts what the fake's agent_exec reports from now on: the exit code and the output (NULL =
+ * empty), cut to each call's max_output like the real one. The default is exit code 0 with no
+ * output.
+ */
+void carrel_hypervisor_fake_set_exec_result(CarrelHypervisor *hv, int exit_code,
+                                            const char *stdout_text, const char *stderr_text);
+
+/* Makes the fake's agent_exec report a program killed at its deadline (timed out, exit code
+ * 137, no output) at once instead of the scripted result, or stop doing so. */
+void carrel_hypervisor_fake_set_exec_hang(CarrelHypervisor *hv, gboolean hang);
+
+/* The argv of the fake's last successful agent_exec (NULL before any); free with g_strfreev. */
+char **carrel_hypervisor_fake_get_exec_argv(CarrelHypervisor *hv);
+
+/* Sets the image (PPM or PNG) the fake's screenshot returns (NULL: the default, a uniformly
+ * black 4x3 PPM). It is not validated here, so tests can feed hostile images. */
+void carrel_hypervisor_fake_set_screen(CarrelHypervisor *hv, GBytes *image);
 
 /* The URI the backend was opened with ("fake://" for the fake). */
 const char *carrel_hypervisor_get_uri(CarrelHypervisor *hv);
@@ -156,6 +238,132 @@ gboolean carrel_hypervisor_agent_ping(CarrelHypervisor *hv, const char *name, gu
                                       GError **error);
 GPtrArray *carrel_hypervisor_list(CarrelHypervisor *hv, GError **error);
 char *carrel_hypervisor_describe(CarrelHypervisor *hv);
+gboolean carrel_hypervisor_define(CarrelHypervisor *hv, const char *xml, GError **error);
+gboolean carrel_hypervisor_save(CarrelHypervisor *hv, const char *name, const char *path,
+                                GError **error);
+gboolean carrel_hypervisor_restore(CarrelHypervisor *hv, const char *path, const char *xml,
+                                   GError **error);
+gboolean carrel_hypervisor_set_time(CarrelHypervisor *hv, const char *name, GError **error);
+
+/* Response timeout of every single guest-agent command carrel sends (a hung agent never hangs
+ * the daemon longer than this per command). */
+#define CARREL_HYPERVISOR_AGENT_TIMEOUT_S 10
+/* Bounds of carrel_hypervisor_agent_exec. */
+#define CARREL_HYPERVISOR_EXEC_MAX_TIMEOUT_S 3600
+#define CARREL_HYPERVISOR_EXEC_MAX_OUTPUT (1024 * 1024)
+#define CARREL_HYPERVISOR_EXEC_MAX_INPUT (1024 * 1024)
+#define CARREL_HYPERVISOR_EXEC_MAX_ARGS 256
+#define CARREL_HYPERVISOR_EXEC_MAX_ARGV_BYTES (64 * 1024)
+
+/*
+ * Runs argv (argv[0] looked up in the guest's PATH) in the guest through qemu-ga's guest-exec,
+ * as root, with stdin_bytes (optional, up to CARREL_HYPERVISOR_EXEC_MAX_INPUT) as its standard
+ * input, and waits for it up to timeout_s (1..CARREL_HYPERVISOR_EXEC_MAX_TIMEOUT_S).
+ *
+ * The program runs under the guest's `timeout --signal=KILL timeout_s` (coreutils, in every
+ * Debian guest): at the deadline it and every process of its process group are killed inside
+ * the guest, even if the host lost contact. The host polls guest-exec-status (50 ms rising to
+ * 200 ms); if the program still has not ended 5 s after the deadline (a stalled guest), the host
+ * kills the process group through another guest-exec of /bin/sh and gives up waiting.
+ *
+ * Success means the program ran and ended (or was killed at the deadline): *ret_exit_code is its
+ * exit status, or 128 + the signal number when a signal ended it (137 after the deadline), or -1
+ * when the host gave up; a program that cannot be found or run gives 127 or 126 (from timeout(1),
+ * with its message on stderr). *ret_timed_out says whether the deadline was reached. stdout and
+ * stderr are returned up to max_output bytes each (0..CARREL_HYPERVISOR_EXEC_MAX_OUTPUT),
+ * binary-safe; *ret_truncated is TRUE when either was cut here or by qemu-ga (16 MiB per
+ * stream). Everything the agent returns is parsed as untrusted input. qemu-ga returns all the
+ * output in one reply, which libvirt's RPC refuses above 4 MiB ("Unable to encode message
+ * payload": HYPERVISOR, and the output is lost) and carrel refuses above
+ * CARREL_HYPERVISOR_AGENT_REPLY_MAX (LIMIT): a program that may print more than ~3 MiB in
+ * total must cap its own output (e.g. through head -c).
+ *
+ * Every agent command has a response timeout of CARREL_HYPERVISOR_AGENT_TIMEOUT_S. Errors:
+ * INVALID_ARG for bad arguments, WRONG_STATE when not running, TIMEOUT when the agent does not
+ * answer, HYPERVISOR when the agent refuses (e.g. the program does not exist), UNSUPPORTED on
+ * test:///. Every output parameter is optional.
+ */
+gboolean carrel_hypervisor_agent_exec(CarrelHypervisor *hv, const char *name,
+                                      const char *const *argv, GBytes *stdin_bytes, guint timeout_s,
+                                      gsize max_output, int *ret_exit_code, GBytes **ret_stdout,
+                                      GBytes **ret_stderr, gboolean *ret_truncated,
+                                      gboolean *ret_timed_out, GError **error);
+
+/* Largest guest-agent reply carrel parses (libvirt's RPC carries strings up to 4 MiB). */
+#define CARREL_HYPERVISOR_AGENT_REPLY_MAX (4 * 1024 * 1024 + 64 * 1024)
+
+/* Largest screenshot accepted (bytes of PPM). */
+#define CARREL_HYPERVISOR_SCREENSHOT_MAX (64 * 1024 * 1024)
+/* Largest screen width or height accepted. */
+#define CARREL_HYPERVISOR_SCREEN_MAX_SIDE 16384
+
+/*
+ * The primary screen of a running domain as binary PPM (P6, maxval 255), at most
+ * CARREL_HYPERVISOR_SCREENSHOT_MAX bytes, validated like carrel_hypervisor_ppm_parse. libvirt
+ * 9.0 with QEMU 7.2 (and the test driver) hands over PNG, which is decoded here with libpng
+ * under the same limits; the guest chooses the screen size and content, so both are untrusted.
+ * Every output is optional. WRONG_STATE when not running, LIMIT when larger, INVALID_ARG when
+ * the image is malformed, UNSUPPORTED for another image type.
+ */
+gboolean carrel_hypervisor_screenshot(CarrelHypervisor *hv, const char *name, GBytes **ret_ppm,
+                                      guint *ret_width, guint *ret_height, GError **error);
+
+/*
+ * Strict parser of binary PPM as QEMU writes it: "P6", whitespace, width, whitespace, height,
+ * whitespace, maxval 255, one whitespace character, then exactly width * height * 3 bytes.
+ * No comments, no signs, at most 5 digits per number, sides 1..CARREL_HYPERVISOR_SCREEN_MAX_SIDE,
+ * no trailing bytes. INVALID_ARG otherwise. Every output is optional.
+ */
+gboolean carrel_hypervisor_ppm_parse(GBytes *ppm, guint *ret_width, guint *ret_height,
+                                     gsize *ret_pixels_offset, GError **error);
+
+/* TRUE when every pixel of ppm has the same colour (also when ppm is not valid PPM): a screen
+ * that is not ready yet. */
+gboolean carrel_hypervisor_ppm_is_blank(GBytes *ppm);
+
+/* TRUE when the two images differ in size or in any pixel (also when either is not valid PPM):
+ * with two screenshots some time apart, FALSE means the screen stopped changing. */
+gboolean carrel_hypervisor_ppm_differs(GBytes *a, GBytes *b);
+
+/* The fixed part of a libvirt QEMU save image (libvirt's src/qemu/qemu_saveimage.h). */
+typedef struct {
+    guint32 version;       /* always 2 (older and foreign-endian images are refused) */
+    guint32 data_len;      /* bytes after the header before the memory stream */
+    guint32 was_running;   /* libvirt's own "start running" flag; restore overrides it */
+    guint32 format;        /* 0 = raw; compressed images are refused */
+    guint32 cookie_offset; /* of the cookie XML within the data; 0 = no cookie */
+} CarrelSaveImageHeader;
+
+/* Size of that fixed part on disk: 16-byte magic, 5 + 14 unused 32-bit words. */
+#define CARREL_SAVEIMAGE_HEADER_SIZE 92
+/* Largest data_len accepted (libvirt writes the XML with 64 KiB of room). */
+#define CARREL_SAVEIMAGE_MAX_DATA_LEN (16 * 1024 * 1024)
+
+/*
+ * Reads and validates the header of a QEMU save image on fd (with pread; the offset is not
+ * used): magic "LibvirtQemudSave" (an incomplete "LibvirtQemudPart" is refused), version 2 in
+ * host byte order, raw format, 0 < data_len <= CARREL_SAVEIMAGE_MAX_DATA_LEN and within the
+ * file, the domain XML NUL-terminated and valid UTF-8, cookie_offset 0 or inside the data with
+ * a NUL-terminated cookie there. INVALID_ARG for anything malformed, UNSUPPORTED for valid but
+ * unusable images (compressed, other version or byte order). Every output is optional; the
+ * cookie is NULL when the image has none.
+ */
+gboolean carrel_hypervisor_saveimage_read_header(int fd, CarrelSaveImageHeader *ret_header,
+                                                 char **ret_xml, char **ret_cookie, GError **error);
+
+/*
+ * Replaces the domain XML inside the save image on fd (opened read-write) with new_xml, keeping
+ * data_len, so the memory stream does not move: the data becomes new_xml, NUL, the old cookie,
+ * NUL (cookie_offset updated), zeros. LIMIT when that does not fit into data_len. The image is
+ * first marked incomplete and only marked complete again once the new data is written, each
+ * step followed by fsync: a crash in between leaves an image that read_header and libvirt refuse
+ * (remake it), never one with a torn XML. Not safe against concurrent readers or writers of the
+ * same file: callers serialise per file.
+ */
+gboolean carrel_hypervisor_saveimage_rewrite_xml(int fd, const char *new_xml, GError **error);
+
+/* The domain XML inside the save image at path (read-only; for tests and debugging). */
+char *carrel_hypervisor_saveimage_get_xml(const char *path, GError **error);
 
 /*
  * Resolves AUTO to KVM or TCG. KVM is chosen only when /dev/kvm opens read-write and a probe

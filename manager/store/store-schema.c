@@ -133,6 +133,23 @@ static const StoreMigration migrations[] = {
      ") STRICT;"
      "CREATE INDEX events_session ON events (session_id, seq);",
      FALSE},
+    /* v2: warm states (a saved desktop per template version) and how a session started. */
+    {"CREATE TABLE warm_states ("
+     "  template_name TEXT NOT NULL,"
+     "  template_version INTEGER NOT NULL,"
+     "  memory_path TEXT NOT NULL,"
+     "  disk_path TEXT NOT NULL,"
+     "  vcpus INTEGER NOT NULL CHECK (vcpus > 0),"
+     "  memory_mib INTEGER NOT NULL CHECK (memory_mib > 0),"
+     "  memory_bytes INTEGER NOT NULL CHECK (memory_bytes >= 0),"
+     "  created_at INTEGER NOT NULL,"
+     "  PRIMARY KEY (template_name, template_version),"
+     "  FOREIGN KEY (template_name, template_version) REFERENCES templates (name, version)"
+     "    ON DELETE CASCADE"
+     ") STRICT;"
+     "ALTER TABLE sessions ADD COLUMN origin TEXT NOT NULL DEFAULT 'cold'"
+     "  CHECK (origin IN ('cold', 'warm'));",
+     FALSE},
 };
 
 int

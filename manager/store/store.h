@@ -65,6 +65,14 @@ gboolean carrel_store_session_set_state(CarrelStore *store, const char *id,
 /* Removes the row entirely (used to roll back a failed create). */
 gboolean carrel_store_session_delete(CarrelStore *store, const char *id, GError **error);
 
+/* Warm states: at most one per template version; deleted with their template version. */
+gboolean carrel_store_warm_put(CarrelStore *store, const CarrelWarmState *warm, GError **error);
+/* NOT_FOUND when the version is not warm. */
+CarrelWarmState *carrel_store_warm_get(CarrelStore *store, const char *name, guint version,
+                                       GError **error);
+gboolean carrel_store_warm_delete(CarrelStore *store, const char *name, guint version,
+                                  GError **error);
+
 /* API tokens, stored as sha256 hashes only. */
 gboolean carrel_store_token_insert(CarrelStore *store, const char *token_hash, const char *role,
                                    const char *label, GError **error);

@@ -7,11 +7,12 @@ export CARREL_ROOT
 # Debian 12 packages: build, run, image building, tests.
 CARREL_PACKAGES=(
     meson ninja-build pkg-config gcc libglib2.0-dev libjson-glib-dev libsoup-3.0-dev
-    libsqlite3-dev libvirt-dev libcmocka-dev
+    libsqlite3-dev libvirt-dev libcmocka-dev libpng-dev
     libvirt-daemon-system libvirt-clients qemu-system-x86 qemu-utils
     libguestfs-tools linux-image-amd64
     mmdebstrap e2fsprogs
     shellcheck clang-format curl jq
+    libx11-dev xvfb xauth x11-utils twm xterm xdotool xclip
 )
 
 log() { printf '==> %s\n' "$*" >&2; }

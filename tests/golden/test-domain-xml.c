@@ -23,7 +23,8 @@ static const char *const spec_members[] = {
     "kernel_path",  "initrd_path",
     "cmdline",      "disk_path",
     "disk_format",  "console_log_path",
-    "tb_cache_mib", NULL,
+    "tb_cache_mib", "genid",
+    NULL,
 };
 
 static const char *
@@ -60,6 +61,7 @@ spec_from_json(JsonObject *obj, CarrelDomainSpec *spec)
     spec->disk_format = get_string(obj, "disk_format");
     spec->console_log_path = get_string(obj, "console_log_path");
     spec->tb_cache_mib = (guint)json_object_get_int_member_with_default(obj, "tb_cache_mib", 0);
+    spec->genid = get_string(obj, "genid");
 }
 
 /* Runs virt-xml-validate on xml; a missing validator is a failure, not a skip (CI has it). */

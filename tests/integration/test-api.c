@@ -137,6 +137,17 @@ raw(CarrelClient *client, const char *method, const char *path, const char *body
     return status;
 }
 
+/* Status of a GET, 0 when the daemon cannot be reached yet. */
+static guint
+raw_try_status(CarrelClient *client, const char *path)
+{
+    guint status = 0;
+
+    if (!carrel_client_request_raw(client, "GET", path, NULL, NULL, &status, NULL, NULL, NULL))
+        return 0;
+    return status;
+}
+
 static const char *
 member(JsonNode *node, const char *name)
 {
@@ -374,6 +385,76 @@ test_token_not_logged_and_clean_exit(void **state)
     assert_null(strstr(log, fx.token));
 }
 
+/* Runs carreld with extra options to completion (it must refuse to start) and returns its log. */
+static char *
+refused_start(const char *opt, const char *value)
+{
+    g_autofree char *state = g_build_filename(fx.dir, "state-refused", NULL);
+    g_autofree char *sock = g_build_filename(fx.dir, "refused.sock", NULL);
+    const char *argv[] = {g_getenv("CARREL_DAEMON"), "--state-dir",     state, "--socket", sock,
+                          "--libvirt-uri",           "test:///default", opt,   value,      NULL};
+    g_autofree char *err = NULL;
+    int status = 0;
+
+    assert_true(carrel_util_run_status(argv, 30, &status, NULL, &err, NULL));
+    assert_int_not_equal(status, 0);
+    return g_steal_pointer(&err);
+}
+
+static void
+test_listen_and_policy_options(void **state)
+{
+    g_autofree char *state_dir = g_build_filename(fx.dir, "state-tcp", NULL);
+    g_autofree char *sock = g_build_filename(fx.dir, "tcp.sock", NULL);
+    g_autofree char *policy = g_build_filename(fx.dir, "small.policy", NULL);
+    guint port = 20000 + (guint)(getpid() % 20000);
+    g_autofree char *listen = g_strdup_printf("127.0.0.1:%u", port);
+    g_autofree char *url = g_strdup_printf("http://127.0.0.1:%u", port);
+    g_autofree char *err = NULL;
+    g_autoptr(GSubprocess) daemon = NULL;
+    g_autoptr(CarrelClient) tcp = NULL;
+    g_autoptr(JsonNode) body = NULL;
+
+    /* Never beyond loopback; a bad policy stops the daemon instead of being ignored. */
+    err = refused_start("--listen", "0.0.0.0:8080");
+    assert_non_null(strstr(err, "loopback"));
+    g_free(err);
+    assert_true(carrel_util_write_file(policy, "[resources]\nmax_vcpus=0\n", -1, 0644, NULL));
+    err = refused_start("--policy", policy);
+    assert_non_null(strstr(err, "max_vcpus"));
+    assert_true(
+        carrel_util_write_file(policy, "[resources]\nmax_memory_mib=512\n", -1, 0644, NULL));
+    daemon = g_subprocess_new(G_SUBPROCESS_FLAGS_STDERR_SILENCE, NULL, g_getenv("CARREL_DAEMON"),
+                              "--state-dir", state_dir, "--socket", sock, "--libvirt-uri",
+                              "test:///default", "--listen", listen, "--policy", policy, NULL);
+    assert_non_null(daemon);
+    tcp = carrel_client_new(NULL, url, "no-token", 10, NULL);
+    for (int i = 0; i < 100 && raw_try_status(tcp, "/v1/healthz") != 200; i++)
+        g_usleep(50 * 1000);
+    assert_int_equal(raw(tcp, "GET", "/v1/healthz", NULL, NULL, NULL), 200);
+    assert_int_equal(raw(tcp, "GET", "/v1/sessions", NULL, NULL, NULL), 401);
+    {
+        g_autofree char *token_path = g_build_filename(state_dir, "admin.token", NULL);
+        g_autofree char *token = NULL;
+        g_autoptr(CarrelClient) admin = NULL;
+        g_autofree char *req = g_strdup_printf("{\"name\":\"t\",\"disk\":\"%s\","
+                                               "\"format\":\"qcow2\"}",
+                                               fx.disk);
+        assert_true(g_file_get_contents(token_path, &token, NULL, NULL));
+        admin = carrel_client_new(NULL, url, g_strstrip(token), 10, NULL);
+        assert_int_equal(raw(admin, "POST", "/v1/templates", req, NULL, NULL), 201);
+        assert_int_equal(raw(admin, "POST", "/v1/sessions",
+                             "{\"template\":\"t\",\"memory_mib\":1024}", &body, NULL),
+                         403);
+        assert_non_null(strstr(
+            json_object_get_string_member(
+                json_object_get_object_member(json_node_get_object(body), "error"), "message"),
+            "at most 512"));
+    }
+    g_subprocess_send_signal(daemon, SIGTERM);
+    assert_true(g_subprocess_wait(daemon, NULL, NULL));
+}
+
 int
 main(void)
 {
@@ -385,6 +466,7 @@ main(void)
         cmocka_unit_test(test_session_lifecycle),
         cmocka_unit_test(test_create_refusals),
         cmocka_unit_test(test_template_remove_after_sessions),
+        cmocka_unit_test(test_listen_and_policy_options),
         cmocka_unit_test(test_token_not_logged_and_clean_exit),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

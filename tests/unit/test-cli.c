@@ -201,12 +201,19 @@ test_template_row(void **state)
     g_autoptr(JsonObject) tmpl = parse_object(
         "{\"name\":\"tiny\",\"version\":3,\"boot\":\"direct\",\"format\":\"qcow2\","
         "\"size_bytes\":314572800,\"sessions\":0,\"created_at\":\"2023-11-14T22:13:20Z\"}");
+    g_autoptr(JsonObject) warm = parse_object(
+        "{\"name\":\"tiny\",\"version\":4,\"boot\":\"direct\",\"format\":\"qcow2\","
+        "\"size_bytes\":314572800,\"sessions\":2,\"created_at\":\"2023-11-14T22:13:20Z\","
+        "\"warm\":{\"memory_bytes\":283115520}}");
     g_autoptr(CarrelCliTable) table = carrel_cli_table_new_templates();
 
     carrel_cli_table_add_template(table, tmpl);
-    assert_text(carrel_cli_table_render(table),
-                "NAME  VERSION  BOOT    FORMAT  SIZE     SESSIONS  CREATED\n"
-                "tiny  3        direct  qcow2   300 MiB  0         2023-11-14T22:13:20Z\n");
+    carrel_cli_table_add_template(table, warm);
+    assert_text(
+        carrel_cli_table_render(table),
+        "NAME  VERSION  BOOT    FORMAT  SIZE     WARM     SESSIONS  CREATED\n"
+        "tiny  3        direct  qcow2   300 MiB  no       0         2023-11-14T22:13:20Z\n"
+        "tiny  4        direct  qcow2   300 MiB  270 MiB  2         2023-11-14T22:13:20Z\n");
 }
 
 static void

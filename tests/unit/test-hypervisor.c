@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <png.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -520,6 +521,804 @@ test_probe_real_kernel_tcg(void **state)
     print_message("tcg probe: %s\n", reason);
 }
 
+/* --- screenshots: PPM parser, PNG decoder, readiness helpers ------------------------------ */
+
+static GBytes *
+make_ppm(guint width, guint height, guint8 fill)
+{
+    g_autofree char *header = g_strdup_printf("P6\n%u %u\n255\n", width, height);
+    gsize header_len = strlen(header), len = header_len + (gsize)width * height * 3;
+    guint8 *data = g_malloc(len);
+
+    memcpy(data, header, header_len);
+    memset(data + header_len, fill, len - header_len);
+    return g_bytes_new_take(data, len);
+}
+
+static void
+assert_ppm_refused(const char *text, gsize len, const char *fragment)
+{
+    g_autoptr(GBytes) bytes = g_bytes_new(text, len);
+    g_autoptr(GError) error = NULL;
+    guint width = 77;
+
+    assert_false(carrel_hypervisor_ppm_parse(bytes, &width, NULL, NULL, &error));
+    assert_error(error, CARREL_ERROR_INVALID_ARG, fragment);
+    assert_int_equal(width, 77);
+    assert_true(carrel_hypervisor_ppm_is_blank(bytes)); /* invalid counts as not ready */
+}
+
+static void
+test_ppm_parse(void **state)
+{
+    g_autoptr(GBytes) ppm = make_ppm(4, 3, 0);
+    g_autoptr(GError) error = NULL;
+    guint width = 0, height = 0;
+    gsize offset = 0;
+    /* 2x1 pixels = 6 bytes of data after each header. */
+    static const char tabs[] = "P6\t2\r\n1 \f255\n123456";
+    g_autoptr(GBytes) spaced = g_bytes_new_static(tabs, sizeof(tabs) - 1);
+
+    assert_true(carrel_hypervisor_ppm_parse(ppm, &width, &height, &offset, &error));
+    assert_int_equal(width, 4);
+    assert_int_equal(height, 3);
+    assert_int_equal(offset, strlen("P6\n4 3\n255\n"));
+    assert_true(carrel_hypervisor_ppm_parse(spaced, NULL, NULL, NULL, NULL));
+    assert_ppm_refused("", 0, "not binary PPM");
+    assert_ppm_refused("P3\n2 1\n255\n123456", 17, "not binary PPM");
+    assert_ppm_refused("P6 # comment\n2 1\n255\n123456", 27, "malformed");
+    assert_ppm_refused("P6\n-2 1\n255\n123456", 18, "malformed");
+    assert_ppm_refused("P6\n+2 1\n255\n123456", 18, "malformed");
+    assert_ppm_refused("P6\n000002 1\n255\n123456", 22, "malformed");
+    assert_ppm_refused("P62 1\n255\n123456", 16, "malformed");
+    assert_ppm_refused("P6\n2 1\n255123456", 16, "malformed");
+    assert_ppm_refused("P6\n2 1\n255", 10, "malformed");
+    assert_ppm_refused("P6\n2 1\n65535\n123456789012", 25, "maxval");
+    assert_ppm_refused("P6\n0 1\n255\n", 11, "out of range");
+    assert_ppm_refused("P6\n16385 1\n255\n", 15, "out of range");
+    assert_ppm_refused("P6\n99999 99999\n255\n123", 22, "out of range");
+    assert_ppm_refused("P6\n2 1\n255\n12345", 16, "does not match");
+    assert_ppm_refused("P6\n2 1\n255\n1234567", 18, "does not match");
+    /* The largest side alone is fine; a huge claimed area is checked against the real length. */
+    assert_ppm_refused("P6\n16384 16384\n255\n123", 23, "does not match");
+    assert_false(carrel_hypervisor_ppm_parse(NULL, NULL, NULL, NULL, NULL));
+}
+
+static void
+set_pixel(GBytes **ppm, gsize index, guint8 value)
+{
+    gsize len = 0, offset = 0;
+    guint8 *data = g_memdup2(g_bytes_get_data(*ppm, &len), g_bytes_get_size(*ppm));
+
+    assert_true(carrel_hypervisor_ppm_parse(*ppm, NULL, NULL, &offset, NULL));
+    data[offset + index] = value;
+    g_bytes_unref(*ppm);
+    *ppm = g_bytes_new_take(data, len);
+}
+
+static void
+test_ppm_blank_and_differs(void **state)
+{
+    g_autoptr(GBytes) black = make_ppm(8, 6, 0);
+    g_autoptr(GBytes) grey = make_ppm(8, 6, 0x80);
+    g_autoptr(GBytes) other = make_ppm(8, 6, 0);
+    g_autoptr(GBytes) smaller = make_ppm(6, 8, 0);
+    g_autoptr(GBytes) spaced = NULL;
+    g_autoptr(GBytes) bad = g_bytes_new_static("P6\n1 1\n255\n", 11);
+    static const char spaced_text[] = "P6  8   6 255\n";
+    g_autoptr(GByteArray) buf = g_byte_array_new();
+
+    assert_true(carrel_hypervisor_ppm_is_blank(black));
+    assert_true(carrel_hypervisor_ppm_is_blank(grey)); /* uniform, whatever the colour */
+    assert_false(carrel_hypervisor_ppm_differs(black, other));
+    assert_true(carrel_hypervisor_ppm_differs(black, grey));
+    assert_true(carrel_hypervisor_ppm_differs(black, smaller)); /* same bytes, other shape */
+    /* One channel of the last pixel is enough. */
+    set_pixel(&other, 8 * 6 * 3 - 1, 1);
+    assert_false(carrel_hypervisor_ppm_is_blank(other));
+    assert_true(carrel_hypervisor_ppm_differs(black, other));
+    /* Headers may differ in whitespace only. */
+    g_byte_array_append(buf, (const guint8 *)spaced_text, sizeof(spaced_text) - 1);
+    for (int i = 0; i < 8 * 6 * 3; i++) {
+        guint8 zero = 0;
+        g_byte_array_append(buf, &zero, 1);
+    }
+    spaced = g_bytes_new(buf->data, buf->len);
+    assert_false(carrel_hypervisor_ppm_differs(black, spaced));
+    assert_true(carrel_hypervisor_ppm_differs(black, bad));
+    assert_true(carrel_hypervisor_ppm_differs(bad, bad));
+}
+
+static GBytes *
+make_png(guint width, guint height, guint32 format, guint8 fill)
+{
+    png_image image;
+    gsize channels = PNG_IMAGE_SAMPLE_CHANNELS(format);
+    g_autofree guint8 *pixels = g_malloc((gsize)width * height * channels);
+    png_alloc_size_t size = 0;
+    guint8 *out;
+
+    memset(pixels, fill, (gsize)width * height * channels);
+    pixels[0] = (guint8)(fill + 1); /* not blank */
+    memset(&image, 0, sizeof(image));
+    image.version = PNG_IMAGE_VERSION;
+    image.width = width;
+    image.height = height;
+    image.format = format;
+    assert_true(png_image_write_to_memory(&image, NULL, &size, 0, pixels, 0, NULL));
+    out = g_malloc(size);
+    assert_true(png_image_write_to_memory(&image, out, &size, 0, pixels, 0, NULL));
+    return g_bytes_new_take(out, size);
+}
+
+static guint32
+crc32_of(const guint8 *data, gsize len)
+{
+    guint32 crc = 0xffffffffu;
+
+    for (gsize i = 0; i < len; i++) {
+        crc ^= data[i];
+        for (int k = 0; k < 8; k++)
+            crc = (crc >> 1) ^ (0xedb88320u & -(crc & 1));
+    }
+    return ~crc;
+}
+
+/* The PNG with its IHDR width and height replaced (CRC fixed, so only the size is hostile). */
+static GBytes *
+png_with_size(GBytes *png, guint32 width, guint32 height)
+{
+    gsize len = 0;
+    guint8 *data = g_memdup2(g_bytes_get_data(png, &len), g_bytes_get_size(png));
+    guint32 be_width = GUINT32_TO_BE(width), be_height = GUINT32_TO_BE(height), crc;
+
+    /* signature (8), IHDR length (4), "IHDR" (4), width, height, 5 bytes, CRC */
+    assert_memory_equal(data + 12, "IHDR", 4);
+    memcpy(data + 16, &be_width, 4);
+    memcpy(data + 20, &be_height, 4);
+    crc = GUINT32_TO_BE(crc32_of(data + 12, 4 + 13));
+    memcpy(data + 29, &crc, 4);
+    return g_bytes_new_take(data, len);
+}
+
+static void
+assert_png_refused(GBytes *png, int code, const char *fragment)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GBytes) ppm = carrel_hypervisor_png_to_ppm(png, &error);
+
+    assert_null(ppm);
+    assert_error(error, code, fragment);
+    assert_null(strchr(error->message, '\n'));
+}
+
+static void
+test_png_decode(void **state)
+{
+    g_autoptr(GBytes) rgb = make_png(5, 4, PNG_FORMAT_RGB, 0x40);
+    g_autoptr(GBytes) rgba = make_png(5, 4, PNG_FORMAT_RGBA, 0x40);
+    g_autoptr(GBytes) gray = make_png(3, 2, PNG_FORMAT_GRAY, 0x10);
+    g_autoptr(GBytes) ppm = NULL;
+    g_autoptr(GBytes) gray_ppm = NULL;
+    g_autoptr(GBytes) rgba_ppm = NULL;
+    g_autoptr(GError) error = NULL;
+    guint width = 0, height = 0;
+    gsize offset = 0;
+    const guint8 *pixels;
+
+    ppm = carrel_hypervisor_png_to_ppm(rgb, &error);
+    assert_non_null(ppm);
+    assert_true(carrel_hypervisor_ppm_parse(ppm, &width, &height, &offset, NULL));
+    assert_int_equal(width, 5);
+    assert_int_equal(height, 4);
+    pixels = (const guint8 *)g_bytes_get_data(ppm, NULL) + offset;
+    assert_int_equal(pixels[0], 0x41);
+    assert_int_equal(pixels[1], 0x40);
+    assert_false(carrel_hypervisor_ppm_is_blank(ppm));
+    gray_ppm = carrel_hypervisor_png_to_ppm(gray, NULL);
+    assert_non_null(gray_ppm);
+    assert_true(carrel_hypervisor_ppm_parse(gray_ppm, &width, &height, NULL, NULL));
+    assert_int_equal(width * 10 + height, 32);
+    rgba_ppm = carrel_hypervisor_png_to_ppm(rgba, NULL);
+    assert_non_null(rgba_ppm);
+    assert_true(carrel_hypervisor_ppm_parse(rgba_ppm, NULL, NULL, NULL, NULL));
+}
+
+static void
+test_png_hostile(void **state)
+{
+    g_autoptr(GBytes) rgb = make_png(5, 4, PNG_FORMAT_RGB, 0x40);
+    gsize len = g_bytes_get_size(rgb);
+    g_autoptr(GBytes) cut = g_bytes_new_from_bytes(rgb, 0, len - 20);
+    g_autoptr(GBytes) signature_only = g_bytes_new_from_bytes(rgb, 0, 8);
+    g_autoptr(GBytes) wide = png_with_size(rgb, 16385, 1);
+    g_autoptr(GBytes) zero = png_with_size(rgb, 0, 4);
+    g_autoptr(GBytes) huge = png_with_size(rgb, 16384, 16384);
+    g_autoptr(GBytes) lying = png_with_size(rgb, 500, 400);
+    g_autoptr(GBytes) absurd = png_with_size(rgb, 0x7fffffff, 0x7fffffff);
+    g_autofree guint8 *flipped = g_memdup2(g_bytes_get_data(rgb, NULL), len);
+    g_autoptr(GBytes) bad_crc = NULL;
+    g_autoptr(GBytes) ppm = make_ppm(2, 2, 0);
+
+    flipped[30] ^= 0xff; /* inside the IHDR CRC */
+    bad_crc = g_bytes_new(flipped, len);
+    assert_png_refused(cut, CARREL_ERROR_INVALID_ARG, "screenshot png is invalid");
+    assert_png_refused(signature_only, CARREL_ERROR_INVALID_ARG, "screenshot png is invalid");
+    assert_png_refused(bad_crc, CARREL_ERROR_INVALID_ARG, "screenshot png is invalid");
+    assert_png_refused(zero, CARREL_ERROR_INVALID_ARG, NULL);
+    assert_png_refused(wide, CARREL_ERROR_INVALID_ARG, "out of range");
+    /* Refused from the header alone: 768 MiB of pixels are never allocated. */
+    assert_png_refused(huge, CARREL_ERROR_LIMIT, "exceeds");
+    assert_png_refused(absurd, CARREL_ERROR_INVALID_ARG, NULL);
+    /* Claims more rows than its data holds. */
+    assert_png_refused(lying, CARREL_ERROR_INVALID_ARG, "screenshot png is invalid");
+    assert_png_refused(ppm, CARREL_ERROR_INVALID_ARG, "not png");
+}
+
+/* --- guest agent: commands and untrusted replies ----------------------------------------- */
+
+static JsonObject *
+parse_object(JsonParser *parser, const char *json)
+{
+    JsonNode *root;
+
+    assert_true(json_parser_load_from_data(parser, json, -1, NULL));
+    root = json_parser_get_root(parser);
+    assert_true(JSON_NODE_HOLDS_OBJECT(root));
+    return json_node_get_object(root);
+}
+
+static void
+test_agent_commands(void **state)
+{
+    const char *argv[] = {"-rf", "a \"b\"\n", "é", NULL};
+    g_autoptr(GBytes) input = g_bytes_new_static("\0\1binary", 8);
+    g_autofree char *exec = carrel_hypervisor_agent_exec_command(argv, input, 30);
+    g_autofree char *status = carrel_hypervisor_agent_status_command(1234);
+    g_autofree char *kill = carrel_hypervisor_agent_kill_command(77);
+    g_autoptr(JsonParser) parser = json_parser_new();
+    g_autoptr(JsonParser) parser2 = json_parser_new();
+    JsonObject *root, *args;
+    JsonArray *arg;
+    g_autofree guchar *decoded = NULL;
+    gsize decoded_len = 0;
+
+    root = parse_object(parser, exec);
+    assert_string_equal(json_object_get_string_member(root, "execute"), "guest-exec");
+    args = json_object_get_object_member(root, "arguments");
+    assert_string_equal(json_object_get_string_member(args, "path"), "timeout");
+    assert_true(json_object_get_boolean_member(args, "capture-output"));
+    arg = json_object_get_array_member(args, "arg");
+    assert_int_equal(json_array_get_length(arg), 5);
+    assert_string_equal(json_array_get_string_element(arg, 0), "--signal=KILL");
+    assert_string_equal(json_array_get_string_element(arg, 1), "30");
+    /* A program name that looks like an option stays the program: timeout stops at "30". */
+    assert_string_equal(json_array_get_string_element(arg, 2), "-rf");
+    assert_string_equal(json_array_get_string_element(arg, 3), "a \"b\"\n");
+    assert_string_equal(json_array_get_string_element(arg, 4), "é");
+    decoded = g_base64_decode(json_object_get_string_member(args, "input-data"), &decoded_len);
+    assert_int_equal(decoded_len, 8);
+    assert_memory_equal(decoded, "\0\1binary", 8);
+    assert_string_equal(status, "{\"execute\":\"guest-exec-status\",\"arguments\":{\"pid\":1234}}");
+    root = parse_object(parser2, kill);
+    args = json_object_get_object_member(root, "arguments");
+    assert_string_equal(json_object_get_string_member(args, "path"), "/bin/sh");
+    arg = json_object_get_array_member(args, "arg");
+    assert_string_equal(json_array_get_string_element(arg, 3), "77");
+    assert_false(json_object_has_member(args, "capture-output"));
+}
+
+static void
+test_agent_exec_args(void **state)
+{
+    const char *ok[] = {"true", NULL};
+    const char *empty[] = {"", NULL};
+    const char *latin1[] = {"echo", "\xe9", NULL};
+    g_autoptr(GPtrArray) many = g_ptr_array_new();
+    g_autofree char *long_arg = g_strnfill(CARREL_HYPERVISOR_EXEC_MAX_ARGV_BYTES, 'a');
+    const char *too_long[] = {"echo", long_arg, NULL};
+    g_autoptr(GBytes) big_input = g_bytes_new_take(g_malloc0(CARREL_HYPERVISOR_EXEC_MAX_INPUT + 1),
+                                                   CARREL_HYPERVISOR_EXEC_MAX_INPUT + 1);
+    g_autoptr(GError) error = NULL;
+
+    for (int i = 0; i <= CARREL_HYPERVISOR_EXEC_MAX_ARGS; i++)
+        g_ptr_array_add(many, (gpointer) "x");
+    g_ptr_array_add(many, NULL);
+    assert_true(carrel_hypervisor_exec_check_args(ok, NULL, 1, 0, NULL));
+    assert_true(carrel_hypervisor_exec_check_args(ok, NULL, CARREL_HYPERVISOR_EXEC_MAX_TIMEOUT_S,
+                                                  CARREL_HYPERVISOR_EXEC_MAX_OUTPUT, NULL));
+#define REFUSED(argv, input, timeout, max, fragment)                                               \
+    do {                                                                                           \
+        assert_false(carrel_hypervisor_exec_check_args(argv, input, timeout, max, &error));        \
+        assert_error(error, CARREL_ERROR_INVALID_ARG, fragment);                                   \
+        g_clear_error(&error);                                                                     \
+    } while (0)
+    REFUSED(NULL, NULL, 1, 0, "program name");
+    REFUSED(empty, NULL, 1, 0, "program name");
+    REFUSED(latin1, NULL, 1, 0, "argument 1 is not valid UTF-8");
+    REFUSED((const char *const *)many->pdata, NULL, 1, 0, "exceed");
+    REFUSED(too_long, NULL, 1, 0, "exceed");
+    REFUSED(ok, big_input, 1, 0, "standard input");
+    REFUSED(ok, NULL, 0, 0, "timeout '0'");
+    REFUSED(ok, NULL, CARREL_HYPERVISOR_EXEC_MAX_TIMEOUT_S + 1, 0, "timeout");
+    REFUSED(ok, NULL, 1, CARREL_HYPERVISOR_EXEC_MAX_OUTPUT + 1, "output limit");
+#undef REFUSED
+}
+
+static void
+assert_pid_refused(const char *reply, int code, const char *fragment)
+{
+    g_autoptr(GError) error = NULL;
+    gint64 pid = -5;
+
+    assert_false(carrel_hypervisor_agent_parse_pid(reply, &pid, &error));
+    assert_error(error, code, fragment);
+    assert_int_equal(pid, -5);
+}
+
+static void
+test_agent_parse_pid(void **state)
+{
+    g_autofree char *brackets = g_strnfill(5000, '[');
+    g_autofree char *deep = g_strdup_printf("{\"return\":%s}", brackets);
+    g_autofree char *big = g_strnfill(CARREL_HYPERVISOR_AGENT_REPLY_MAX + 1, ' ');
+    gint64 pid = 0;
+
+    assert_true(carrel_hypervisor_agent_parse_pid("{\"return\": {\"pid\": 4242}}", &pid, NULL));
+    assert_int_equal(pid, 4242);
+    assert_pid_refused("{\"return\": {}}", CARREL_ERROR_INVALID_ARG, "no 'pid'");
+    assert_pid_refused("{\"return\": {\"pid\": 0}}", CARREL_ERROR_INVALID_ARG, "out of range");
+    assert_pid_refused("{\"return\": {\"pid\": -1}}", CARREL_ERROR_INVALID_ARG, "out of range");
+    assert_pid_refused("{\"return\": {\"pid\": 4294967296}}", CARREL_ERROR_INVALID_ARG, "range");
+    assert_pid_refused("{\"return\": {\"pid\": \"7\"}}", CARREL_ERROR_INVALID_ARG, "is not a");
+    assert_pid_refused("{\"return\": {\"pid\": 7.5}}", CARREL_ERROR_INVALID_ARG, "is not a");
+    assert_pid_refused("{\"return\": [7]}", CARREL_ERROR_INVALID_ARG, "no 'return' object");
+    assert_pid_refused("[]", CARREL_ERROR_INVALID_ARG, "no 'return' object");
+    assert_pid_refused("{\"return\": {\"pid\": 7}", CARREL_ERROR_INVALID_ARG, "not JSON");
+    assert_pid_refused("", CARREL_ERROR_INVALID_ARG, "empty");
+    assert_pid_refused(NULL, CARREL_ERROR_INVALID_ARG, "empty");
+    assert_pid_refused("{\"return\": {\"pid\": 7, \"x\": \"\\u0000\"}}", CARREL_ERROR_INVALID_ARG,
+                       "NUL");
+    assert_pid_refused(deep, CARREL_ERROR_INVALID_ARG, "nested too deep");
+    assert_pid_refused(big, CARREL_ERROR_LIMIT, "exceeds");
+}
+
+static void
+assert_status_refused(const char *reply, const char *fragment)
+{
+    g_auto(CarrelExecStatus) status = {0};
+    g_autoptr(GError) error = NULL;
+
+    assert_false(carrel_hypervisor_agent_parse_status(reply, 100, &status, &error));
+    assert_error(error, CARREL_ERROR_INVALID_ARG, fragment);
+    assert_null(status.out);
+}
+
+static void
+test_agent_parse_status(void **state)
+{
+    g_auto(CarrelExecStatus) status = {0};
+    g_autoptr(GError) error = NULL;
+    g_autofree char *encoded = g_base64_encode((const guchar *)"0123456789", 10);
+    g_autofree char *reply = g_strdup_printf("{\"return\": {\"exited\": true, \"exitcode\": 3, "
+                                             "\"out-data\": \"%s\", \"err-data\": \"ZXJy\"}}",
+                                             encoded);
+
+    assert_true(carrel_hypervisor_agent_parse_status("{\"return\": {\"exited\": false}}", 100,
+                                                     &status, NULL));
+    assert_false(status.exited);
+    carrel_exec_status_clear(&status);
+    if (!carrel_hypervisor_agent_parse_status(reply, 100, &status, &error))
+        fail_msg("parse: %s", error->message);
+    assert_true(status.exited);
+    assert_int_equal(status.exit_code, 3);
+    assert_int_equal(status.signal, 0);
+    assert_int_equal(g_bytes_get_size(status.out), 10);
+    assert_memory_equal(g_bytes_get_data(status.out, NULL), "0123456789", 10);
+    assert_int_equal(g_bytes_get_size(status.err), 3);
+    assert_false(status.truncated);
+    carrel_exec_status_clear(&status);
+    /* Cut to max_output, at every length (decoding stops early). */
+    for (gsize max = 0; max <= 11; max++) {
+        assert_true(carrel_hypervisor_agent_parse_status(reply, max, &status, NULL));
+        assert_int_equal(g_bytes_get_size(status.out), MIN(max, 10));
+        assert_memory_equal(g_bytes_get_data(status.out, NULL), "0123456789", MIN(max, 10));
+        assert_int_equal(status.truncated, max < 10);
+        carrel_exec_status_clear(&status);
+    }
+    assert_true(carrel_hypervisor_agent_parse_status(
+        "{\"return\": {\"exited\": true, \"signal\": 9}}", 100, &status, NULL));
+    assert_int_equal(status.exit_code, 137);
+    assert_int_equal(status.signal, 9);
+    assert_int_equal(g_bytes_get_size(status.out), 0);
+    carrel_exec_status_clear(&status);
+    assert_true(carrel_hypervisor_agent_parse_status(
+        "{\"return\": {\"exited\": true, \"out-truncated\": true}}", 100, &status, NULL));
+    assert_int_equal(status.exit_code, -1);
+    assert_true(status.truncated);
+    carrel_exec_status_clear(&status);
+    assert_status_refused("{\"return\": {\"exited\": 1}}", "'exited' is not a");
+    assert_status_refused("{\"return\": {\"exited\": true, \"exitcode\": 256}}", "out of range");
+    assert_status_refused("{\"return\": {\"exited\": true, \"exitcode\": -1}}", "out of range");
+    assert_status_refused("{\"return\": {\"exited\": true, \"signal\": 0}}", "out of range");
+    assert_status_refused("{\"return\": {\"exited\": true, \"exitcode\": \"0\"}}", "is not a");
+    assert_status_refused("{\"return\": {\"exited\": true, \"out-data\": 5}}", "is not a");
+    assert_status_refused("{\"return\": {\"exited\": true, \"out-data\": \"abc\"}}", "not base64");
+    assert_status_refused("{\"return\": {\"exited\": true, \"out-data\": \"ab=c\"}}", "base64");
+    assert_status_refused("{\"return\": {\"exited\": true, \"out-data\": \"a===\"}}", "base64");
+    assert_status_refused("{\"return\": {\"exited\": true, \"err-data\": \"ab\\nc\"}}", "base64");
+    assert_status_refused("{\"return\": {\"exited\": true, \"err-truncated\": \"no\"}}",
+                          "is not a");
+}
+
+/* --- the new ops: fake backend --------------------------------------------------------------- */
+
+/* Clones carry a UUID (derived from the session id here) and a genid of their own. */
+static char *
+make_clone_xml(const char *name, const char *session_id, const char *genid)
+{
+    g_autofree char *uuid = g_strconcat("00000000-0000-4000-8000-", session_id + 2, NULL);
+    CarrelDomainSpec spec = {
+        .domain_name = name,
+        .session_id = session_id,
+        .uuid = uuid,
+        .accel = CARREL_ACCEL_TCG,
+        .vcpus = 1,
+        .memory_mib = 512,
+        .boot = CARREL_BOOT_DIRECT,
+        .kernel_path = "/var/lib/carrel/templates/tiny/1/vmlinuz",
+        .disk_path = "/var/lib/carrel/sessions/x/disk.qcow2",
+        .disk_format = "qcow2",
+        .console_log_path = "/var/lib/carrel/sessions/x/console.log",
+        .genid = genid,
+    };
+    g_autoptr(GError) error = NULL;
+    char *xml = carrel_hypervisor_build_domain_xml(&spec, &error);
+
+    if (!xml)
+        fail_msg("building xml: %s", error->message);
+    return xml;
+}
+
+static void
+test_genid(void **state)
+{
+    g_autofree char *xml = make_clone_xml("carrel-s-0000000000c1", "s-0000000000c1",
+                                          "0a6e3b5c-9d1f-4c2e-8b7a-5f4e3d2c1b0a");
+    g_autofree char *plain = make_xml("carrel-s-0000000000c1", "s-0000000000c1");
+    g_autoptr(GError) error = NULL;
+    CarrelDomainSpec spec = {0};
+
+    assert_non_null(strstr(xml, "  <genid>0a6e3b5c-9d1f-4c2e-8b7a-5f4e3d2c1b0a</genid>\n"));
+    assert_null(strstr(plain, "genid"));
+    spec.domain_name = "carrel-s-0000000000c1";
+    spec.session_id = "s-0000000000c1";
+    spec.genid = "0a6e3b5c-9d1f-4c2e-8b7a-5f4e3d2c1b0a</genid><x>";
+    assert_null(carrel_hypervisor_build_domain_xml(&spec, &error));
+    assert_error(error, CARREL_ERROR_INVALID_ARG, "genid");
+}
+
+static void
+test_fake_define(void **state)
+{
+    g_autoptr(CarrelHypervisor) hv = carrel_hypervisor_new_fake();
+    g_autofree char *xml = make_xml("carrel-s-0000000000d1", "s-0000000000d1");
+    g_autoptr(GError) error = NULL;
+    const char *name = "carrel-s-0000000000d1";
+
+    /* Defined, not started; redefining is fine. */
+    assert_true(carrel_hypervisor_define(hv, xml, NULL));
+    assert_state(hv, name, CARREL_DOMAIN_SHUTOFF);
+    assert_true(carrel_hypervisor_define(hv, xml, NULL));
+    assert_true(carrel_hypervisor_start(hv, name, NULL));
+    assert_true(carrel_hypervisor_define(hv, xml, NULL));
+    assert_state(hv, name, CARREL_DOMAIN_RUNNING);
+    /* A running transient domain becomes persistent: it outlives its stop. */
+    assert_true(carrel_hypervisor_undefine(hv, name, NULL));
+    assert_true(carrel_hypervisor_define(hv, xml, NULL));
+    assert_true(carrel_hypervisor_destroy(hv, name, NULL));
+    assert_state(hv, name, CARREL_DOMAIN_SHUTOFF);
+    carrel_hypervisor_fake_fail_next(hv, "define");
+    assert_false(carrel_hypervisor_define(hv, xml, &error));
+    assert_error(error, CARREL_ERROR_HYPERVISOR, "domain 'carrel-s-0000000000d1': ");
+    g_clear_error(&error);
+    assert_false(carrel_hypervisor_define(hv, "<domain>", &error));
+    assert_error(error, CARREL_ERROR_INVALID_ARG, "domain xml: defining: ");
+}
+
+#define FAKE_BASE "carrel-s-0000000000e0"
+#define FAKE_CLONE_A "carrel-s-0000000000e1"
+#define FAKE_CLONE_B "carrel-s-0000000000e2"
+
+/* Starts the warm template's domain on the fake and saves it to dir/warm.save. */
+static char *
+fake_save_base(CarrelHypervisor *hv, const char *dir, char **ret_base_xml)
+{
+    char *path = g_build_filename(dir, "warm.save", NULL);
+    g_autofree char *base =
+        make_clone_xml(FAKE_BASE, "s-0000000000e0", "00000000-0000-4000-8000-000000000000");
+    g_autoptr(GError) error = NULL;
+
+    assert_true(carrel_hypervisor_define_start(hv, base, NULL));
+    if (!carrel_hypervisor_save(hv, FAKE_BASE, path, &error))
+        fail_msg("save: %s", error->message);
+    if (ret_base_xml)
+        *ret_base_xml = g_steal_pointer(&base);
+    return path;
+}
+
+static void
+test_fake_save(void **state)
+{
+    g_autoptr(CarrelHypervisor) hv = carrel_hypervisor_new_fake();
+    g_autofree char *dir = g_dir_make_tmp("carrel-hv-XXXXXX", NULL);
+    g_autofree char *base = NULL;
+    g_autofree char *path = fake_save_base(hv, dir, &base);
+    g_autofree char *in_image = NULL;
+    g_autoptr(GError) error = NULL;
+    struct stat st;
+
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0600);
+    assert_state(hv, FAKE_BASE, CARREL_DOMAIN_SHUTOFF);
+    in_image = carrel_hypervisor_saveimage_get_xml(path, NULL);
+    assert_string_equal(in_image, base);
+    /* Not running any more. */
+    assert_false(carrel_hypervisor_save(hv, FAKE_BASE, path, &error));
+    assert_error(error, CARREL_ERROR_WRONG_STATE, "domain 'carrel-s-0000000000e0': ");
+    g_clear_error(&error);
+    assert_true(carrel_hypervisor_start(hv, FAKE_BASE, NULL));
+    assert_false(carrel_hypervisor_save(hv, FAKE_BASE, "relative.save", &error));
+    assert_error(error, CARREL_ERROR_INVALID_ARG, "not absolute");
+    g_clear_error(&error);
+    /* Never over an existing file. */
+    assert_false(carrel_hypervisor_save(hv, FAKE_BASE, path, &error));
+    assert_error(error, CARREL_ERROR_EXISTS, NULL);
+    assert_state(hv, FAKE_BASE, CARREL_DOMAIN_RUNNING);
+    carrel_util_remove_tree(dir, NULL);
+}
+
+static void
+test_fake_restore_clones(void **state)
+{
+    g_autoptr(CarrelHypervisor) hv = carrel_hypervisor_new_fake();
+    g_autofree char *dir = g_dir_make_tmp("carrel-hv-XXXXXX", NULL);
+    g_autofree char *path = fake_save_base(hv, dir, NULL);
+    g_autofree char *clone_a =
+        make_clone_xml(FAKE_CLONE_A, "s-0000000000e1", "00000000-0000-4000-8000-000000000001");
+    g_autofree char *clone_b =
+        make_clone_xml(FAKE_CLONE_B, "s-0000000000e2", "00000000-0000-4000-8000-000000000002");
+    g_autofree char *in_image = NULL;
+    g_autofree char *listed = NULL;
+    g_autoptr(GError) error = NULL;
+
+    /* Two clones from one image, running side by side, each transient. */
+    if (!carrel_hypervisor_restore(hv, path, clone_a, &error))
+        fail_msg("restore: %s", error->message);
+    assert_true(carrel_hypervisor_restore(hv, path, clone_b, NULL));
+    assert_state(hv, FAKE_CLONE_A, CARREL_DOMAIN_RUNNING);
+    assert_state(hv, FAKE_CLONE_B, CARREL_DOMAIN_RUNNING);
+    listed = listed_session(hv, FAKE_CLONE_B);
+    assert_string_equal(listed, "s-0000000000e2");
+    in_image = carrel_hypervisor_saveimage_get_xml(path, NULL);
+    assert_string_equal(in_image, clone_b);
+    assert_true(carrel_hypervisor_set_time(hv, FAKE_CLONE_A, NULL));
+    assert_false(carrel_hypervisor_restore(hv, path, clone_a, &error));
+    assert_error(error, CARREL_ERROR_EXISTS, "domain 'carrel-s-0000000000e1': ");
+    g_clear_error(&error);
+    /* Made persistent by define; B stays transient and vanishes when stopped. */
+    assert_true(carrel_hypervisor_define(hv, clone_a, NULL));
+    assert_true(carrel_hypervisor_destroy(hv, FAKE_CLONE_A, NULL));
+    assert_state(hv, FAKE_CLONE_A, CARREL_DOMAIN_SHUTOFF);
+    assert_true(carrel_hypervisor_destroy(hv, FAKE_CLONE_B, NULL));
+    assert_absent(hv, FAKE_CLONE_B);
+    carrel_util_remove_tree(dir, NULL);
+}
+
+static void
+test_fake_restore_refused(void **state)
+{
+    g_autoptr(CarrelHypervisor) hv = carrel_hypervisor_new_fake();
+    g_autofree char *dir = g_dir_make_tmp("carrel-hv-XXXXXX", NULL);
+    g_autofree char *path = fake_save_base(hv, dir, NULL);
+    g_autofree char *clone =
+        make_clone_xml(FAKE_CLONE_B, "s-0000000000e2", "00000000-0000-4000-8000-000000000002");
+    g_autoptr(GError) error = NULL;
+
+    assert_false(carrel_hypervisor_restore(hv, "warm.save", clone, &error));
+    assert_error(error, CARREL_ERROR_INVALID_ARG, "not absolute");
+    g_clear_error(&error);
+    carrel_hypervisor_fake_fail_next(hv, "restore");
+    assert_false(carrel_hypervisor_restore(hv, path, clone, &error));
+    assert_error(error, CARREL_ERROR_HYPERVISOR, "injected");
+    g_clear_error(&error);
+    /* A damaged image: nothing is made. */
+    assert_int_equal(truncate(path, 50), 0);
+    assert_false(carrel_hypervisor_restore(hv, path, clone, &error));
+    assert_error(error, CARREL_ERROR_INVALID_ARG, "truncated");
+    assert_absent(hv, FAKE_CLONE_B);
+    carrel_util_remove_tree(dir, NULL);
+}
+
+static void
+test_fake_agent_exec(void **state)
+{
+    g_autoptr(CarrelHypervisor) hv = carrel_hypervisor_new_fake();
+    g_autofree char *xml = make_xml("carrel-s-0000000000e5", "s-0000000000e5");
+    const char *name = "carrel-s-0000000000e5";
+    const char *argv[] = {"uname", "-a", NULL};
+    g_autoptr(GBytes) out = NULL;
+    g_autoptr(GBytes) err = NULL;
+    g_auto(GStrv) seen = NULL;
+    gboolean truncated = TRUE, timed_out = TRUE;
+    int code = -7;
+
+    assert_true(carrel_hypervisor_define_start(hv, xml, NULL));
+    assert_null(carrel_hypervisor_fake_get_exec_argv(hv));
+    assert_true(carrel_hypervisor_agent_exec(hv, name, argv, NULL, 5, 100, &code, &out, &err,
+                                             &truncated, &timed_out, NULL));
+    assert_int_equal(code, 0);
+    assert_int_equal(g_bytes_get_size(out), 0);
+    assert_false(truncated || timed_out);
+    seen = carrel_hypervisor_fake_get_exec_argv(hv);
+    assert_string_equal(seen[0], "uname");
+    assert_string_equal(seen[1], "-a");
+    assert_null(seen[2]);
+    g_clear_pointer(&out, g_bytes_unref);
+    g_clear_pointer(&err, g_bytes_unref);
+    carrel_hypervisor_fake_set_exec_result(hv, 2, "Linux carrel\n", "warning\n");
+    assert_true(carrel_hypervisor_agent_exec(hv, name, argv, NULL, 5, 5, &code, &out, &err,
+                                             &truncated, NULL, NULL));
+    assert_int_equal(code, 2);
+    assert_int_equal(g_bytes_get_size(out), 5);
+    assert_memory_equal(g_bytes_get_data(out, NULL), "Linux", 5);
+    assert_true(truncated);
+    carrel_hypervisor_fake_set_exec_hang(hv, TRUE);
+    assert_true(carrel_hypervisor_agent_exec(hv, name, argv, NULL, 5, 100, &code, NULL, NULL, NULL,
+                                             &timed_out, NULL));
+    assert_true(timed_out);
+    assert_int_equal(code, 137);
+}
+
+static void
+test_fake_agent_exec_errors(void **state)
+{
+    g_autoptr(CarrelHypervisor) hv = carrel_hypervisor_new_fake();
+    g_autofree char *xml = make_xml("carrel-s-0000000000e7", "s-0000000000e7");
+    const char *name = "carrel-s-0000000000e7";
+    const char *argv[] = {"true", NULL};
+    g_autoptr(GError) error = NULL;
+
+    assert_true(carrel_hypervisor_define_start(hv, xml, NULL));
+    /* Arguments are checked before any backend sees them. */
+    assert_false(carrel_hypervisor_agent_exec(hv, name, argv, NULL, 0, 100, NULL, NULL, NULL, NULL,
+                                              NULL, &error));
+    assert_error(error, CARREL_ERROR_INVALID_ARG, "domain 'carrel-s-0000000000e7': guest-exec: ");
+    g_clear_error(&error);
+    carrel_hypervisor_fake_set_agent_silent(hv, TRUE);
+    assert_false(carrel_hypervisor_agent_exec(hv, name, argv, NULL, 5, 100, NULL, NULL, NULL, NULL,
+                                              NULL, &error));
+    assert_error(error, CARREL_ERROR_TIMEOUT, NULL);
+    g_clear_error(&error);
+    assert_false(carrel_hypervisor_set_time(hv, name, &error));
+    assert_error(error, CARREL_ERROR_TIMEOUT, NULL);
+    g_clear_error(&error);
+    carrel_hypervisor_fake_set_agent_silent(hv, FALSE);
+    carrel_hypervisor_fake_fail_next(hv, "agent_exec");
+    assert_false(carrel_hypervisor_agent_exec(hv, name, argv, NULL, 5, 100, NULL, NULL, NULL, NULL,
+                                              NULL, &error));
+    assert_error(error, CARREL_ERROR_HYPERVISOR, NULL);
+    g_clear_error(&error);
+    assert_true(carrel_hypervisor_destroy(hv, name, NULL));
+    assert_false(carrel_hypervisor_agent_exec(hv, name, argv, NULL, 5, 100, NULL, NULL, NULL, NULL,
+                                              NULL, &error));
+    assert_error(error, CARREL_ERROR_WRONG_STATE, NULL);
+}
+
+static void
+test_fake_screenshot(void **state)
+{
+    g_autoptr(CarrelHypervisor) hv = carrel_hypervisor_new_fake();
+    g_autofree char *xml = make_xml("carrel-s-0000000000e6", "s-0000000000e6");
+    const char *name = "carrel-s-0000000000e6";
+    g_autoptr(GBytes) shot = NULL;
+    g_autoptr(GBytes) png = make_png(7, 5, PNG_FORMAT_RGB, 0x20);
+    g_autoptr(GBytes) hostile = g_bytes_new_static("P6\n99999 1\n255\n", 15);
+    g_autoptr(GError) error = NULL;
+    guint width = 0, height = 0;
+
+    assert_false(carrel_hypervisor_screenshot(hv, name, &shot, NULL, NULL, &error));
+    assert_error(error, CARREL_ERROR_NOT_FOUND, NULL);
+    g_clear_error(&error);
+    assert_true(carrel_hypervisor_define_start(hv, xml, NULL));
+    assert_true(carrel_hypervisor_screenshot(hv, name, &shot, &width, &height, NULL));
+    assert_int_equal(width, 4);
+    assert_int_equal(height, 3);
+    assert_true(carrel_hypervisor_ppm_is_blank(shot));
+    g_clear_pointer(&shot, g_bytes_unref);
+    /* PNG, as libvirt hands it over, comes back as PPM. */
+    carrel_hypervisor_fake_set_screen(hv, png);
+    assert_true(carrel_hypervisor_screenshot(hv, name, &shot, &width, &height, NULL));
+    assert_int_equal(width * 10 + height, 75);
+    assert_true(carrel_hypervisor_ppm_parse(shot, NULL, NULL, NULL, NULL));
+    assert_false(carrel_hypervisor_ppm_is_blank(shot));
+    carrel_hypervisor_fake_set_screen(hv, hostile);
+    width = 1;
+    assert_false(carrel_hypervisor_screenshot(hv, name, NULL, &width, NULL, &error));
+    assert_error(error, CARREL_ERROR_INVALID_ARG, "domain 'carrel-s-0000000000e6': screenshot");
+    assert_int_equal(width, 1);
+    carrel_hypervisor_fake_set_screen(hv, NULL);
+    assert_true(carrel_hypervisor_screenshot(hv, name, NULL, NULL, NULL, NULL));
+}
+
+/* --- the new ops: libvirt's test driver ------------------------------------------------------ */
+
+static void
+test_libvirt_define(void **state)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelHypervisor) hv = carrel_hypervisor_open_libvirt(TEST_URI, &error);
+    g_autofree char *xml = make_clone_xml("carrel-s-0000000000b1", "s-0000000000b1",
+                                          "0a6e3b5c-9d1f-4c2e-8b7a-5f4e3d2c1b0a");
+    const char *name = "carrel-s-0000000000b1";
+
+    if (!hv)
+        fail_msg("open: %s", error->message);
+    if (!carrel_hypervisor_define(hv, xml, &error))
+        fail_msg("define: %s", error->message);
+    assert_state(hv, name, CARREL_DOMAIN_SHUTOFF);
+    assert_true(carrel_hypervisor_define(hv, xml, NULL)); /* redefined */
+    assert_true(carrel_hypervisor_start(hv, name, NULL));
+    /* A running transient domain becomes persistent again. */
+    assert_true(carrel_hypervisor_undefine(hv, name, NULL));
+    assert_true(carrel_hypervisor_define(hv, xml, NULL));
+    assert_true(carrel_hypervisor_destroy(hv, name, NULL));
+    assert_state(hv, name, CARREL_DOMAIN_SHUTOFF);
+    assert_true(carrel_hypervisor_undefine(hv, name, NULL));
+    assert_false(carrel_hypervisor_define(hv, "<domain type='qemu'><name>x</name>", &error));
+    assert_error(error, CARREL_ERROR_HYPERVISOR, "domain xml: defining: ");
+}
+
+static void
+test_libvirt_guest_ops(void **state)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelHypervisor) hv = carrel_hypervisor_open_libvirt(TEST_URI, &error);
+    g_autofree char *xml = make_xml("carrel-s-0000000000b2", "s-0000000000b2");
+    const char *name = "carrel-s-0000000000b2";
+    const char *argv[] = {"true", NULL};
+    g_autoptr(GBytes) shot = NULL;
+    guint width = 0, height = 0;
+
+    if (!hv || !carrel_hypervisor_define_start(hv, xml, &error))
+        fail_msg("setup: %s", error->message);
+    assert_true(carrel_hypervisor_set_time(hv, name, NULL));
+    assert_false(carrel_hypervisor_agent_exec(hv, name, argv, NULL, 5, 100, NULL, NULL, NULL, NULL,
+                                              NULL, &error));
+    assert_error(error, CARREL_ERROR_UNSUPPORTED, "test driver");
+    g_clear_error(&error);
+    assert_false(carrel_hypervisor_save(hv, name, "/nonexistent/warm.save", &error));
+    assert_error(error, CARREL_ERROR_UNSUPPORTED, "domain 'carrel-s-0000000000b2': ");
+    g_clear_error(&error);
+    assert_false(carrel_hypervisor_restore(hv, "/nonexistent/warm.save", xml, &error));
+    assert_error(error, CARREL_ERROR_UNSUPPORTED, NULL);
+    g_clear_error(&error);
+    /* The test driver's screenshot is a PNG: the stream path and the decoder, end to end. */
+    if (!carrel_hypervisor_screenshot(hv, name, &shot, &width, &height, &error))
+        fail_msg("screenshot: %s", error->message);
+    assert_true(width > 0 && height > 0);
+    assert_int_equal(g_bytes_get_size(shot), strlen("P6\n") + (width >= 1000 ? 4 : 3) + 1 +
+                                                 (height >= 1000 ? 4 : 3) + strlen("\n255\n") +
+                                                 (gsize)width * height * 3);
+    assert_true(carrel_hypervisor_destroy(hv, name, NULL));
+    assert_false(carrel_hypervisor_set_time(hv, name, &error));
+    assert_error(error, CARREL_ERROR_WRONG_STATE, NULL);
+    g_clear_error(&error);
+    assert_true(carrel_hypervisor_undefine(hv, name, NULL));
+    assert_false(carrel_hypervisor_set_time(hv, name, &error));
+    assert_error(error, CARREL_ERROR_NOT_FOUND, NULL);
+}
+
 int
 main(void)
 {
@@ -538,6 +1337,24 @@ main(void)
         cmocka_unit_test(test_probe_never_hangs),
         cmocka_unit_test(test_probe_detects_boot),
         cmocka_unit_test(test_probe_real_kernel_tcg),
+        cmocka_unit_test(test_ppm_parse),
+        cmocka_unit_test(test_ppm_blank_and_differs),
+        cmocka_unit_test(test_png_decode),
+        cmocka_unit_test(test_png_hostile),
+        cmocka_unit_test(test_agent_commands),
+        cmocka_unit_test(test_agent_exec_args),
+        cmocka_unit_test(test_agent_parse_pid),
+        cmocka_unit_test(test_agent_parse_status),
+        cmocka_unit_test(test_genid),
+        cmocka_unit_test(test_fake_define),
+        cmocka_unit_test(test_fake_save),
+        cmocka_unit_test(test_fake_restore_clones),
+        cmocka_unit_test(test_fake_restore_refused),
+        cmocka_unit_test(test_fake_agent_exec),
+        cmocka_unit_test(test_fake_agent_exec_errors),
+        cmocka_unit_test(test_fake_screenshot),
+        cmocka_unit_test(test_libvirt_define),
+        cmocka_unit_test(test_libvirt_guest_ops),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

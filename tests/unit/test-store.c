@@ -600,6 +600,55 @@ insert_many(gpointer data)
 }
 
 static void
+test_warm_states(void **state)
+{
+    g_autoptr(CarrelStore) store = open_memory();
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelWarmState) warm = carrel_warm_state_new();
+    g_autoptr(CarrelWarmState) got = NULL;
+    g_autoptr(CarrelSession) s = make_session("s-0000000000a1", "w", "tiny", 1);
+    g_autoptr(CarrelSession) back = NULL;
+
+    insert_template(store, "tiny", 1);
+    warm->template_name = g_strdup("tiny");
+    warm->template_version = 1;
+    warm->memory_path = g_strdup("/x/warm/memory.save");
+    warm->disk_path = g_strdup("/x/warm/disk.qcow2");
+    warm->vcpus = 1;
+    warm->memory_mib = 1024;
+    warm->memory_bytes = 300000000;
+    warm->created_at = 1700000001;
+    assert_null(carrel_store_warm_get(store, "tiny", 1, &error));
+    assert_error(error, CARREL_ERROR_NOT_FOUND, "template 'tiny@1' is not warm");
+    g_clear_error(&error);
+    assert_true(carrel_store_warm_put(store, warm, &error));
+    warm->memory_bytes = 42; /* a new warm state replaces the old one */
+    assert_true(carrel_store_warm_put(store, warm, &error));
+    got = carrel_store_warm_get(store, "tiny", 1, &error);
+    assert_non_null(got);
+    assert_string_equal(got->disk_path, "/x/warm/disk.qcow2");
+    assert_int_equal(got->memory_bytes, 42);
+    assert_int_equal(got->memory_mib, 1024);
+    /* A warm state for a template that does not exist is refused. */
+    g_free(warm->template_name);
+    warm->template_name = g_strdup("nope");
+    assert_false(carrel_store_warm_put(store, warm, &error));
+    g_clear_error(&error);
+    /* Sessions remember whether they were restored from it. */
+    s->from_warm = TRUE;
+    assert_true(carrel_store_session_insert(store, s, &error));
+    back = carrel_store_session_get(store, "s-0000000000a1", &error);
+    assert_true(back->from_warm);
+    assert_true(
+        carrel_store_session_set_state(store, s->id, CARREL_SESSION_DESTROYED, NULL, &error));
+    /* Deleting the template version deletes its warm state. */
+    assert_true(carrel_store_template_delete(store, "tiny", 1, &error));
+    g_clear_pointer(&got, carrel_warm_state_free);
+    assert_null(carrel_store_warm_get(store, "tiny", 1, &error));
+    assert_error(error, CARREL_ERROR_NOT_FOUND, NULL);
+}
+
+static void
 test_concurrent_inserts(void **state)
 {
     TmpDb *t = *state;
@@ -641,6 +690,7 @@ main(void)
         cmocka_unit_test(test_hostile_strings),
         cmocka_unit_test(test_unknown_state_in_db),
         cmocka_unit_test(test_audit_append_only),
+        cmocka_unit_test(test_warm_states),
         cmocka_unit_test_setup_teardown(test_concurrent_inserts, tmp_setup, tmp_teardown),
     };
 

@@ -1,0 +1,373 @@
+/* Command-line parsing: pure, so the unit tests cover it without a display. */
+#include <math.h>
+
+#include "guest.h"
+
+typedef enum {
+    OPT_DISPLAY = 1 << 0,
+    OPT_XAUTHORITY = 1 << 1,
+    OPT_USER = 1 << 2,
+    OPT_TIMEOUT = 1 << 3,
+    OPT_STDIN = 1 << 4,
+} OptionBit;
+
+#define OPT_X (OPT_DISPLAY | OPT_XAUTHORITY)
+
+typedef struct {
+    const char *word;
+    const char *sub;
+    CarrelGuestCommand command;
+    guint allowed;
+    guint min_args;
+    guint max_args;
+} CommandSpec;
+
+static const CommandSpec commands[] = {
+    {"ready", NULL, CARREL_GUEST_COMMAND_READY, OPT_X | OPT_TIMEOUT, 0, 0},
+    {"windows", NULL, CARREL_GUEST_COMMAND_WINDOWS, OPT_X, 0, 0},
+    {"clipboard", "get", CARREL_GUEST_COMMAND_CLIPBOARD_GET, OPT_X | OPT_TIMEOUT, 0, 0},
+    {"clipboard", "set", CARREL_GUEST_COMMAND_CLIPBOARD_SET, OPT_X | OPT_TIMEOUT | OPT_STDIN, 0, 1},
+    {"launch", NULL, CARREL_GUEST_COMMAND_LAUNCH, OPT_X | OPT_USER, 1, CARREL_GUEST_LIMIT_ARGS},
+    {"open", NULL, CARREL_GUEST_COMMAND_OPEN, OPT_X | OPT_USER, 1, 1},
+    {"version", NULL, CARREL_GUEST_COMMAND_VERSION, 0, 0, 0},
+    {"help", NULL, CARREL_GUEST_COMMAND_HELP, 0, 0, 0},
+};
+
+static const struct {
+    const char *name;
+    OptionBit bit;
+    gboolean takes_value;
+} option_specs[] = {
+    {"display", OPT_DISPLAY, TRUE}, {"xauthority", OPT_XAUTHORITY, TRUE}, {"user", OPT_USER, TRUE},
+    {"timeout", OPT_TIMEOUT, TRUE}, {"stdin", OPT_STDIN, FALSE},
+};
+
+typedef struct {
+    CarrelGuestOptions *options;
+    guint seen;
+    gboolean help;
+    gboolean rest_positional;
+    GPtrArray *words;
+} Parser;
+
+static const char usage_text[] =
+    "usage: carrel-guest [OPTIONS] COMMAND [ARGS...]\n"
+    "\n"
+    "Commands (each prints one JSON object on stdout; errors print {\"error\":{...}} and exit\n"
+    "non-zero):\n"
+    "  ready [--timeout S]          wait until the display answers and a window manager runs\n"
+    "  windows                      list the top-level application windows\n"
+    "  clipboard get [--timeout S]  print the CLIPBOARD text\n"
+    "  clipboard set TEXT|--stdin   own CLIPBOARD and PRIMARY (a background process serves them)\n"
+    "  launch [--user U] APP [ARGS...]  start a program in the desktop session\n"
+    "  open [--user U] PATH|URL     open a file or URL with the desktop's default program\n"
+    "  version                      print the version\n"
+    "\n"
+    "Options:\n"
+    "  --display D      X display (default :0)\n"
+    "  --xauthority F   X cookie file (default: the session's, found automatically)\n"
+    "  --user U         desktop user for launch/open (default: the session's user)\n"
+    "  --timeout S      seconds to wait (ready: 60, clipboard: 5; at most 3600)\n";
+
+const char *
+carrel_guest_usage(void)
+{
+    return usage_text;
+}
+
+const char *
+carrel_guest_command_to_string(CarrelGuestCommand command)
+{
+    for (guint i = 0; i < G_N_ELEMENTS(commands); i++) {
+        if (commands[i].command == command)
+            return commands[i].command == CARREL_GUEST_COMMAND_CLIPBOARD_GET   ? "clipboard get"
+                   : commands[i].command == CARREL_GUEST_COMMAND_CLIPBOARD_SET ? "clipboard set"
+                                                                               : commands[i].word;
+    }
+    return "unknown";
+}
+
+void
+carrel_guest_options_free(CarrelGuestOptions *options)
+{
+    if (!options)
+        return;
+    g_free(options->display);
+    g_free(options->xauthority);
+    g_free(options->user);
+    g_free(options->text);
+    g_strfreev(options->argv);
+    g_free(options);
+}
+
+static gboolean
+is_valid_user_name(const char *name)
+{
+    gsize len = strlen(name);
+
+    if (len == 0 || len > CARREL_GUEST_LIMIT_USER_LEN)
+        return FALSE;
+    if (!g_ascii_isalpha(name[0]) && name[0] != '_')
+        return FALSE;
+    for (gsize i = 1; i < len; i++) {
+        if (!g_ascii_isalnum(name[i]) && !strchr("_.-", name[i]))
+            return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean
+parse_timeout(const char *value, gint64 *ret_ms, GError **error)
+{
+    char *end = NULL;
+    double seconds = g_ascii_strtod(value, &end);
+
+    if (!end || end == value || *end != '\0' || !isfinite(seconds) || seconds < 0 ||
+        seconds * 1000 > CARREL_GUEST_LIMIT_TIMEOUT_MS) {
+        g_set_error(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_INVALID_ARG,
+                    "invalid timeout '%s': expected seconds between 0 and 3600", value);
+        return FALSE;
+    }
+    *ret_ms = (gint64)(seconds * 1000);
+    return TRUE;
+}
+
+static gboolean
+set_option(Parser *parser, OptionBit bit, const char *value, GError **error)
+{
+    CarrelGuestOptions *options = parser->options;
+
+    switch (bit) {
+    case OPT_DISPLAY:
+        if (!carrel_guest_display_number(value, NULL))
+            break;
+        options->display = g_strdup(value);
+        return TRUE;
+    case OPT_XAUTHORITY:
+        if (!g_path_is_absolute(value) || strlen(value) > CARREL_GUEST_LIMIT_PATH_LEN)
+            break;
+        options->xauthority = g_strdup(value);
+        return TRUE;
+    case OPT_USER:
+        if (!is_valid_user_name(value))
+            break;
+        options->user = g_strdup(value);
+        return TRUE;
+    case OPT_TIMEOUT:
+        return parse_timeout(value, &options->timeout_ms, error);
+    case OPT_STDIN:
+        options->use_stdin = TRUE;
+        return TRUE;
+    }
+    g_set_error(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_INVALID_ARG, "invalid value '%s'",
+                value);
+    return FALSE;
+}
+
+static gboolean
+parse_option(Parser *parser, int argc, char **argv, int *index, GError **error)
+{
+    const char *arg = argv[*index];
+    const char *name = arg + 2;
+    const char *eq = strchr(name, '=');
+    g_autofree char *key = eq ? g_strndup(name, (gsize)(eq - name)) : g_strdup(name);
+    const char *value = eq ? eq + 1 : NULL;
+
+    if (g_str_equal(arg, "-h") || g_str_equal(arg, "--help")) {
+        parser->help = TRUE;
+        return TRUE;
+    }
+    for (guint i = 0; g_str_has_prefix(arg, "--") && i < G_N_ELEMENTS(option_specs); i++) {
+        if (!g_str_equal(key, option_specs[i].name))
+            continue;
+        if (parser->seen & option_specs[i].bit) {
+            g_set_error(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_INVALID_ARG,
+                        "option '--%s' given twice", key);
+            return FALSE;
+        }
+        parser->seen |= option_specs[i].bit;
+        if (option_specs[i].takes_value && !value) {
+            if (*index + 1 >= argc) {
+                g_set_error(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_INVALID_ARG,
+                            "option '--%s' needs a value", key);
+                return FALSE;
+            }
+            value = argv[++*index];
+        } else if (!option_specs[i].takes_value && value) {
+            g_set_error(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_INVALID_ARG,
+                        "option '--%s' takes no value", key);
+            return FALSE;
+        }
+        if (!set_option(parser, option_specs[i].bit, value ? value : "", error)) {
+            g_prefix_error(error, "option '--%s': ", key);
+            return FALSE;
+        }
+        return TRUE;
+    }
+    g_set_error(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_INVALID_ARG, "unknown option '%s'",
+                arg);
+    return FALSE;
+}
+
+static gboolean
+split_words(Parser *parser, int argc, char **argv, GError **error)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+
+        /* launch passes everything after the program name through untouched. */
+        if (parser->words->len >= 2 && g_str_equal(g_ptr_array_index(parser->words, 0), "launch"))
+            parser->rest_positional = TRUE;
+        if (!parser->rest_positional && g_str_equal(arg, "--")) {
+            parser->rest_positional = TRUE;
+            continue;
+        }
+        if (!parser->rest_positional && arg[0] == '-' && arg[1] != '\0') {
+            if (!parse_option(parser, argc, argv, &i, error))
+                return FALSE;
+            continue;
+        }
+        g_ptr_array_add(parser->words, g_strdup(arg));
+    }
+    return TRUE;
+}
+
+static const CommandSpec *
+find_command(GPtrArray *words, guint *ret_first_arg, GError **error)
+{
+    const char *word = words->len > 0 ? g_ptr_array_index(words, 0) : NULL;
+    const char *sub = words->len > 1 ? g_ptr_array_index(words, 1) : NULL;
+
+    if (!word) {
+        g_set_error(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_INVALID_ARG,
+                    "missing command; run 'carrel-guest help'");
+        return NULL;
+    }
+    for (guint i = 0; i < G_N_ELEMENTS(commands); i++) {
+        if (!g_str_equal(commands[i].word, word))
+            continue;
+        if (!commands[i].sub) {
+            *ret_first_arg = 1;
+            return &commands[i];
+        }
+        if (sub && g_str_equal(commands[i].sub, sub)) {
+            *ret_first_arg = 2;
+            return &commands[i];
+        }
+    }
+    if (g_str_equal(word, "clipboard"))
+        g_set_error(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_INVALID_ARG,
+                    "expected 'clipboard get' or 'clipboard set'");
+    else
+        g_set_error(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_INVALID_ARG,
+                    "unknown command '%s'; run 'carrel-guest help'", word);
+    return NULL;
+}
+
+static gboolean
+check_options(const Parser *parser, const CommandSpec *spec, GError **error)
+{
+    for (guint i = 0; i < G_N_ELEMENTS(option_specs); i++) {
+        if ((parser->seen & option_specs[i].bit) && !(spec->allowed & option_specs[i].bit)) {
+            g_set_error(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_INVALID_ARG,
+                        "option '--%s' does not apply to '%s'", option_specs[i].name,
+                        carrel_guest_command_to_string(spec->command));
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+static gboolean
+check_args(const CarrelGuestOptions *options, const CommandSpec *spec, guint n_args, GError **error)
+{
+    guint min_args = spec->min_args;
+    guint max_args = spec->max_args;
+
+    if (spec->command == CARREL_GUEST_COMMAND_CLIPBOARD_SET)
+        min_args = max_args = options->use_stdin ? 0 : 1;
+    if (n_args < min_args || n_args > max_args) {
+        const char *name = carrel_guest_command_to_string(spec->command);
+
+        if (n_args > max_args && max_args == 0)
+            g_set_error(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_INVALID_ARG,
+                        "'%s' takes no arguments", name);
+        else
+            g_set_error(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_INVALID_ARG,
+                        "'%s' takes %u to %u arguments, got %u", name, min_args, max_args, n_args);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean
+take_args(CarrelGuestOptions *options, GPtrArray *words, guint first, GError **error)
+{
+    g_autoptr(GStrvBuilder) builder = g_strv_builder_new();
+    gsize total = 0;
+
+    for (guint i = first; i < words->len; i++) {
+        const char *word = g_ptr_array_index(words, i);
+
+        total += strlen(word) + 1;
+        g_strv_builder_add(builder, word);
+    }
+    if (options->command == CARREL_GUEST_COMMAND_CLIPBOARD_SET && words->len > first) {
+        const char *text = g_ptr_array_index(words, first);
+
+        if (strlen(text) > CARREL_GUEST_LIMIT_CLIPBOARD_BYTES) {
+            g_set_error(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_LIMIT,
+                        "clipboard text is larger than %d bytes",
+                        CARREL_GUEST_LIMIT_CLIPBOARD_BYTES);
+            return FALSE;
+        }
+        options->text = g_strdup(text);
+        return TRUE;
+    }
+    if (total > CARREL_GUEST_LIMIT_ARGS_BYTES) {
+        g_set_error(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_LIMIT,
+                    "arguments are longer than %d bytes", CARREL_GUEST_LIMIT_ARGS_BYTES);
+        return FALSE;
+    }
+    options->argv = g_strv_builder_end(builder);
+    return TRUE;
+}
+
+static gint64
+default_timeout(CarrelGuestCommand command)
+{
+    if (command == CARREL_GUEST_COMMAND_READY)
+        return CARREL_GUEST_DEFAULT_READY_TIMEOUT_MS;
+    return CARREL_GUEST_DEFAULT_CLIPBOARD_TIMEOUT_MS;
+}
+
+CarrelGuestOptions *
+carrel_guest_options_parse(int argc, char **argv, GError **error)
+{
+    g_autoptr(CarrelGuestOptions) options = g_new0(CarrelGuestOptions, 1);
+    g_autoptr(GPtrArray) words = g_ptr_array_new_with_free_func(g_free);
+    Parser parser = {.options = options, .words = words};
+    const CommandSpec *spec;
+    guint first = 0;
+
+    options->timeout_ms = -1;
+    if (!split_words(&parser, argc, argv, error))
+        return NULL;
+    if (parser.help) {
+        options->command = CARREL_GUEST_COMMAND_HELP;
+        return g_steal_pointer(&options);
+    }
+    spec = find_command(words, &first, error);
+    if (!spec)
+        return NULL;
+    options->command = spec->command;
+    if (!check_options(&parser, spec, error) ||
+        !check_args(options, spec, words->len - first, error) ||
+        !take_args(options, words, first, error))
+        return NULL;
+    if (!options->display)
+        options->display = g_strdup(CARREL_GUEST_DEFAULT_DISPLAY);
+    if (options->timeout_ms < 0)
+        options->timeout_ms = default_timeout(options->command);
+    return g_steal_pointer(&options);
+}

@@ -1,0 +1,200 @@
+/* carrel-guest: the helper run in a template's guest through the guest agent (as root, with no
+ * session environment).  This header holds the parts that need no X connection: options, errors,
+ * limits, JSON formatting and /proc parsing, so unit tests can use them without a display. */
+#pragma once
+
+#include <glib.h>
+#include <json-glib/json-glib.h>
+#include <sys/types.h>
+
+G_BEGIN_DECLS
+
+#define CARREL_GUEST_VERSION "0.1.0"
+
+/* Limits on everything the guest (window titles, clipboard owners, /proc) or the caller controls.
+ */
+#define CARREL_GUEST_LIMIT_TITLE_CHARS 512
+#define CARREL_GUEST_LIMIT_CLASS_CHARS 256
+#define CARREL_GUEST_LIMIT_WINDOWS 256
+#define CARREL_GUEST_LIMIT_CLIENT_LIST 4096
+#define CARREL_GUEST_LIMIT_TREE_NODES 16384
+#define CARREL_GUEST_LIMIT_TREE_DEPTH 4
+#define CARREL_GUEST_LIMIT_CLIPBOARD_BYTES (1024 * 1024)
+#define CARREL_GUEST_LIMIT_TIMEOUT_MS (3600 * 1000)
+#define CARREL_GUEST_LIMIT_ARGS 256
+#define CARREL_GUEST_LIMIT_ARGS_BYTES (256 * 1024)
+#define CARREL_GUEST_LIMIT_PATH_LEN 4096
+#define CARREL_GUEST_LIMIT_USER_LEN 32
+#define CARREL_GUEST_LIMIT_DISPLAY_LEN 64
+#define CARREL_GUEST_LIMIT_PROC_FILE (128 * 1024)
+#define CARREL_GUEST_LIMIT_PROC_ENTRIES 65536
+#define CARREL_GUEST_LIMIT_ENV_VALUE 4096
+#define CARREL_GUEST_LIMIT_GROUPS 256
+
+#define CARREL_GUEST_DEFAULT_DISPLAY ":0"
+#define CARREL_GUEST_DEFAULT_READY_TIMEOUT_MS 60000
+#define CARREL_GUEST_DEFAULT_CLIPBOARD_TIMEOUT_MS 5000
+/* The background clipboard server gives up its selection after this long. */
+#define CARREL_GUEST_CLIPBOARD_SERVE_SECONDS 3600
+
+#define CARREL_GUEST_ERROR (carrel_guest_error_quark())
+
+/* Error codes; their wire names match the manager's where the meaning is the same. */
+typedef enum {
+    CARREL_GUEST_ERROR_FAILED,
+    CARREL_GUEST_ERROR_INVALID_ARG,
+    CARREL_GUEST_ERROR_NOT_FOUND,
+    CARREL_GUEST_ERROR_FORBIDDEN,
+    CARREL_GUEST_ERROR_LIMIT,
+    CARREL_GUEST_ERROR_TIMEOUT,
+    CARREL_GUEST_ERROR_DISPLAY,
+    CARREL_GUEST_ERROR_X11,
+    CARREL_GUEST_ERROR_LAUNCH,
+    CARREL_GUEST_ERROR_INTERNAL,
+    CARREL_GUEST_ERROR_LAST
+} CarrelGuestErrorCode;
+
+GQuark carrel_guest_error_quark(void);
+
+/* Wire name of a code ("not_found"); "failed" for out-of-range values. */
+const char *carrel_guest_error_code_to_string(CarrelGuestErrorCode code);
+
+/* Parses a wire name back; CARREL_GUEST_ERROR_FAILED for unknown names. */
+CarrelGuestErrorCode carrel_guest_error_code_from_string(const char *name);
+
+/* Process exit status for an error: 2 for usage errors, 1 otherwise. */
+int carrel_guest_error_exit_status(const GError *error);
+
+typedef enum {
+    CARREL_GUEST_COMMAND_READY,
+    CARREL_GUEST_COMMAND_WINDOWS,
+    CARREL_GUEST_COMMAND_CLIPBOARD_GET,
+    CARREL_GUEST_COMMAND_CLIPBOARD_SET,
+    CARREL_GUEST_COMMAND_LAUNCH,
+    CARREL_GUEST_COMMAND_OPEN,
+    CARREL_GUEST_COMMAND_VERSION,
+    CARREL_GUEST_COMMAND_HELP,
+    CARREL_GUEST_COMMAND_LAST
+} CarrelGuestCommand;
+
+/* Name of a command as typed ("clipboard get"); "unknown" for out-of-range values. */
+const char *carrel_guest_command_to_string(CarrelGuestCommand command);
+
+typedef struct {
+    CarrelGuestCommand command;
+    char *display;     /* never NULL after parsing */
+    char *xauthority;  /* NULL: find the session's */
+    char *user;        /* launch/open: NULL finds the desktop user */
+    gint64 timeout_ms; /* the command's default when not given */
+    gboolean use_stdin;
+    char *text; /* clipboard set TEXT */
+    GStrv argv; /* launch: program and arguments; open: the one target */
+} CarrelGuestOptions;
+
+void carrel_guest_options_free(CarrelGuestOptions *options);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelGuestOptions, carrel_guest_options_free)
+
+/* Parses the command line (argv[0] is the program).  Options may come before or after the
+ * command words; everything after "--", and after launch's program name, is positional. */
+CarrelGuestOptions *carrel_guest_options_parse(int argc, char **argv, GError **error);
+
+/* The usage text printed by "help". */
+const char *carrel_guest_usage(void);
+
+/* Display number of a display name (":0", ":1.0", "unix:2", "host:3.1"); FALSE if malformed. */
+gboolean carrel_guest_display_number(const char *display, int *ret_number);
+
+/* A copy of text cut to at most max_chars characters, invalid UTF-8 replaced; NULL gives "". */
+char *carrel_guest_text_clip(const char *text, gssize len, gsize max_chars);
+
+/* Latin-1 (ISO 8859-1, the ICCCM STRING type) to UTF-8; never fails. */
+char *carrel_guest_text_from_latin1(const char *text, gsize len);
+
+/* Valid UTF-8 to Latin-1, characters beyond U+00FF as '?'; the length goes to ret_len. */
+char *carrel_guest_text_to_latin1(const char *utf8, gsize *ret_len);
+
+/* Cuts len so that text[0..len) does not end inside a UTF-8 character; returns the new length. */
+gsize carrel_guest_text_utf8_boundary(const char *text, gsize len, gsize max_bytes);
+
+/* TRUE if target looks like a URL ("scheme:..."), not a file path. */
+gboolean carrel_guest_is_url(const char *target);
+
+/* One application window, as "windows" reports it. */
+typedef struct {
+    gulong id;
+    char *title;
+    char *wm_class;
+    char *instance;
+    gint64 pid; /* -1: unknown */
+    int x, y, width, height;
+    gboolean focused;
+    gboolean visible;
+} CarrelGuestWindow;
+
+CarrelGuestWindow *carrel_guest_window_new(gulong id);
+void carrel_guest_window_free(CarrelGuestWindow *window);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelGuestWindow, carrel_guest_window_free)
+
+/* {"windows":[...],"truncated":bool}; windows holds CarrelGuestWindow, bottom to top. */
+JsonNode *carrel_guest_windows_to_json(GPtrArray *windows, gboolean truncated);
+
+/* {"error":{"code":"...","message":"..."}} */
+JsonNode *carrel_guest_error_to_json(const GError *error);
+
+/* One line of compact JSON with a trailing newline. */
+char *carrel_guest_json_to_string(JsonNode *node);
+
+/* Writes the node as one line on stdout; FALSE if stdout fails. */
+gboolean carrel_guest_json_print(JsonNode *node);
+
+/* A builder already inside its top-level object; finish with carrel_guest_json_end(). */
+JsonBuilder *carrel_guest_json_begin(void);
+JsonNode *carrel_guest_json_end(JsonBuilder *builder);
+
+/* /proc parsing, pure over a file's bytes (NUL-separated lists). */
+
+/* Value of key in an environ block, or NULL; values longer than the limit are ignored. */
+char *carrel_guest_environ_lookup(const char *block, gsize len, const char *key);
+
+/* Splits a NUL-separated block (cmdline) into at most max_items strings. */
+GStrv carrel_guest_split_nul(const char *block, gsize len, guint max_items);
+
+/* If argv is an X server's (Xorg, Xvfb, ...) serving display number, its "-auth" file, else NULL.
+ */
+char *carrel_guest_server_auth_from_argv(const char *const *argv, int number);
+
+/* Reads at most max bytes of a file (for /proc files, whose size stat cannot tell). */
+gboolean carrel_guest_read_bounded(const char *path, gsize max, char **ret_data, gsize *ret_len,
+                                   GError **error);
+
+/* A desktop session's process: the user that runs it and the parts of its environment that a
+ * launched program should inherit. */
+typedef struct {
+    uid_t uid;
+    pid_t pid;
+    char *xauthority; /* may be NULL */
+    GStrv env;        /* "KEY=VALUE" for the inherited keys only */
+} CarrelGuestSession;
+
+void carrel_guest_session_free(CarrelGuestSession *session);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelGuestSession, carrel_guest_session_free)
+
+/* The oldest non-root process whose DISPLAY is display number `number` (regular users, uid
+ * 1000..59999, first); NULL if none. */
+CarrelGuestSession *carrel_guest_proc_find_session(int number);
+
+/* The "-auth" file of the X server that serves display number `number`, or NULL. */
+char *carrel_guest_proc_find_server_auth(int number);
+
+/* Name of a known window manager process running on display number `number`, or NULL. */
+char *carrel_guest_proc_find_wm(int number);
+
+/* Commands: each returns the JSON to print, or NULL with error set. */
+JsonNode *carrel_guest_cmd_ready(const CarrelGuestOptions *options, GError **error);
+JsonNode *carrel_guest_cmd_windows(const CarrelGuestOptions *options, GError **error);
+JsonNode *carrel_guest_cmd_clipboard_get(const CarrelGuestOptions *options, GError **error);
+JsonNode *carrel_guest_cmd_clipboard_set(const CarrelGuestOptions *options, GError **error);
+JsonNode *carrel_guest_cmd_launch(const CarrelGuestOptions *options, GError **error);
+JsonNode *carrel_guest_cmd_open(const CarrelGuestOptions *options, GError **error);
+
+G_END_DECLS

@@ -1,0 +1,89 @@
+#include <string.h>
+
+#include "core/core-priv.h"
+
+#define GUEST_TOOL "/usr/local/bin/carrel-guest"
+#define GUEST_TOOL_OUTPUT_MAX (64 * 1024)
+#define SCREEN_STABLE_ROUNDS 3
+
+typedef enum { READY_YES, READY_NO_TOOL, READY_FAILED } ToolReady;
+
+/* Asks carrel-guest, when the template has it; its output is untrusted and only inspected. */
+static ToolReady
+ask_guest_tool(CarrelManager *mgr, const char *domain, guint timeout_s, GError **error)
+{
+    g_autofree char *timeout_text = g_strdup_printf("%u", timeout_s);
+    const char *argv[] = {GUEST_TOOL, "ready", "--timeout", timeout_text, NULL};
+    g_autoptr(GBytes) out = NULL;
+    g_autoptr(GBytes) err = NULL;
+    g_autoptr(JsonNode) reply = NULL;
+    gboolean truncated = FALSE, timed_out = FALSE;
+    int exit_code = -1;
+    gsize len = 0;
+    const char *data;
+
+    if (!carrel_hypervisor_agent_exec(mgr->hv, domain, argv, NULL, timeout_s + 10,
+                                      GUEST_TOOL_OUTPUT_MAX, &exit_code, &out, &err, &truncated,
+                                      &timed_out, error))
+        return READY_FAILED;
+    if (exit_code == 127)
+        return READY_NO_TOOL;
+    data = out ? g_bytes_get_data(out, &len) : NULL;
+    reply = (exit_code == 0 && !truncated && data) ? carrel_conf_parse_json(data, len, NULL) : NULL;
+    if (reply && JSON_NODE_HOLDS_OBJECT(reply) &&
+        json_object_get_boolean_member_with_default(json_node_get_object(reply), "ready", FALSE))
+        return READY_YES;
+    g_set_error(error, CARREL_ERROR, CARREL_ERROR_TIMEOUT,
+                "the desktop did not become ready within %u s (carrel-guest exit %d%s)", timeout_s,
+                exit_code, timed_out ? ", timed out" : "");
+    return READY_FAILED;
+}
+
+/* Fallback for guests without carrel's tools: the screen shows something and holds still. */
+static gboolean
+wait_screen_stable(CarrelManager *mgr, const char *domain, guint timeout_s, GError **error)
+{
+    gint64 deadline = g_get_monotonic_time() + (gint64)timeout_s * G_USEC_PER_SEC;
+    g_autoptr(GBytes) last = NULL;
+    guint stable = 0;
+
+    while (g_get_monotonic_time() < deadline) {
+        g_autoptr(GBytes) shot = NULL;
+        guint w, h;
+
+        if (!carrel_hypervisor_screenshot(mgr->hv, domain, &shot, &w, &h, error))
+            return FALSE;
+        if (carrel_hypervisor_ppm_is_blank(shot) ||
+            (last && carrel_hypervisor_ppm_differs(last, shot)))
+            stable = 0;
+        else if (last)
+            stable++;
+        if (stable >= SCREEN_STABLE_ROUNDS)
+            return TRUE;
+        g_clear_pointer(&last, g_bytes_unref);
+        last = g_steal_pointer(&shot);
+        g_usleep(G_USEC_PER_SEC);
+    }
+    g_set_error(error, CARREL_ERROR, CARREL_ERROR_TIMEOUT,
+                "the screen did not settle on a picture within %u s", timeout_s);
+    return FALSE;
+}
+
+gboolean
+carrel_manager_wait_ready(CarrelManager *mgr, CarrelJob *job, const char *domain, guint timeout_s,
+                          GError **error)
+{
+    switch (ask_guest_tool(mgr, domain, timeout_s, error)) {
+    case READY_YES:
+        if (job)
+            carrel_job_progress(job, "the desktop is ready (carrel-guest)");
+        return TRUE;
+    case READY_NO_TOOL:
+        if (job)
+            carrel_job_progress(job, "no carrel-guest: waiting for the screen to settle");
+        return wait_screen_stable(mgr, domain, timeout_s, error);
+    case READY_FAILED:
+        break;
+    }
+    return FALSE;
+}

@@ -1,0 +1,169 @@
+#include <glib/gstdio.h>
+
+#include "core/core-priv.h"
+#include "disk/disk.h"
+
+/*
+ * Warm start: a template version is booted once, waited for, and its memory saved together
+ * with the disk layer it ran on (frozen afterwards). A session from a warm template gets its
+ * own overlay on that layer and restores the memory instead of booting.
+ */
+
+#define WARM_READY_TIMEOUT_S 120
+#define WARM_SETTLE_S 2
+
+typedef struct {
+    CarrelManager *mgr;
+    char *name;
+    guint version;
+} WarmData;
+
+static void
+warm_data_free(gpointer data)
+{
+    WarmData *wd = data;
+
+    g_free(wd->name);
+    g_free(wd);
+}
+
+/* The warm domain looks like a session to libvirt, so a crash mid-warm leaves an orphan that
+ * reconcile removes. */
+static CarrelSession *
+warm_session(CarrelManager *mgr, const CarrelTemplate *tmpl, const char *dir)
+{
+    g_autoptr(CarrelSession) s = carrel_session_new();
+
+    s->id = carrel_util_new_id("s-");
+    s->name = g_strdup(s->id);
+    s->template_name = g_strdup(tmpl->name);
+    s->template_version = tmpl->version;
+    s->vcpus = CARREL_DEFAULT_VCPUS;
+    s->memory_mib = CARREL_DEFAULT_MEMORY_MIB;
+    s->dir = g_strdup(dir);
+    s->overlay_path = g_build_filename(dir, "disk.qcow2", NULL);
+    return g_steal_pointer(&s);
+}
+
+static gboolean
+boot_and_save(CarrelManager *mgr, CarrelJob *job, const CarrelTemplate *tmpl, CarrelSession *ws,
+              const char *memory_path, GError **error)
+{
+    g_autofree char *domain = carrel_session_domain_name(ws->id);
+    g_autofree char *xml = NULL;
+    gboolean ok;
+
+    if (!carrel_disk_create_overlay(ws->overlay_path, tmpl->disk_path, tmpl->format, error))
+        return FALSE;
+    xml = carrel_manager_session_xml(mgr, ws, tmpl, error);
+    if (!xml)
+        return FALSE;
+    carrel_job_progress(job, "booting the template");
+    if (!carrel_hypervisor_define_start(mgr->hv, xml, error))
+        return FALSE;
+    ok = carrel_manager_wait_agent(mgr, domain, error) &&
+         carrel_manager_wait_ready(mgr, job, domain, WARM_READY_TIMEOUT_S, error);
+    if (ok) {
+        carrel_job_progress(job, "saving the memory state");
+        ok = carrel_hypervisor_save(mgr->hv, domain, memory_path, error);
+    }
+    (void)carrel_hypervisor_destroy(mgr->hv, domain, NULL);
+    (void)carrel_hypervisor_undefine(mgr->hv, domain, NULL);
+    return ok;
+}
+
+static CarrelWarmState *
+make_warm(CarrelManager *mgr, CarrelJob *job, const CarrelTemplate *tmpl, GError **error)
+{
+    g_autofree char *tmp = g_build_filename(tmpl->dir, "warm.tmp", NULL);
+    g_autofree char *final = g_build_filename(tmpl->dir, "warm", NULL);
+    g_autofree char *memory_tmp = g_build_filename(tmp, "memory.save", NULL);
+    g_autoptr(CarrelSession) ws = warm_session(mgr, tmpl, tmp);
+    g_autoptr(CarrelWarmState) warm = carrel_warm_state_new();
+    GStatBuf st;
+
+    if (!carrel_util_remove_tree(tmp, error) || !carrel_util_ensure_dir(tmp, 0711, error))
+        return NULL;
+    if (!boot_and_save(mgr, job, tmpl, ws, memory_tmp, error) ||
+        !carrel_disk_freeze(ws->overlay_path, error) || g_stat(memory_tmp, &st) < 0 ||
+        !carrel_util_remove_tree(final, error) || g_rename(tmp, final) < 0) {
+        if (error && !*error)
+            g_set_error(error, CARREL_ERROR, CARREL_ERROR_INTERNAL, "storing the warm state");
+        (void)carrel_util_remove_tree(tmp, NULL);
+        return NULL;
+    }
+    warm->template_name = g_strdup(tmpl->name);
+    warm->template_version = tmpl->version;
+    warm->memory_path = g_build_filename(final, "memory.save", NULL);
+    warm->disk_path = g_build_filename(final, "disk.qcow2", NULL);
+    warm->vcpus = ws->vcpus;
+    warm->memory_mib = ws->memory_mib;
+    warm->memory_bytes = (guint64)st.st_size;
+    warm->created_at = carrel_util_now();
+    return g_steal_pointer(&warm);
+}
+
+static gboolean
+warm_locked(CarrelJob *job, gpointer data, JsonNode **ret_result, GError **error)
+{
+    WarmData *wd = data;
+    g_autoptr(CarrelTemplate) tmpl = NULL;
+    g_autoptr(CarrelWarmState) warm = NULL;
+
+    tmpl = carrel_store_template_get(wd->mgr->store, wd->name, wd->version, error);
+    if (!tmpl)
+        return FALSE;
+    warm = carrel_store_warm_get(wd->mgr->store, tmpl->name, tmpl->version, NULL);
+    if (warm) {
+        /* Sessions may stand on the existing warm layer: it is never replaced under them. */
+        carrel_job_progress(job, "this template version is already warm");
+    } else {
+        warm = make_warm(wd->mgr, job, tmpl, error);
+        if (!warm || !carrel_store_warm_put(wd->mgr->store, warm, error))
+            return FALSE;
+    }
+    carrel_job_progress(job, "done");
+    *ret_result = carrel_template_to_json(tmpl, 0);
+    json_object_set_member(json_node_get_object(*ret_result), "warm",
+                           carrel_warm_state_to_json(warm));
+    return TRUE;
+}
+
+static gboolean
+warm_job(CarrelJob *job, gpointer data, JsonNode **ret_result, GError **error)
+{
+    WarmData *wd = data;
+    g_autofree char *key = g_strdup_printf("warm:%s", wd->name);
+    gboolean ok = warm_locked(job, data, ret_result, error);
+
+    if (!ok)
+        g_prefix_error(error, "warming template '%s': ", wd->name);
+    carrel_manager_release(wd->mgr, key);
+    return ok;
+}
+
+CarrelJob *
+carrel_manager_template_warm(CarrelManager *mgr, const char *name, guint version, GError **error)
+{
+    g_autoptr(CarrelTemplate) tmpl = carrel_store_template_get(mgr->store, name, version, error);
+    g_autofree char *key = g_strdup_printf("warm:%s", name);
+    CarrelJob *job;
+    WarmData *wd;
+
+    if (!tmpl || !carrel_manager_claim(mgr, key, "warming", error))
+        return NULL;
+    job = carrel_job_new("template-warm", name);
+    wd = g_new0(WarmData, 1);
+    wd->mgr = mgr;
+    wd->name = g_strdup(tmpl->name);
+    wd->version = tmpl->version;
+    carrel_manager_add_job(mgr, job);
+    carrel_job_run(job, warm_job, wd, warm_data_free);
+    return job;
+}
+
+CarrelWarmState *
+carrel_manager_template_warm_state(CarrelManager *mgr, const char *name, guint version)
+{
+    return carrel_store_warm_get(mgr->store, name, version, NULL);
+}
