@@ -76,6 +76,8 @@ carrel_manager_new(const CarrelManagerConfig *config, CarrelHypervisor *hv, GErr
     mgr->state_dir = g_canonicalize_filename(config->state_dir, NULL);
     mgr->recipes_dir = g_strdup(config->recipes_dir);
     mgr->cache_dir = g_strdup(config->cache_dir);
+    mgr->guest_tool = g_strdup(config->guest_tool);
+    mgr->guest_tool_src = g_strdup(config->guest_tool_src);
     mgr->accel = config->accel;
     mgr->accel_reason = g_strdup(config->accel_reason ? config->accel_reason : "requested");
     mgr->agent_timeout_s = config->agent_timeout_s ? config->agent_timeout_s : 300;
@@ -110,6 +112,8 @@ carrel_manager_free(CarrelManager *mgr)
     g_free(mgr->state_dir);
     g_free(mgr->recipes_dir);
     g_free(mgr->cache_dir);
+    g_free(mgr->guest_tool);
+    g_free(mgr->guest_tool_src);
     g_free(mgr->instance_id);
     g_free(mgr->accel_reason);
     g_free(mgr);

@@ -9,6 +9,8 @@ struct _CarrelManager {
     char *state_dir;
     char *recipes_dir;
     char *cache_dir;
+    char *guest_tool;
+    char *guest_tool_src;
     char *instance_id;
     CarrelAccel accel;
     char *accel_reason;

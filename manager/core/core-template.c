@@ -55,7 +55,7 @@ fill_files(const CarrelTemplateImport *req, CarrelTemplate *tmpl, GError **error
 
     if (!carrel_util_ensure_dir(tmpl->dir, 0755, error) ||
         !copy_boot_file(req->disk, tmpl->dir, disk_name, &tmpl->disk_path, error) ||
-        !copy_boot_file(req->kernel, tmpl->dir, "vmlinuz", &tmpl->kernel_path, error) ||
+        !copy_boot_file(req->kernel, tmpl->dir, "kernel", &tmpl->kernel_path, error) ||
         !copy_boot_file(req->initrd, tmpl->dir, "initrd.img", &tmpl->initrd_path, error) ||
         !check_image(tmpl, error))
         return FALSE;

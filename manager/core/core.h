@@ -11,14 +11,16 @@
 G_BEGIN_DECLS
 
 typedef struct {
-    const char *state_dir;    /* state.db, templates/, sessions/ */
-    const char *recipes_dir;  /* template recipes: <recipes_dir>/<name>/build */
-    const char *cache_dir;    /* built images, keyed by recipe hash */
-    CarrelAccel accel;        /* resolved already: KVM or TCG */
-    const char *accel_reason; /* why that accelerator (shown by /v1/version) */
-    guint agent_timeout_s;    /* how long create/start wait for the guest agent (0 = 300) */
-    guint tb_cache_mib;       /* TCG translation cache per guest (0 = 64) */
-    const char *policy_path;  /* NULL = the built-in default policy */
+    const char *state_dir;      /* state.db, templates/, sessions/ */
+    const char *recipes_dir;    /* template recipes: <recipes_dir>/<name>/build */
+    const char *cache_dir;      /* built images, keyed by recipe hash */
+    CarrelAccel accel;          /* resolved already: KVM or TCG */
+    const char *accel_reason;   /* why that accelerator (shown by /v1/version) */
+    guint agent_timeout_s;      /* how long create/start wait for the guest agent (0 = 300) */
+    guint tb_cache_mib;         /* TCG translation cache per guest (0 = 64) */
+    const char *policy_path;    /* NULL = the built-in default policy */
+    const char *guest_tool;     /* carrel-guest binary given to recipes, or NULL */
+    const char *guest_tool_src; /* its sources, hashed into every recipe hash, or NULL */
 } CarrelManagerConfig;
 
 typedef struct _CarrelManager CarrelManager;

@@ -19,6 +19,7 @@ typedef struct {
     char *cache_dir;
     char *probe_kernel;
     char *policy;
+    char *guest_tool;
     int agent_timeout_s;
 } Options;
 
@@ -34,6 +35,7 @@ options_clear(Options *opts)
     g_free(opts->cache_dir);
     g_free(opts->probe_kernel);
     g_free(opts->policy);
+    g_free(opts->guest_tool);
 }
 
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Options, options_clear)
@@ -71,6 +73,8 @@ parse_options(int argc, char **argv, Options *opts, GError **error)
          "Kernel booted to prove KVM (default: newest /boot/vmlinuz-*)", "FILE"},
         {"policy", 0, 0, G_OPTION_ARG_FILENAME, &opts->policy,
          "Policy file (default: built-in, as policies/default.policy)", "FILE"},
+        {"guest-tool", 0, 0, G_OPTION_ARG_FILENAME, &opts->guest_tool,
+         "carrel-guest binary installed by template recipes (default: this build's)", "FILE"},
         {"agent-timeout", 0, 0, G_OPTION_ARG_INT, &opts->agent_timeout_s,
          "Seconds to wait for a guest agent (default 300)", "S"},
         {NULL},
@@ -101,6 +105,8 @@ parse_options(int argc, char **argv, Options *opts, GError **error)
 #undef DEFAULT
     if (!opts->recipes_dir)
         opts->recipes_dir = default_recipes_dir();
+    if (!opts->guest_tool)
+        opts->guest_tool = g_build_filename(CARREL_BUILD_DIR, "guest-tools", "carrel-guest", NULL);
     return TRUE;
 }
 
@@ -185,6 +191,12 @@ open_manager(const Options *opts, GError **error)
     config.accel_reason = reason;
     config.agent_timeout_s = (guint)opts->agent_timeout_s;
     config.policy_path = opts->policy;
+    if (g_file_test(opts->guest_tool, G_FILE_TEST_IS_EXECUTABLE)) {
+        config.guest_tool = opts->guest_tool;
+        config.guest_tool_src = CARREL_SOURCE_DIR "/guest-tools";
+    } else {
+        g_message("no carrel-guest at %s: built templates will lack it", opts->guest_tool);
+    }
     mgr = carrel_manager_new(&config, hv, error);
     if (!mgr || !ensure_admin_token(mgr, opts->state_dir, error) ||
         !carrel_manager_reconcile(mgr, &report, error))
