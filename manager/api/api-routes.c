@@ -148,9 +148,14 @@ post_templates(CarrelApiRequest *req, guint *ret_status, GError **error)
 static JsonNode *
 delete_template(CarrelApiRequest *req, guint *ret_status, GError **error)
 {
-    g_auto(GStrv) refs = carrel_manager_template_remove(req->mgr, param(req, 0), error);
     g_autoptr(JsonBuilder) b = json_builder_new();
+    g_autofree char *name = NULL;
+    g_auto(GStrv) refs = NULL;
+    guint version = 0;
 
+    if (!parse_ref(param(req, 0), &name, &version, error))
+        return NULL;
+    refs = carrel_manager_template_remove(req->mgr, name, version, error);
     if (!refs)
         return NULL;
     json_builder_begin_object(b);

@@ -26,7 +26,7 @@ static const char cli_help[] =
     "  template build NAME            build a template from its recipe, showing progress\n"
     "  template warm NAME[@VERSION]   boot it once and save the running desktop: sessions\n"
     "                                 then restore instead of booting\n"
-    "  template rm NAME               delete a template (every version)\n"
+    "  template rm NAME[@VERSION]     delete one version, or every version (once unused)\n"
     "  create [--template] TEMPLATE [--name NAME] [--vcpus N] [--memory MIB] [--cold]\n"
     "                                 create a session and wait for its guest agent\n"
     "  ls [--all]                     list sessions (--all: destroyed ones too)\n"

@@ -10,7 +10,7 @@ static const char template_usage[] =
     "                              import a disk image as a new template version\n"
     "  build NAME                  build a template from its recipe\n"
     "  warm NAME[@VERSION]         save a booted desktop so sessions restore instead of boot\n"
-    "  rm NAME                     delete a template (every version)\n";
+    "  rm NAME[@VERSION]           delete one version, or every version\n";
 
 static int
 template_ls(CarrelCli *cli, int argc, char **argv)
@@ -203,9 +203,9 @@ template_rm(CarrelCli *cli, int argc, char **argv)
     g_autofree char *path = NULL;
     JsonArray *deleted;
 
-    if (!carrel_cli_parse_options(cli, "template rm NAME",
-                                  "Deletes a template, every version; refused while sessions use "
-                                  "it.",
+    if (!carrel_cli_parse_options(cli, "template rm NAME[@VERSION]",
+                                  "Deletes one version of a template, or every version; refused "
+                                  "while sessions use what would go.",
                                   NULL, 1, 1, &argc, &argv))
         return CARREL_CLI_EXIT_USAGE;
     path = carrel_cli_item_path("templates", argv[1], NULL);

@@ -90,9 +90,15 @@ static gboolean
 do_destroy(CarrelManager *mgr, CarrelSession *session, gpointer data, GError **error)
 {
     g_autofree char *domain = carrel_session_domain_name(session->id);
+    g_autoptr(GError) local = NULL;
 
-    if (!carrel_hypervisor_destroy(mgr->hv, domain, error) ||
-        !carrel_hypervisor_undefine(mgr->hv, domain, error))
+    /* A domain that is already gone (it crashed, or someone removed it) is destroyed enough. */
+    if (!carrel_hypervisor_destroy(mgr->hv, domain, &local) &&
+        !g_error_matches(local, CARREL_ERROR, CARREL_ERROR_NOT_FOUND)) {
+        g_propagate_error(error, g_steal_pointer(&local));
+        return FALSE;
+    }
+    if (!carrel_hypervisor_undefine(mgr->hv, domain, error))
         return FALSE;
     return carrel_util_remove_tree(session->dir, error);
 }

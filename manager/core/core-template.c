@@ -136,28 +136,31 @@ carrel_manager_template_sessions(CarrelManager *mgr, const char *name, guint ver
 }
 
 static GStrv
-remove_versions(CarrelManager *mgr, const char *name, GError **error)
+remove_versions(CarrelManager *mgr, const char *name, guint version, GError **error)
 {
     g_autoptr(GPtrArray) all = carrel_store_template_list(mgr->store, error);
     g_autoptr(GStrvBuilder) refs = g_strv_builder_new();
-    g_autofree char *top = g_build_filename(mgr->state_dir, "templates", name, NULL);
+    g_autoptr(GError) count_error = NULL;
+    g_autofree char *shown = version ? g_strdup_printf("%s@%u", name, version) : g_strdup(name);
     guint used;
     gboolean any = FALSE;
 
     if (!all)
         return NULL;
-    used = carrel_store_template_count_sessions(mgr->store, name, 0, error);
-    if (used > 0) {
+    used = carrel_store_template_count_sessions(mgr->store, name, version, &count_error);
+    if (count_error || used > 0) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE,
-                    "template '%s' is used by %u session(s): remove them first", name, used);
+                    "template '%s' is used by %u session(s): remove them first", shown, used);
         return NULL;
     }
     for (guint i = 0; i < all->len; i++) {
         CarrelTemplate *t = g_ptr_array_index(all, i);
         g_autofree char *ref = NULL;
-        if (!g_str_equal(t->name, name))
+        if (!g_str_equal(t->name, name) || (version && t->version != version))
             continue;
-        if (!carrel_store_template_delete(mgr->store, t->name, t->version, error))
+        /* The row first: a version without its files is never left behind in the store. */
+        if (!carrel_store_template_delete(mgr->store, t->name, t->version, error) ||
+            !carrel_util_remove_tree(t->dir, error))
             return NULL;
         ref = g_strdup_printf("%s@%u", t->name, t->version);
         g_strv_builder_add(refs, ref);
@@ -165,23 +168,26 @@ remove_versions(CarrelManager *mgr, const char *name, GError **error)
     }
     if (!any) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND, "template '%s' does not exist",
-                    name);
+                    shown);
         return NULL;
     }
-    if (!carrel_util_remove_tree(top, error))
-        return NULL;
+    if (!version) {
+        g_autofree char *top = g_build_filename(mgr->state_dir, "templates", name, NULL);
+        if (!carrel_util_remove_tree(top, error))
+            return NULL;
+    }
     return g_strv_builder_end(refs);
 }
 
 GStrv
-carrel_manager_template_remove(CarrelManager *mgr, const char *name, GError **error)
+carrel_manager_template_remove(CarrelManager *mgr, const char *name, guint version, GError **error)
 {
     g_autofree char *key = g_strconcat("template:", name, NULL);
     GStrv refs;
 
     if (!carrel_manager_claim(mgr, key, "a removal", error))
         return NULL;
-    refs = remove_versions(mgr, name, error);
+    refs = remove_versions(mgr, name, version, error);
     carrel_manager_release(mgr, key);
     return refs;
 }

@@ -66,8 +66,10 @@ GPtrArray *carrel_manager_template_list(CarrelManager *mgr, GError **error);
 CarrelTemplate *carrel_manager_template_get(CarrelManager *mgr, const char *name, guint version,
                                             GError **error);
 guint carrel_manager_template_sessions(CarrelManager *mgr, const char *name, guint version);
-/* Removes every version of name; WRONG_STATE while sessions use it. Returns removed refs. */
-GStrv carrel_manager_template_remove(CarrelManager *mgr, const char *name, GError **error);
+/* Removes name@version, or every version of name when version is 0; WRONG_STATE while
+ * sessions use what would go. Returns the removed refs. */
+GStrv carrel_manager_template_remove(CarrelManager *mgr, const char *name, guint version,
+                                     GError **error);
 
 /* Jobs: long work (template builds) runs in its own thread and is polled. */
 typedef struct _CarrelJob CarrelJob;

@@ -105,6 +105,25 @@ test_import_versions(void **state)
         assert_int_equal(g_stat(v2->disk_path, &st), 0);
         assert_int_equal(st.st_mode & 0777, 0444); /* templates are read-only */
     }
+    /* A session stands on v2: v1 can go, v2 cannot, and v2's files stay untouched. */
+    {
+        CarrelSessionRequest req = {.template_name = (char *)"tiny"};
+        g_autoptr(GError) error = NULL;
+        g_autoptr(CarrelSession) s = carrel_manager_session_create(fx->mgr, &req, &error);
+        g_auto(GStrv) refs = NULL;
+
+        assert_non_null(s);
+        assert_int_equal(s->template_version, 2);
+        assert_null(carrel_manager_template_remove(fx->mgr, "tiny", 2, &error));
+        assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE));
+        g_clear_error(&error);
+        refs = carrel_manager_template_remove(fx->mgr, "tiny", 1, &error);
+        assert_non_null(refs);
+        assert_string_equal(refs[0], "tiny@1");
+        assert_null(refs[1]);
+        assert_false(g_file_test(v1->dir, G_FILE_TEST_EXISTS));
+        assert_true(g_file_test(v2->disk_path, G_FILE_TEST_EXISTS));
+    }
 }
 
 static void
@@ -139,7 +158,7 @@ test_create_and_lifecycle(void **state)
     assert_int_equal(again->state, CARREL_SESSION_RUNNING);
 
     /* The template is in use: removal refused. */
-    assert_null(carrel_manager_template_remove(fx->mgr, "tiny", &error));
+    assert_null(carrel_manager_template_remove(fx->mgr, "tiny", 0, &error));
     assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE));
     g_clear_error(&error);
 
@@ -151,7 +170,7 @@ test_create_and_lifecycle(void **state)
     assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND));
     g_clear_error(&error);
     {
-        g_auto(GStrv) refs = carrel_manager_template_remove(fx->mgr, "tiny", &error);
+        g_auto(GStrv) refs = carrel_manager_template_remove(fx->mgr, "tiny", 0, &error);
         assert_non_null(refs);
         assert_string_equal(refs[0], "tiny@1");
     }
@@ -340,9 +359,19 @@ test_reconcile(void **state)
         assert_non_null(back);
         assert_int_equal(back->state, CARREL_SESSION_RUNNING);
     }
+    /* A crashed session whose domain is gone can still be removed. */
+    {
+        g_autofree char *adopted_dom = carrel_session_domain_name(adopted->id);
+        g_autoptr(CarrelSession) gone = NULL;
+        assert_true(carrel_hypervisor_destroy(fx->hv, adopted_dom, NULL));
+        assert_true(carrel_hypervisor_undefine(fx->hv, adopted_dom, NULL));
+        gone = carrel_manager_session_destroy(fx->mgr, adopted->id, &error);
+        assert_non_null(gone);
+        assert_int_equal(gone->state, CARREL_SESSION_DESTROYED);
+    }
     /* Reconcile again: nothing more to do. */
     assert_true(carrel_manager_reconcile(fx->mgr, &report, &error));
-    assert_int_equal(report.adopted, 2);
+    assert_int_equal(report.adopted, 1);
     assert_int_equal(report.cleaned + report.orphans + report.vanished, 0);
 }
 

@@ -50,7 +50,7 @@ synthesize(const Synthetic *syn)
     gsize xml_size = strlen(syn->xml) + 1;
     guint32 cookie_offset = syn->cookie ? (guint32)xml_size : 0;
     guint32 words[5] = {syn->version, syn->data_len, 1, syn->format, cookie_offset};
-    g_autofree guint8 *data = g_malloc0(syn->data_len);
+    g_autofree guint8 *data = g_malloc0(MAX(syn->data_len, 1)); /* never NULL for memcpy */
 
     memcpy(header, syn->magic, 16);
     memcpy(header + 16, words, sizeof(words));
