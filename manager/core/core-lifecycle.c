@@ -41,11 +41,12 @@ do_start(CarrelManager *mgr, CarrelSession *session, gpointer data, GError **err
     g_autofree char *xml = NULL;
     CarrelDomainState state;
     g_autoptr(GError) local = NULL;
+    gboolean by_screen = FALSE;
 
     if (carrel_hypervisor_get_state(mgr->hv, domain, &state, &local)) {
         if (state != CARREL_DOMAIN_RUNNING && !carrel_hypervisor_start(mgr->hv, domain, error))
             return FALSE;
-        return carrel_manager_wait_agent(mgr, domain, error);
+        return carrel_manager_wait_agent(mgr, domain, &by_screen, error);
     }
     if (!g_error_matches(local, CARREL_ERROR, CARREL_ERROR_NOT_FOUND)) {
         g_propagate_error(error, g_steal_pointer(&local));
@@ -56,7 +57,7 @@ do_start(CarrelManager *mgr, CarrelSession *session, gpointer data, GError **err
                                      error);
     xml = tmpl ? carrel_manager_session_xml(mgr, session, tmpl, error) : NULL;
     return xml && carrel_hypervisor_define_start(mgr->hv, xml, error) &&
-           carrel_manager_wait_agent(mgr, domain, error);
+           carrel_manager_wait_agent(mgr, domain, &by_screen, error);
 }
 
 CarrelSession *

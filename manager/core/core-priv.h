@@ -15,6 +15,7 @@ struct _CarrelManager {
     CarrelAccel accel;
     char *accel_reason;
     guint agent_timeout_s;
+    guint screen_grace_s;
     guint tb_cache_mib;
     CarrelStore *store;
     CarrelHypervisor *hv;
@@ -29,8 +30,13 @@ struct _CarrelManager {
 gboolean carrel_manager_claim(CarrelManager *mgr, const char *key, const char *op, GError **error);
 void carrel_manager_release(CarrelManager *mgr, const char *key);
 
-/* Polls the guest agent until it answers, the domain stops, or the timeout passes. */
-gboolean carrel_manager_wait_agent(CarrelManager *mgr, const char *domain, GError **error);
+/*
+ * Polls the guest agent until it answers, the domain stops, or the timeout passes. With
+ * ret_by_screen, a guest whose agent stays silent past the grace period is also ready once its
+ * screen is not blank and holds still (*ret_by_screen is then set TRUE).
+ */
+gboolean carrel_manager_wait_agent(CarrelManager *mgr, const char *domain,
+                                   gboolean *ret_by_screen, GError **error);
 
 /* The domain XML of a session (pure builder over the session and its template). */
 char *carrel_manager_session_xml(CarrelManager *mgr, const CarrelSession *session,

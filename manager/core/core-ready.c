@@ -5,6 +5,10 @@
 #define GUEST_TOOL "/usr/local/bin/carrel-guest"
 #define GUEST_TOOL_OUTPUT_MAX (64 * 1024)
 #define SCREEN_STABLE_ROUNDS 3
+#define AGENT_PING_TIMEOUT_S 2
+/* Without an agent, the screen must hold still this many 1 s rounds (a booting console can
+ * pause for a few seconds; a desktop that is up does not change by itself). */
+#define NO_AGENT_STABLE_ROUNDS 8
 
 typedef enum { READY_YES, READY_NO_TOOL, READY_FAILED } ToolReady;
 
@@ -86,4 +90,86 @@ carrel_manager_wait_ready(CarrelManager *mgr, CarrelJob *job, const char *domain
         break;
     }
     return FALSE;
+}
+
+typedef struct {
+    GBytes *last;
+    guint stable;
+    gint64 next_shot;
+} ScreenWatch;
+
+/* One screenshot a second: TRUE once the screen is not blank and has held still long enough. */
+static gboolean
+screen_settled(CarrelManager *mgr, const char *domain, ScreenWatch *w)
+{
+    g_autoptr(GBytes) shot = NULL;
+    guint width, height;
+
+    if (g_get_monotonic_time() < w->next_shot)
+        return FALSE;
+    w->next_shot = g_get_monotonic_time() + G_USEC_PER_SEC;
+    if (!carrel_hypervisor_screenshot(mgr->hv, domain, &shot, &width, &height, NULL))
+        return FALSE;
+    if (carrel_hypervisor_ppm_is_blank(shot) ||
+        (w->last && carrel_hypervisor_ppm_differs(w->last, shot)))
+        w->stable = 0;
+    else if (w->last)
+        w->stable++;
+    g_clear_pointer(&w->last, g_bytes_unref);
+    w->last = g_steal_pointer(&shot);
+    return w->stable >= NO_AGENT_STABLE_ROUNDS;
+}
+
+static gboolean
+guest_alive(CarrelManager *mgr, const char *domain, GError **error)
+{
+    CarrelDomainState state;
+
+    if (!carrel_hypervisor_get_state(mgr->hv, domain, &state, error))
+        return FALSE;
+    if (state != CARREL_DOMAIN_RUNNING) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_HYPERVISOR,
+                    "the guest stopped (%s) before it became ready",
+                    carrel_domain_state_to_string(state));
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
+carrel_manager_wait_agent(CarrelManager *mgr, const char *domain, gboolean *ret_by_screen,
+                          GError **error)
+{
+    gint64 start = g_get_monotonic_time();
+    gint64 deadline = start + (gint64)mgr->agent_timeout_s * G_USEC_PER_SEC;
+    gint64 grace = start + (gint64)mgr->screen_grace_s * G_USEC_PER_SEC;
+    ScreenWatch watch = {0};
+    gboolean ok = FALSE;
+
+    for (;;) {
+        g_autoptr(GError) ping_error = NULL;
+
+        if (carrel_hypervisor_agent_ping(mgr->hv, domain, AGENT_PING_TIMEOUT_S, &ping_error)) {
+            ok = TRUE;
+            break;
+        }
+        if (!guest_alive(mgr, domain, error))
+            break;
+        /* Guests without an agent (imported images): ready when the screen settles. */
+        if (ret_by_screen && g_get_monotonic_time() > grace &&
+            screen_settled(mgr, domain, &watch)) {
+            *ret_by_screen = TRUE;
+            ok = TRUE;
+            break;
+        }
+        if (g_get_monotonic_time() > deadline) {
+            g_set_error(error, CARREL_ERROR, CARREL_ERROR_TIMEOUT,
+                        "the guest did not become ready within %u s (agent: %s)",
+                        mgr->agent_timeout_s, ping_error->message);
+            break;
+        }
+        g_usleep(G_USEC_PER_SEC / 2);
+    }
+    g_clear_pointer(&watch.last, g_bytes_unref);
+    return ok;
 }

@@ -3,7 +3,6 @@
 #include "core/core-priv.h"
 #include "disk/disk.h"
 
-#define AGENT_PING_TIMEOUT_S 2
 
 char *
 carrel_manager_session_xml(CarrelManager *mgr, const CarrelSession *session,
@@ -34,35 +33,6 @@ carrel_manager_session_xml(CarrelManager *mgr, const CarrelSession *session,
     };
 
     return carrel_hypervisor_build_domain_xml(&spec, error);
-}
-
-gboolean
-carrel_manager_wait_agent(CarrelManager *mgr, const char *domain, GError **error)
-{
-    gint64 deadline = g_get_monotonic_time() + (gint64)mgr->agent_timeout_s * G_USEC_PER_SEC;
-
-    for (;;) {
-        g_autoptr(GError) ping_error = NULL;
-        CarrelDomainState state;
-
-        if (carrel_hypervisor_agent_ping(mgr->hv, domain, AGENT_PING_TIMEOUT_S, &ping_error))
-            return TRUE;
-        if (!carrel_hypervisor_get_state(mgr->hv, domain, &state, error))
-            return FALSE;
-        if (state != CARREL_DOMAIN_RUNNING) {
-            g_set_error(error, CARREL_ERROR, CARREL_ERROR_HYPERVISOR,
-                        "the guest stopped (%s) before its agent answered",
-                        carrel_domain_state_to_string(state));
-            return FALSE;
-        }
-        if (g_get_monotonic_time() > deadline) {
-            g_set_error(error, CARREL_ERROR, CARREL_ERROR_TIMEOUT,
-                        "the guest agent did not answer within %u s (last: %s)",
-                        mgr->agent_timeout_s, ping_error->message);
-            return FALSE;
-        }
-        g_usleep(G_USEC_PER_SEC / 2);
-    }
 }
 
 void
@@ -122,6 +92,7 @@ bring_up(CarrelManager *mgr, CarrelSession *session, const CarrelTemplate *tmpl,
     g_autofree char *xml = NULL;
     const char *backing = warm ? warm->disk_path : tmpl->disk_path;
     const char *backing_format = warm ? "qcow2" : tmpl->format;
+    gboolean by_screen = FALSE;
 
     if (!carrel_util_ensure_dir(session->dir, 0711, error) ||
         !carrel_disk_create_overlay(session->overlay_path, backing, backing_format, error))
@@ -132,10 +103,11 @@ bring_up(CarrelManager *mgr, CarrelSession *session, const CarrelTemplate *tmpl,
     if (warm ? !restore_warm(mgr, warm, domain, xml, error)
              : !carrel_hypervisor_define_start(mgr->hv, xml, error))
         return FALSE;
-    if (!carrel_manager_wait_agent(mgr, domain, error))
+    if (!carrel_manager_wait_agent(mgr, domain, &by_screen, error))
         return FALSE;
-    return carrel_store_session_set_state(mgr->store, session->id, CARREL_SESSION_RUNNING, NULL,
-                                          error);
+    return carrel_store_session_set_state(
+        mgr->store, session->id, CARREL_SESSION_RUNNING,
+        by_screen ? "no guest agent answered: ready once the screen settled" : NULL, error);
 }
 
 static CarrelSession *

@@ -22,13 +22,20 @@ static gboolean
 copy_boot_file(const char *src, const char *dir, const char *name, char **ret_path, GError **error)
 {
     g_autofree char *dest = NULL;
+    g_autoptr(GError) local = NULL;
 
     if (!src)
         return TRUE;
     dest = g_build_filename(dir, name, NULL);
     /* Read-only for everyone: QEMU (as libvirt-qemu) reads it, nobody writes it. */
-    if (!carrel_util_copy_file(src, dest, 0444, error))
+    if (!carrel_util_copy_file(src, dest, 0444, &local)) {
+        /* A source the daemon cannot read is the caller's mistake, not a host failure. */
+        if (local->domain == G_IO_ERROR && !g_str_has_prefix(local->message, "creating"))
+            g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "%s", local->message);
+        else
+            g_propagate_error(error, g_steal_pointer(&local));
         return FALSE;
+    }
     *ret_path = g_steal_pointer(&dest);
     return TRUE;
 }

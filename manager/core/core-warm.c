@@ -61,7 +61,7 @@ boot_and_save(CarrelManager *mgr, CarrelJob *job, const CarrelTemplate *tmpl, Ca
     carrel_job_progress(job, "booting the template");
     if (!carrel_hypervisor_define_start(mgr->hv, xml, error))
         return FALSE;
-    ok = carrel_manager_wait_agent(mgr, domain, error) &&
+    ok = carrel_manager_wait_agent(mgr, domain, NULL, error) &&
          carrel_manager_wait_ready(mgr, job, domain, WARM_READY_TIMEOUT_S, error);
     if (ok) {
         carrel_job_progress(job, "saving the memory state");

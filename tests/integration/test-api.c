@@ -9,6 +9,7 @@
 #include <cmocka.h>
 #include <glib/gstdio.h>
 #include <signal.h>
+#include <unistd.h>
 #include <string.h>
 
 #include "client/client.h"
@@ -45,8 +46,19 @@ make_images(void)
     const char *overlay[] = {"qemu-img", "create", "-q",    "-f",   "qcow2", "-F",
                              "qcow2",    "-b",     fx.disk, backed, NULL};
 
+    g_autofree char *huge = g_build_filename(fx.dir, "huge.qcow2", NULL);
+    g_autofree char *cut = g_build_filename(fx.dir, "cut.qcow2", NULL);
+    const char *make_huge[] = {"qemu-img", "create", "-q", "-f", "qcow2", huge, "3T", NULL};
+    const char *make_cut[] = {"qemu-img", "create", "-q", "-f", "qcow2", cut, "64M", NULL};
+    const char *fill_cut[] = {"qemu-io", "-f", "qcow2", "-c", "write -P 0x5a 0 8M", cut, NULL};
+
     run_or_fail(create);
     run_or_fail(overlay);
+    run_or_fail(make_huge);
+    run_or_fail(make_cut);
+    run_or_fail(fill_cut);
+    /* A copy cut short: the header promises clusters the file no longer has. */
+    assert_int_equal(truncate(cut, 2 * 1024 * 1024), 0);
     assert_true(carrel_util_write_file(fx.kernel, "not a kernel", -1, 0644, NULL));
 }
 
@@ -259,6 +271,29 @@ test_template_import(void **state)
     g_clear_pointer(&body, json_node_unref);
     assert_int_equal(raw(fx.client, "POST", "/v1/templates", wrongfmt, &body, NULL), 400);
     g_clear_pointer(&body, json_node_unref);
+    {
+        g_autofree char *huge = g_strdup_printf(
+            "{\"name\":\"bad\",\"disk\":\"%s/huge.qcow2\",\"format\":\"qcow2\"}", fx.dir);
+        g_autofree char *cut = g_strdup_printf(
+            "{\"name\":\"bad\",\"disk\":\"%s/cut.qcow2\",\"format\":\"qcow2\"}", fx.dir);
+        g_autofree char *missing = g_strdup_printf(
+            "{\"name\":\"bad\",\"disk\":\"%s/none.qcow2\",\"format\":\"qcow2\"}", fx.dir);
+
+        assert_int_equal(raw(fx.client, "POST", "/v1/templates", huge, &body, NULL), 400);
+        assert_non_null(strstr(json_object_get_string_member(
+                                   json_object_get_object_member(json_node_get_object(body),
+                                                                 "error"),
+                                   "message"),
+                               "virtual size"));
+        g_clear_pointer(&body, json_node_unref);
+        assert_int_equal(raw(fx.client, "POST", "/v1/templates", cut, &body, NULL), 400);
+        g_clear_pointer(&body, json_node_unref);
+        assert_int_equal(raw(fx.client, "POST", "/v1/templates", missing, &body, NULL), 400);
+        g_clear_pointer(&body, json_node_unref);
+        /* Nothing of the refused imports is left behind. */
+        assert_int_equal(raw(fx.client, "GET", "/v1/templates/bad", NULL, &body, NULL), 404);
+        g_clear_pointer(&body, json_node_unref);
+    }
     assert_int_equal(raw(fx.client, "GET", "/v1/templates/tiny", NULL, &body, NULL), 200);
     assert_string_equal(member(body, "name"), "tiny");
     g_clear_pointer(&body, json_node_unref);

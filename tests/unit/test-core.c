@@ -38,6 +38,7 @@ setup(void **state)
     config.cache_dir = fx->dir;
     config.accel = CARREL_ACCEL_TCG;
     config.agent_timeout_s = 2;
+    config.screen_grace_s = 1;
     fx->hv = carrel_hypervisor_new_fake();
     fx->mgr = carrel_manager_new(&config, fx->hv, &error);
     assert_non_null(fx->mgr);
@@ -220,10 +221,36 @@ test_agent_never_answers(void **state)
     carrel_hypervisor_fake_set_agent_silent(fx->hv, TRUE);
     assert_null(create(fx, "mute", &error));
     assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_TIMEOUT));
-    assert_non_null(strstr(error->message, "did not answer within 2 s"));
+    assert_non_null(strstr(error->message, "did not become ready within 2 s"));
     all = carrel_manager_session_list(fx->mgr, TRUE, NULL);
     assert_int_equal(all->len, 1);
     carrel_hypervisor_fake_set_agent_silent(fx->hv, FALSE);
+}
+
+/* A guest without an agent (an imported image) is ready once its screen shows and holds. */
+static void
+test_ready_by_screen(void **state)
+{
+    Fixture *fx = *state;
+    g_autoptr(CarrelTemplate) tmpl = import(fx, "tiny");
+    static const guint8 picture[] = "P6\n4 3\n255\n"
+                                    "\x10\x20\x30\xff\x00\x00\x00\xff\x00\x00\x00\xff"
+                                    "\x80\x80\x80\x20\x40\x60\xff\xff\x00\x00\xff\xff"
+                                    "\x01\x02\x03\x40\x50\x60\x70\x80\x90\xa0\xb0\xc0";
+    g_autoptr(GBytes) screen = g_bytes_new_static(picture, sizeof(picture) - 1);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelSession) s = NULL;
+
+    carrel_manager_get_hypervisor(fx->mgr);
+    carrel_hypervisor_fake_set_agent_silent(fx->hv, TRUE);
+    carrel_hypervisor_fake_set_screen(fx->hv, screen);
+    fx->mgr->agent_timeout_s = 30;
+    s = create(fx, "byo", &error);
+    if (!s)
+        fail_msg("%s", error->message);
+    assert_int_equal(s->state, CARREL_SESSION_RUNNING);
+    assert_non_null(s->state_reason);
+    assert_non_null(strstr(s->state_reason, "screen settled"));
 }
 
 static void
@@ -383,6 +410,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_create_and_lifecycle, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_create_leaves_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_agent_never_answers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ready_by_screen, setup, teardown),
         cmocka_unit_test_setup_teardown(test_policy_and_unknowns, setup, teardown),
         cmocka_unit_test_setup_teardown(test_busy_session, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reconcile, setup, teardown),

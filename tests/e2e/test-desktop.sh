@@ -1,0 +1,33 @@
+#!/bin/bash
+# Slow tier: build the `desktop` template (Xfce, firefox-esr; several minutes), boot it under
+# TCG, and check the desktop an agent will see. Not part of CI's budget: run it with
+#   meson test -C build --suite slow --print-errorlogs      (or ./scripts/test --slow)
+set -uo pipefail
+# shellcheck source=tests/e2e/lib.sh
+source "$(dirname "$0")/lib.sh"
+trap 'finish; exit $?' EXIT
+
+start_daemon || exit 1
+check "template build desktop" carrel template build desktop
+start=$(date +%s)
+json="$(carrel create --template desktop --name desk --vcpus 2 --memory 2048 --json)"
+echo "create took $(($(date +%s) - start)) s"
+id="$(jq -r .id <<<"$json")"
+check_eq "the desktop session runs" "running" "$(jq -r .state <<<"$json")"
+ready="$(carrel exec --timeout 180 "$id" -- /usr/local/bin/carrel-guest ready --timeout 150)"
+check "carrel-guest says the desktop is ready" jq -e '.ready == true' <<<"$ready"
+check_eq "the screen is 1280x800" "1280x800" \
+    "$(jq -r '"\(.screen.width)x\(.screen.height)"' <<<"$ready")"
+shot="$E2E_DIR/desktop.png"
+"${VIRSH[@]}" screenshot "carrel-$id" "$shot" >/dev/null 2>&1
+check "the desktop is visible (screenshot not blank)" \
+    /usr/bin/python3 "$(dirname "$0")/image-stats.py" "$shot"
+check "the agent user is logged in" carrel exec "$id" -- pgrep -u agent -x xfce4-session
+check "firefox-esr starts in the session" \
+    carrel exec "$id" -- /usr/local/bin/carrel-guest launch -- firefox-esr about:blank
+sleep 20
+windows="$(carrel exec "$id" -- /usr/local/bin/carrel-guest windows)"
+check "carrel-guest lists the firefox window" \
+    jq -e '[.windows[] | select(.class | test("firefox"; "i"))] | length >= 1' <<<"$windows"
+check "rm" carrel rm "$id"
+exit 0

@@ -1,0 +1,25 @@
+/*
+ * libFuzzer harness for the parsers of API request bodies (untrusted client input): session
+ * create, exec and template import requests, through carrel_conf_parse_json.
+ * Built with -Dfuzz=true and clang (see tests/fuzz/meson.build), then:
+ *   ./build-fuzz/tests/fuzz/fuzz-api-bodies -max_len=65536 CORPUS_DIR
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "conf/conf.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    g_autoptr(JsonNode) node = carrel_conf_parse_json((const char *)data, size, NULL);
+
+    if (node) {
+        g_autoptr(CarrelSessionRequest) req = carrel_session_request_from_json(node, NULL);
+        g_autoptr(CarrelExecRequest) exec = carrel_exec_request_from_json(node, NULL);
+        g_autoptr(CarrelTemplateImport) imp = carrel_template_import_from_json(node, NULL);
+    }
+    return 0;
+}
