@@ -35,8 +35,8 @@ void carrel_manager_release(CarrelManager *mgr, const char *key);
  * ret_by_screen, a guest whose agent stays silent past the grace period is also ready once its
  * screen is not blank and holds still (*ret_by_screen is then set TRUE).
  */
-gboolean carrel_manager_wait_agent(CarrelManager *mgr, const char *domain,
-                                   gboolean *ret_by_screen, GError **error);
+gboolean carrel_manager_wait_agent(CarrelManager *mgr, const char *domain, gboolean *ret_by_screen,
+                                   GError **error);
 
 /* The domain XML of a session (pure builder over the session and its template). */
 char *carrel_manager_session_xml(CarrelManager *mgr, const CarrelSession *session,

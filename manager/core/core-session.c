@@ -3,7 +3,6 @@
 #include "core/core-priv.h"
 #include "disk/disk.h"
 
-
 char *
 carrel_manager_session_xml(CarrelManager *mgr, const CarrelSession *session,
                            const CarrelTemplate *tmpl, GError **error)

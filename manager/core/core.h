@@ -17,7 +17,7 @@ typedef struct {
     CarrelAccel accel;          /* resolved already: KVM or TCG */
     const char *accel_reason;   /* why that accelerator (shown by /v1/version) */
     guint agent_timeout_s;      /* how long create/start wait for the guest agent (0 = 300) */
-    guint screen_grace_s;     /* silent agent this long: judge by the screen (0 = 45) */
+    guint screen_grace_s;       /* silent agent this long: judge by the screen (0 = 45) */
     guint tb_cache_mib;         /* TCG translation cache per guest (0 = 64) */
     const char *policy_path;    /* NULL = the built-in default policy */
     const char *guest_tool;     /* carrel-guest binary given to recipes, or NULL */

@@ -280,11 +280,10 @@ test_template_import(void **state)
             "{\"name\":\"bad\",\"disk\":\"%s/none.qcow2\",\"format\":\"qcow2\"}", fx.dir);
 
         assert_int_equal(raw(fx.client, "POST", "/v1/templates", huge, &body, NULL), 400);
-        assert_non_null(strstr(json_object_get_string_member(
-                                   json_object_get_object_member(json_node_get_object(body),
-                                                                 "error"),
-                                   "message"),
-                               "virtual size"));
+        assert_non_null(strstr(
+            json_object_get_string_member(
+                json_object_get_object_member(json_node_get_object(body), "error"), "message"),
+            "virtual size"));
         g_clear_pointer(&body, json_node_unref);
         assert_int_equal(raw(fx.client, "POST", "/v1/templates", cut, &body, NULL), 400);
         g_clear_pointer(&body, json_node_unref);
