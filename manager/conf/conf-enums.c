@@ -19,44 +19,34 @@ static const char *const op_names[CARREL_SESSION_OP_LAST] = {
     [CARREL_SESSION_OP_HIBERNATE] = "hibernate", [CARREL_SESSION_OP_DESTROY] = "destroy",
 };
 
-static int
-lookup(const char *const *names, int count, const char *name)
-{
-    for (int i = 0; name && i < count; i++) {
-        if (g_str_equal(names[i], name))
-            return i;
-    }
-    return count;
-}
-
 const char *
 carrel_boot_to_string(CarrelBoot boot)
 {
-    return (int)boot >= 0 && boot < CARREL_BOOT_LAST ? boot_names[boot] : "unknown";
+    return carrel_util_enum_to_string(boot_names, CARREL_BOOT_LAST, (int)boot);
 }
 
 CarrelBoot
 carrel_boot_from_string(const char *name)
 {
-    return (CarrelBoot)lookup(boot_names, CARREL_BOOT_LAST, name);
+    return (CarrelBoot)carrel_util_enum_from_string(boot_names, CARREL_BOOT_LAST, name);
 }
 
 const char *
 carrel_session_state_to_string(CarrelSessionState state)
 {
-    return (int)state >= 0 && state < CARREL_SESSION_LAST ? state_names[state] : "unknown";
+    return carrel_util_enum_to_string(state_names, CARREL_SESSION_LAST, (int)state);
 }
 
 CarrelSessionState
 carrel_session_state_from_string(const char *name)
 {
-    return (CarrelSessionState)lookup(state_names, CARREL_SESSION_LAST, name);
+    return (CarrelSessionState)carrel_util_enum_from_string(state_names, CARREL_SESSION_LAST, name);
 }
 
 const char *
 carrel_session_op_to_string(CarrelSessionOp op)
 {
-    return (int)op >= 0 && op < CARREL_SESSION_OP_LAST ? op_names[op] : "unknown";
+    return carrel_util_enum_to_string(op_names, CARREL_SESSION_OP_LAST, (int)op);
 }
 
 /*

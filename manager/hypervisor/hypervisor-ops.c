@@ -16,38 +16,29 @@ static const char *const domain_state_names[CARREL_DOMAIN_LAST] = {
     [CARREL_DOMAIN_OTHER] = "other",
 };
 
-static int
-lookup(const char *const *names, int count, const char *name)
-{
-    for (int i = 0; name && i < count; i++) {
-        if (g_str_equal(names[i], name))
-            return i;
-    }
-    return count;
-}
-
 const char *
 carrel_accel_to_string(CarrelAccel accel)
 {
-    return (int)accel >= 0 && accel < CARREL_ACCEL_LAST ? accel_names[accel] : "unknown";
+    return carrel_util_enum_to_string(accel_names, CARREL_ACCEL_LAST, (int)accel);
 }
 
 CarrelAccel
 carrel_accel_from_string(const char *name)
 {
-    return (CarrelAccel)lookup(accel_names, CARREL_ACCEL_LAST, name);
+    return (CarrelAccel)carrel_util_enum_from_string(accel_names, CARREL_ACCEL_LAST, name);
 }
 
 const char *
 carrel_domain_state_to_string(CarrelDomainState state)
 {
-    return (int)state >= 0 && state < CARREL_DOMAIN_LAST ? domain_state_names[state] : "unknown";
+    return carrel_util_enum_to_string(domain_state_names, CARREL_DOMAIN_LAST, (int)state);
 }
 
 CarrelDomainState
 carrel_domain_state_from_string(const char *name)
 {
-    return (CarrelDomainState)lookup(domain_state_names, CARREL_DOMAIN_LAST, name);
+    return (CarrelDomainState)carrel_util_enum_from_string(domain_state_names, CARREL_DOMAIN_LAST,
+                                                           name);
 }
 
 void

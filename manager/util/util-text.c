@@ -166,3 +166,19 @@ carrel_util_json_structure_ok(const char *json, gsize len, guint max_depth)
     }
     return TRUE;
 }
+
+const char *
+carrel_util_enum_to_string(const char *const *names, int count, int value)
+{
+    return value >= 0 && value < count && names[value] ? names[value] : "unknown";
+}
+
+int
+carrel_util_enum_from_string(const char *const *names, int count, const char *name)
+{
+    for (int i = 0; name && i < count; i++) {
+        if (names[i] && g_str_equal(names[i], name))
+            return i;
+    }
+    return count;
+}

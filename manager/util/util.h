@@ -46,6 +46,14 @@ CarrelErrorCode carrel_error_code_from_string(const char *name);
 #define CARREL_LIMIT_SUBPROCESS_OUTPUT (4 * 1024 * 1024)
 #define CARREL_LIMIT_JSON_DEPTH 32
 
+/*
+ * The to/from-string tables of carrel's enums: names[value] for 0 <= value < count. to_string
+ * gives "unknown" outside the table; from_string gives count (the _LAST sentinel) for names it
+ * does not know, NULL included.
+ */
+const char *carrel_util_enum_to_string(const char *const *names, int count, int value);
+int carrel_util_enum_from_string(const char *const *names, int count, const char *name);
+
 /* Returns a new random id with a prefix: "s-" + 12 lowercase hex characters. */
 char *carrel_util_new_id(const char *prefix);
 

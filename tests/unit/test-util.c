@@ -189,6 +189,19 @@ test_run_status(void **state)
 }
 
 static void
+test_enum_tables(void **state)
+{
+    static const char *const names[] = {"zero", "one", "two"};
+
+    assert_string_equal(carrel_util_enum_to_string(names, 3, 1), "one");
+    assert_string_equal(carrel_util_enum_to_string(names, 3, 3), "unknown");
+    assert_string_equal(carrel_util_enum_to_string(names, 3, -1), "unknown");
+    assert_int_equal(carrel_util_enum_from_string(names, 3, "two"), 2);
+    assert_int_equal(carrel_util_enum_from_string(names, 3, "Two"), 3);
+    assert_int_equal(carrel_util_enum_from_string(names, 3, NULL), 3);
+}
+
+static void
 test_time(void **state)
 {
     g_autofree char *t = carrel_util_format_time(0);
@@ -212,6 +225,7 @@ main(void)
         cmocka_unit_test(test_run),
         cmocka_unit_test(test_json_structure),
         cmocka_unit_test(test_run_status),
+        cmocka_unit_test(test_enum_tables),
         cmocka_unit_test(test_time),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
