@@ -253,6 +253,53 @@ test_ready_by_screen(void **state)
     assert_non_null(strstr(s->state_reason, "screen settled"));
 }
 
+/* Warm start over the fake: warm once, then sessions restore unless asked to boot. */
+static void
+test_warm_start(void **state)
+{
+    Fixture *fx = *state;
+    g_autoptr(CarrelTemplate) tmpl = import(fx, "tiny");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelJob) job = NULL;
+    g_autoptr(CarrelJob) again = NULL;
+    g_autoptr(CarrelWarmState) warm = NULL;
+    CarrelSessionRequest plain = {.template_name = (char *)"tiny"};
+    CarrelSessionRequest cold = {.template_name = (char *)"tiny", .cold = TRUE};
+    CarrelSessionRequest bigger = {.template_name = (char *)"tiny", .memory_mib = 2048};
+    g_autoptr(CarrelSession) w = NULL;
+    g_autoptr(CarrelSession) c = NULL;
+    g_autoptr(CarrelSession) b = NULL;
+    GStatBuf st;
+
+    carrel_hypervisor_fake_set_exec_result(fx->hv, 0, "{\"ready\":true}", "");
+    job = carrel_manager_template_warm(fx->mgr, "tiny", 0, &error);
+    assert_non_null(job);
+    if (!carrel_job_wait(job, &error))
+        fail_msg("warm: %s", error->message);
+    warm = carrel_manager_template_warm_state(fx->mgr, "tiny", 1);
+    assert_non_null(warm);
+    assert_int_equal(warm->memory_mib, CARREL_DEFAULT_MEMORY_MIB);
+    assert_int_equal(g_stat(warm->disk_path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0444); /* the frozen layer */
+    assert_true(g_file_test(warm->memory_path, G_FILE_TEST_IS_REGULAR));
+    /* Warming again keeps the state sessions may stand on. */
+    again = carrel_manager_template_warm(fx->mgr, "tiny", 1, &error);
+    assert_non_null(again);
+    assert_true(carrel_job_wait(again, &error));
+
+    w = carrel_manager_session_create(fx->mgr, &plain, &error);
+    assert_non_null(w);
+    assert_true(w->from_warm);
+    c = carrel_manager_session_create(fx->mgr, &cold, &error);
+    assert_non_null(c);
+    assert_false(c->from_warm);
+    /* The saved memory fixes the machine's shape: another size boots. */
+    b = carrel_manager_session_create(fx->mgr, &bigger, &error);
+    assert_non_null(b);
+    assert_false(b->from_warm);
+    assert_int_equal(b->memory_mib, 2048);
+}
+
 static void
 test_policy_and_unknowns(void **state)
 {
@@ -411,6 +458,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_failed_create_leaves_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_agent_never_answers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ready_by_screen, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_warm_start, setup, teardown),
         cmocka_unit_test_setup_teardown(test_policy_and_unknowns, setup, teardown),
         cmocka_unit_test_setup_teardown(test_busy_session, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reconcile, setup, teardown),
