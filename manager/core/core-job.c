@@ -2,6 +2,7 @@
 
 #define JOB_PROGRESS_LINES 200
 #define JOB_LINE_MAX 400
+#define JOB_TABLE_MAX 64
 
 typedef enum { JOB_RUNNING, JOB_SUCCEEDED, JOB_FAILED } JobState;
 
@@ -209,10 +210,41 @@ carrel_manager_job_get(CarrelManager *mgr, const char *id, GError **error)
     return carrel_job_ref(job);
 }
 
+static gboolean
+job_done(CarrelJob *job)
+{
+    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&job->lock);
+
+    return job->state != JOB_RUNNING;
+}
+
+static gboolean
+forget_if_done(gpointer key, gpointer value, gpointer user_data)
+{
+    return job_done(value);
+}
+
 void
 carrel_manager_add_job(CarrelManager *mgr, CarrelJob *job)
 {
     g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&mgr->lock);
 
+    /* Finished jobs are kept for pollers, but not without bound. */
+    if (g_hash_table_size(mgr->jobs) >= JOB_TABLE_MAX)
+        g_hash_table_foreach_remove(mgr->jobs, forget_if_done, NULL);
     g_hash_table_insert(mgr->jobs, (gpointer)carrel_job_get_id(job), carrel_job_ref(job));
+}
+
+guint
+carrel_manager_jobs_running(CarrelManager *mgr)
+{
+    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&mgr->lock);
+    GHashTableIter iter;
+    gpointer value;
+    guint running = 0;
+
+    g_hash_table_iter_init(&iter, mgr->jobs);
+    while (g_hash_table_iter_next(&iter, NULL, &value))
+        running += job_done(value) ? 0 : 1;
+    return running;
 }

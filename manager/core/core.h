@@ -87,6 +87,9 @@ CarrelJob *carrel_manager_template_warm(CarrelManager *mgr, const char *name, gu
 CarrelWarmState *carrel_manager_template_warm_state(CarrelManager *mgr, const char *name,
                                                     guint version);
 
+/* Jobs still running (the daemon must not free the manager under them). */
+guint carrel_manager_jobs_running(CarrelManager *mgr);
+
 /* A new reference to a job, or NOT_FOUND. */
 CarrelJob *carrel_manager_job_get(CarrelManager *mgr, const char *id, GError **error);
 CarrelJob *carrel_job_ref(CarrelJob *job);

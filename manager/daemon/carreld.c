@@ -255,6 +255,13 @@ run(const Options *opts)
     g_main_loop_run(loop);
     drain(api);
     (void)g_unlink(opts->socket_path);
+    if (carrel_manager_jobs_running(mgr) > 0) {
+        /* A build or warm thread still uses the manager: exit without freeing it; the job's
+         * temporary files are cleaned by the next run of the same job. */
+        g_message("leaving %u running job(s) behind", carrel_manager_jobs_running(mgr));
+        g_clear_pointer(&api, carrel_api_free);
+        (void)g_steal_pointer(&mgr);
+    }
     return EXIT_SUCCESS;
 }
 
