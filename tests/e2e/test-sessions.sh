@@ -105,6 +105,23 @@ check_eq "exec stderr" "err" "$(cat "$E2E_DIR/err")"
 check_eq "exec timeout kills the command" "true" \
     "$(carrel exec --json --timeout 2 "$a" -- sleep 30 | jq -r .timed_out)"
 
+# A guest without carrel's tools or a guest agent (here: tiny's image booted into a bare shell)
+# is ready once its screen shows something and holds still.
+tiny_json="$(carrel template show tiny --json)"
+check "import an image that runs no guest agent" carrel template import noagent \
+    --disk "$(jq -r .disk <<<"$tiny_json")" --format qcow2 \
+    --kernel "$(jq -r .kernel <<<"$tiny_json")" --initrd "$(jq -r .initrd <<<"$tiny_json")" \
+    --cmdline "root=/dev/vda ro console=tty0 init=/bin/sh"
+start=$(date +%s)
+na_json="$(carrel create --template noagent --json)"
+echo "agentless create took $(($(date +%s) - start)) s"
+na="$(jq -r .id <<<"$na_json")"
+check_eq "an agentless guest still comes up running" "running" "$(jq -r .state <<<"$na_json")"
+check "...ready by its screen, and says so" \
+    grep -q "screen settled" <<<"$(jq -r .state_reason <<<"$na_json")"
+carrel rm "$na" >/dev/null
+check "template rm noagent" carrel template rm noagent
+
 cold="$(jq -r .id <<<"$cold_json")"
 for s in "$a" "$b" "$cold"; do
     carrel rm "$s" >/dev/null
@@ -112,7 +129,7 @@ done
 check "template rm succeeds once no session uses it" carrel template rm tiny
 # Only this run's domains: other carrel instances may share this libvirt.
 left=0
-for s in "$id" "$a" "$b" "$cold"; do
+for s in "$id" "$a" "$b" "$cold" "$na"; do
     "${VIRSH[@]}" dominfo "carrel-$s" >/dev/null 2>&1 && left=$((left + 1))
 done
 check_eq "no domain of this run is left" "0" "$left"
