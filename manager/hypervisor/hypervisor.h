@@ -321,8 +321,9 @@ gboolean carrel_hypervisor_ppm_parse(GBytes *ppm, guint *ret_width, guint *ret_h
  * that is not ready yet. */
 gboolean carrel_hypervisor_ppm_is_blank(GBytes *ppm);
 
-/* TRUE when the two images differ in size or in any pixel (also when either is not valid PPM):
- * with two screenshots some time apart, FALSE means the screen stopped changing. */
+/* TRUE when the two images differ in size or in more than a tenth of a percent of their pixels
+ * (also when either is not valid PPM): with two screenshots some time apart, FALSE means the
+ * screen stopped changing; a blinking text cursor does not count as change. */
 gboolean carrel_hypervisor_ppm_differs(GBytes *a, GBytes *b);
 
 /* The fixed part of a libvirt QEMU save image (libvirt's src/qemu/qemu_saveimage.h). */

@@ -617,6 +617,19 @@ test_ppm_blank_and_differs(void **state)
     set_pixel(&other, 8 * 6 * 3 - 1, 1);
     assert_false(carrel_hypervisor_ppm_is_blank(other));
     assert_true(carrel_hypervisor_ppm_differs(black, other));
+    /* On a real screen a blinking cursor (a few hundred pixels of 1024x768) is no change. */
+    {
+        g_autoptr(GBytes) screen = make_ppm(1024, 768, 0x20);
+        g_autoptr(GBytes) blink = make_ppm(1024, 768, 0x20);
+        g_autoptr(GBytes) moved = make_ppm(1024, 768, 0x20);
+
+        for (int i = 0; i < 8 * 16; i++)
+            set_pixel(&blink, (gsize)i * 3, 0xff);
+        for (int i = 0; i < 800; i++) /* over 786, a tenth of a percent */
+            set_pixel(&moved, (gsize)i * 3, 0xff);
+        assert_false(carrel_hypervisor_ppm_differs(screen, blink));
+        assert_true(carrel_hypervisor_ppm_differs(screen, moved));
+    }
     /* Headers may differ in whitespace only. */
     g_byte_array_append(buf, (const guint8 *)spaced_text, sizeof(spaced_text) - 1);
     for (int i = 0; i < 8 * 6 * 3; i++) {
