@@ -34,6 +34,11 @@ check_eq() {
 
 carrel() { "$CARREL_BIN" "$@"; }
 
+# json_true EXPR JSON: EXPR holds on JSON. Empty input fails (jq 1.6 -e alone passes it).
+json_true() {
+    [ -n "$2" ] && jq -e "$1" <<<"$2" >/dev/null
+}
+
 # shellcheck disable=SC2120 # extra carreld options are optional
 start_daemon() {
     "$CARRELD_BIN" --state-dir "$STATE_DIR" --socket "$SOCKET" --accel "${E2E_ACCEL:-auto}" \

@@ -15,7 +15,7 @@ echo "create took $(($(date +%s) - start)) s"
 id="$(jq -r .id <<<"$json")"
 check_eq "the desktop session runs" "running" "$(jq -r .state <<<"$json")"
 ready="$(carrel exec --timeout 180 "$id" -- /usr/local/bin/carrel-guest ready --timeout 150)"
-check "carrel-guest says the desktop is ready" jq -e '.ready == true' <<<"$ready"
+check "carrel-guest says the desktop is ready" json_true '.ready == true' "$ready"
 check_eq "the screen is 1280x800" "1280x800" \
     "$(jq -r '"\(.screen.width)x\(.screen.height)"' <<<"$ready")"
 shot="$E2E_DIR/desktop.png"
@@ -28,6 +28,6 @@ check "firefox-esr starts in the session" \
 sleep 20
 windows="$(carrel exec "$id" -- /usr/local/bin/carrel-guest windows)"
 check "carrel-guest lists the firefox window" \
-    jq -e '[.windows[] | select(.class | test("firefox"; "i"))] | length >= 1' <<<"$windows"
+    json_true '[.windows[] | select(.class | test("firefox"; "i"))] | length >= 1' "$windows"
 check "rm" carrel rm "$id"
 exit 0

@@ -38,7 +38,7 @@ check "SPICE listens on 127.0.0.1 only" grep -q "listen='127.0.0.1'" <<<"$xml"
 check "no SPICE listener beyond loopback" bash -c "! grep -Eq \"listen='(0.0.0.0|::)'\" <<<\"\$1\"" _ "$xml"
 overlay="$STATE_DIR/sessions/$id/disk.qcow2"
 check "overlay has the template as backing file with explicit format" \
-    bash -c "qemu-img info -U --output=json '$overlay' | jq -e '.\"backing-filename-format\" == \"qcow2\"'"
+    json_true '."backing-filename-format" == "qcow2"' "$(qemu-img info -U --output=json "$overlay")"
 check "serial console is logged" test -s "$STATE_DIR/sessions/$id/console.log"
 
 # SIGKILL carreld while the session runs; a new carreld adopts it.
@@ -69,7 +69,8 @@ check "no domain left" bash -c "! ${VIRSH[*]} dominfo '$dom' >/dev/null 2>&1"
 check "no session files left" test ! -e "$STATE_DIR/sessions/$id"
 # Warm start: boot once, save the running desktop, then restore it for each new session.
 check "template warm tiny" carrel template warm tiny
-check "template ls shows the warm state" bash -c "carrel template show tiny --json | jq -e '.warm.memory_bytes > 0'"
+check "template show reports the warm state" \
+    json_true '.warm.memory_bytes > 0' "$(carrel template show tiny --json)"
 a_json="$(carrel create --template tiny --name warm-a --json)"
 b_json="$(carrel create --template tiny --name warm-b --json)"
 a="$(jq -r .id <<<"$a_json")"
@@ -88,7 +89,7 @@ check "the restored desktop is visible (screenshot not blank)" \
     /usr/bin/python3 "$(dirname "$0")/image-stats.py" --not-blank "$shot"
 windows="$(carrel exec "$a" -- /usr/local/bin/carrel-guest windows 2>/dev/null)"
 check "carrel-guest windows lists the terminal" \
-    jq -e '[.windows[] | select(.class == "XTerm")] | length >= 1' <<<"$windows"
+    json_true '[.windows[] | select(.class == "XTerm")] | length >= 1' "$windows"
 check "a file written in one clone..." carrel exec "$a" -- sh -c 'echo from-a > /home/user/clone.txt'
 check "...is absent from the other" bash -c "! $CARREL_BIN exec $b -- test -e /home/user/clone.txt"
 guest_now="$(carrel exec "$b" -- date +%s)"
