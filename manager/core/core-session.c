@@ -81,7 +81,7 @@ set_guest_clock(CarrelManager *mgr, const char *domain, GError **error)
     gboolean truncated = FALSE, timed_out = FALSE;
     int exit_code = -1;
 
-    if (carrel_hypervisor_agent_exec(mgr->hv, domain, argv, NULL, 5, 4096, &exit_code, &out, &err,
+    if (carrel_hypervisor_agent_exec(mgr->hv, domain, argv, NULL, 15, 4096, &exit_code, &out, &err,
                                      &truncated, &timed_out, NULL) &&
         exit_code == 0)
         return TRUE;
@@ -104,8 +104,8 @@ restore_warm(CarrelManager *mgr, const CarrelWarmState *warm, const char *domain
     ok = carrel_hypervisor_restore(mgr->hv, warm->memory_path, xml, error);
     g_mutex_unlock(&mgr->warm_lock);
     t2 = g_get_monotonic_time();
-    /* Persistent like every session; then the clock, which stood still since the save. */
-    ok = ok && carrel_hypervisor_define(mgr->hv, xml, error) && set_guest_clock(mgr, domain, error);
+    /* Persistent like every session. */
+    ok = ok && carrel_hypervisor_define(mgr->hv, xml, error);
     g_debug("%s: waited %" G_GINT64_FORMAT " ms for the warm lock, restore %" G_GINT64_FORMAT
             " ms, define + clock %" G_GINT64_FORMAT " ms",
             domain, (t1 - t0) / 1000, (t2 - t1) / 1000, (g_get_monotonic_time() - t2) / 1000);
@@ -132,7 +132,10 @@ bring_up(CarrelManager *mgr, CarrelSession *session, const CarrelTemplate *tmpl,
     if (warm ? !restore_warm(mgr, warm, domain, xml, error)
              : !carrel_hypervisor_define_start(mgr->hv, xml, error))
         return FALSE;
-    if (!carrel_manager_wait_agent(mgr, domain, &by_screen, error))
+    /* The clock stood still since the save: set it once the agent answers (a restored guest
+     * under load may need a while). */
+    if (!carrel_manager_wait_agent(mgr, domain, &by_screen, error) ||
+        (warm && !set_guest_clock(mgr, domain, error)))
         return FALSE;
     return carrel_store_session_set_state(
         mgr->store, session->id, CARREL_SESSION_RUNNING,
