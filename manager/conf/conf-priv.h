@@ -3,6 +3,9 @@
 
 #include "conf/conf.h"
 
+/* Adds member with value, or null when value is NULL. */
+void carrel_conf_add_optional_string(JsonBuilder *b, const char *member, const char *value);
+
 /* Reads an optional or required string member; NULL stays NULL. */
 gboolean carrel_conf_get_string(JsonObject *obj, const char *member, gboolean required,
                                 char **ret_value, GError **error);

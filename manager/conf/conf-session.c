@@ -49,11 +49,7 @@ carrel_session_to_json(const CarrelSession *session)
     json_builder_add_int_value(b, session->template_version);
     json_builder_set_member_name(b, "state");
     json_builder_add_string_value(b, carrel_session_state_to_string(session->state));
-    json_builder_set_member_name(b, "state_reason");
-    if (session->state_reason)
-        json_builder_add_string_value(b, session->state_reason);
-    else
-        json_builder_add_null_value(b);
+    carrel_conf_add_optional_string(b, "state_reason", session->state_reason);
     json_builder_set_member_name(b, "vcpus");
     json_builder_add_int_value(b, session->vcpus);
     json_builder_set_member_name(b, "memory_mib");

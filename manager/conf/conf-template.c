@@ -26,8 +26,8 @@ carrel_template_free(CarrelTemplate *tmpl)
     g_free(tmpl);
 }
 
-static void
-add_optional_string(JsonBuilder *b, const char *member, const char *value)
+void
+carrel_conf_add_optional_string(JsonBuilder *b, const char *member, const char *value)
 {
     json_builder_set_member_name(b, member);
     if (value)
@@ -60,11 +60,11 @@ carrel_template_to_json(const CarrelTemplate *tmpl, guint sessions_using)
     json_builder_add_int_value(b, (gint64)tmpl->virtual_size_bytes);
     json_builder_set_member_name(b, "boot");
     json_builder_add_string_value(b, carrel_boot_to_string(tmpl->boot));
-    add_optional_string(b, "disk", tmpl->disk_path);
-    add_optional_string(b, "kernel", tmpl->kernel_path);
-    add_optional_string(b, "initrd", tmpl->initrd_path);
-    add_optional_string(b, "cmdline", tmpl->cmdline);
-    add_optional_string(b, "recipe_hash", tmpl->recipe_hash);
+    carrel_conf_add_optional_string(b, "disk", tmpl->disk_path);
+    carrel_conf_add_optional_string(b, "kernel", tmpl->kernel_path);
+    carrel_conf_add_optional_string(b, "initrd", tmpl->initrd_path);
+    carrel_conf_add_optional_string(b, "cmdline", tmpl->cmdline);
+    carrel_conf_add_optional_string(b, "recipe_hash", tmpl->recipe_hash);
     json_builder_set_member_name(b, "created_at");
     json_builder_add_string_value(b, created);
     json_builder_set_member_name(b, "sessions");
