@@ -11,17 +11,27 @@ typedef struct {
     GPtrArray *params; /* decoded path segments captured by '*' in the route */
     GHashTable *query; /* decoded query, may be NULL */
     JsonNode *body;    /* parsed JSON object, or NULL when there was no body */
+    GBytes *raw_body;  /* the body as sent, for CARREL_API_ROUTE_RAW_BODY routes only */
+    /* A handler that answers with bytes (an image, a file) sets these and returns NULL. */
+    GBytes *reply_bytes;
+    const char *reply_type; /* a static string, e.g. "image/png" */
     char *role;
     char *request_id;
 } CarrelApiRequest;
 
 typedef JsonNode *(*CarrelApiHandler)(CarrelApiRequest *req, guint *ret_status, GError **error);
 
+typedef enum {
+    /* The body is not JSON: handed over as bytes, up to CARREL_LIMIT_FILE_BYTES. */
+    CARREL_API_ROUTE_RAW_BODY = 1 << 0,
+} CarrelApiRouteFlags;
+
 typedef struct {
     const char *method;
     const char *pattern; /* "/v1/sessions/ * /start" without spaces: '*' is one segment */
     CarrelApiHandler handler;
     const char *role; /* required role, NULL = any authenticated */
+    CarrelApiRouteFlags flags;
 } CarrelApiRoute;
 
 /* The route table (api-routes.c), terminated by a NULL method. */
@@ -31,6 +41,9 @@ extern const CarrelApiRoute carrel_api_routes[];
 const CarrelApiRoute *carrel_api_route_match(const char *method, const char *path,
                                              GPtrArray **ret_params, guint *ret_status,
                                              GError **error);
+
+/* Largest body the route accepts. */
+gsize carrel_api_route_body_max(const CarrelApiRoute *route);
 
 /* A query value or NULL. */
 const char *carrel_api_query(CarrelApiRequest *req, const char *key);

@@ -81,3 +81,10 @@ carrel_api_query(CarrelApiRequest *req, const char *key)
 {
     return req->query ? g_hash_table_lookup(req->query, key) : NULL;
 }
+
+gsize
+carrel_api_route_body_max(const CarrelApiRoute *route)
+{
+    return (route->flags & CARREL_API_ROUTE_RAW_BODY) ? CARREL_LIMIT_FILE_BYTES
+                                                      : CARREL_LIMIT_BODY_BYTES;
+}

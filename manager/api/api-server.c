@@ -23,6 +23,7 @@ typedef struct {
     gint64 started;
     guint status;
     GBytes *reply;
+    const char *reply_type;
 } Exchange;
 
 static void
@@ -33,6 +34,8 @@ request_free(CarrelApiRequest *req)
     g_clear_pointer(&req->params, g_ptr_array_unref);
     g_clear_pointer(&req->query, g_hash_table_unref);
     g_clear_pointer(&req->body, json_node_unref);
+    g_clear_pointer(&req->raw_body, g_bytes_unref);
+    g_clear_pointer(&req->reply_bytes, g_bytes_unref);
     g_free(req->role);
     g_free(req->request_id);
     g_free(req);
@@ -85,7 +88,9 @@ send_reply(Exchange *ex)
     soup_message_headers_replace(headers, "Cache-Control", "no-store");
     soup_server_message_set_status(ex->msg, ex->status, NULL);
     if (data)
-        soup_server_message_set_response(ex->msg, "application/json", SOUP_MEMORY_COPY, data, len);
+        soup_server_message_set_response(ex->msg,
+                                         ex->reply_type ? ex->reply_type : "application/json",
+                                         SOUP_MEMORY_COPY, data, len);
     /* Method and path only: never headers, so tokens stay out of the log. */
     g_message("request %s: %s %s -> %u (%" G_GINT64_FORMAT " ms)", ex->req->request_id,
               ex->req->method, ex->req->path, ex->status, ms);
@@ -97,6 +102,7 @@ reply_error(Exchange *ex, guint status, GError *error)
     g_autoptr(JsonNode) env = carrel_api_error_envelope(error);
 
     ex->status = status ? status : carrel_api_status_for_error(error);
+    ex->reply_type = NULL;
     g_clear_pointer(&ex->reply, g_bytes_unref);
     ex->reply = json_bytes(env);
 }
@@ -112,6 +118,10 @@ run_handler(GTask *task, gpointer source, gpointer task_data, GCancellable *canc
     reply = ex->route->handler(ex->req, &status, &error);
     if (error) {
         reply_error(ex, 0, error);
+    } else if (ex->req->reply_bytes) {
+        ex->status = status;
+        ex->reply = g_steal_pointer(&ex->req->reply_bytes);
+        ex->reply_type = ex->req->reply_type;
     } else {
         ex->status = status;
         ex->reply = reply ? json_bytes(reply) : NULL;
@@ -177,12 +187,18 @@ parse_body(Exchange *ex, GError **error)
 {
     SoupMessageBody *body = soup_server_message_get_request_body(ex->msg);
 
+    gsize max = carrel_api_route_body_max(ex->route);
+
     if (!body || body->length == 0)
         return TRUE;
-    if (body->length > CARREL_LIMIT_BODY_BYTES) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_LIMIT, "request body is larger than %d bytes",
-                    CARREL_LIMIT_BODY_BYTES);
+    if ((gsize)body->length > max) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_LIMIT,
+                    "request body is larger than %" G_GSIZE_FORMAT " bytes", max);
         return FALSE;
+    }
+    if (ex->route->flags & CARREL_API_ROUTE_RAW_BODY) {
+        ex->req->raw_body = g_bytes_new(body->data, body->length);
+        return TRUE;
     }
     ex->req->body = carrel_conf_parse_json(body->data, body->length, error);
     if (!ex->req->body)
@@ -244,6 +260,20 @@ handle_request(SoupServer *server, SoupServerMessage *msg, const char *path, GHa
     exchange_free(ex);
 }
 
+/* The body limit of the route a request goes to (the JSON limit when there is none). */
+static gsize
+early_body_max(SoupServerMessage *msg, const char *path)
+{
+    g_autoptr(GPtrArray) params = NULL;
+    g_autoptr(GError) error = NULL;
+    const CarrelApiRoute *route;
+    guint status = 0;
+
+    route =
+        carrel_api_route_match(soup_server_message_get_method(msg), path, &params, &status, &error);
+    return route ? carrel_api_route_body_max(route) : CARREL_LIMIT_BODY_BYTES;
+}
+
 /* Runs before the body is read: refuse what would be too large instead of buffering it. */
 static void
 check_request_size(SoupServer *server, SoupServerMessage *msg, const char *path, GHashTable *query,
@@ -255,6 +285,7 @@ check_request_size(SoupServer *server, SoupServerMessage *msg, const char *path,
     g_autoptr(JsonNode) env = NULL;
     g_autoptr(GBytes) bytes = NULL;
     g_autofree char *rid = NULL;
+    gsize max = early_body_max(msg, path);
     guint status;
 
     if (encoding == SOUP_ENCODING_CHUNKED || encoding == SOUP_ENCODING_EOF) {
@@ -262,10 +293,10 @@ check_request_size(SoupServer *server, SoupServerMessage *msg, const char *path,
         g_set_error(&error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
                     "request bodies need a Content-Length");
     } else if (encoding == SOUP_ENCODING_CONTENT_LENGTH &&
-               soup_message_headers_get_content_length(headers) > CARREL_LIMIT_BODY_BYTES) {
+               (guint64)soup_message_headers_get_content_length(headers) > max) {
         status = SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE;
         g_set_error(&error, CARREL_ERROR, CARREL_ERROR_LIMIT,
-                    "request body is larger than %d bytes", CARREL_LIMIT_BODY_BYTES);
+                    "request body is larger than %" G_GSIZE_FORMAT " bytes", max);
     } else {
         return;
     }

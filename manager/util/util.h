@@ -38,6 +38,8 @@ CarrelErrorCode carrel_error_code_from_string(const char *name);
 /* Limits on everything a user or a guest controls. */
 #define CARREL_LIMIT_NAME_LEN 63
 #define CARREL_LIMIT_BODY_BYTES (1024 * 1024)
+/* Largest file moved in one request (file upload body, file download). */
+#define CARREL_LIMIT_FILE_BYTES (32 * 1024 * 1024)
 #define CARREL_LIMIT_VCPUS 16
 #define CARREL_LIMIT_MEMORY_MIB (64 * 1024)
 #define CARREL_LIMIT_MIN_MEMORY_MIB 128
@@ -59,6 +61,16 @@ char *carrel_util_new_id(const char *prefix);
 
 /* Returns 32 random bytes as 64 hex characters (tokens). */
 char *carrel_util_new_token(void);
+
+/* Longest guest path accepted. */
+#define CARREL_LIMIT_GUEST_PATH 4096
+
+/*
+ * Checks a path inside a guest given by a client: absolute, at most CARREL_LIMIT_GUEST_PATH
+ * bytes, valid UTF-8 without control characters, and no "." or ".." segment (no traversal to
+ * hide where a file really goes). INVALID_ARG otherwise.
+ */
+gboolean carrel_util_check_guest_path(const char *path, GError **error);
 
 /* Hex sha256 of a string. */
 char *carrel_util_sha256_string(const char *text);
