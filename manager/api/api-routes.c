@@ -309,29 +309,110 @@ post_session_exec(CarrelApiRequest *req, guint *ret_status, GError **error)
     CarrelExecResult result = {0};
     JsonNode *node;
 
-    if (!exec || !carrel_manager_session_exec(req->mgr, param(req, 0), exec, &result, error))
+    if (!exec ||
+        !carrel_manager_session_exec(req->mgr, param(req, 0), exec, req->role, &result, error))
         return NULL;
     node = carrel_exec_result_to_json(&result);
     carrel_exec_result_clear(&result);
     return node;
 }
 
+static const char *
+required_query(CarrelApiRequest *req, const char *key, GError **error)
+{
+    const char *value = carrel_api_query(req, key);
+
+    if (!value || !*value)
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "query parameter '%s' is required", key);
+    return value && *value ? value : NULL;
+}
+
+static JsonNode *
+get_session_file(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    const char *path = required_query(req, "path", error);
+
+    if (!path || !(req->reply_bytes = carrel_manager_session_file_read(req->mgr, param(req, 0),
+                                                                       path, req->role, error)))
+        return NULL;
+    req->reply_type = "application/octet-stream";
+    return NULL;
+}
+
+static JsonNode *
+put_session_file(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    const char *path = required_query(req, "path", error);
+    g_autoptr(GBytes) empty = g_bytes_new(NULL, 0);
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    GBytes *data = req->raw_body ? req->raw_body : empty;
+
+    if (!path ||
+        !carrel_manager_session_file_write(req->mgr, param(req, 0), path, data, req->role, error))
+        return NULL;
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "path");
+    json_builder_add_string_value(b, path);
+    json_builder_set_member_name(b, "bytes");
+    json_builder_add_int_value(b, (gint64)g_bytes_get_size(data));
+    json_builder_end_object(b);
+    return json_builder_get_root(b);
+}
+
+/* An optional non-negative integer query parameter, at most max. */
+static gboolean
+query_uint(CarrelApiRequest *req, const char *key, guint64 max, guint64 *value, GError **error)
+{
+    const char *text = carrel_api_query(req, key);
+
+    if (!text)
+        return TRUE;
+    if (!g_ascii_string_to_unsigned(text, 10, 0, max, value, NULL)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "query parameter '%s' must be an integer from 0 to %" G_GUINT64_FORMAT, key,
+                    max);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static JsonNode *
+get_session_events(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    guint64 after = 0, limit = 200;
+    g_autoptr(GPtrArray) events = NULL;
+    g_autoptr(GPtrArray) nodes = g_ptr_array_new(); /* list_node takes the nodes */
+
+    if (!query_uint(req, "after", G_MAXINT64, &after, error) ||
+        !query_uint(req, "limit", G_MAXUINT, &limit, error) ||
+        !(events = carrel_manager_session_events(req->mgr, param(req, 0), (gint64)after,
+                                                 (guint)limit, error)))
+        return NULL;
+    for (guint i = 0; i < events->len; i++)
+        g_ptr_array_add(nodes, carrel_event_to_json(g_ptr_array_index(events, i)));
+    return list_node("events", nodes);
+}
+
 const CarrelApiRoute carrel_api_routes[] = {
-    {"GET", "/v1/healthz", get_healthz, NULL},
-    {"GET", "/v1/version", get_version, NULL},
-    {"GET", "/v1/templates", get_templates, NULL},
-    {"POST", "/v1/templates", post_templates, "admin"},
-    {"GET", "/v1/templates/*", get_template, NULL},
-    {"DELETE", "/v1/templates/*", delete_template, "admin"},
-    {"POST", "/v1/templates/*/build", post_template_build, "admin"},
-    {"POST", "/v1/templates/*/warm", post_template_warm, "admin"},
-    {"GET", "/v1/jobs/*", get_job, NULL},
-    {"GET", "/v1/sessions", get_sessions, NULL},
-    {"POST", "/v1/sessions", post_sessions, NULL},
-    {"GET", "/v1/sessions/*", get_session, NULL},
-    {"DELETE", "/v1/sessions/*", delete_session, NULL},
-    {"POST", "/v1/sessions/*/start", post_session_start, NULL},
-    {"POST", "/v1/sessions/*/stop", post_session_stop, NULL},
-    {"POST", "/v1/sessions/*/exec", post_session_exec, NULL},
-    {NULL, NULL, NULL, NULL},
+    {"GET", "/v1/healthz", get_healthz, NULL, 0},
+    {"GET", "/v1/version", get_version, NULL, 0},
+    {"GET", "/v1/templates", get_templates, NULL, 0},
+    {"POST", "/v1/templates", post_templates, "admin", 0},
+    {"GET", "/v1/templates/*", get_template, NULL, 0},
+    {"DELETE", "/v1/templates/*", delete_template, "admin", 0},
+    {"POST", "/v1/templates/*/build", post_template_build, "admin", 0},
+    {"POST", "/v1/templates/*/warm", post_template_warm, "admin", 0},
+    {"GET", "/v1/jobs/*", get_job, NULL, 0},
+    {"GET", "/v1/sessions", get_sessions, NULL, 0},
+    {"POST", "/v1/sessions", post_sessions, NULL, 0},
+    {"GET", "/v1/sessions/*", get_session, NULL, 0},
+    {"DELETE", "/v1/sessions/*", delete_session, NULL, 0},
+    {"POST", "/v1/sessions/*/start", post_session_start, NULL, 0},
+    {"POST", "/v1/sessions/*/stop", post_session_stop, NULL, 0},
+    {"POST", "/v1/sessions/*/exec", post_session_exec, NULL, 0},
+    {"GET", "/v1/sessions/*/files", get_session_file, NULL, 0},
+    {"PUT", "/v1/sessions/*/files", put_session_file, NULL, CARREL_API_ROUTE_RAW_BODY},
+    {"GET", "/v1/sessions/*/events", get_session_events, NULL, 0},
+    {NULL, NULL, NULL, NULL, 0},
 };

@@ -36,6 +36,8 @@ static const char cli_help[] =
     "  rm ID...                       destroy sessions and their disks\n"
     "  exec ID [--timeout S] [--cwd DIR] [--env K=V] -- COMMAND [ARG...]\n"
     "                                 run a command in the guest; exits with its code\n"
+    "  cp SRC DEST                    copy a file in or out: one side ID:/PATH, the other a\n"
+    "                                 local file or '-' (binary-safe, up to 32 MiB)\n"
     "\n"
     "Options (before or after the command):\n"
     "  --socket PATH      carreld's Unix socket (env CARREL_SOCKET,\n"
@@ -68,7 +70,7 @@ static const CliVerb cli_verbs[] = {
     {"create", carrel_cli_create},   {"ls", carrel_cli_ls},
     {"show", carrel_cli_show},       {"start", carrel_cli_start},
     {"stop", carrel_cli_stop},       {"exec", carrel_cli_exec},
-    {"rm", carrel_cli_rm},
+    {"rm", carrel_cli_rm},           {"cp", carrel_cli_cp},
 };
 
 typedef struct {

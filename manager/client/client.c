@@ -368,3 +368,22 @@ carrel_client_call(CarrelClient *client, const char *method, const char *path, J
         *ret_reply = g_steal_pointer(&node);
     return TRUE;
 }
+
+gboolean
+carrel_client_call_bytes(CarrelClient *client, const char *method, const char *path,
+                         const char *content_type, GBytes *body, GBytes **ret_reply, GError **error)
+{
+    g_autoptr(GBytes) reply = NULL;
+    guint status = 0;
+
+    if (!carrel_client_request_raw(client, method, path, body ? content_type : NULL, body, &status,
+                                   &reply, NULL, error))
+        return FALSE;
+    if (status < 200 || status > 299) {
+        client_set_api_error(status, reply, error);
+        return FALSE;
+    }
+    if (ret_reply)
+        *ret_reply = g_steal_pointer(&reply);
+    return TRUE;
+}

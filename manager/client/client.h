@@ -43,4 +43,12 @@ gboolean carrel_client_request_raw(CarrelClient *client, const char *method, con
 gboolean carrel_client_call(CarrelClient *client, const char *method, const char *path,
                             JsonNode *body, JsonNode **ret_reply, GError **error);
 
+/*
+ * Sends body (may be NULL) as content_type and returns the reply as bytes (images, files). A
+ * non-2xx status becomes a GError like carrel_client_call.
+ */
+gboolean carrel_client_call_bytes(CarrelClient *client, const char *method, const char *path,
+                                  const char *content_type, GBytes *body, GBytes **ret_reply,
+                                  GError **error);
+
 G_END_DECLS

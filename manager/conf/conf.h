@@ -209,4 +209,35 @@ JsonNode *carrel_conf_parse_json(const char *data, gsize len, GError **error);
 #define CARREL_DEFAULT_VCPUS 1
 #define CARREL_DEFAULT_MEMORY_MIB 1024
 
+/*
+ * One entry of a session's timeline: an action, a command, a file transfer or a lifecycle step,
+ * with who did it, how it ended and how long it took. Parameters are stored without secrets
+ * (typed text is kept, it is what the agent did; tokens never reach here).
+ */
+typedef struct {
+    gint64 seq; /* increasing, assigned by the store */
+    char *session_id;
+    gint64 ts_us; /* wall clock, microseconds since the epoch */
+    char *actor;  /* role of the caller ("admin", "agent", "reviewer") or "carreld" */
+    char *kind;   /* "action", "command", "file", "lifecycle" */
+    char *action; /* e.g. "left_click", "exec", "file_write", "stop" */
+    JsonNode *params;
+    JsonNode *result; /* NULL when it failed */
+    char *error;      /* NULL when it succeeded */
+    gint64 duration_ms;
+    char *screenshot; /* reference of a screenshot taken with it, or NULL */
+} CarrelEvent;
+
+CarrelEvent *carrel_event_new(void);
+void carrel_event_free(CarrelEvent *event);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelEvent, carrel_event_free)
+
+/* The stored detail of an event (action, params, result, error, duration_ms, screenshot) as
+ * JSON text, and back (INVALID_ARG on malformed text). */
+char *carrel_event_detail_to_text(const CarrelEvent *event);
+gboolean carrel_event_detail_from_text(CarrelEvent *event, const char *text, GError **error);
+
+/* JSON object of an event for the API. */
+JsonNode *carrel_event_to_json(const CarrelEvent *event);
+
 G_END_DECLS

@@ -1,3 +1,5 @@
+#include <string.h>
+
 #include "core/core-priv.h"
 
 #define EXEC_MAX_OUTPUT (1024 * 1024)
@@ -21,32 +23,88 @@ guest_argv(const CarrelExecRequest *req)
     return g_strv_builder_end(b);
 }
 
+/* What the timeline keeps of a command: argv, cwd, env names (values may be secrets). */
+static JsonNode *
+exec_params(const CarrelExecRequest *req)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "argv");
+    json_builder_begin_array(b);
+    for (guint i = 0; req->argv[i]; i++)
+        json_builder_add_string_value(b, req->argv[i]);
+    json_builder_end_array(b);
+    json_builder_set_member_name(b, "env_names");
+    json_builder_begin_array(b);
+    for (guint i = 0; req->env && req->env[i]; i++) {
+        g_autofree char *name = g_strndup(req->env[i], strcspn(req->env[i], "="));
+        json_builder_add_string_value(b, name);
+    }
+    json_builder_end_array(b);
+    if (req->cwd) {
+        json_builder_set_member_name(b, "cwd");
+        json_builder_add_string_value(b, req->cwd);
+    }
+    json_builder_set_member_name(b, "timeout_s");
+    json_builder_add_int_value(b, req->timeout_s);
+    json_builder_set_member_name(b, "stdin_bytes");
+    json_builder_add_int_value(b,
+                               req->stdin_bytes ? (gint64)g_bytes_get_size(req->stdin_bytes) : 0);
+    json_builder_end_object(b);
+    return json_builder_get_root(b);
+}
+
+static JsonNode *
+exec_summary(const CarrelExecResult *result)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "exit_code");
+    json_builder_add_int_value(b, result->exit_code);
+    json_builder_set_member_name(b, "timed_out");
+    json_builder_add_boolean_value(b, result->timed_out);
+    json_builder_set_member_name(b, "truncated");
+    json_builder_add_boolean_value(b, result->truncated);
+    json_builder_set_member_name(b, "stdout_bytes");
+    json_builder_add_int_value(b, (gint64)g_bytes_get_size(result->stdout_bytes));
+    json_builder_set_member_name(b, "stderr_bytes");
+    json_builder_add_int_value(b, (gint64)g_bytes_get_size(result->stderr_bytes));
+    json_builder_end_object(b);
+    return json_builder_get_root(b);
+}
+
 gboolean
 carrel_manager_session_exec(CarrelManager *mgr, const char *id_or_name,
-                            const CarrelExecRequest *req, CarrelExecResult *ret_result,
-                            GError **error)
+                            const CarrelExecRequest *req, const char *actor,
+                            CarrelExecResult *ret_result, GError **error)
 {
-    g_autoptr(CarrelSession) session = carrel_store_session_get(mgr->store, id_or_name, error);
+    g_autoptr(CarrelSession) session = NULL;
     g_autofree char *domain = NULL;
     g_auto(GStrv) argv = NULL;
+    g_autoptr(GError) local = NULL;
+    g_autoptr(JsonNode) params = NULL;
+    g_autoptr(JsonNode) summary = NULL;
     CarrelExecResult result = {0};
     gint64 start = g_get_monotonic_time();
+    gboolean ok;
 
+    session = carrel_manager_running_session(mgr, id_or_name, "run a command in", &domain, error);
     if (!session)
         return FALSE;
-    if (session->state != CARREL_SESSION_RUNNING) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE,
-                    "cannot run a command in a session that is %s",
-                    carrel_session_state_to_string(session->state));
-        return FALSE;
-    }
-    domain = carrel_session_domain_name(session->id);
     argv = guest_argv(req);
-    if (!carrel_hypervisor_agent_exec(mgr->hv, domain, (const char *const *)argv, req->stdin_bytes,
+    ok = carrel_hypervisor_agent_exec(mgr->hv, domain, (const char *const *)argv, req->stdin_bytes,
                                       req->timeout_s, EXEC_MAX_OUTPUT, &result.exit_code,
                                       &result.stdout_bytes, &result.stderr_bytes, &result.truncated,
-                                      &result.timed_out, error)) {
-        g_prefix_error(error, "running a command in session '%s': ", session->id);
+                                      &result.timed_out, &local);
+    params = exec_params(req);
+    summary = ok ? exec_summary(&result) : NULL;
+    carrel_manager_record(mgr, session->id, actor, "command", "exec", params, summary, local, start,
+                          NULL);
+    if (!ok) {
+        g_propagate_prefixed_error(error, g_steal_pointer(&local),
+                                   "running a command in session '%s': ", session->id);
         return FALSE;
     }
     result.duration_ms = (g_get_monotonic_time() - start) / 1000;

@@ -16,6 +16,7 @@ struct _CarrelManager {
     char *accel_reason;
     guint agent_timeout_s;
     guint screen_grace_s;
+    guint screen_poll_ms;
     guint tb_cache_mib;
     CarrelStore *store;
     CarrelHypervisor *hv;
@@ -64,3 +65,17 @@ typedef gboolean (*CarrelJobFunc)(CarrelJob *job, gpointer data, JsonNode **ret_
 CarrelJob *carrel_job_new(const char *kind, const char *target);
 void carrel_job_run(CarrelJob *job, CarrelJobFunc func, gpointer data, GDestroyNotify free_data);
 void carrel_job_progress(CarrelJob *job, const char *line);
+
+/*
+ * Appends an event to a session's timeline (see CarrelEvent): params and result are copied;
+ * failure (NULL on success) gives the error text; started_us is the monotonic start (0: no
+ * duration). A store failure is logged, never returned: the action already happened.
+ */
+void carrel_manager_record(CarrelManager *mgr, const char *session_id, const char *actor,
+                           const char *kind, const char *action, JsonNode *params, JsonNode *result,
+                           const GError *failure, gint64 started_us, const char *screenshot);
+
+/* The session if it is running (WRONG_STATE "cannot WHAT a session that is STATE" otherwise),
+ * and its domain name. */
+CarrelSession *carrel_manager_running_session(CarrelManager *mgr, const char *id_or_name,
+                                              const char *what, char **ret_domain, GError **error);

@@ -137,6 +137,11 @@ bring_up(CarrelManager *mgr, CarrelSession *session, const CarrelTemplate *tmpl,
     if (!carrel_manager_wait_agent(mgr, domain, &by_screen, error) ||
         (warm && !set_guest_clock(mgr, domain, error)))
         return FALSE;
+    /* A booted guest whose agent answers may still be drawing its desktop; a restored one was
+     * saved ready, and a guest found ready by its screen is so already. */
+    if (!warm && !by_screen &&
+        !carrel_manager_wait_ready(mgr, NULL, domain, mgr->agent_timeout_s, error))
+        return FALSE;
     return carrel_store_session_set_state(
         mgr->store, session->id, CARREL_SESSION_RUNNING,
         by_screen ? "no guest agent answered: ready once the screen settled" : NULL, error);

@@ -18,6 +18,7 @@ typedef struct {
     const char *accel_reason;   /* why that accelerator (shown by /v1/version) */
     guint agent_timeout_s;      /* how long create/start wait for the guest agent (0 = 300) */
     guint screen_grace_s;       /* silent agent this long: judge by the screen (0 = 45) */
+    guint screen_poll_ms;       /* between screenshots that judge readiness (0 = 1000) */
     guint tb_cache_mib;         /* TCG translation cache per guest (0 = 64) */
     const char *policy_path;    /* NULL = the built-in default policy */
     const char *guest_tool;     /* carrel-guest binary given to recipes, or NULL */
@@ -120,10 +121,27 @@ CarrelSession *carrel_manager_session_destroy(CarrelManager *mgr, const char *id
 
 /*
  * Runs a command in a running session through the guest agent; output bounded, the process
- * killed at the timeout. *ret_result is filled only on success (clear it after use).
+ * killed at the timeout. *ret_result is filled only on success (clear it after use). Recorded
+ * as an event by actor (argv, cwd and env names, never env values or output).
  */
 gboolean carrel_manager_session_exec(CarrelManager *mgr, const char *id_or_name,
-                                     const CarrelExecRequest *req, CarrelExecResult *ret_result,
-                                     GError **error);
+                                     const CarrelExecRequest *req, const char *actor,
+                                     CarrelExecResult *ret_result, GError **error);
+
+/*
+ * Reads a file of a running session through the guest agent (at most CARREL_LIMIT_FILE_BYTES;
+ * path absolute and clean, see carrel_util_check_guest_path). Recorded as an event by actor.
+ */
+GBytes *carrel_manager_session_file_read(CarrelManager *mgr, const char *id_or_name,
+                                         const char *path, const char *actor, GError **error);
+
+/* Writes data to a file of a running session (created or replaced) through the guest agent. */
+gboolean carrel_manager_session_file_write(CarrelManager *mgr, const char *id_or_name,
+                                           const char *path, GBytes *data, const char *actor,
+                                           GError **error);
+
+/* A session's timeline: events with seq > after_seq, oldest first, 1..1000 of them. */
+GPtrArray *carrel_manager_session_events(CarrelManager *mgr, const char *id_or_name,
+                                         gint64 after_seq, guint limit, GError **error);
 
 G_END_DECLS

@@ -142,9 +142,8 @@ carrel_hypervisor_agent_kill_command(gint64 pid)
     return to_json(builder);
 }
 
-/* The object under "return" in reply; the parser owns it. */
-static JsonObject *
-parse_return(JsonParser *parser, const char *reply, GError **error)
+JsonNode *
+carrel_hypervisor_agent_reply_return(JsonParser *parser, const char *reply, GError **error)
 {
     g_autoptr(GError) local = NULL;
     gsize len = reply ? strnlen(reply, CARREL_HYPERVISOR_AGENT_REPLY_MAX + 1) : 0;
@@ -169,7 +168,23 @@ parse_return(JsonParser *parser, const char *reply, GError **error)
     ret = root && JSON_NODE_HOLDS_OBJECT(root)
               ? json_object_get_member(json_node_get_object(root), "return")
               : NULL;
-    if (!ret || !JSON_NODE_HOLDS_OBJECT(ret)) {
+    if (!ret) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "guest agent reply has no 'return'");
+        return NULL;
+    }
+    return ret;
+}
+
+/* The object under "return" in reply; the parser owns it. */
+static JsonObject *
+parse_return(JsonParser *parser, const char *reply, GError **error)
+{
+    JsonNode *ret = carrel_hypervisor_agent_reply_return(parser, reply, error);
+
+    if (!ret)
+        return NULL;
+    if (!JSON_NODE_HOLDS_OBJECT(ret)) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
                     "guest agent reply has no 'return' object");
         return NULL;
@@ -195,9 +210,9 @@ get_member(JsonObject *obj, const char *name, GType type, JsonNode **ret_node, G
     return TRUE;
 }
 
-static gboolean
-get_int(JsonObject *obj, const char *name, gint64 min, gint64 max, gboolean *ret_present,
-        gint64 *ret_value, GError **error)
+gboolean
+carrel_hypervisor_agent_get_int(JsonObject *obj, const char *name, gint64 min, gint64 max,
+                                gboolean *ret_present, gint64 *ret_value, GError **error)
 {
     JsonNode *node;
     gint64 value;
@@ -217,8 +232,9 @@ get_int(JsonObject *obj, const char *name, gint64 min, gint64 max, gboolean *ret
     return TRUE;
 }
 
-static gboolean
-get_bool(JsonObject *obj, const char *name, gboolean *ret_value, GError **error)
+gboolean
+carrel_hypervisor_agent_get_bool(JsonObject *obj, const char *name, gboolean *ret_value,
+                                 GError **error)
 {
     JsonNode *node;
 
@@ -236,7 +252,7 @@ carrel_hypervisor_agent_parse_pid(const char *reply, gint64 *ret_pid, GError **e
     gboolean present = FALSE;
     gint64 pid = 0;
 
-    if (!ret || !get_int(ret, "pid", 1, PID_MAX, &present, &pid, error))
+    if (!ret || !carrel_hypervisor_agent_get_int(ret, "pid", 1, PID_MAX, &present, &pid, error))
         return FALSE;
     if (!present) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
@@ -264,10 +280,9 @@ is_base64(const char *text, gsize len)
     return TRUE;
 }
 
-/* Decodes the base64 member name, keeping at most max_output bytes. */
-static gboolean
-get_output(JsonObject *obj, const char *name, gsize max_output, GBytes **ret_bytes,
-           gboolean *truncated, GError **error)
+gboolean
+carrel_hypervisor_agent_get_base64(JsonObject *obj, const char *name, gsize max_output,
+                                   GBytes **ret_bytes, gboolean *truncated, GError **error)
 {
     JsonNode *node;
     const char *text;
@@ -302,8 +317,8 @@ get_ending(JsonObject *ret, CarrelExecStatus *status, GError **error)
     gint64 code = 0, sig = 0;
 
     /* Exit statuses are 8 bits on POSIX; Windows guests are not carrel's. */
-    if (!get_int(ret, "exitcode", 0, 255, &has_code, &code, error) ||
-        !get_int(ret, "signal", 1, 127, &has_signal, &sig, error))
+    if (!carrel_hypervisor_agent_get_int(ret, "exitcode", 0, 255, &has_code, &code, error) ||
+        !carrel_hypervisor_agent_get_int(ret, "signal", 1, 127, &has_signal, &sig, error))
         return FALSE;
     status->exit_code = -1;
     if (has_code)
@@ -323,14 +338,16 @@ carrel_hypervisor_agent_parse_status(const char *reply, gsize max_output,
     gboolean out_cut = FALSE, err_cut = FALSE;
     JsonObject *ret = parse_return(parser, reply, error);
 
-    if (!ret || !get_bool(ret, "exited", &status.exited, error))
+    if (!ret || !carrel_hypervisor_agent_get_bool(ret, "exited", &status.exited, error))
         return FALSE;
     if (status.exited && !get_ending(ret, &status, error))
         return FALSE;
-    if (!get_bool(ret, "out-truncated", &out_cut, error) ||
-        !get_bool(ret, "err-truncated", &err_cut, error) ||
-        !get_output(ret, "out-data", max_output, &status.out, &status.truncated, error) ||
-        !get_output(ret, "err-data", max_output, &status.err, &status.truncated, error))
+    if (!carrel_hypervisor_agent_get_bool(ret, "out-truncated", &out_cut, error) ||
+        !carrel_hypervisor_agent_get_bool(ret, "err-truncated", &err_cut, error) ||
+        !carrel_hypervisor_agent_get_base64(ret, "out-data", max_output, &status.out,
+                                            &status.truncated, error) ||
+        !carrel_hypervisor_agent_get_base64(ret, "err-data", max_output, &status.err,
+                                            &status.truncated, error))
         return FALSE;
     status.truncated = status.truncated || out_cut || err_cut;
     *ret_status = status;

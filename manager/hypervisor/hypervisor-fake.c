@@ -33,13 +33,15 @@ typedef struct {
     char *exec_stdout;
     char *exec_stderr;
     gboolean exec_hang;
-    char **exec_argv; /* of the last agent_exec */
-    GBytes *screen;   /* NULL: the default screen */
+    char **exec_argv;  /* of the last agent_exec */
+    GBytes *screen;    /* NULL: the default screen */
+    GHashTable *files; /* guest path -> GBytes, shared by every fake domain */
 } FakeBackend;
 
 static const char *const fake_op_names[] = {
-    "define_start", "start",  "shutdown", "destroy", "undefine", "get_state",  "agent_ping",
-    "list",         "define", "save",     "restore", "set_time", "agent_exec", "screenshot",
+    "define_start", "start",      "shutdown",  "destroy",    "undefine", "get_state",
+    "agent_ping",   "list",       "define",    "save",       "restore",  "set_time",
+    "agent_exec",   "screenshot", "file_read", "file_write",
 };
 
 static void
@@ -403,6 +405,43 @@ fake_screenshot(CarrelHypervisor *hv, const char *name, GBytes **ret_image, GErr
     return TRUE;
 }
 
+static gboolean
+fake_file_read(CarrelHypervisor *hv, const char *name, const char *path, gsize max,
+               GBytes **ret_data, GError **error)
+{
+    FakeBackend *be = hv->backend_data;
+    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&be->lock);
+    GBytes *data;
+
+    if (!agent_domain(be, "file_read", name, error))
+        return FALSE;
+    data = g_hash_table_lookup(be->files, path);
+    if (!data) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND, "no such file in the guest");
+        return FALSE;
+    }
+    if (g_bytes_get_size(data) > max) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_LIMIT,
+                    "file is larger than %" G_GSIZE_FORMAT " bytes", max);
+        return FALSE;
+    }
+    *ret_data = g_bytes_ref(data);
+    return TRUE;
+}
+
+static gboolean
+fake_file_write(CarrelHypervisor *hv, const char *name, const char *path, GBytes *data,
+                GError **error)
+{
+    FakeBackend *be = hv->backend_data;
+    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&be->lock);
+
+    if (!agent_domain(be, "file_write", name, error))
+        return FALSE;
+    g_hash_table_replace(be->files, g_strdup(path), g_bytes_ref(data));
+    return TRUE;
+}
+
 static gint
 compare_info(gconstpointer a, gconstpointer b)
 {
@@ -458,6 +497,7 @@ fake_close(CarrelHypervisor *hv)
         return;
     g_hash_table_unref(be->domains);
     g_hash_table_unref(be->fail_next);
+    g_hash_table_unref(be->files);
     g_free(be->exec_stdout);
     g_free(be->exec_stderr);
     g_strfreev(be->exec_argv);
@@ -484,6 +524,8 @@ static const CarrelHypervisorOps fake_ops = {
     .set_time = fake_set_time,
     .agent_exec = fake_agent_exec,
     .screenshot = fake_screenshot,
+    .file_read = fake_file_read,
+    .file_write = fake_file_write,
 };
 
 CarrelHypervisor *
@@ -494,6 +536,8 @@ carrel_hypervisor_new_fake(void)
     g_mutex_init(&be->lock);
     be->domains = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, fake_domain_free);
     be->fail_next = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    be->files =
+        g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)g_bytes_unref);
     return carrel_hypervisor_new_backend(&fake_ops, "fake://", be);
 }
 

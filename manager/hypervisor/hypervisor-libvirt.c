@@ -752,6 +752,122 @@ lv_screenshot(CarrelHypervisor *hv, const char *name, GBytes **ret_image, GError
     return TRUE;
 }
 
+/* A guest that says "no such file" makes a NOT_FOUND, so the API answers 404. */
+static void
+refine_file_error(GError *error)
+{
+    if (error && error->code == CARREL_ERROR_HYPERVISOR &&
+        strstr(error->message, "No such file or directory"))
+        error->code = CARREL_ERROR_NOT_FOUND;
+}
+
+static gboolean
+file_open(virDomainPtr dom, const char *path, const char *mode, gint64 *ret_handle, GError **error)
+{
+    g_autofree char *command = carrel_hypervisor_agent_file_open_command(path, mode);
+    g_autofree char *reply = agent_command(dom, command, "guest-file-open", error);
+
+    if (!reply) {
+        refine_file_error(error ? *error : NULL);
+        return FALSE;
+    }
+    return carrel_hypervisor_agent_parse_file_handle(reply, ret_handle, error);
+}
+
+static void
+file_close(virDomainPtr dom, gint64 handle)
+{
+    g_autofree char *command = carrel_hypervisor_agent_file_close_command(handle);
+    g_autofree char *reply = agent_command(dom, command, "guest-file-close", NULL);
+}
+
+static gboolean
+file_read_all(virDomainPtr dom, gint64 handle, gsize max, GByteArray *out, GError **error)
+{
+    for (;;) {
+        g_autofree char *command =
+            carrel_hypervisor_agent_file_read_command(handle, CARREL_HYPERVISOR_FILE_CHUNK);
+        g_autofree char *reply = agent_command(dom, command, "guest-file-read", error);
+        g_autoptr(GBytes) chunk = NULL;
+        gboolean eof = FALSE;
+
+        if (!reply || !carrel_hypervisor_agent_parse_file_read(reply, CARREL_HYPERVISOR_FILE_CHUNK,
+                                                               &chunk, &eof, error))
+            return FALSE;
+        if (out->len + g_bytes_get_size(chunk) > max) {
+            g_set_error(error, CARREL_ERROR, CARREL_ERROR_LIMIT,
+                        "file is larger than %" G_GSIZE_FORMAT " bytes", max);
+            return FALSE;
+        }
+        g_byte_array_append(out, g_bytes_get_data(chunk, NULL), (guint)g_bytes_get_size(chunk));
+        /* A read of nothing without eof would loop forever on a lying agent. */
+        if (eof || g_bytes_get_size(chunk) == 0)
+            return TRUE;
+    }
+}
+
+static gboolean
+lv_file_read(CarrelHypervisor *hv, const char *name, const char *path, gsize max, GBytes **ret_data,
+             GError **error)
+{
+    LibvirtBackend *be = hv->backend_data;
+    g_autoptr(virDomain) dom = NULL;
+    g_autoptr(GByteArray) data = g_byte_array_new();
+    gint64 handle = 0;
+    gboolean ok;
+
+    if (refuse_on_test(be, "guest-file-read", error) || !(dom = lookup_domain(be, name, error)) ||
+        !file_open(dom, path, "r", &handle, error))
+        return FALSE;
+    ok = file_read_all(dom, handle, max, data, error);
+    file_close(dom, handle);
+    if (!ok)
+        return FALSE;
+    *ret_data = g_byte_array_free_to_bytes(g_steal_pointer(&data));
+    return TRUE;
+}
+
+static gboolean
+file_write_all(virDomainPtr dom, gint64 handle, GBytes *data, GError **error)
+{
+    gsize len = 0, done = 0;
+    const guint8 *bytes = g_bytes_get_data(data, &len);
+
+    while (done < len) {
+        gsize n = MIN(len - done, CARREL_HYPERVISOR_FILE_CHUNK), count = 0;
+        g_autofree char *command =
+            carrel_hypervisor_agent_file_write_command(handle, bytes + done, n);
+        g_autofree char *reply = agent_command(dom, command, "guest-file-write", error);
+
+        if (!reply || !carrel_hypervisor_agent_parse_file_write(reply, n, &count, error))
+            return FALSE;
+        if (count == 0) {
+            g_set_error(error, CARREL_ERROR, CARREL_ERROR_HYPERVISOR,
+                        "guest agent wrote nothing (disk full?)");
+            return FALSE;
+        }
+        done += count;
+    }
+    return TRUE;
+}
+
+static gboolean
+lv_file_write(CarrelHypervisor *hv, const char *name, const char *path, GBytes *data,
+              GError **error)
+{
+    LibvirtBackend *be = hv->backend_data;
+    g_autoptr(virDomain) dom = NULL;
+    gint64 handle = 0;
+    gboolean ok;
+
+    if (refuse_on_test(be, "guest-file-write", error) || !(dom = lookup_domain(be, name, error)) ||
+        !file_open(dom, path, "w", &handle, error))
+        return FALSE;
+    ok = file_write_all(dom, handle, data, error);
+    file_close(dom, handle);
+    return ok;
+}
+
 static const CarrelHypervisorOps libvirt_ops = {
     .define_start = lv_define_start,
     .start = lv_start,
@@ -769,6 +885,8 @@ static const CarrelHypervisorOps libvirt_ops = {
     .set_time = lv_set_time,
     .agent_exec = lv_agent_exec,
     .screenshot = lv_screenshot,
+    .file_read = lv_file_read,
+    .file_write = lv_file_write,
 };
 
 static void

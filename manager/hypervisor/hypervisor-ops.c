@@ -304,3 +304,35 @@ carrel_hypervisor_screenshot(CarrelHypervisor *hv, const char *name, GBytes **re
         *ret_height = height;
     return TRUE;
 }
+
+gboolean
+carrel_hypervisor_file_read(CarrelHypervisor *hv, const char *name, const char *path, gsize max,
+                            GBytes **ret_data, GError **error)
+{
+    if (!g_path_is_absolute(path)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "guest path '%s' is not absolute", path);
+        return FALSE;
+    }
+    if (!hv->ops->file_read(hv, name, path, max, ret_data, error)) {
+        g_prefix_error(error, "domain '%s': reading '%s': ", name, path);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
+carrel_hypervisor_file_write(CarrelHypervisor *hv, const char *name, const char *path, GBytes *data,
+                             GError **error)
+{
+    if (!g_path_is_absolute(path)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "guest path '%s' is not absolute", path);
+        return FALSE;
+    }
+    if (!hv->ops->file_write(hv, name, path, data, error)) {
+        g_prefix_error(error, "domain '%s': writing '%s': ", name, path);
+        return FALSE;
+    }
+    return TRUE;
+}

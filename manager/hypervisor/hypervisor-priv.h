@@ -97,6 +97,49 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(CarrelExecStatus, carrel_exec_status_clear)
 gboolean carrel_hypervisor_agent_parse_status(const char *reply, gsize max_output,
                                               CarrelExecStatus *ret_status, GError **error);
 
+/*
+ * The node under "return" of an untrusted guest-agent reply (the parser owns it): LIMIT above
+ * CARREL_HYPERVISOR_AGENT_REPLY_MAX, INVALID_ARG when malformed or without "return".
+ */
+JsonNode *carrel_hypervisor_agent_reply_return(JsonParser *parser, const char *reply,
+                                               GError **error);
+
+/* Integer member name of an agent reply within min..max; *ret_present says whether it is there. */
+gboolean carrel_hypervisor_agent_get_int(JsonObject *obj, const char *name, gint64 min, gint64 max,
+                                         gboolean *ret_present, gint64 *ret_value, GError **error);
+
+/* Boolean member name of an agent reply (FALSE when absent). */
+gboolean carrel_hypervisor_agent_get_bool(JsonObject *obj, const char *name, gboolean *ret_value,
+                                          GError **error);
+
+/* Decodes the padded base64 member name (absent = empty), keeping at most max_output bytes and
+ * setting *truncated when there was more. */
+gboolean carrel_hypervisor_agent_get_base64(JsonObject *obj, const char *name, gsize max_output,
+                                            GBytes **ret_bytes, gboolean *truncated,
+                                            GError **error);
+
+/* guest-file-* commands: open path with mode ("r" or "w"), read up to count bytes, write data
+ * (base64-encoded here), close. */
+char *carrel_hypervisor_agent_file_open_command(const char *path, const char *mode);
+char *carrel_hypervisor_agent_file_read_command(gint64 handle, gsize count);
+char *carrel_hypervisor_agent_file_write_command(gint64 handle, const guint8 *data, gsize len);
+char *carrel_hypervisor_agent_file_close_command(gint64 handle);
+
+/* The handle of an untrusted guest-file-open reply. */
+gboolean carrel_hypervisor_agent_parse_file_handle(const char *reply, gint64 *ret_handle,
+                                                   GError **error);
+
+/*
+ * An untrusted guest-file-read reply: at most max bytes (more is INVALID_ARG: the agent sent
+ * more than asked), and whether the end of the file was reached.
+ */
+gboolean carrel_hypervisor_agent_parse_file_read(const char *reply, gsize max, GBytes **ret_data,
+                                                 gboolean *ret_eof, GError **error);
+
+/* The byte count of an untrusted guest-file-write reply (0..max). */
+gboolean carrel_hypervisor_agent_parse_file_write(const char *reply, gsize max, gsize *ret_count,
+                                                  GError **error);
+
 /* Sets a CARREL_ERROR for errno errsv: NOT_FOUND, EXISTS or HYPERVISOR, "what: strerror". */
 void carrel_hypervisor_set_errno_error(GError **error, int errsv, const char *what);
 

@@ -163,6 +163,11 @@ typedef struct {
      * CARREL_HYPERVISOR_SCREENSHOT_MAX bytes); the dispatcher decodes and validates it. */
     gboolean (*screenshot)(CarrelHypervisor *hv, const char *name, GBytes **ret_image,
                            GError **error);
+    /* See carrel_hypervisor_file_read and carrel_hypervisor_file_write. */
+    gboolean (*file_read)(CarrelHypervisor *hv, const char *name, const char *path, gsize max,
+                          GBytes **ret_data, GError **error);
+    gboolean (*file_write)(CarrelHypervisor *hv, const char *name, const char *path, GBytes *data,
+                           GError **error);
 } CarrelHypervisorOps;
 
 /*
@@ -185,7 +190,7 @@ CarrelHypervisor *carrel_hypervisor_new_fake(void);
  * Makes the fake fail the next call of the given op once with CARREL_ERROR_HYPERVISOR. op is a
  * member name of CarrelHypervisorOps: "define_start", "start", "shutdown", "destroy",
  * "undefine", "get_state", "agent_ping", "list", "define", "save", "restore", "set_time",
- * "agent_exec" or "screenshot".
+ * "agent_exec", "screenshot", "file_read" or "file_write".
  */
 void carrel_hypervisor_fake_fail_next(CarrelHypervisor *hv, const char *op);
 
@@ -288,6 +293,27 @@ gboolean carrel_hypervisor_agent_exec(CarrelHypervisor *hv, const char *name,
                                       gsize max_output, int *ret_exit_code, GBytes **ret_stdout,
                                       GBytes **ret_stderr, gboolean *ret_truncated,
                                       gboolean *ret_timed_out, GError **error);
+
+/* Bytes per guest-file-read/-write command: base64 of it stays far below libvirt's 4 MiB. */
+#define CARREL_HYPERVISOR_FILE_CHUNK (1024 * 1024)
+
+/*
+ * Reads the guest file path (absolute) through the guest agent, in chunks of
+ * CARREL_HYPERVISOR_FILE_CHUNK; binary-safe. LIMIT when it holds more than max bytes (nothing is
+ * returned then), HYPERVISOR with the agent's message when the guest cannot open it (e.g. no such
+ * file), TIMEOUT when the agent does not answer, WRONG_STATE when not running, UNSUPPORTED on
+ * test:///. Every reply is parsed as untrusted input.
+ */
+gboolean carrel_hypervisor_file_read(CarrelHypervisor *hv, const char *name, const char *path,
+                                     gsize max, GBytes **ret_data, GError **error);
+
+/*
+ * Writes data to the guest file path (absolute; created or truncated, as root with qemu-ga's
+ * mode) through the guest agent, in chunks. A failure part-way leaves a partial file in the
+ * guest. Errors as carrel_hypervisor_file_read.
+ */
+gboolean carrel_hypervisor_file_write(CarrelHypervisor *hv, const char *name, const char *path,
+                                      GBytes *data, GError **error);
 
 /* Largest guest-agent reply carrel parses (libvirt's RPC carries strings up to 4 MiB). */
 #define CARREL_HYPERVISOR_AGENT_REPLY_MAX (4 * 1024 * 1024 + 64 * 1024)

@@ -73,6 +73,13 @@ CarrelWarmState *carrel_store_warm_get(CarrelStore *store, const char *name, gui
 gboolean carrel_store_warm_delete(CarrelStore *store, const char *name, guint version,
                                   GError **error);
 
+/* Appends event to its session's timeline and sets event->seq. */
+gboolean carrel_store_event_add(CarrelStore *store, CarrelEvent *event, GError **error);
+/* Events of a session with seq > after_seq, oldest first, at most limit (GPtrArray of
+ * CarrelEvent). */
+GPtrArray *carrel_store_event_list(CarrelStore *store, const char *session_id, gint64 after_seq,
+                                   guint limit, GError **error);
+
 /* API tokens, stored as sha256 hashes only. */
 gboolean carrel_store_token_insert(CarrelStore *store, const char *token_hash, const char *role,
                                    const char *label, GError **error);

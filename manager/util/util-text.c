@@ -182,3 +182,26 @@ carrel_util_enum_from_string(const char *const *names, int count, const char *na
     }
     return count;
 }
+
+gboolean
+carrel_util_check_guest_path(const char *path, GError **error)
+{
+    g_auto(GStrv) segments = NULL;
+
+    if (!path || path[0] != '/' || strlen(path) > CARREL_LIMIT_GUEST_PATH ||
+        !carrel_util_is_clean_text(path)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "guest path must be absolute, at most %d bytes, without control characters",
+                    CARREL_LIMIT_GUEST_PATH);
+        return FALSE;
+    }
+    segments = g_strsplit(path, "/", -1);
+    for (guint i = 0; segments[i]; i++) {
+        if (g_str_equal(segments[i], ".") || g_str_equal(segments[i], "..")) {
+            g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                        "guest path '%s' has a '%s' segment", path, segments[i]);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}

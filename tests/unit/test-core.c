@@ -9,6 +9,12 @@
 
 #include "core/core-priv.h"
 
+/* A desktop that is drawn: not blank. */
+static const guint8 picture[] = "P6\n4 3\n255\n"
+                                "\x10\x20\x30\xff\x00\x00\x00\xff\x00\x00\x00\xff"
+                                "\x80\x80\x80\x20\x40\x60\xff\xff\x00\x00\xff\xff"
+                                "\x01\x02\x03\x40\x50\x60\x70\x80\x90\xa0\xb0\xc0";
+
 typedef struct {
     char *dir;
     char *disk;
@@ -39,7 +45,14 @@ setup(void **state)
     config.accel = CARREL_ACCEL_TCG;
     config.agent_timeout_s = 2;
     config.screen_grace_s = 1;
+    config.screen_poll_ms = 50;
     fx->hv = carrel_hypervisor_new_fake();
+    /* Guests have carrel-guest and draw a desktop, unless a test says otherwise. */
+    carrel_hypervisor_fake_set_exec_result(fx->hv, 0, "{\"ready\":true}", "");
+    {
+        g_autoptr(GBytes) screen = g_bytes_new_static(picture, sizeof(picture) - 1);
+        carrel_hypervisor_fake_set_screen(fx->hv, screen);
+    }
     fx->mgr = carrel_manager_new(&config, fx->hv, &error);
     assert_non_null(fx->mgr);
     *state = fx;
@@ -233,10 +246,6 @@ test_ready_by_screen(void **state)
 {
     Fixture *fx = *state;
     g_autoptr(CarrelTemplate) tmpl = import(fx, "tiny");
-    static const guint8 picture[] = "P6\n4 3\n255\n"
-                                    "\x10\x20\x30\xff\x00\x00\x00\xff\x00\x00\x00\xff"
-                                    "\x80\x80\x80\x20\x40\x60\xff\xff\x00\x00\xff\xff"
-                                    "\x01\x02\x03\x40\x50\x60\x70\x80\x90\xa0\xb0\xc0";
     g_autoptr(GBytes) screen = g_bytes_new_static(picture, sizeof(picture) - 1);
     g_autoptr(GError) error = NULL;
     g_autoptr(CarrelSession) s = NULL;
@@ -386,6 +395,68 @@ define_domain(Fixture *fx, const char *session_id, const char *instance_id)
     assert_true(carrel_hypervisor_define_start(fx->hv, xml, NULL));
 }
 
+/* Files through the agent and the timeline they leave. */
+static void
+test_files_and_events(void **state)
+{
+    Fixture *fx = *state;
+    g_autoptr(CarrelTemplate) tmpl = import(fx, "tiny");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelSession) s = create(fx, "files", &error);
+    static const guint8 binary[] = {0, 1, 2, 0xff, '\n', 0};
+    g_autoptr(GBytes) data = g_bytes_new_static(binary, sizeof(binary));
+    g_autoptr(GBytes) back = NULL;
+    g_autoptr(GPtrArray) events = NULL;
+    const char *bad[] = {"relative", "/a/../etc/shadow", "/a/./b", "/a\nb", ""};
+    g_autoptr(CarrelSession) stopped = NULL;
+    gint64 last_seq;
+    CarrelEvent *ev;
+
+    assert_non_null(s);
+    assert_true(carrel_manager_session_file_write(fx->mgr, s->id, "/tmp/x", data, "agent", &error));
+    back = carrel_manager_session_file_read(fx->mgr, s->id, "/tmp/x", "agent", &error);
+    assert_non_null(back);
+    assert_true(g_bytes_equal(back, data));
+    for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+        assert_null(carrel_manager_session_file_read(fx->mgr, s->id, bad[i], "agent", &error));
+        assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG));
+        g_clear_error(&error);
+    }
+    assert_null(carrel_manager_session_file_read(fx->mgr, s->id, "/nope", "agent", &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND));
+    g_clear_error(&error);
+
+    events = carrel_manager_session_events(fx->mgr, s->id, 0, 100, &error);
+    assert_non_null(events);
+    assert_int_equal(events->len, 3); /* write, read, failed read: refusals never reach the guest */
+    ev = g_ptr_array_index(events, 0);
+    assert_string_equal(ev->kind, "file");
+    assert_string_equal(ev->action, "file_write");
+    assert_string_equal(ev->actor, "agent");
+    assert_null(ev->error);
+    assert_int_equal(json_object_get_int_member(json_node_get_object(ev->params), "bytes"), 6);
+    ev = g_ptr_array_index(events, 2);
+    assert_non_null(ev->error);
+    assert_null(ev->result);
+    assert_true(((CarrelEvent *)g_ptr_array_index(events, 1))->seq < ev->seq);
+    last_seq = ev->seq;
+    g_clear_pointer(&events, g_ptr_array_unref);
+    /* after= pages; limit is bounded. */
+    events = carrel_manager_session_events(fx->mgr, s->id, last_seq - 1, 100, &error);
+    assert_int_equal(events->len, 1);
+    assert_null(carrel_manager_session_events(fx->mgr, s->id, 0, 5000, &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG));
+    g_clear_error(&error);
+
+    /* A stopped session refuses, naming its state. */
+    stopped = carrel_manager_session_stop(fx->mgr, s->id, 1, &error);
+    assert_non_null(stopped);
+    assert_false(
+        carrel_manager_session_file_write(fx->mgr, s->id, "/tmp/x", data, "agent", &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE));
+    assert_non_null(strstr(error->message, "stopped"));
+}
+
 static void
 test_reconcile(void **state)
 {
@@ -462,6 +533,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_policy_and_unknowns, setup, teardown),
         cmocka_unit_test_setup_teardown(test_busy_session, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reconcile, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_files_and_events, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -886,7 +886,7 @@ test_agent_parse_pid(void **state)
     assert_pid_refused("{\"return\": {\"pid\": \"7\"}}", CARREL_ERROR_INVALID_ARG, "is not a");
     assert_pid_refused("{\"return\": {\"pid\": 7.5}}", CARREL_ERROR_INVALID_ARG, "is not a");
     assert_pid_refused("{\"return\": [7]}", CARREL_ERROR_INVALID_ARG, "no 'return' object");
-    assert_pid_refused("[]", CARREL_ERROR_INVALID_ARG, "no 'return' object");
+    assert_pid_refused("[]", CARREL_ERROR_INVALID_ARG, "no 'return'");
     assert_pid_refused("{\"return\": {\"pid\": 7}", CARREL_ERROR_INVALID_ARG, "not JSON");
     assert_pid_refused("", CARREL_ERROR_INVALID_ARG, "empty");
     assert_pid_refused(NULL, CARREL_ERROR_INVALID_ARG, "empty");
@@ -894,6 +894,58 @@ test_agent_parse_pid(void **state)
                        "NUL");
     assert_pid_refused(deep, CARREL_ERROR_INVALID_ARG, "nested too deep");
     assert_pid_refused(big, CARREL_ERROR_LIMIT, "exceeds");
+}
+
+/* guest-file-* replies are the guest's words: every inconsistency is refused. */
+static void
+test_agent_file_replies(void **state)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GBytes) data = NULL;
+    g_autofree char *open_cmd = carrel_hypervisor_agent_file_open_command("/tmp/\"x", "r");
+    g_autofree char *write_cmd =
+        carrel_hypervisor_agent_file_write_command(1000, (guint8 *)"hi", 2);
+    gint64 handle = 0;
+    gboolean eof = FALSE;
+    gsize count = 0;
+
+    assert_string_equal(open_cmd, "{\"execute\":\"guest-file-open\",\"arguments\":"
+                                  "{\"path\":\"/tmp/\\\"x\",\"mode\":\"r\"}}");
+    assert_non_null(strstr(write_cmd, "\"buf-b64\":\"aGk=\""));
+    assert_true(carrel_hypervisor_agent_parse_file_handle("{\"return\": 1000}", &handle, NULL));
+    assert_int_equal(handle, 1000);
+    assert_false(carrel_hypervisor_agent_parse_file_handle("{\"return\": 0}", &handle, &error));
+    assert_error(error, CARREL_ERROR_INVALID_ARG, "file handle");
+    g_clear_error(&error);
+    assert_false(carrel_hypervisor_agent_parse_file_handle("{\"return\": \"7\"}", &handle, &error));
+    g_clear_error(&error);
+
+    assert_true(carrel_hypervisor_agent_parse_file_read(
+        "{\"return\": {\"count\": 2, \"buf-b64\": \"aGk=\", \"eof\": true}}", 16, &data, &eof,
+        NULL));
+    assert_int_equal(g_bytes_get_size(data), 2);
+    assert_true(eof);
+    /* The count must match the data, the data must fit what was asked, base64 must be padded. */
+    assert_false(carrel_hypervisor_agent_parse_file_read(
+        "{\"return\": {\"count\": 3, \"buf-b64\": \"aGk=\", \"eof\": true}}", 16, &data, &eof,
+        &error));
+    assert_error(error, CARREL_ERROR_INVALID_ARG, "inconsistent");
+    g_clear_error(&error);
+    assert_false(carrel_hypervisor_agent_parse_file_read(
+        "{\"return\": {\"count\": 2, \"buf-b64\": \"aGk=\", \"eof\": true}}", 1, &data, &eof,
+        &error));
+    g_clear_error(&error);
+    assert_false(carrel_hypervisor_agent_parse_file_read(
+        "{\"return\": {\"count\": 2, \"buf-b64\": \"aGk\", \"eof\": true}}", 16, &data, &eof,
+        &error));
+    assert_error(error, CARREL_ERROR_INVALID_ARG, "base64");
+    g_clear_error(&error);
+    assert_true(
+        carrel_hypervisor_agent_parse_file_write("{\"return\": {\"count\": 2}}", 2, &count, NULL));
+    assert_int_equal(count, 2);
+    assert_false(carrel_hypervisor_agent_parse_file_write("{\"return\": {\"count\": 3}}", 2, &count,
+                                                          &error));
+    assert_error(error, CARREL_ERROR_INVALID_ARG, "out of range");
 }
 
 static void
@@ -1357,6 +1409,7 @@ main(void)
         cmocka_unit_test(test_agent_commands),
         cmocka_unit_test(test_agent_exec_args),
         cmocka_unit_test(test_agent_parse_pid),
+        cmocka_unit_test(test_agent_file_replies),
         cmocka_unit_test(test_agent_parse_status),
         cmocka_unit_test(test_genid),
         cmocka_unit_test(test_fake_define),
