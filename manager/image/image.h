@@ -1,0 +1,47 @@
+/*
+ * image: screenshots as binary PPM (P6, maxval 255, RGB), the form carrel_hypervisor_screenshot
+ * returns. A strict parser and a PNG decoder for untrusted images (the guest chooses the screen
+ * size and what it shows), the comparisons behind a "screen ready" check, and the conversions the
+ * screenshot API makes. Pure: no I/O, no logging.
+ */
+#pragma once
+
+#include "util/util.h"
+
+G_BEGIN_DECLS
+
+/* Largest width or height of an image accepted or produced. */
+#define CARREL_IMAGE_MAX_SIDE 16384
+/* Largest PPM (header and pixels) this module produces, by decoding or resizing. */
+#define CARREL_IMAGE_PPM_MAX (64 * 1024 * 1024)
+
+/*
+ * Strict parser of binary PPM as QEMU writes it: "P6", whitespace, width, whitespace, height,
+ * whitespace, maxval 255, one whitespace character, then exactly width * height * 3 bytes.
+ * No comments, no signs, at most 5 digits per number, sides 1..CARREL_IMAGE_MAX_SIDE, no
+ * trailing bytes. INVALID_ARG otherwise. Every output is optional.
+ */
+gboolean carrel_image_ppm_parse(GBytes *ppm, guint *ret_width, guint *ret_height,
+                                gsize *ret_pixels_offset, GError **error);
+
+/* TRUE when every pixel of ppm has the same colour (also when ppm is not valid PPM): a screen
+ * that is not ready yet. */
+gboolean carrel_image_ppm_is_blank(GBytes *ppm);
+
+/* TRUE when the two images differ in size or in more than a tenth of a percent of their pixels
+ * (also when either is not valid PPM): with two screenshots some time apart, FALSE means the
+ * screen stopped changing; a blinking text cursor does not count as change. */
+gboolean carrel_image_ppm_differs(GBytes *a, GBytes *b);
+
+/*
+ * Decodes an untrusted PNG (any colour type; alpha composited onto black) to binary PPM.
+ * INVALID_ARG when malformed or a side is outside 1..CARREL_IMAGE_MAX_SIDE, LIMIT when the PPM
+ * would exceed CARREL_IMAGE_PPM_MAX; the size is checked before any pixel is decoded.
+ */
+GBytes *carrel_image_png_to_ppm(GBytes *png, GError **error);
+
+/* An untrusted PNG or PPM (told apart by content) as validated PPM: PNG is decoded as by
+ * carrel_image_png_to_ppm, PPM is checked by carrel_image_ppm_parse and returned as is. */
+GBytes *carrel_image_to_ppm(GBytes *image, GError **error);
+
+G_END_DECLS
