@@ -10,6 +10,8 @@
 
 #define PPM_MAX_DIGITS 5
 #define PPM_MAXVAL 255
+/* "P6\n16384 16384\n255\n": the size check counts the longest header, whatever the sides. */
+#define PPM_HEADER_MAX 19
 
 static gboolean
 is_ppm_space(guint8 c)
@@ -142,31 +144,40 @@ carrel_image_view(GBytes *ppm, CarrelImageView *ret_view, GError **error)
     return TRUE;
 }
 
-guint8 *
-carrel_image_ppm_alloc(guint width, guint height, gsize *ret_len, guint8 **ret_pixels,
-                       GError **error)
+gboolean
+carrel_image_check_size(guint width, guint height, GError **error)
 {
-    g_autofree char *header = NULL;
-    gsize header_len;
-    guint8 *data;
-
     if (width == 0 || height == 0 || width > CARREL_IMAGE_MAX_SIDE ||
         height > CARREL_IMAGE_MAX_SIDE) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
                     "image size %ux%u is out of range (sides 1..%d)", width, height,
                     CARREL_IMAGE_MAX_SIDE);
-        return NULL;
+        return FALSE;
     }
-    header = g_strdup_printf("P6\n%u %u\n255\n", width, height);
-    header_len = strlen(header);
-    if ((guint64)width * height * 3 + header_len > CARREL_IMAGE_PPM_MAX) {
+    if ((guint64)width * height * 3 + PPM_HEADER_MAX > CARREL_IMAGE_PPM_MAX) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_LIMIT,
                     "image of %ux%u exceeds %d bytes as ppm", width, height, CARREL_IMAGE_PPM_MAX);
-        return NULL;
+        return FALSE;
     }
-    data = g_malloc(header_len + (gsize)width * height * 3);
+    return TRUE;
+}
+
+guint8 *
+carrel_image_ppm_alloc(guint width, guint height, gsize *ret_len, guint8 **ret_pixels,
+                       GError **error)
+{
+    g_autofree char *header = NULL;
+    gsize header_len, len;
+    guint8 *data;
+
+    if (!carrel_image_check_size(width, height, error))
+        return NULL;
+    header = g_strdup_printf("P6\n%u %u\n255\n", width, height);
+    header_len = strlen(header);
+    len = header_len + (gsize)width * height * 3;
+    data = g_malloc(len);
     memcpy(data, header, header_len);
-    *ret_len = header_len + (gsize)width * height * 3;
+    *ret_len = len;
     *ret_pixels = data + header_len;
     return data;
 }

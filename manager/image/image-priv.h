@@ -18,6 +18,10 @@ typedef struct {
  * outlive the view. */
 gboolean carrel_image_view(GBytes *ppm, CarrelImageView *ret_view, GError **error);
 
+/* Whether a width x height image fits the module's limits: INVALID_ARG when a side is outside
+ * 1..CARREL_IMAGE_MAX_SIDE, LIMIT when its PPM would exceed CARREL_IMAGE_PPM_MAX. */
+gboolean carrel_image_check_size(guint width, guint height, GError **error);
+
 /*
  * A new PPM buffer of width x height with the header written and the pixels left for the caller
  * to fill (at *ret_pixels) before handing the *ret_len bytes to g_bytes_new_take. INVALID_ARG

@@ -14,6 +14,8 @@ G_BEGIN_DECLS
 #define CARREL_IMAGE_MAX_SIDE 16384
 /* Largest PPM (header and pixels) this module produces, by decoding or resizing. */
 #define CARREL_IMAGE_PPM_MAX (64 * 1024 * 1024)
+/* Largest factor carrel_image_fit_factor accepts (a zoom into a crop, not a way to grow memory). */
+#define CARREL_IMAGE_MAX_FACTOR 4.0
 
 /*
  * Strict parser of binary PPM as QEMU writes it: "P6", whitespace, width, whitespace, height,
@@ -43,5 +45,37 @@ GBytes *carrel_image_png_to_ppm(GBytes *png, GError **error);
 /* An untrusted PNG or PPM (told apart by content) as validated PPM: PNG is decoded as by
  * carrel_image_png_to_ppm, PPM is checked by carrel_image_ppm_parse and returned as is. */
 GBytes *carrel_image_to_ppm(GBytes *image, GError **error);
+
+/*
+ * The width x height region of ppm whose top-left pixel is (x, y), as a new PPM. INVALID_ARG
+ * when ppm is malformed, the region is empty or it is not inside the image (the message says the
+ * image size).
+ */
+GBytes *carrel_image_crop(GBytes *ppm, guint x, guint y, guint width, guint height, GError **error);
+
+/*
+ * ppm resized to width x height. Each axis on its own: shrinking averages the source area each
+ * new pixel covers (a box filter, which keeps thin text legible where nearest-neighbour drops
+ * strokes), enlarging interpolates linearly between pixel centres, an unchanged side is copied.
+ * INVALID_ARG when ppm is malformed or a side is outside 1..CARREL_IMAGE_MAX_SIDE, LIMIT when the
+ * result would exceed CARREL_IMAGE_PPM_MAX.
+ */
+GBytes *carrel_image_scale(GBytes *ppm, guint width, guint height, GError **error);
+
+/*
+ * The size of a width x height image whose longer side is at most max_edge, keeping its aspect
+ * ratio (rounded, each side at least 1); never larger than the image. INVALID_ARG when a side or
+ * max_edge is outside 1..CARREL_IMAGE_MAX_SIDE.
+ */
+gboolean carrel_image_fit_max_edge(guint width, guint height, guint max_edge, guint *ret_width,
+                                   guint *ret_height, GError **error);
+
+/*
+ * The size of a width x height image scaled by factor (0 < factor <= CARREL_IMAGE_MAX_FACTOR),
+ * each side rounded and at least 1. INVALID_ARG when a side or the factor is out of range,
+ * LIMIT when the result would exceed CARREL_IMAGE_MAX_SIDE or CARREL_IMAGE_PPM_MAX.
+ */
+gboolean carrel_image_fit_factor(guint width, guint height, double factor, guint *ret_width,
+                                 guint *ret_height, GError **error);
 
 G_END_DECLS

@@ -1,6 +1,7 @@
 /*
  * libFuzzer harness for screenshots as the guest and QEMU hand them over (untrusted): the strict
- * PPM parser, the PNG decoder and the readiness comparisons.
+ * PPM parser, the PNG decoder and the readiness comparisons, then crop and scale of whatever
+ * parsed, with sizes taken from the input (kept small so that runs stay fast).
  * Built with -Dfuzz=true and clang (see tests/fuzz/meson.build).
  */
 #include <stddef.h>
@@ -9,6 +10,38 @@
 #include "image/image.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* A result is valid PPM of the asked size, or there is an error: never both, never neither. */
+static void
+check_result(GBytes *out, GError *error, guint width, guint height)
+{
+    guint w = 0, h = 0;
+
+    if ((out == NULL) == (error == NULL))
+        __builtin_trap();
+    if (out && (!carrel_image_ppm_parse(out, &w, &h, NULL, NULL) || w != width || h != height))
+        __builtin_trap();
+}
+
+static void
+transform(GBytes *ppm, guint width, guint height, const guint8 *pixels)
+{
+    /* Regions and sizes from the first pixel bytes, sometimes outside the image on purpose. */
+    guint x = pixels[0] % (width + 1), y = pixels[1] % (height + 1);
+    guint cw = pixels[2] % (width + 2), ch = pixels[0] % (height + 2);
+    guint sw = 1 + pixels[1] % 96, sh = 1 + pixels[2] % 96;
+    gboolean inside =
+        cw > 0 && ch > 0 && x < width && y < height && cw <= width - x && ch <= height - y;
+    g_autoptr(GError) crop_error = NULL;
+    g_autoptr(GError) scale_error = NULL;
+    g_autoptr(GBytes) crop = carrel_image_crop(ppm, x, y, cw, ch, &crop_error);
+    g_autoptr(GBytes) scaled = carrel_image_scale(ppm, sw, sh, &scale_error);
+
+    check_result(crop, crop_error, cw, ch);
+    check_result(scaled, scale_error, sw, sh);
+    if ((crop != NULL) != inside || !scaled)
+        __builtin_trap();
+}
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -32,5 +65,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         __builtin_trap();
     if (ppm && !carrel_image_ppm_parse(ppm, NULL, NULL, NULL, NULL))
         __builtin_trap();
+    if (valid)
+        transform(bytes, w, h, data + offset);
     return 0;
 }

@@ -3,6 +3,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <math.h>
 #include <string.h>
 #include <png.h>
 
@@ -290,13 +291,312 @@ test_to_ppm(void **state)
     assert_error(error, CARREL_ERROR_INVALID_ARG, "missing");
 }
 
+/* --- crop and scale ----------------------------------------------------------------------------
+ */
+
+typedef guint8 (*PixelFn)(guint x, guint y, guint channel);
+
+static GBytes *
+make_image(guint width, guint height, PixelFn fn)
+{
+    g_autofree char *header = g_strdup_printf("P6\n%u %u\n255\n", width, height);
+    gsize header_len = strlen(header), len = header_len + (gsize)width * height * 3;
+    guint8 *data = g_malloc(len);
+
+    memcpy(data, header, header_len);
+    for (guint y = 0; y < height; y++)
+        for (guint x = 0; x < width; x++)
+            for (guint c = 0; c < 3; c++)
+                data[header_len + ((gsize)y * width + x) * 3 + c] = fn(x, y, c);
+    return g_bytes_new_take(data, len);
+}
+
+/* The pixels of a valid PPM, with its size checked. */
+static const guint8 *
+pixels_of(GBytes *ppm, guint width, guint height)
+{
+    guint w = 0, h = 0;
+    gsize offset = 0;
+
+    assert_non_null(ppm);
+    assert_true(carrel_image_ppm_parse(ppm, &w, &h, &offset, NULL));
+    assert_int_equal(w, width);
+    assert_int_equal(h, height);
+    return (const guint8 *)g_bytes_get_data(ppm, NULL) + offset;
+}
+
+/* Every channel of every pixel of ppm (width x height) against a grey level per pixel. */
+static void
+assert_grey(GBytes *ppm, guint width, guint height, const guint8 *expected)
+{
+    const guint8 *p = pixels_of(ppm, width, height);
+
+    for (gsize i = 0; i < (gsize)width * height; i++)
+        for (int c = 0; c < 3; c++)
+            if (p[i * 3 + c] != expected[i])
+                fail_msg("pixel %zu channel %d is %u, expected %u", i, c, p[i * 3 + c],
+                         expected[i]);
+}
+
+static guint8
+gradient(guint x, guint y, guint c)
+{
+    return (guint8)(c == 0 ? x * 30 : c == 1 ? y * 50 : x + y * 7);
+}
+
+static void
+assert_crop_refused(GBytes *ppm, guint x, guint y, guint w, guint h, const char *fragment)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GBytes) out = carrel_image_crop(ppm, x, y, w, h, &error);
+
+    assert_null(out);
+    assert_error(error, CARREL_ERROR_INVALID_ARG, fragment);
+}
+
+static void
+test_crop(void **state)
+{
+    g_autoptr(GBytes) image = make_image(7, 5, gradient);
+    g_autoptr(GBytes) part = carrel_image_crop(image, 2, 1, 3, 2, NULL);
+    g_autoptr(GBytes) whole = carrel_image_crop(image, 0, 0, 7, 5, NULL);
+    g_autoptr(GBytes) corner = carrel_image_crop(image, 6, 4, 1, 1, NULL);
+    g_autoptr(GBytes) bad = g_bytes_new_static("P6\n2 2\n255\n123", 14);
+    const guint8 *p = pixels_of(part, 3, 2);
+
+    for (guint y = 0; y < 2; y++)
+        for (guint x = 0; x < 3; x++)
+            for (guint c = 0; c < 3; c++)
+                assert_int_equal(p[(y * 3 + x) * 3 + c], gradient(x + 2, y + 1, c));
+    assert_memory_equal(pixels_of(whole, 7, 5), pixels_of(image, 7, 5), 7 * 5 * 3);
+    assert_memory_equal(pixels_of(corner, 1, 1), pixels_of(image, 7, 5) + (4 * 7 + 6) * 3, 3);
+    assert_crop_refused(image, 0, 0, 0, 1, "7x5 image");
+    assert_crop_refused(image, 0, 0, 1, 0, "7x5 image");
+    assert_crop_refused(image, 5, 0, 3, 1, "crop region 3x1 at 5,0 is not inside the 7x5 image");
+    assert_crop_refused(image, 7, 0, 1, 1, "7x5 image");
+    assert_crop_refused(image, 0, 4, 1, 2, "7x5 image");
+    assert_crop_refused(image, 0, 0, 8, 5, "7x5 image");
+    /* Sums that would wrap around in 32 bits. */
+    assert_crop_refused(image, 2, 0, G_MAXUINT - 1, 1, "7x5 image");
+    assert_crop_refused(image, G_MAXUINT, G_MAXUINT, 2, 2, "7x5 image");
+    assert_crop_refused(bad, 0, 0, 1, 1, "does not match");
+    assert_crop_refused(NULL, 0, 0, 1, 1, "missing");
+}
+
+static guint8
+checker_1px(guint x, guint y, guint c)
+{
+    return (x + y) % 2 ? 255 : 0;
+}
+
+static guint8
+checker_2px(guint x, guint y, guint c)
+{
+    return (x / 2 + y / 2) % 2 ? 255 : 0;
+}
+
+static guint8
+ramp_x(guint x, guint y, guint c)
+{
+    static const guint8 values[] = {0, 100, 200, 255};
+    return values[x % 4];
+}
+
+static guint8
+ramp_y(guint x, guint y, guint c)
+{
+    return ramp_x(y, x, c);
+}
+
+static guint8
+thirds(guint x, guint y, guint c)
+{
+    return (guint8)(x * 90);
+}
+
+static guint8
+pair(guint x, guint y, guint c)
+{
+    return (guint8)((x + y) * 200);
+}
+
+static guint8
+bytes_ramp(guint x, guint y, guint c)
+{
+    return (guint8)(x % 256);
+}
+
+static GBytes *
+scaled(GBytes *ppm, guint width, guint height)
+{
+    g_autoptr(GError) error = NULL;
+    GBytes *out = carrel_image_scale(ppm, width, height, &error);
+
+    if (!out)
+        fail_msg("scale to %ux%u: %s", width, height, error->message);
+    return out;
+}
+
+static void
+test_scale_shrink(void **state)
+{
+    g_autoptr(GBytes) fine = make_image(4, 4, checker_1px);
+    g_autoptr(GBytes) coarse = make_image(4, 4, checker_2px);
+    g_autoptr(GBytes) three = make_image(3, 1, thirds);
+    g_autoptr(GBytes) wide = make_image(1024, 1, bytes_ramp);
+    g_autoptr(GBytes) a = scaled(fine, 2, 2);
+    g_autoptr(GBytes) b = scaled(coarse, 2, 2);
+    g_autoptr(GBytes) c = scaled(three, 2, 1);
+    g_autoptr(GBytes) d = scaled(wide, 1, 1);
+    g_autoptr(GBytes) e = scaled(fine, 1, 1);
+    g_autoptr(GBytes) f = scaled(wide, 4, 1);
+    static const guint8 half[] = {128, 128, 128, 128};
+    static const guint8 blocks[] = {0, 255, 255, 0};
+    static const guint8 third_weights[] = {30, 150};
+    static const guint8 mean[] = {128};
+    /* 1024 pixels of 0..255 four times over: each quarter averages to 127.5 */
+    static const guint8 quarters[] = {128, 128, 128, 128};
+
+    /* Box averages: 2 black + 2 white; whole blocks stay pure (nearest-neighbour would give
+     * black or white for the fine one, never grey). */
+    assert_grey(a, 2, 2, half);
+    assert_grey(b, 2, 2, blocks);
+    /* 3 -> 2: new pixel 0 covers 1.5 source pixels: 0 * 2/3 + 90 * 1/3, then 90 / 3 + 180 * 2/3 */
+    assert_grey(c, 2, 1, third_weights);
+    assert_grey(d, 1, 1, mean);
+    assert_grey(e, 1, 1, mean);
+    assert_grey(f, 4, 1, quarters);
+}
+
+static void
+test_scale_grow_and_mixed(void **state)
+{
+    g_autoptr(GBytes) two = make_image(2, 1, pair);
+    g_autoptr(GBytes) tall = make_image(1, 2, pair);
+    g_autoptr(GBytes) row = make_image(4, 1, ramp_x);
+    g_autoptr(GBytes) column = make_image(1, 4, ramp_y);
+    g_autoptr(GBytes) image = make_image(7, 5, gradient);
+    g_autoptr(GBytes) a = scaled(two, 4, 1);
+    g_autoptr(GBytes) b = scaled(tall, 1, 4);
+    g_autoptr(GBytes) c = scaled(row, 2, 3);
+    g_autoptr(GBytes) d = scaled(column, 3, 2);
+    g_autoptr(GBytes) same = scaled(image, 7, 5);
+    g_autoptr(GBytes) e = scaled(two, 1, 1);
+    /* Centres aligned: source x of new pixel i is (i + 0.5) / 2 - 0.5, clamped to the edges. */
+    static const guint8 linear[] = {0, 50, 150, 200};
+    static const guint8 shrunk_x[] = {50, 228, 50, 228, 50, 228};
+    static const guint8 shrunk_y[] = {50, 50, 50, 228, 228, 228};
+    static const guint8 mean[] = {100};
+
+    assert_grey(a, 4, 1, linear);
+    assert_grey(b, 1, 4, linear);
+    /* One axis shrinks (box), the other grows (linear, here from a single row: copies). */
+    assert_grey(c, 2, 3, shrunk_x);
+    assert_grey(d, 3, 2, shrunk_y);
+    assert_memory_equal(pixels_of(same, 7, 5), pixels_of(image, 7, 5), 7 * 5 * 3);
+    assert_grey(e, 1, 1, mean);
+}
+
+static void
+assert_scale_refused(GBytes *ppm, guint width, guint height, int code, const char *fragment)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GBytes) out = carrel_image_scale(ppm, width, height, &error);
+
+    assert_null(out);
+    assert_error(error, code, fragment);
+}
+
+static void
+test_scale_refused(void **state)
+{
+    g_autoptr(GBytes) image = make_image(7, 5, gradient);
+    g_autoptr(GBytes) bad = g_bytes_new_static("P6\n2 2\n255\n123", 14);
+
+    assert_scale_refused(image, 0, 5, CARREL_ERROR_INVALID_ARG, "out of range");
+    assert_scale_refused(image, 5, 0, CARREL_ERROR_INVALID_ARG, "out of range");
+    assert_scale_refused(image, 16385, 1, CARREL_ERROR_INVALID_ARG, "out of range");
+    /* Sides allowed, but 768 MiB of pixels: refused before anything is allocated. */
+    assert_scale_refused(image, 16384, 16384, CARREL_ERROR_LIMIT, "exceeds");
+    assert_scale_refused(bad, 1, 1, CARREL_ERROR_INVALID_ARG, "does not match");
+    assert_scale_refused(NULL, 1, 1, CARREL_ERROR_INVALID_ARG, "missing");
+}
+
+static void
+assert_fit(gboolean by_edge, guint width, guint height, double value, guint expected_w,
+           guint expected_h)
+{
+    g_autoptr(GError) error = NULL;
+    guint w = 0, h = 0;
+    gboolean ok = by_edge ? carrel_image_fit_max_edge(width, height, (guint)value, &w, &h, &error)
+                          : carrel_image_fit_factor(width, height, value, &w, &h, &error);
+
+    if (!ok)
+        fail_msg("fit %ux%u by %g: %s", width, height, value, error->message);
+    if (w != expected_w || h != expected_h)
+        fail_msg("fit %ux%u by %g: %ux%u, expected %ux%u", width, height, value, w, h, expected_w,
+                 expected_h);
+}
+
+static void
+assert_fit_refused(gboolean by_edge, guint width, guint height, double value, int code)
+{
+    g_autoptr(GError) error = NULL;
+    guint w = 77, h = 77;
+    gboolean ok = by_edge ? carrel_image_fit_max_edge(width, height, (guint)value, &w, &h, &error)
+                          : carrel_image_fit_factor(width, height, value, &w, &h, &error);
+
+    assert_false(ok);
+    assert_error(error, code, NULL);
+    assert_int_equal(w * 100 + h, 7777); /* outputs untouched */
+}
+
+static void
+test_fit(void **state)
+{
+    assert_fit(TRUE, 1920, 1080, 1280, 1280, 720);
+    assert_fit(TRUE, 1080, 1920, 1280, 720, 1280);
+    assert_fit(TRUE, 1000, 1000, 500, 500, 500);
+    assert_fit(TRUE, 1280, 800, 1024, 1024, 640);
+    assert_fit(TRUE, 5, 3, 4, 4, 2);      /* 2.4 rounds down */
+    assert_fit(TRUE, 3, 2, 2, 2, 1);      /* 1.33 */
+    assert_fit(TRUE, 4, 3, 2, 2, 2);      /* 1.5 rounds up */
+    assert_fit(TRUE, 1000, 1, 10, 10, 1); /* 0.01 is still one pixel */
+    assert_fit(TRUE, 1, 16384, 100, 1, 100);
+    /* Never larger than the image. */
+    assert_fit(TRUE, 800, 600, 1280, 800, 600);
+    assert_fit(TRUE, 1280, 800, 1280, 1280, 800);
+    assert_fit_refused(TRUE, 1280, 800, 0, CARREL_ERROR_INVALID_ARG);
+    assert_fit_refused(TRUE, 1280, 800, 16385, CARREL_ERROR_INVALID_ARG);
+    assert_fit_refused(TRUE, 0, 800, 100, CARREL_ERROR_INVALID_ARG);
+    assert_fit_refused(TRUE, 1280, 16385, 100, CARREL_ERROR_INVALID_ARG);
+
+    assert_fit(FALSE, 1280, 800, 0.5, 640, 400);
+    assert_fit(FALSE, 1280, 800, 1.0, 1280, 800);
+    assert_fit(FALSE, 1280, 800, 4.0, 5120, 3200);
+    assert_fit(FALSE, 3, 3, 0.5, 2, 2); /* 1.5 rounds up */
+    assert_fit(FALSE, 1280, 800, 0.001, 1, 1);
+    assert_fit(FALSE, 1, 1, 1e-300, 1, 1);
+    assert_fit_refused(FALSE, 1280, 800, 0.0, CARREL_ERROR_INVALID_ARG);
+    assert_fit_refused(FALSE, 1280, 800, -1.0, CARREL_ERROR_INVALID_ARG);
+    assert_fit_refused(FALSE, 1280, 800, 4.01, CARREL_ERROR_INVALID_ARG);
+    assert_fit_refused(FALSE, 1280, 800, NAN, CARREL_ERROR_INVALID_ARG);
+    assert_fit_refused(FALSE, 1280, 800, INFINITY, CARREL_ERROR_INVALID_ARG);
+    assert_fit_refused(FALSE, 0, 800, 1.0, CARREL_ERROR_INVALID_ARG);
+    /* Sides within the limit, but over 64 MiB of pixels; then a side over 16384. */
+    assert_fit_refused(FALSE, 4096, 4096, 4.0, CARREL_ERROR_LIMIT);
+    assert_fit_refused(FALSE, 16384, 1, 2.0, CARREL_ERROR_LIMIT);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ppm_parse),  cmocka_unit_test(test_ppm_blank_and_differs),
-        cmocka_unit_test(test_png_decode), cmocka_unit_test(test_png_hostile),
-        cmocka_unit_test(test_to_ppm),
+        cmocka_unit_test(test_ppm_parse),     cmocka_unit_test(test_ppm_blank_and_differs),
+        cmocka_unit_test(test_png_decode),    cmocka_unit_test(test_png_hostile),
+        cmocka_unit_test(test_to_ppm),        cmocka_unit_test(test_crop),
+        cmocka_unit_test(test_scale_shrink),  cmocka_unit_test(test_scale_grow_and_mixed),
+        cmocka_unit_test(test_scale_refused), cmocka_unit_test(test_fit),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
