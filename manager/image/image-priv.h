@@ -30,3 +30,7 @@ gboolean carrel_image_check_size(guint width, guint height, GError **error);
  */
 guint8 *carrel_image_ppm_alloc(guint width, guint height, gsize *ret_len, guint8 **ret_pixels,
                                GError **error);
+
+/* The encoders behind carrel_image_encode_png and _jpeg, on a view that is not checked here (so
+ * that a test can drive the encoder's own error path with an impossible size). */
+GBytes *carrel_image_encode_png_view(const CarrelImageView *view, GError **error);

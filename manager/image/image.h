@@ -78,4 +78,10 @@ gboolean carrel_image_fit_max_edge(guint width, guint height, guint max_edge, gu
 gboolean carrel_image_fit_factor(guint width, guint height, double factor, guint *ret_width,
                                  guint *ret_height, GError **error);
 
+/*
+ * ppm as PNG (8-bit RGB), compressed for speed: a screenshot is encoded on every agent step.
+ * INVALID_ARG when ppm is malformed; INTERNAL if libpng fails.
+ */
+GBytes *carrel_image_encode_png(GBytes *ppm, GError **error);
+
 G_END_DECLS

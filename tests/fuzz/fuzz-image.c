@@ -1,7 +1,7 @@
 /*
  * libFuzzer harness for screenshots as the guest and QEMU hand them over (untrusted): the strict
- * PPM parser, the PNG decoder and the readiness comparisons, then crop and scale of whatever
- * parsed, with sizes taken from the input (kept small so that runs stay fast).
+ * PPM parser, the PNG decoder and the readiness comparisons, then crop, scale and encoding of
+ * whatever parsed, with sizes taken from the input (kept small so that runs stay fast).
  * Built with -Dfuzz=true and clang (see tests/fuzz/meson.build).
  */
 #include <stddef.h>
@@ -23,6 +23,17 @@ check_result(GBytes *out, GError *error, guint width, guint height)
         __builtin_trap();
 }
 
+/* The encoders on a small image; PNG is lossless, so it must decode to the same bytes. */
+static void
+encode(GBytes *ppm)
+{
+    g_autoptr(GBytes) png = carrel_image_encode_png(ppm, NULL);
+    g_autoptr(GBytes) back = png ? carrel_image_png_to_ppm(png, NULL) : NULL;
+
+    if (!back || !g_bytes_equal(back, ppm))
+        __builtin_trap();
+}
+
 static void
 transform(GBytes *ppm, guint width, guint height, const guint8 *pixels)
 {
@@ -41,6 +52,7 @@ transform(GBytes *ppm, guint width, guint height, const guint8 *pixels)
     check_result(scaled, scale_error, sw, sh);
     if ((crop != NULL) != inside || !scaled)
         __builtin_trap();
+    encode(scaled);
 }
 
 int
