@@ -34,3 +34,4 @@ guint8 *carrel_image_ppm_alloc(guint width, guint height, gsize *ret_len, guint8
 /* The encoders behind carrel_image_encode_png and _jpeg, on a view that is not checked here (so
  * that a test can drive the encoder's own error path with an impossible size). */
 GBytes *carrel_image_encode_png_view(const CarrelImageView *view, GError **error);
+GBytes *carrel_image_encode_jpeg_view(const CarrelImageView *view, guint quality, GError **error);

@@ -84,4 +84,11 @@ gboolean carrel_image_fit_factor(guint width, guint height, double factor, guint
  */
 GBytes *carrel_image_encode_png(GBytes *ppm, GError **error);
 
+/*
+ * ppm as baseline JPEG at quality 1..100 (libjpeg's scale), chroma not subsampled so that
+ * coloured text stays legible. INVALID_ARG when the quality is out of range or ppm is malformed;
+ * INTERNAL if libjpeg fails.
+ */
+GBytes *carrel_image_encode_jpeg(GBytes *ppm, guint quality, GError **error);
+
 G_END_DECLS

@@ -25,12 +25,16 @@ check_result(GBytes *out, GError *error, guint width, guint height)
 
 /* The encoders on a small image; PNG is lossless, so it must decode to the same bytes. */
 static void
-encode(GBytes *ppm)
+encode(GBytes *ppm, guint quality)
 {
     g_autoptr(GBytes) png = carrel_image_encode_png(ppm, NULL);
     g_autoptr(GBytes) back = png ? carrel_image_png_to_ppm(png, NULL) : NULL;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GBytes) jpeg = carrel_image_encode_jpeg(ppm, quality, &error);
 
     if (!back || !g_bytes_equal(back, ppm))
+        __builtin_trap();
+    if ((jpeg != NULL) != (quality >= 1 && quality <= 100) || (jpeg == NULL) != (error != NULL))
         __builtin_trap();
 }
 
@@ -52,7 +56,7 @@ transform(GBytes *ppm, guint width, guint height, const guint8 *pixels)
     check_result(scaled, scale_error, sw, sh);
     if ((crop != NULL) != inside || !scaled)
         __builtin_trap();
-    encode(scaled);
+    encode(scaled, pixels[0] % 102); /* 0 and 101 are refused */
 }
 
 int

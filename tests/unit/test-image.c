@@ -6,6 +6,7 @@
 #include <math.h>
 #include <string.h>
 #include <png.h>
+#include <jpeglib.h>
 
 #define CARREL_IMAGE_PRIV_H_ALLOW
 #include "image/image-priv.h"
@@ -676,6 +677,132 @@ test_encode_png_failure(void **state)
     assert_null(strchr(error->message, '\n'));
 }
 
+static void
+on_test_jpeg_error(j_common_ptr cinfo)
+{
+    char message[JMSG_LENGTH_MAX];
+
+    cinfo->err->format_message(cinfo, message);
+    fail_msg("libjpeg: %s", message);
+}
+
+/* Decodes JPEG with libjpeg itself into RGB8 pixels; *ret_subsampled says whether any
+ * component is stored at less than full resolution. */
+static guint8 *
+decode_jpeg(GBytes *jpeg, guint *ret_width, guint *ret_height, gboolean *ret_subsampled)
+{
+    struct jpeg_decompress_struct cinfo;
+    struct jpeg_error_mgr err;
+    gsize len = 0;
+    const guint8 *data = g_bytes_get_data(jpeg, &len);
+    guint8 *pixels;
+    gboolean subsampled = FALSE;
+
+    cinfo.err = jpeg_std_error(&err);
+    err.error_exit = on_test_jpeg_error;
+    jpeg_create_decompress(&cinfo);
+    jpeg_mem_src(&cinfo, data, (unsigned long)len);
+    assert_int_equal(jpeg_read_header(&cinfo, TRUE), JPEG_HEADER_OK);
+    for (int i = 0; i < cinfo.num_components; i++)
+        subsampled |= cinfo.comp_info[i].h_samp_factor != cinfo.max_h_samp_factor ||
+                      cinfo.comp_info[i].v_samp_factor != cinfo.max_v_samp_factor;
+    cinfo.out_color_space = JCS_RGB;
+    jpeg_start_decompress(&cinfo);
+    pixels = g_malloc((gsize)cinfo.output_width * cinfo.output_height * 3);
+    while (cinfo.output_scanline < cinfo.output_height) {
+        JSAMPROW row = pixels + (gsize)cinfo.output_scanline * cinfo.output_width * 3;
+        jpeg_read_scanlines(&cinfo, &row, 1);
+    }
+    *ret_width = cinfo.output_width;
+    *ret_height = cinfo.output_height;
+    *ret_subsampled = subsampled;
+    jpeg_finish_decompress(&cinfo);
+    jpeg_destroy_decompress(&cinfo);
+    return pixels;
+}
+
+/* A smooth image (JPEG's good case) with a coloured block: within tolerance after a round trip. */
+static guint8
+smooth(guint x, guint y, guint c)
+{
+    if (x >= 40 && x < 56 && y >= 16 && y < 32)
+        return c == 0 ? 220 : 30; /* a red square */
+    return (guint8)(c == 0 ? x * 2 : c == 1 ? y * 3 : 128);
+}
+
+static guint
+max_difference(const guint8 *a, const guint8 *b, gsize len)
+{
+    guint worst = 0;
+
+    for (gsize i = 0; i < len; i++)
+        worst = MAX(worst, (guint)ABS((int)a[i] - (int)b[i]));
+    return worst;
+}
+
+static void
+assert_jpeg_refused(GBytes *ppm, guint quality, const char *fragment)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GBytes) jpeg = carrel_image_encode_jpeg(ppm, quality, &error);
+
+    assert_null(jpeg);
+    assert_error(error, CARREL_ERROR_INVALID_ARG, fragment);
+}
+
+static void
+test_encode_jpeg(void **state)
+{
+    g_autoptr(GBytes) image = make_image(101, 67, smooth); /* not multiples of 8 */
+    g_autoptr(GBytes) high = carrel_image_encode_jpeg(image, 95, NULL);
+    g_autoptr(GBytes) low = carrel_image_encode_jpeg(image, 10, NULL);
+    g_autoptr(GBytes) dot = make_image(1, 1, flat);
+    g_autoptr(GBytes) tiny = carrel_image_encode_jpeg(dot, 1, NULL);
+    g_autoptr(GBytes) bad = g_bytes_new_static("P6\n2 2\n255\n123", 14);
+    g_autofree guint8 *pixels = NULL;
+    g_autofree guint8 *tiny_pixels = NULL;
+    const guint8 *data;
+    guint width = 0, height = 0;
+    gboolean subsampled = TRUE;
+
+    assert_non_null(high);
+    data = g_bytes_get_data(high, NULL);
+    assert_int_equal(data[0], 0xff);
+    assert_int_equal(data[1], 0xd8);
+    assert_int_equal(data[g_bytes_get_size(high) - 2], 0xff);
+    assert_int_equal(data[g_bytes_get_size(high) - 1], 0xd9);
+    pixels = decode_jpeg(high, &width, &height, &subsampled);
+    assert_int_equal(width * 1000 + height, 101067);
+    assert_false(subsampled);
+    assert_in_range(max_difference(pixels, pixels_of(image, 101, 67), 101 * 67 * 3), 0, 8);
+    /* Lower quality, fewer bytes. */
+    assert_non_null(low);
+    assert_true(g_bytes_get_size(low) < g_bytes_get_size(high));
+    /* Quality 1 (the lowest) and a single pixel still make a valid JPEG. */
+    assert_non_null(tiny);
+    tiny_pixels = decode_jpeg(tiny, &width, &height, &subsampled);
+    assert_int_equal(width * 10 + height, 11);
+    assert_jpeg_refused(image, 0, "jpeg quality 0 is out of range");
+    assert_jpeg_refused(image, 101, "jpeg quality 101 is out of range");
+    assert_jpeg_refused(image, G_MAXUINT, "out of range");
+    assert_jpeg_refused(bad, 80, "does not match");
+    assert_jpeg_refused(NULL, 80, "missing");
+}
+
+/* libjpeg's error_exit path (an empty image): longjmp, cleanup, an error, no leak. */
+static void
+test_encode_jpeg_failure(void **state)
+{
+    static const guint8 pixel[3] = {1, 2, 3};
+    CarrelImageView empty = {1, 0, pixel};
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GBytes) jpeg = carrel_image_encode_jpeg_view(&empty, 80, &error);
+
+    assert_null(jpeg);
+    assert_error(error, CARREL_ERROR_INTERNAL, "jpeg encoding failed: ");
+    assert_null(strchr(error->message, '\n'));
+}
+
 int
 main(void)
 {
@@ -686,6 +813,7 @@ main(void)
         cmocka_unit_test(test_scale_shrink),  cmocka_unit_test(test_scale_grow_and_mixed),
         cmocka_unit_test(test_scale_refused), cmocka_unit_test(test_fit),
         cmocka_unit_test(test_encode_png),    cmocka_unit_test(test_encode_png_failure),
+        cmocka_unit_test(test_encode_jpeg),   cmocka_unit_test(test_encode_jpeg_failure),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
