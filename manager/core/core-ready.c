@@ -1,6 +1,7 @@
 #include <string.h>
 
 #include "core/core-priv.h"
+#include "image/image.h"
 
 #define GUEST_TOOL "/usr/local/bin/carrel-guest"
 #define GUEST_TOOL_OUTPUT_MAX (64 * 1024)
@@ -66,8 +67,7 @@ wait_screen_stable(CarrelManager *mgr, const char *domain, guint timeout_s, GErr
 
         if (!carrel_hypervisor_screenshot(mgr->hv, domain, &shot, &w, &h, error))
             return FALSE;
-        if (carrel_hypervisor_ppm_is_blank(shot) ||
-            (last && carrel_hypervisor_ppm_differs(last, shot)))
+        if (carrel_image_ppm_is_blank(shot) || (last && carrel_image_ppm_differs(last, shot)))
             stable = 0;
         else if (last)
             stable++;
@@ -128,8 +128,7 @@ screen_settled(CarrelManager *mgr, const char *domain, ScreenWatch *w)
     w->next_shot = g_get_monotonic_time() + (gint64)mgr->screen_poll_ms * 1000;
     if (!carrel_hypervisor_screenshot(mgr->hv, domain, &shot, &width, &height, NULL))
         return FALSE;
-    if (carrel_hypervisor_ppm_is_blank(shot) ||
-        (w->last && carrel_hypervisor_ppm_differs(w->last, shot)))
+    if (carrel_image_ppm_is_blank(shot) || (w->last && carrel_image_ppm_differs(w->last, shot)))
         w->stable = 0;
     else if (w->last)
         w->stable++;

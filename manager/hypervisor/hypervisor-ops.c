@@ -289,11 +289,14 @@ carrel_hypervisor_screenshot(CarrelHypervisor *hv, const char *name, GBytes **re
     guint width = 0, height = 0;
 
     g_return_val_if_fail(hv != NULL && name != NULL, FALSE);
-    /* Decoded and validated here for every backend: the guest chose the size and content. */
-    if (!hv->ops->screenshot(hv, name, &image, error) ||
-        !(ppm = carrel_hypervisor_screen_to_ppm(image, error)) ||
-        !carrel_hypervisor_ppm_parse(ppm, &width, &height, NULL, error)) {
+    if (!hv->ops->screenshot(hv, name, &image, error)) {
         g_prefix_error(error, "domain '%s': ", name);
+        return FALSE;
+    }
+    /* Decoded and validated here for every backend: the guest chose the size and content. */
+    if (!(ppm = carrel_image_to_ppm(image, error)) ||
+        !carrel_image_ppm_parse(ppm, &width, &height, NULL, error)) {
+        g_prefix_error(error, "domain '%s': screenshot: ", name);
         return FALSE;
     }
     if (ret_ppm)

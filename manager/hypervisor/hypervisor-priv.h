@@ -142,14 +142,3 @@ gboolean carrel_hypervisor_agent_parse_file_write(const char *reply, gsize max, 
 
 /* Sets a CARREL_ERROR for errno errsv: NOT_FOUND, EXISTS or HYPERVISOR, "what: strerror". */
 void carrel_hypervisor_set_errno_error(GError **error, int errsv, const char *what);
-
-/*
- * Decodes an untrusted PNG screenshot (any colour type; alpha composited onto black) to binary
- * PPM. INVALID_ARG when malformed or a side is outside 1..CARREL_HYPERVISOR_SCREEN_MAX_SIDE,
- * LIMIT when the PPM would exceed CARREL_HYPERVISOR_SCREENSHOT_MAX; the size is checked before
- * any pixel is decoded.
- */
-GBytes *carrel_hypervisor_png_to_ppm(GBytes *png, GError **error);
-
-/* A screenshot as the hypervisor gave it (PNG or PPM, told apart by content) as validated PPM. */
-GBytes *carrel_hypervisor_screen_to_ppm(GBytes *image, GError **error);

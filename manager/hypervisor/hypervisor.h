@@ -5,6 +5,7 @@
 #pragma once
 
 #include "conf/conf.h"
+#include "image/image.h"
 
 G_BEGIN_DECLS
 
@@ -318,39 +319,21 @@ gboolean carrel_hypervisor_file_write(CarrelHypervisor *hv, const char *name, co
 /* Largest guest-agent reply carrel parses (libvirt's RPC carries strings up to 4 MiB). */
 #define CARREL_HYPERVISOR_AGENT_REPLY_MAX (4 * 1024 * 1024 + 64 * 1024)
 
-/* Largest screenshot accepted (bytes of PPM). */
-#define CARREL_HYPERVISOR_SCREENSHOT_MAX (64 * 1024 * 1024)
+/* Largest screenshot accepted (bytes, as PNG or PPM). */
+#define CARREL_HYPERVISOR_SCREENSHOT_MAX CARREL_IMAGE_PPM_MAX
 /* Largest screen width or height accepted. */
-#define CARREL_HYPERVISOR_SCREEN_MAX_SIDE 16384
+#define CARREL_HYPERVISOR_SCREEN_MAX_SIDE CARREL_IMAGE_MAX_SIDE
 
 /*
  * The primary screen of a running domain as binary PPM (P6, maxval 255), at most
- * CARREL_HYPERVISOR_SCREENSHOT_MAX bytes, validated like carrel_hypervisor_ppm_parse. libvirt
- * 9.0 with QEMU 7.2 (and the test driver) hands over PNG, which is decoded here with libpng
- * under the same limits; the guest chooses the screen size and content, so both are untrusted.
- * Every output is optional. WRONG_STATE when not running, LIMIT when larger, INVALID_ARG when
- * the image is malformed, UNSUPPORTED for another image type.
+ * CARREL_HYPERVISOR_SCREENSHOT_MAX bytes, validated like carrel_image_ppm_parse. libvirt
+ * 9.0 with QEMU 7.2 (and the test driver) hands over PNG, which is decoded by
+ * carrel_image_to_ppm under the same limits; the guest chooses the screen size and content, so
+ * both are untrusted. Every output is optional. WRONG_STATE when not running, LIMIT when larger,
+ * INVALID_ARG when the image is malformed, UNSUPPORTED for another image type.
  */
 gboolean carrel_hypervisor_screenshot(CarrelHypervisor *hv, const char *name, GBytes **ret_ppm,
                                       guint *ret_width, guint *ret_height, GError **error);
-
-/*
- * Strict parser of binary PPM as QEMU writes it: "P6", whitespace, width, whitespace, height,
- * whitespace, maxval 255, one whitespace character, then exactly width * height * 3 bytes.
- * No comments, no signs, at most 5 digits per number, sides 1..CARREL_HYPERVISOR_SCREEN_MAX_SIDE,
- * no trailing bytes. INVALID_ARG otherwise. Every output is optional.
- */
-gboolean carrel_hypervisor_ppm_parse(GBytes *ppm, guint *ret_width, guint *ret_height,
-                                     gsize *ret_pixels_offset, GError **error);
-
-/* TRUE when every pixel of ppm has the same colour (also when ppm is not valid PPM): a screen
- * that is not ready yet. */
-gboolean carrel_hypervisor_ppm_is_blank(GBytes *ppm);
-
-/* TRUE when the two images differ in size or in more than a tenth of a percent of their pixels
- * (also when either is not valid PPM): with two screenshots some time apart, FALSE means the
- * screen stopped changing; a blinking text cursor does not count as change. */
-gboolean carrel_hypervisor_ppm_differs(GBytes *a, GBytes *b);
 
 /* The fixed part of a libvirt QEMU save image (libvirt's src/qemu/qemu_saveimage.h). */
 typedef struct {
