@@ -394,6 +394,19 @@ get_session_events(CarrelApiRequest *req, guint *ret_status, GError **error)
     return list_node("events", nodes);
 }
 
+static JsonNode *
+get_session_screenshot(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    CarrelScreenshotRequest shot;
+
+    if (!carrel_screenshot_request_parse(req->query, &shot, error) ||
+        !(req->reply_bytes =
+              carrel_manager_session_screenshot(req->mgr, param(req, 0), &shot, req->role, error)))
+        return NULL;
+    req->reply_type = shot.jpeg ? "image/jpeg" : "image/png";
+    return NULL;
+}
+
 const CarrelApiRoute carrel_api_routes[] = {
     {"GET", "/v1/healthz", get_healthz, NULL, 0},
     {"GET", "/v1/version", get_version, NULL, 0},
@@ -414,5 +427,6 @@ const CarrelApiRoute carrel_api_routes[] = {
     {"GET", "/v1/sessions/*/files", get_session_file, NULL, 0},
     {"PUT", "/v1/sessions/*/files", put_session_file, NULL, CARREL_API_ROUTE_RAW_BODY},
     {"GET", "/v1/sessions/*/events", get_session_events, NULL, 0},
+    {"GET", "/v1/sessions/*/screenshot", get_session_screenshot, NULL, 0},
     {NULL, NULL, NULL, NULL, 0},
 };

@@ -38,6 +38,8 @@ static const char cli_help[] =
     "                                 run a command in the guest; exits with its code\n"
     "  cp SRC DEST                    copy a file in or out: one side ID:/PATH, the other a\n"
     "                                 local file or '-' (binary-safe, up to 32 MiB)\n"
+    "  screenshot ID -o FILE [--format png|jpeg] [--scale F | --max-edge N] [--region X,Y,W,H]\n"
+    "                                 save the screen, taken by the hypervisor\n"
     "\n"
     "Options (before or after the command):\n"
     "  --socket PATH      carreld's Unix socket (env CARREL_SOCKET,\n"
@@ -66,11 +68,17 @@ typedef struct {
 } CliVerb;
 
 static const CliVerb cli_verbs[] = {
-    {"version", carrel_cli_version}, {"template", carrel_cli_template},
-    {"create", carrel_cli_create},   {"ls", carrel_cli_ls},
-    {"show", carrel_cli_show},       {"start", carrel_cli_start},
-    {"stop", carrel_cli_stop},       {"exec", carrel_cli_exec},
-    {"rm", carrel_cli_rm},           {"cp", carrel_cli_cp},
+    {"version", carrel_cli_version},
+    {"template", carrel_cli_template},
+    {"create", carrel_cli_create},
+    {"ls", carrel_cli_ls},
+    {"show", carrel_cli_show},
+    {"start", carrel_cli_start},
+    {"stop", carrel_cli_stop},
+    {"exec", carrel_cli_exec},
+    {"rm", carrel_cli_rm},
+    {"cp", carrel_cli_cp},
+    {"screenshot", carrel_cli_screenshot},
 };
 
 typedef struct {

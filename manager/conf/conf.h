@@ -240,4 +240,22 @@ gboolean carrel_event_detail_from_text(CarrelEvent *event, const char *text, GEr
 /* JSON object of an event for the API. */
 JsonNode *carrel_event_to_json(const CarrelEvent *event);
 
+/* How a screenshot is returned: cropped to region first, then scaled, then encoded. */
+typedef struct {
+    gboolean jpeg;  /* PNG otherwise */
+    guint quality;  /* JPEG quality 1..100 (default 80) */
+    double scale;   /* 0.01..4, 1 = as is */
+    guint max_edge; /* 0 = none; else the longer side is at most this (never enlarges) */
+    gboolean has_region;
+    guint region[4]; /* x, y, width, height in screen pixels */
+} CarrelScreenshotRequest;
+
+/*
+ * Reads a screenshot request from URL query parameters (format=png|jpeg, quality, scale,
+ * max_edge, region=x,y,w,h; query may be NULL). Unknown parameters, values out of range and
+ * scale together with max_edge are INVALID_ARG.
+ */
+gboolean carrel_screenshot_request_parse(GHashTable *query, CarrelScreenshotRequest *ret_req,
+                                         GError **error);
+
 G_END_DECLS

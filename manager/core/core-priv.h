@@ -79,3 +79,12 @@ void carrel_manager_record(CarrelManager *mgr, const char *session_id, const cha
  * and its domain name. */
 CarrelSession *carrel_manager_running_session(CarrelManager *mgr, const char *id_or_name,
                                               const char *what, char **ret_domain, GError **error);
+
+/* A screen (PPM) cropped, scaled and encoded as req says. */
+GBytes *carrel_manager_screen_encode(GBytes *ppm, const CarrelScreenshotRequest *req,
+                                     GError **error);
+
+/* Keeps an encoded screenshot under the session's dir; its file name (the reference the
+ * timeline shows), or NULL when it could not be written (logged). */
+char *carrel_manager_keep_screenshot(CarrelManager *mgr, const CarrelSession *session,
+                                     GBytes *image, gboolean jpeg);

@@ -140,6 +140,14 @@ gboolean carrel_manager_session_file_write(CarrelManager *mgr, const char *id_or
                                            const char *path, GBytes *data, const char *actor,
                                            GError **error);
 
+/*
+ * A screenshot of a running or paused session, taken by the hypervisor (never the guest),
+ * cropped, scaled and encoded as req says; kept for the timeline and recorded as an event.
+ */
+GBytes *carrel_manager_session_screenshot(CarrelManager *mgr, const char *id_or_name,
+                                          const CarrelScreenshotRequest *req, const char *actor,
+                                          GError **error);
+
 /* A session's timeline: events with seq > after_seq, oldest first, 1..1000 of them. */
 GPtrArray *carrel_manager_session_events(CarrelManager *mgr, const char *id_or_name,
                                          gint64 after_seq, guint limit, GError **error);

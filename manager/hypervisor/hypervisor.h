@@ -295,8 +295,12 @@ gboolean carrel_hypervisor_agent_exec(CarrelHypervisor *hv, const char *name,
                                       GBytes **ret_stderr, gboolean *ret_truncated,
                                       gboolean *ret_timed_out, GError **error);
 
-/* Bytes per guest-file-read/-write command: base64 of it stays far below libvirt's 4 MiB. */
-#define CARREL_HYPERVISOR_FILE_CHUNK (1024 * 1024)
+/*
+ * Bytes per guest-file-read/-write command. Measured with libvirt 9.0 and QEMU 7.2 under TCG:
+ * 64 KiB chunks move 3 MB in 1.2 s (write) and 0.5 s (read), while a single 256 KiB write was
+ * never answered within the 10 s agent timeout and left the channel unusable for a while.
+ */
+#define CARREL_HYPERVISOR_FILE_CHUNK (64 * 1024)
 
 /*
  * Reads the guest file path (absolute) through the guest agent, in chunks of

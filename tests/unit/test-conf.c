@@ -206,6 +206,52 @@ test_session_json(void **state)
     assert_true(json_object_get_null_member(obj, "state_reason"));
 }
 
+static gboolean
+shot_parse(const char *const *kv, CarrelScreenshotRequest *req, GError **error)
+{
+    g_autoptr(GHashTable) query = g_hash_table_new(g_str_hash, g_str_equal);
+
+    for (guint i = 0; kv[i]; i += 2)
+        g_hash_table_insert(query, (gpointer)kv[i], (gpointer)kv[i + 1]);
+    return carrel_screenshot_request_parse(query, req, error);
+}
+
+static void
+test_screenshot_request(void **state)
+{
+    const char *jpeg[] = {"format", "jpeg", "quality", "55", "region", "1,2,30,40", NULL};
+    const char *edge[] = {"max_edge", "1024", NULL};
+    const char *bad[][5] = {
+        {"format", "gif", NULL},      {"quality", "0", NULL},
+        {"quality", "101", NULL},     {"scale", "0", NULL},
+        {"scale", "5", NULL},         {"scale", "nan", NULL},
+        {"scale", "0.5x", NULL},      {"region", "1,2,3", NULL},
+        {"region", "0,0,0,10", NULL}, {"region", "-1,0,10,10", NULL},
+        {"max_edge", "8", NULL},      {"scale", "0.5", "max_edge", "100", NULL},
+        {"colour", "red", NULL},
+    };
+    CarrelScreenshotRequest req;
+    g_autoptr(GError) error = NULL;
+
+    assert_true(carrel_screenshot_request_parse(NULL, &req, NULL));
+    assert_false(req.jpeg);
+    assert_false(req.has_region);
+    assert_true(req.scale == 1.0);
+    assert_true(shot_parse(jpeg, &req, NULL));
+    assert_true(req.jpeg);
+    assert_int_equal(req.quality, 55);
+    assert_true(req.has_region);
+    assert_int_equal(req.region[3], 40);
+    assert_true(shot_parse(edge, &req, NULL));
+    assert_int_equal(req.max_edge, 1024);
+    for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+        if (shot_parse(bad[i], &req, &error))
+            fail_msg("accepted case %u", i);
+        assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG));
+        g_clear_error(&error);
+    }
+}
+
 int
 main(void)
 {
@@ -217,6 +263,7 @@ main(void)
         cmocka_unit_test(test_template_import),
         cmocka_unit_test(test_state_machine),
         cmocka_unit_test(test_session_json),
+        cmocka_unit_test(test_screenshot_request),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

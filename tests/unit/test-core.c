@@ -457,6 +457,43 @@ test_files_and_events(void **state)
     assert_non_null(strstr(error->message, "stopped"));
 }
 
+/* Screenshots come from the hypervisor, are encoded as asked and kept for the timeline. */
+static void
+test_screenshot(void **state)
+{
+    Fixture *fx = *state;
+    g_autoptr(CarrelTemplate) tmpl = import(fx, "tiny");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelSession) s = create(fx, "shot", &error);
+    CarrelScreenshotRequest png = {.quality = 80, .scale = 1.0};
+    CarrelScreenshotRequest off = png;
+    g_autoptr(GBytes) image = NULL;
+    g_autoptr(GPtrArray) events = NULL;
+    g_autofree char *kept = NULL;
+    CarrelEvent *ev;
+
+    assert_non_null(s);
+    image = carrel_manager_session_screenshot(fx->mgr, s->id, &png, "agent", &error);
+    assert_non_null(image);
+    assert_memory_equal(g_bytes_get_data(image, NULL), "\x89PNG", 4);
+    off.has_region = TRUE;
+    off.region[0] = 2;
+    off.region[2] = 3; /* 2 + 3 > 4 pixels wide */
+    off.region[3] = 1;
+    assert_null(carrel_manager_session_screenshot(fx->mgr, s->id, &off, "agent", &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG));
+    assert_non_null(strstr(error->message, "4x3"));
+    g_clear_error(&error);
+    events = carrel_manager_session_events(fx->mgr, s->id, 0, 10, &error);
+    assert_int_equal(events->len, 2);
+    ev = g_ptr_array_index(events, 0);
+    assert_string_equal(ev->action, "screenshot");
+    assert_non_null(ev->screenshot);
+    kept = g_build_filename(s->dir, "screenshots", ev->screenshot, NULL);
+    assert_true(g_file_test(kept, G_FILE_TEST_IS_REGULAR));
+    assert_null(((CarrelEvent *)g_ptr_array_index(events, 1))->screenshot);
+}
+
 static void
 test_reconcile(void **state)
 {
@@ -534,6 +571,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_busy_session, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reconcile, setup, teardown),
         cmocka_unit_test_setup_teardown(test_files_and_events, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_screenshot, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

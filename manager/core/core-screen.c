@@ -1,0 +1,116 @@
+#include <glib/gstdio.h>
+
+#include "core/core-priv.h"
+#include "image/image.h"
+
+/* The region, when asked for, must lie on the screen. */
+static GBytes *
+apply_region(GBytes *ppm, const CarrelScreenshotRequest *req, guint width, guint height,
+             GError **error)
+{
+    const guint *r = req->region;
+
+    if (!req->has_region)
+        return g_bytes_ref(ppm);
+    if ((guint64)r[0] + r[2] > width || (guint64)r[1] + r[3] > height) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "region %u,%u,%u,%u is not inside the %ux%u screen", r[0], r[1], r[2], r[3],
+                    width, height);
+        return NULL;
+    }
+    return carrel_image_crop(ppm, r[0], r[1], r[2], r[3], error);
+}
+
+static GBytes *
+apply_scale(GBytes *ppm, const CarrelScreenshotRequest *req, GError **error)
+{
+    guint width = 0, height = 0, to_w = 0, to_h = 0;
+
+    if (!carrel_image_ppm_parse(ppm, &width, &height, NULL, error))
+        return NULL;
+    if (req->max_edge) {
+        if (!carrel_image_fit_max_edge(width, height, req->max_edge, &to_w, &to_h, error))
+            return NULL;
+    } else if (req->scale != 1.0) {
+        if (!carrel_image_fit_factor(width, height, req->scale, &to_w, &to_h, error))
+            return NULL;
+    } else {
+        return g_bytes_ref(ppm);
+    }
+    if (to_w == width && to_h == height)
+        return g_bytes_ref(ppm);
+    return carrel_image_scale(ppm, to_w, to_h, error);
+}
+
+GBytes *
+carrel_manager_screen_encode(GBytes *ppm, const CarrelScreenshotRequest *req, GError **error)
+{
+    g_autoptr(GBytes) cropped = NULL;
+    g_autoptr(GBytes) scaled = NULL;
+    guint width = 0, height = 0;
+
+    if (!carrel_image_ppm_parse(ppm, &width, &height, NULL, error) ||
+        !(cropped = apply_region(ppm, req, width, height, error)) ||
+        !(scaled = apply_scale(cropped, req, error)))
+        return NULL;
+    return req->jpeg ? carrel_image_encode_jpeg(scaled, req->quality, error)
+                     : carrel_image_encode_png(scaled, error);
+}
+
+/* Keeps an image for the timeline under sessions/<id>/screenshots; returns its reference. */
+char *
+carrel_manager_keep_screenshot(CarrelManager *mgr, const CarrelSession *session, GBytes *image,
+                               gboolean jpeg)
+{
+    g_autofree char *dir = g_build_filename(session->dir, "screenshots", NULL);
+    g_autofree char *id = carrel_util_new_id("shot-");
+    g_autofree char *name = g_strconcat(id, jpeg ? ".jpg" : ".png", NULL);
+    g_autofree char *path = g_build_filename(dir, name, NULL);
+    g_autoptr(GError) error = NULL;
+    gsize len = 0;
+    const char *data = g_bytes_get_data(image, &len);
+
+    if (!carrel_util_ensure_dir(dir, 0700, &error) ||
+        !carrel_util_write_file(path, data, len, 0600, &error)) {
+        g_warning("session '%s': keeping a screenshot: %s", session->id, error->message);
+        return NULL;
+    }
+    return g_steal_pointer(&name);
+}
+
+GBytes *
+carrel_manager_session_screenshot(CarrelManager *mgr, const char *id_or_name,
+                                  const CarrelScreenshotRequest *req, const char *actor,
+                                  GError **error)
+{
+    g_autoptr(CarrelSession) session = NULL;
+    g_autofree char *domain = NULL;
+    g_autofree char *ref = NULL;
+    g_autoptr(GBytes) ppm = NULL;
+    g_autoptr(GBytes) image = NULL;
+    g_autoptr(GError) local = NULL;
+    gint64 started = g_get_monotonic_time();
+
+    /* A paused guest still has a screen: reviewers look at paused sessions. */
+    session = carrel_store_session_get(mgr->store, id_or_name, error);
+    if (!session)
+        return NULL;
+    if (session->state != CARREL_SESSION_RUNNING && session->state != CARREL_SESSION_PAUSED) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE,
+                    "cannot take a screenshot of a session that is %s",
+                    carrel_session_state_to_string(session->state));
+        return NULL;
+    }
+    domain = carrel_session_domain_name(session->id);
+    if (carrel_hypervisor_screenshot(mgr->hv, domain, &ppm, NULL, NULL, &local))
+        image = carrel_manager_screen_encode(ppm, req, &local);
+    if (image)
+        ref = carrel_manager_keep_screenshot(mgr, session, image, req->jpeg);
+    carrel_manager_record(mgr, session->id, actor, "action", "screenshot", NULL, NULL, local,
+                          started, ref);
+    if (!image) {
+        g_propagate_prefixed_error(error, g_steal_pointer(&local), "session '%s': ", session->id);
+        return NULL;
+    }
+    return g_steal_pointer(&image);
+}
