@@ -9,3 +9,9 @@ void carrel_conf_add_optional_string(JsonBuilder *b, const char *member, const c
 /* Reads an optional or required string member; NULL stays NULL. */
 gboolean carrel_conf_get_string(JsonObject *obj, const char *member, gboolean required,
                                 char **ret_value, GError **error);
+
+/*
+ * Entry index of the keymap's table of key names, for tests that check every entry: FALSE past
+ * the end.
+ */
+gboolean carrel_keymap_table_entry(guint index, const char **ret_name, const char **ret_qcode);

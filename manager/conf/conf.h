@@ -200,6 +200,237 @@ typedef struct {
 void carrel_exec_result_clear(CarrelExecResult *result);
 JsonNode *carrel_exec_result_to_json(const CarrelExecResult *result);
 
+/*
+ * Keys (conf-keymap.c). Every key is normalised to a QKeyCode name of QEMU 7.2 (qapi/ui.json),
+ * the names input-send-event takes ("a", "shift", "ret", "kp_enter", "meta_l"...). Characters are
+ * mapped through the US keyboard layout: the guest must use that layout for typed text and
+ * character keys to come out as asked.
+ */
+#define CARREL_KEYMAP_MAX_COMBO_KEYS 8
+#define CARREL_KEYMAP_MAX_NAME 32
+
+/* TRUE when name is a QKeyCode of QEMU 7.2 ("unmapped" excluded). */
+gboolean carrel_keymap_is_qcode(const char *name);
+
+/*
+ * The key of one character of typed text: printable US-layout ASCII (0x20..0x7e) with
+ * *ret_shift telling whether shift must be held ('A', '!', '{'...), '\n' (ret) and '\t' (tab).
+ * FALSE for anything else, outputs untouched.
+ */
+gboolean carrel_keymap_from_char(char c, const char **ret_qcode, gboolean *ret_shift);
+
+/*
+ * Checks that text can be typed key by key (carrel_keymap_from_char accepts every byte).
+ * Otherwise INVALID_ARG naming the first offending character and its position (1-based, in
+ * characters). Non-ASCII text cannot be typed through a keyboard with a fixed layout: it is for
+ * the clipboard helper (clipboard_set, then ctrl+v).
+ */
+gboolean carrel_keymap_check_text(const char *text, GError **error);
+
+/*
+ * One key by name, as xdotool (X keysym names: "Return", "Page_Up", "KP_Enter", "super",
+ * "BackSpace"), OpenAI ("ENTER", "ARROWLEFT", "CMD") or pyautogui/OSWorld ("enter", "ctrlleft",
+ * "win", "pageup", "volumeup") spell it, or its QKeyCode name; multi-character names are
+ * case-insensitive. A single character is a key of the US layout; an upper-case letter or a
+ * shifted symbol sets *ret_shift ("A" = shift+a, "!" = shift+1), unless caseless_letters is set
+ * (OpenAI: "T" is the t key). INVALID_ARG "unknown key 'NAME'" otherwise.
+ */
+gboolean carrel_keymap_lookup(const char *name, gboolean caseless_letters, const char **ret_qcode,
+                              gboolean *ret_shift, GError **error);
+
+/*
+ * Keys pressed together, from names (see carrel_keymap_lookup), as QKeyCode names in press order:
+ * "shift" is added before a key that needs it, duplicates are dropped. At most
+ * CARREL_KEYMAP_MAX_COMBO_KEYS keys, at least one. INVALID_ARG otherwise.
+ */
+GStrv carrel_keymap_resolve_keys(const char *const *names, gboolean caseless_letters,
+                                 GError **error);
+
+/*
+ * One xdotool-style combination "ctrl+shift+t" (no whitespace; "+" alone or after a separator
+ * is the plus key: "ctrl++"), resolved like carrel_keymap_resolve_keys.
+ */
+GStrv carrel_keymap_parse_combo(const char *combo, GError **error);
+
+/*
+ * A sequence of combinations separated by whitespace, as xdotool's key command takes it
+ * ("ctrl+a BackSpace"): a GPtrArray of GStrv (see carrel_keymap_parse_combo), 1..max_combos.
+ */
+GPtrArray *carrel_keymap_parse_combos(const char *text, guint max_combos, GError **error);
+
+/*
+ * Computer actions (conf-action.c): what POST /v1/sessions/{id}/computer takes, in carrel's own
+ * names or in the formats of Anthropic's computer tool, OpenAI's computer-use actions and
+ * OSWorld's computer_13, all normalised to one CarrelAction.
+ */
+typedef enum {
+    CARREL_ACTION_SCREENSHOT,
+    CARREL_ACTION_ZOOM,
+    CARREL_ACTION_CURSOR_POSITION,
+    CARREL_ACTION_SCREEN_SIZE,
+    CARREL_ACTION_MOUSE_MOVE,
+    CARREL_ACTION_CLICK,
+    CARREL_ACTION_MOUSE_DOWN,
+    CARREL_ACTION_MOUSE_UP,
+    CARREL_ACTION_DRAG,
+    CARREL_ACTION_SCROLL,
+    CARREL_ACTION_TYPE,
+    CARREL_ACTION_KEY,
+    CARREL_ACTION_KEY_DOWN,
+    CARREL_ACTION_KEY_UP,
+    CARREL_ACTION_HOLD_KEY,
+    CARREL_ACTION_WAIT,
+    CARREL_ACTION_CLIPBOARD_GET, /* desktop helpers, run through carrel-guest */
+    CARREL_ACTION_CLIPBOARD_SET,
+    CARREL_ACTION_WINDOWS,
+    CARREL_ACTION_LAUNCH,
+    CARREL_ACTION_OPEN,
+    CARREL_ACTION_FAIL, /* OSWorld's verdicts: the agent gives up / says the task is done */
+    CARREL_ACTION_DONE,
+    CARREL_ACTION_LAST
+} CarrelActionKind;
+
+const char *carrel_action_kind_to_string(CarrelActionKind kind);
+/* Returns CARREL_ACTION_LAST for unknown names (carrel's names only, no aliases). */
+CarrelActionKind carrel_action_kind_from_string(const char *name);
+
+/* TRUE for the kinds that send keyboard or pointer input (and wait, which only pauses). */
+gboolean carrel_action_kind_sends_input(CarrelActionKind kind);
+
+typedef enum {
+    CARREL_BUTTON_LEFT,
+    CARREL_BUTTON_MIDDLE,
+    CARREL_BUTTON_RIGHT,
+    CARREL_BUTTON_BACK,    /* QEMU "side" */
+    CARREL_BUTTON_FORWARD, /* QEMU "extra" */
+    CARREL_BUTTON_LAST
+} CarrelButton;
+
+const char *carrel_button_to_string(CarrelButton button);
+/* Returns CARREL_BUTTON_LAST for unknown names. */
+CarrelButton carrel_button_from_string(const char *name);
+
+/* What the response of a batch carries: a screenshot after the last action, after each, none. */
+typedef enum {
+    CARREL_OBSERVE_FINAL,
+    CARREL_OBSERVE_EACH,
+    CARREL_OBSERVE_NONE,
+    CARREL_OBSERVE_LAST
+} CarrelObserve;
+
+const char *carrel_observe_to_string(CarrelObserve observe);
+/* Returns CARREL_OBSERVE_LAST for unknown names. */
+CarrelObserve carrel_observe_from_string(const char *name);
+
+/* A pixel position, in the model's space until carrel_action_batch_check_bounds maps it. */
+typedef struct {
+    guint x;
+    guint y;
+} CarrelPoint;
+
+#define CARREL_ACTION_MAX_BATCH 100
+#define CARREL_ACTION_MAX_PATH 64
+#define CARREL_ACTION_MAX_TEXT 4096
+#define CARREL_ACTION_MAX_SCROLL 50
+#define CARREL_ACTION_MAX_DURATION_MS 30000
+#define CARREL_ACTION_MAX_CLICKS 3
+#define CARREL_ACTION_MAX_COORDINATE 65535
+#define CARREL_ACTION_MAX_COMBOS 64
+#define CARREL_ACTION_MAX_ARGS 64
+/* wait without a duration; OSWorld's WAIT is its environment's default pause */
+#define CARREL_ACTION_DEFAULT_WAIT_MS 1000
+#define CARREL_ACTION_OSWORLD_WAIT_MS 2000
+/* OpenAI's scroll_x/scroll_y are pixels; one wheel notch scrolls about this far in browsers. */
+#define CARREL_ACTION_SCROLL_PIXELS_PER_NOTCH 100
+
+/*
+ * One normalised action. Which members are meaningful depends on kind; the others are zero.
+ * Keys are QKeyCode names (see carrel_keymap_lookup), shift already added for shifted
+ * characters.
+ */
+typedef struct {
+    CarrelActionKind kind;
+    /* mouse_move, click, mouse_down, mouse_up, scroll: where; FALSE = where the pointer is */
+    gboolean has_point;
+    CarrelPoint point;
+    CarrelButton button; /* click, mouse_down, mouse_up */
+    guint count;         /* click: 1..CARREL_ACTION_MAX_CLICKS */
+    GStrv modifiers;     /* keys held during mouse_move, click, drag, scroll; NULL = none */
+    /* drag: CarrelPoint, 2..CARREL_ACTION_MAX_PATH, or 1.. when it starts at the pointer
+     * (path_from_pointer, OSWorld's DRAG_TO) */
+    GArray *path;
+    gboolean path_from_pointer;
+    /* scroll, in wheel notches of at most CARREL_ACTION_MAX_SCROLL: dx > 0 right, dy > 0 down */
+    int dx;
+    int dy;
+    /* key: combinations (GStrv each) pressed one after another; key_down, key_up, hold_key:
+     * exactly one */
+    GPtrArray *combos;
+    char *text;            /* type: printable ASCII, '\n', '\t'; clipboard_set: any UTF-8 */
+    guint duration_ms;     /* wait, hold_key: 0..CARREL_ACTION_MAX_DURATION_MS */
+    CarrelPoint region[2]; /* zoom: top-left corner, bottom-right edge (exclusive) */
+    char *app;             /* launch: program name or path */
+    GStrv args;            /* launch: its arguments; NULL = none */
+    char *target;          /* open: URL or path */
+} CarrelAction;
+
+void carrel_action_free(CarrelAction *action);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelAction, carrel_action_free)
+
+/* The body of POST /v1/sessions/{id}/computer, normalised. */
+typedef struct {
+    GPtrArray *actions; /* CarrelAction, 1..CARREL_ACTION_MAX_BATCH */
+    CarrelObserve observe;
+    double scale;      /* model space to screen space factor; 0 = none */
+    guint model_width; /* the screen size the model sees; 0 = none (never with scale) */
+    guint model_height;
+} CarrelActionBatch;
+
+void carrel_action_batch_free(CarrelActionBatch *batch);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelActionBatch, carrel_action_batch_free)
+
+/*
+ * Parses one action (not a batch) in any of the formats:
+ * - carrel: {"action": NAME, ...} with NAME one of carrel_action_kind_to_string's names and the
+ *   members x, y (or coordinate [x, y]), button (left|middle|right|back|forward), count,
+ *   modifiers (["ctrl", ...] or "ctrl+shift"), path ([[x, y], ...] or [{x, y}, ...]), dx, dy,
+ *   direction (up|down|left|right) with amount, text, combo ("ctrl+shift+t", several separated
+ *   by spaces), keys (names pressed together), duration_ms, region [x0, y0, x1, y1], app, args,
+ *   target;
+ * - Anthropic computer tool: {"action": ...} with left_click, right_click, middle_click,
+ *   double_click, triple_click, left_click_drag, left_mouse_down, left_mouse_up and coordinate,
+ *   start_coordinate, scroll_direction, scroll_amount, text (also the keys held by a click or a
+ *   scroll), duration (seconds);
+ * - OpenAI computer use: {"type": ...} (click, double_click, drag, keypress, move, screenshot,
+ *   scroll with scroll_x/scroll_y in pixels, type, wait with optional ms), keys held as "keys";
+ * - OSWorld computer_13: {"action_type": ..., "parameters": {...}} or the bare strings "WAIT",
+ *   "FAIL", "DONE"; its SCROLL dy > 0 scrolls up (pyautogui), so it is negated here.
+ * Unknown actions and members are refused; coordinates are integers 0..65535 (the screen bounds
+ * are checked by carrel_action_batch_check_bounds), text is valid UTF-8 of at most
+ * CARREL_ACTION_MAX_TEXT bytes and typed text printable ASCII (see carrel_keymap_check_text).
+ * Errors are INVALID_ARG naming the member.
+ */
+CarrelAction *carrel_action_from_json(JsonNode *node, GError **error);
+
+/*
+ * Parses a request body: one action (a batch of one, observe "final"), or
+ * {"actions": [...], "observe": "final"|"each"|"none", "scale": FACTOR | "model_screen":
+ * {"width", "height"}} (also with "action": "batch"). Batches do not nest. Errors inside the
+ * list are prefixed "actions[i]: ".
+ */
+CarrelActionBatch *carrel_action_batch_from_json(JsonNode *node, GError **error);
+
+/*
+ * Maps every position of batch from the model's space to the screen's (width x height) and
+ * refuses any outside the screen with INVALID_ARG naming the action, the point and the screen
+ * size. A point maps to the screen pixel under the centre of its model pixel,
+ * floor((x + 0.5) * factor), so a point on the model screen is always on the real one; zoom
+ * regions map their edges, round(x * factor). On success the batch is in screen space and its
+ * scale is cleared (a second call only checks); on failure it is unchanged.
+ */
+gboolean carrel_action_batch_check_bounds(CarrelActionBatch *batch, guint width, guint height,
+                                          GError **error);
+
 /* Refuses members of obj outside allowed (NULL-terminated), naming the first unknown one. */
 gboolean carrel_conf_check_members(JsonObject *obj, const char *const *allowed, GError **error);
 

@@ -380,6 +380,70 @@ gboolean carrel_hypervisor_saveimage_rewrite_xml(int fd, const char *new_xml, GE
 char *carrel_hypervisor_saveimage_get_xml(const char *path, GError **error);
 
 /*
+ * Input plans (hypervisor-input.c): what an action sends to the guest's virtio tablet and
+ * keyboard, as QMP input-send-event commands (QEMU 7.2) and pauses, in order.
+ */
+
+/* The tablet's absolute axes run 0..CARREL_INPUT_ABS_MAX (QEMU's INPUT_EVENT_ABS_MAX). */
+#define CARREL_INPUT_ABS_MAX 32767
+/* Between typed characters and between the combinations of a key sequence. */
+#define CARREL_INPUT_TYPE_DELAY_MS 8
+/* Between the clicks of a double or triple click: well inside X's double-click time (400 ms). */
+#define CARREL_INPUT_CLICK_GAP_MS 40
+/* Drags move in steps of about this many pixels, at most CARREL_INPUT_DRAG_MAX_STEPS per
+ * segment of the path, pausing after the press and after every step. */
+#define CARREL_INPUT_DRAG_STEP_PX 20
+#define CARREL_INPUT_DRAG_MAX_STEPS 64
+#define CARREL_INPUT_DRAG_DELAY_MS 8
+/* Between wheel notches. */
+#define CARREL_INPUT_SCROLL_DELAY_MS 8
+
+/* One step of a plan: an input-send-event to send, or a pause. */
+typedef struct {
+    char *arguments; /* JSON text of the command's arguments, {"events":[...]}; NULL = a pause */
+    guint delay_ms;  /* the pause, when arguments is NULL */
+} CarrelInputStep;
+
+void carrel_input_step_free(CarrelInputStep *step);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelInputStep, carrel_input_step_free)
+
+/*
+ * Pure generator: the steps (GPtrArray of CarrelInputStep) that perform action on a width x
+ * height screen whose pointer is at pointer, and in *ret_pointer (optional) where the pointer is
+ * afterwards. Positions must already be in screen space (carrel_action_batch_check_bounds).
+ * A pixel maps to round(x * CARREL_INPUT_ABS_MAX / (width - 1)) on the tablet's axis.
+ *
+ * - mouse_move: the keys held down, the move (both axes in one step), the keys up.
+ * - click: move (when it has a point), modifiers down, button down and up count times with
+ *   CARREL_INPUT_CLICK_GAP_MS between clicks, modifiers up (in reverse order).
+ * - mouse_down, mouse_up: move (when it has a point), the button.
+ * - drag: move to the first point (unless it starts at the pointer), modifiers down, left down,
+ *   moves along the path in steps of CARREL_INPUT_DRAG_STEP_PX with pauses, left up, modifiers
+ *   up.
+ * - scroll: move (when it has a point), modifiers down, one wheel-up/wheel-down notch per step
+ *   for dy (> 0 down), then for dx shift + wheel-down (right) or wheel-up (left), since the
+ *   virtio tablet drops wheel-left/wheel-right; modifiers up.
+ * - type: per character, shift (if needed) and key down, then key up and shift up, with
+ *   CARREL_INPUT_TYPE_DELAY_MS between characters.
+ * - key: per combination, its keys down in order, then up in reverse order.
+ * - key_down, key_up: the keys down, or up in reverse order. hold_key: down, pause, up.
+ * - wait: one pause. Every other kind (screenshot, zoom, helpers...) sends no input: no steps.
+ *
+ * Nothing of the action is trusted: INVALID_ARG for a screen size outside
+ * 1..CARREL_HYPERVISOR_SCREEN_MAX_SIDE, a point off the screen, a key that is not a QKeyCode,
+ * untypable text or a count, path, scroll or duration out of its bounds.
+ */
+GPtrArray *carrel_hypervisor_input_plan(const CarrelAction *action, guint width, guint height,
+                                        CarrelPoint pointer, CarrelPoint *ret_pointer,
+                                        GError **error);
+
+/* The QMP command of a step, {"execute":"input-send-event","arguments":...}; NULL for a pause. */
+char *carrel_hypervisor_input_command(const CarrelInputStep *step);
+
+/* A plan as text, one step per line: the arguments JSON, or "delay MS". For tests and logs. */
+char *carrel_hypervisor_input_plan_to_text(GPtrArray *plan);
+
+/*
  * Resolves AUTO to KVM or TCG. KVM is chosen only when /dev/kvm opens read-write and a probe
  * guest really boots under it: QEMU is started with -accel kvm -cpu host on a kernel
  * (probe_kernel, or the newest readable /boot/vmlinuz-*) and its serial console must show the

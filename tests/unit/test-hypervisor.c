@@ -1161,6 +1161,148 @@ test_libvirt_guest_ops(void **state)
     assert_error(error, CARREL_ERROR_NOT_FOUND, NULL);
 }
 
+static CarrelAction *
+action_new(CarrelActionKind kind)
+{
+    CarrelAction *action = g_new0(CarrelAction, 1);
+
+    action->kind = kind;
+    return action;
+}
+
+static void
+assert_plan_refused(const CarrelAction *action, guint width, guint height, const char *fragment)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) plan =
+        carrel_hypervisor_input_plan(action, width, height, (CarrelPoint){0, 0}, NULL, &error);
+
+    assert_null(plan);
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG));
+    if (!strstr(error->message, fragment))
+        fail_msg("message '%s' lacks '%s'", error->message, fragment);
+}
+
+static char *
+plan_text(const CarrelAction *action, guint width, guint height, CarrelPoint pointer,
+          CarrelPoint *ret_pointer)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) plan =
+        carrel_hypervisor_input_plan(action, width, height, pointer, ret_pointer, &error);
+
+    if (!plan)
+        fail_msg("plan: %s", error->message);
+    return carrel_hypervisor_input_plan_to_text(plan);
+}
+
+static void
+test_input_plan_abs(void **state)
+{
+    g_autoptr(CarrelAction) move = action_new(CARREL_ACTION_MOUSE_MOVE);
+    CarrelPoint pointer = {0, 0};
+    g_autofree char *text = NULL;
+    g_autofree char *last = NULL;
+
+    move->has_point = TRUE;
+    move->point = (CarrelPoint){1, 2};
+    text = plan_text(move, 3, 5, pointer, &pointer);
+    /* round(1 * 32767 / 2) = 16384 (16383.5 rounds up), round(2 * 32767 / 4) = 16384 */
+    assert_string_equal(text, "{\"events\":[{\"type\":\"abs\",\"data\":{\"axis\":\"x\",\"value\":"
+                              "16384}},{\"type\":\"abs\",\"data\":{\"axis\":\"y\",\"value\":"
+                              "16384}}]}\n");
+    assert_int_equal(pointer.x, 1);
+    assert_int_equal(pointer.y, 2);
+    move->point = (CarrelPoint){16383, 16383};
+    last = plan_text(move, CARREL_HYPERVISOR_SCREEN_MAX_SIDE, CARREL_HYPERVISOR_SCREEN_MAX_SIDE,
+                     pointer, NULL);
+    assert_non_null(strstr(last, "\"value\":32767}},{\"type\":\"abs\",\"data\":{\"axis\":\"y\","
+                                 "\"value\":32767}}"));
+}
+
+static void
+test_input_plan_steps(void **state)
+{
+    g_autoptr(CarrelAction) wait = action_new(CARREL_ACTION_WAIT);
+    g_autoptr(CarrelAction) shot = action_new(CARREL_ACTION_SCREENSHOT);
+    g_autoptr(CarrelAction) click = action_new(CARREL_ACTION_CLICK);
+    g_autoptr(GPtrArray) plan = NULL;
+    g_autoptr(GPtrArray) empty = NULL;
+    g_autofree char *command = NULL;
+    g_autofree char *text = NULL;
+    CarrelPoint pointer = {0, 0};
+
+    wait->duration_ms = 250;
+    plan = carrel_hypervisor_input_plan(wait, 1280, 800, pointer, NULL, NULL);
+    assert_int_equal(plan->len, 1);
+    assert_null(((CarrelInputStep *)g_ptr_array_index(plan, 0))->arguments);
+    assert_int_equal(((CarrelInputStep *)g_ptr_array_index(plan, 0))->delay_ms, 250);
+    assert_null(carrel_hypervisor_input_command(g_ptr_array_index(plan, 0)));
+    empty = carrel_hypervisor_input_plan(shot, 1280, 800, pointer, NULL, NULL);
+    assert_int_equal(empty->len, 0);
+
+    /* A click where the pointer is: no move; the pointer stays, clamped to a smaller screen. */
+    click->count = 1;
+    text = plan_text(click, 100, 100, (CarrelPoint){500, 50}, &pointer);
+    assert_null(strstr(text, "abs"));
+    assert_int_equal(pointer.x, 99);
+    assert_int_equal(pointer.y, 50);
+    g_clear_pointer(&plan, g_ptr_array_unref);
+    plan = carrel_hypervisor_input_plan(click, 100, 100, pointer, NULL, NULL);
+    command = carrel_hypervisor_input_command(g_ptr_array_index(plan, 0));
+    assert_string_equal(command, "{\"execute\":\"input-send-event\",\"arguments\":{\"events\":"
+                                 "[{\"type\":\"btn\",\"data\":{\"down\":true,\"button\":"
+                                 "\"left\"}}]}}");
+}
+
+static void
+test_input_plan_refusals(void **state)
+{
+    g_autoptr(CarrelAction) click = action_new(CARREL_ACTION_CLICK);
+    g_autoptr(CarrelAction) key = action_new(CARREL_ACTION_KEY);
+    g_autoptr(CarrelAction) type = action_new(CARREL_ACTION_TYPE);
+    g_autoptr(CarrelAction) drag = action_new(CARREL_ACTION_DRAG);
+    g_autoptr(CarrelAction) scroll = action_new(CARREL_ACTION_SCROLL);
+    g_autoptr(CarrelAction) move = action_new(CARREL_ACTION_MOUSE_MOVE);
+    g_autoptr(CarrelAction) bogus = action_new(CARREL_ACTION_LAST);
+    CarrelPoint one = {1, 1};
+
+    click->count = 1;
+    assert_plan_refused(click, 0, 800, "screen size 0x800 is not valid");
+    assert_plan_refused(click, 1280, CARREL_HYPERVISOR_SCREEN_MAX_SIDE + 1, "is not valid");
+    click->has_point = TRUE;
+    click->point = (CarrelPoint){1280, 0};
+    assert_plan_refused(click, 1280, 800, "point (1280, 0) is off the screen (1280x800)");
+    click->point = (CarrelPoint){0, 0};
+    click->count = 4;
+    assert_plan_refused(click, 1280, 800, "click action is not valid");
+    click->count = 1;
+    click->modifiers = g_strsplit("ctrl x\"}]}", " ", -1);
+    assert_plan_refused(click, 1280, 800, "key 'x\\\"}]}' is not a QKeyCode");
+
+    assert_plan_refused(key, 1280, 800, "key action is not valid");
+    key->combos = g_ptr_array_new_with_free_func((GDestroyNotify)g_strfreev);
+    g_ptr_array_add(key->combos, g_strdupv((char *[]){NULL}));
+    assert_plan_refused(key, 1280, 800, "a key combination must have 1 to 8 keys");
+    assert_plan_refused(type, 1280, 800, "type action is not valid");
+    type->text = g_strdup("\xc3\xa9");
+    assert_plan_refused(type, 1280, 800, "cannot be typed");
+
+    assert_plan_refused(drag, 1280, 800, "drag action is not valid");
+    drag->path = g_array_new(FALSE, TRUE, sizeof(CarrelPoint));
+    g_array_append_val(drag->path, one);
+    assert_plan_refused(drag, 1280, 800, "drag action is not valid");
+    drag->path_from_pointer = TRUE;
+    g_array_index(drag->path, CarrelPoint, 0).y = 800;
+    assert_plan_refused(drag, 1280, 800, "point (1, 800) is off the screen");
+
+    assert_plan_refused(scroll, 1280, 800, "scroll action is not valid");
+    scroll->dy = CARREL_ACTION_MAX_SCROLL + 1;
+    assert_plan_refused(scroll, 1280, 800, "scroll action is not valid");
+    assert_plan_refused(move, 1280, 800, "mouse_move action is not valid");
+    assert_plan_refused(bogus, 1280, 800, "unknown action kind");
+}
+
 int
 main(void)
 {
@@ -1194,6 +1336,9 @@ main(void)
         cmocka_unit_test(test_fake_screenshot),
         cmocka_unit_test(test_libvirt_define),
         cmocka_unit_test(test_libvirt_guest_ops),
+        cmocka_unit_test(test_input_plan_abs),
+        cmocka_unit_test(test_input_plan_steps),
+        cmocka_unit_test(test_input_plan_refusals),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
