@@ -407,6 +407,17 @@ get_session_screenshot(CarrelApiRequest *req, guint *ret_status, GError **error)
     return NULL;
 }
 
+static JsonNode *
+post_session_computer(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    if (!req->body) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "computer needs a JSON body: one action or {\"actions\": [...]}");
+        return NULL;
+    }
+    return carrel_manager_session_computer(req->mgr, param(req, 0), req->body, req->role, error);
+}
+
 const CarrelApiRoute carrel_api_routes[] = {
     {"GET", "/v1/healthz", get_healthz, NULL, 0},
     {"GET", "/v1/version", get_version, NULL, 0},
@@ -428,5 +439,6 @@ const CarrelApiRoute carrel_api_routes[] = {
     {"PUT", "/v1/sessions/*/files", put_session_file, NULL, CARREL_API_ROUTE_RAW_BODY},
     {"GET", "/v1/sessions/*/events", get_session_events, NULL, 0},
     {"GET", "/v1/sessions/*/screenshot", get_session_screenshot, NULL, 0},
+    {"POST", "/v1/sessions/*/computer", post_session_computer, NULL, 0},
     {NULL, NULL, NULL, NULL, 0},
 };

@@ -40,6 +40,12 @@ static const char cli_help[] =
     "                                 local file or '-' (binary-safe, up to 32 MiB)\n"
     "  screenshot ID -o FILE [--format png|jpeg] [--scale F | --max-edge N] [--region X,Y,W,H]\n"
     "                                 save the screen, taken by the hypervisor\n"
+    "  click ID X Y [--button B] [--count N] [--modifiers ctrl+shift] [-o FILE]\n"
+    "  type ID TEXT [-o FILE]         type printable ASCII (newline, tab too)\n"
+    "  key ID COMBO... [-o FILE]      press keys xdotool style: ctrl+shift+t Return F5\n"
+    "  scroll ID X Y --dy N [--dx N] [-o FILE]\n"
+    "  do ID JSON|- [-o FILE]         raw action JSON (Anthropic, OpenAI, OSWorld or carrel\n"
+    "                                 format, or a batch); -o saves the final screenshot\n"
     "\n"
     "Options (before or after the command):\n"
     "  --socket PATH      carreld's Unix socket (env CARREL_SOCKET,\n"
@@ -79,6 +85,11 @@ static const CliVerb cli_verbs[] = {
     {"rm", carrel_cli_rm},
     {"cp", carrel_cli_cp},
     {"screenshot", carrel_cli_screenshot},
+    {"click", carrel_cli_click},
+    {"type", carrel_cli_type},
+    {"key", carrel_cli_key},
+    {"scroll", carrel_cli_scroll},
+    {"do", carrel_cli_do},
 };
 
 typedef struct {

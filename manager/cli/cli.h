@@ -46,6 +46,11 @@ int carrel_cli_template_warm(CarrelCli *cli, int argc, char **argv);
 int carrel_cli_exec(CarrelCli *cli, int argc, char **argv);
 int carrel_cli_cp(CarrelCli *cli, int argc, char **argv);
 int carrel_cli_screenshot(CarrelCli *cli, int argc, char **argv);
+int carrel_cli_click(CarrelCli *cli, int argc, char **argv);
+int carrel_cli_type(CarrelCli *cli, int argc, char **argv);
+int carrel_cli_key(CarrelCli *cli, int argc, char **argv);
+int carrel_cli_scroll(CarrelCli *cli, int argc, char **argv);
+int carrel_cli_do(CarrelCli *cli, int argc, char **argv);
 
 /*
  * Parses a verb's options with GOptionContext (--help prints the verb's help and exits 0).

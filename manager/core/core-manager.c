@@ -58,6 +58,29 @@ load_policy(const char *path, GError **error)
     return policy;
 }
 
+static void
+input_state_free(gpointer data)
+{
+    CarrelInputState *state = data;
+
+    g_mutex_clear(&state->lock);
+    g_free(state);
+}
+
+CarrelInputState *
+carrel_manager_input_state(CarrelManager *mgr, const char *session_id)
+{
+    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&mgr->lock);
+    CarrelInputState *state = g_hash_table_lookup(mgr->inputs, session_id);
+
+    if (!state) {
+        state = g_new0(CarrelInputState, 1);
+        g_mutex_init(&state->lock);
+        g_hash_table_insert(mgr->inputs, g_strdup(session_id), state);
+    }
+    return state;
+}
+
 CarrelManager *
 carrel_manager_new(const CarrelManagerConfig *config, CarrelHypervisor *hv, GError **error)
 {
@@ -70,6 +93,7 @@ carrel_manager_new(const CarrelManagerConfig *config, CarrelHypervisor *hv, GErr
     g_mutex_init(&mgr->lock);
     g_mutex_init(&mgr->warm_lock);
     mgr->busy = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    mgr->inputs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, input_state_free);
     mgr->jobs =
         g_hash_table_new_full(g_str_hash, g_str_equal, NULL, (GDestroyNotify)carrel_job_unref);
     mgr->hv = g_steal_pointer(&owned_hv);
@@ -106,6 +130,7 @@ carrel_manager_free(CarrelManager *mgr)
         return;
     g_clear_pointer(&mgr->jobs, g_hash_table_unref);
     g_clear_pointer(&mgr->busy, g_hash_table_unref);
+    g_clear_pointer(&mgr->inputs, g_hash_table_unref);
     g_clear_pointer(&mgr->store, carrel_store_free);
     g_clear_pointer(&mgr->hv, carrel_hypervisor_free);
     g_clear_pointer(&mgr->policy, carrel_policy_free);

@@ -21,11 +21,26 @@ struct _CarrelManager {
     CarrelStore *store;
     CarrelHypervisor *hv;
     CarrelPolicy *policy;
-    GMutex lock;      /* guards busy and jobs */
-    GMutex warm_lock; /* serialises restores: each rewrites its save file\'s header */
-    GHashTable *busy; /* session id or "template:<name>" -> operation name */
-    GHashTable *jobs; /* job id -> CarrelJob */
+    GMutex lock;        /* guards busy and jobs */
+    GMutex warm_lock;   /* serialises restores: each rewrites its save file\'s header */
+    GHashTable *busy;   /* session id or "template:<name>" -> operation name */
+    GHashTable *jobs;   /* job id -> CarrelJob */
+    GHashTable *inputs; /* session id -> CarrelInputState, guarded by lock */
 };
+
+/* Per session: input is sent by one batch at a time, from where the last one left the pointer. */
+typedef struct {
+    GMutex lock; /* held for a whole batch */
+    CarrelPoint pointer;
+} CarrelInputState;
+
+/* The input state of a session (created on first use; lives as long as the manager). */
+CarrelInputState *carrel_manager_input_state(CarrelManager *mgr, const char *session_id);
+
+/* Runs a desktop helper action (clipboard_get/set, windows, launch, open) through carrel-guest;
+ * its JSON output (untrusted: bounded, must be an object) is returned. */
+JsonNode *carrel_manager_run_helper(CarrelManager *mgr, const char *domain,
+                                    const CarrelAction *action, GError **error);
 
 /* Marks key busy with op; WRONG_STATE naming the running op when it already is. */
 gboolean carrel_manager_claim(CarrelManager *mgr, const char *key, const char *op, GError **error);

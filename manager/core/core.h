@@ -148,6 +148,16 @@ GBytes *carrel_manager_session_screenshot(CarrelManager *mgr, const char *id_or_
                                           const CarrelScreenshotRequest *req, const char *actor,
                                           GError **error);
 
+/*
+ * Runs computer actions on a running session: body is one action or a batch in any supported
+ * format (see carrel_action_batch_from_json). Input goes through the hypervisor; the reply is
+ * {results: [{index, action, duration_ms, output?, screenshot?}], screenshot (the observation
+ * after the last action, or null), screen, pointer, duration_ms}, sizes and positions in the
+ * model's space. Every action is recorded as an event; the batch stops at the first failure.
+ */
+JsonNode *carrel_manager_session_computer(CarrelManager *mgr, const char *id_or_name,
+                                          JsonNode *body, const char *actor, GError **error);
+
 /* A session's timeline: events with seq > after_seq, oldest first, 1..1000 of them. */
 GPtrArray *carrel_manager_session_events(CarrelManager *mgr, const char *id_or_name,
                                          gint64 after_seq, guint limit, GError **error);

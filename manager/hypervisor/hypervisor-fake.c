@@ -36,12 +36,13 @@ typedef struct {
     char **exec_argv;  /* of the last agent_exec */
     GBytes *screen;    /* NULL: the default screen */
     GHashTable *files; /* guest path -> GBytes, shared by every fake domain */
+    GPtrArray *input;  /* QMP commands received, in order */
 } FakeBackend;
 
 static const char *const fake_op_names[] = {
-    "define_start", "start",      "shutdown",  "destroy",    "undefine", "get_state",
-    "agent_ping",   "list",       "define",    "save",       "restore",  "set_time",
-    "agent_exec",   "screenshot", "file_read", "file_write",
+    "define_start", "start",      "shutdown",  "destroy",    "undefine",   "get_state",
+    "agent_ping",   "list",       "define",    "save",       "restore",    "set_time",
+    "agent_exec",   "screenshot", "file_read", "file_write", "input_send",
 };
 
 static void
@@ -442,6 +443,35 @@ fake_file_write(CarrelHypervisor *hv, const char *name, const char *path, GBytes
     return TRUE;
 }
 
+static gboolean
+fake_input_send(CarrelHypervisor *hv, const char *name, const char *command, GError **error)
+{
+    FakeBackend *be = hv->backend_data;
+    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&be->lock);
+    FakeDomain *dom;
+
+    if (take_failure(be, "input_send", error) || !(dom = find_domain(be, name, error)))
+        return FALSE;
+    if (dom->state != CARREL_DOMAIN_RUNNING) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE, "domain is not running");
+        return FALSE;
+    }
+    g_ptr_array_add(be->input, g_strdup(command));
+    return TRUE;
+}
+
+GPtrArray *
+carrel_hypervisor_fake_get_input(CarrelHypervisor *hv)
+{
+    FakeBackend *be = hv->backend_data;
+    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&be->lock);
+    GPtrArray *copy = g_ptr_array_new_with_free_func(g_free);
+
+    for (guint i = 0; i < be->input->len; i++)
+        g_ptr_array_add(copy, g_strdup(g_ptr_array_index(be->input, i)));
+    return copy;
+}
+
 static gint
 compare_info(gconstpointer a, gconstpointer b)
 {
@@ -498,6 +528,7 @@ fake_close(CarrelHypervisor *hv)
     g_hash_table_unref(be->domains);
     g_hash_table_unref(be->fail_next);
     g_hash_table_unref(be->files);
+    g_ptr_array_unref(be->input);
     g_free(be->exec_stdout);
     g_free(be->exec_stderr);
     g_strfreev(be->exec_argv);
@@ -526,6 +557,7 @@ static const CarrelHypervisorOps fake_ops = {
     .screenshot = fake_screenshot,
     .file_read = fake_file_read,
     .file_write = fake_file_write,
+    .input_send = fake_input_send,
 };
 
 CarrelHypervisor *
@@ -538,6 +570,7 @@ carrel_hypervisor_new_fake(void)
     be->fail_next = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     be->files =
         g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)g_bytes_unref);
+    be->input = g_ptr_array_new_with_free_func(g_free);
     return carrel_hypervisor_new_backend(&fake_ops, "fake://", be);
 }
 

@@ -868,6 +868,43 @@ lv_file_write(CarrelHypervisor *hv, const char *name, const char *path, GBytes *
     return ok;
 }
 
+/* QEMU's own reply: {"return": {}} or {"error": {"class", "desc"}}. */
+static gboolean
+check_qmp_reply(const char *reply, GError **error)
+{
+    g_autoptr(JsonNode) root = json_from_string(reply, NULL);
+    JsonObject *obj = root && JSON_NODE_HOLDS_OBJECT(root) ? json_node_get_object(root) : NULL;
+    JsonObject *err = obj && json_object_has_member(obj, "error")
+                          ? json_object_get_object_member(obj, "error")
+                          : NULL;
+
+    if (obj && !err && json_object_has_member(obj, "return"))
+        return TRUE;
+    g_set_error(error, CARREL_ERROR, CARREL_ERROR_HYPERVISOR, "QEMU refused input: %s",
+                err ? json_object_get_string_member_with_default(err, "desc", "?")
+                    : "unreadable reply");
+    return FALSE;
+}
+
+static gboolean
+lv_input_send(CarrelHypervisor *hv, const char *name, const char *command, GError **error)
+{
+    LibvirtBackend *be = hv->backend_data;
+    g_autoptr(virDomain) dom = NULL;
+    char *reply = NULL;
+    gboolean ok;
+
+    if (refuse_on_test(be, "input-send-event", error) || !(dom = lookup_domain(be, name, error)))
+        return FALSE;
+    if (virDomainQemuMonitorCommand(dom, command, &reply, 0) < 0) {
+        set_libvirt_error(error, "input-send-event");
+        return FALSE;
+    }
+    ok = check_qmp_reply(reply, error);
+    free(reply);
+    return ok;
+}
+
 static const CarrelHypervisorOps libvirt_ops = {
     .define_start = lv_define_start,
     .start = lv_start,
@@ -887,6 +924,7 @@ static const CarrelHypervisorOps libvirt_ops = {
     .screenshot = lv_screenshot,
     .file_read = lv_file_read,
     .file_write = lv_file_write,
+    .input_send = lv_input_send,
 };
 
 static void

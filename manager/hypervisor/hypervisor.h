@@ -169,6 +169,9 @@ typedef struct {
                           GBytes **ret_data, GError **error);
     gboolean (*file_write)(CarrelHypervisor *hv, const char *name, const char *path, GBytes *data,
                            GError **error);
+    /* Sends one QMP input-send-event command (from carrel_hypervisor_input_command) to QEMU. */
+    gboolean (*input_send)(CarrelHypervisor *hv, const char *name, const char *command,
+                           GError **error);
 } CarrelHypervisorOps;
 
 /*
@@ -191,7 +194,7 @@ CarrelHypervisor *carrel_hypervisor_new_fake(void);
  * Makes the fake fail the next call of the given op once with CARREL_ERROR_HYPERVISOR. op is a
  * member name of CarrelHypervisorOps: "define_start", "start", "shutdown", "destroy",
  * "undefine", "get_state", "agent_ping", "list", "define", "save", "restore", "set_time",
- * "agent_exec", "screenshot", "file_read" or "file_write".
+ * "agent_exec", "screenshot", "file_read", "file_write" or "input_send".
  */
 void carrel_hypervisor_fake_fail_next(CarrelHypervisor *hv, const char *op);
 
@@ -436,6 +439,19 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelInputStep, carrel_input_step_free)
 GPtrArray *carrel_hypervisor_input_plan(const CarrelAction *action, guint width, guint height,
                                         CarrelPoint pointer, CarrelPoint *ret_pointer,
                                         GError **error);
+
+/*
+ * Performs a plan from carrel_hypervisor_input_plan on the domain: each event step is one QMP
+ * input-send-event (through libvirt's QEMU monitor passthrough, which marks the domain
+ * "custom-monitor" tainted), each pause a sleep. On a failure part-way, every key and button the
+ * plan pressed and did not release yet is released (best effort), so the guest is not left
+ * with a key held. WRONG_STATE when the domain is not running, HYPERVISOR with QEMU's words.
+ */
+gboolean carrel_hypervisor_input_run(CarrelHypervisor *hv, const char *name, GPtrArray *plan,
+                                     GError **error);
+
+/* A copy of the QMP commands the fake received so far (GPtrArray of strings, in order). */
+GPtrArray *carrel_hypervisor_fake_get_input(CarrelHypervisor *hv);
 
 /* The QMP command of a step, {"execute":"input-send-event","arguments":...}; NULL for a pause. */
 char *carrel_hypervisor_input_command(const CarrelInputStep *step);

@@ -494,6 +494,82 @@ test_screenshot(void **state)
     assert_null(((CarrelEvent *)g_ptr_array_index(events, 1))->screenshot);
 }
 
+static JsonNode *
+computer(Fixture *fx, const char *id, const char *json, GError **error)
+{
+    g_autoptr(JsonNode) body = json_from_string(json, NULL);
+
+    assert_non_null(body);
+    return carrel_manager_session_computer(fx->mgr, id, body, "agent", error);
+}
+
+/* Actions become QMP input on the fake; bad ones are refused before anything is sent. */
+static void
+test_computer(void **state)
+{
+    Fixture *fx = *state;
+    g_autoptr(CarrelTemplate) tmpl = import(fx, "tiny");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelSession) s = create(fx, "pc", &error);
+    g_autoptr(JsonNode) reply = NULL;
+    g_autoptr(GPtrArray) sent = NULL;
+    g_autoptr(GPtrArray) events = NULL;
+    JsonObject *obj, *shot;
+
+    assert_non_null(s);
+    /* The fake screen is 4x3: (5, 1) is off it. Nothing may be sent. */
+    assert_null(computer(fx, s->id, "{\"action\":\"left_click\",\"coordinate\":[5,1]}", &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG));
+    assert_non_null(strstr(error->message, "4x3"));
+    g_clear_error(&error);
+    assert_null(computer(fx, s->id, "{\"action\":\"teleport\"}", &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG));
+    g_clear_error(&error);
+    sent = carrel_hypervisor_fake_get_input(fx->hv);
+    assert_int_equal(sent->len, 0);
+    g_clear_pointer(&sent, g_ptr_array_unref);
+
+    reply = computer(fx, s->id,
+                     "{\"actions\":[{\"type\":\"click\",\"x\":3,\"y\":2,\"button\":\"right\"},"
+                     "{\"action\":\"type\",\"text\":\"A\"},{\"action\":\"cursor_position\"}],"
+                     "\"observe\":\"final\"}",
+                     &error);
+    if (!reply)
+        fail_msg("%s", error->message);
+    obj = json_node_get_object(reply);
+    assert_int_equal(json_array_get_length(json_object_get_array_member(obj, "results")), 3);
+    shot = json_object_get_object_member(obj, "screenshot");
+    assert_non_null(shot);
+    assert_int_equal(json_object_get_int_member(shot, "width"), 4);
+    assert_non_null(json_object_get_string_member(shot, "data"));
+    assert_int_equal(json_object_get_int_member(json_object_get_object_member(obj, "pointer"), "x"),
+                     3);
+    sent = carrel_hypervisor_fake_get_input(fx->hv);
+    assert_true(sent->len >= 4);
+    assert_non_null(strstr(g_ptr_array_index(sent, 0), "input-send-event"));
+    {
+        gboolean right = FALSE, shift = FALSE;
+        for (guint i = 0; i < sent->len; i++) {
+            right = right || strstr(g_ptr_array_index(sent, i), "\"right\"") != NULL;
+            shift = shift || strstr(g_ptr_array_index(sent, i), "\"shift\"") != NULL;
+        }
+        assert_true(right);
+        assert_true(shift);
+    }
+    /* One event per action, with the image data kept out of the timeline. */
+    events = carrel_manager_session_events(fx->mgr, s->id, 0, 100, &error);
+    assert_int_equal(events->len, 3);
+    assert_string_equal(((CarrelEvent *)g_ptr_array_index(events, 0))->action, "click");
+    assert_string_equal(((CarrelEvent *)g_ptr_array_index(events, 1))->action, "type");
+    g_clear_pointer(&reply, json_node_unref);
+
+    /* A failure part-way stops the batch and names the action. */
+    carrel_hypervisor_fake_fail_next(fx->hv, "input_send");
+    assert_null(computer(fx, s->id, "{\"action\":\"key\",\"text\":\"ctrl+c\"}", &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_HYPERVISOR));
+    assert_non_null(strstr(error->message, "actions[0] (key)"));
+}
+
 static void
 test_reconcile(void **state)
 {
@@ -572,6 +648,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_reconcile, setup, teardown),
         cmocka_unit_test_setup_teardown(test_files_and_events, setup, teardown),
         cmocka_unit_test_setup_teardown(test_screenshot, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_computer, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

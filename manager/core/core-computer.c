@@ -1,0 +1,343 @@
+/*
+ * Computer use: a batch of actions in any supported format, sent as input through the
+ * hypervisor (never the guest), with screenshots as observations and every action on the
+ * session's timeline.
+ */
+
+#include "core/core-priv.h"
+#include "image/image.h"
+
+/* Time the guest gets to draw the result of input before the observation is taken. */
+#define OBSERVE_SETTLE_MS 300
+
+typedef struct {
+    CarrelManager *mgr;
+    CarrelSession *session;
+    char *domain;
+    const char *actor;
+    guint width, height;    /* the screen */
+    guint model_w, model_h; /* what the model sees (the screen when not scaled) */
+    gboolean input_sent;    /* since the last observation */
+} Run;
+
+static void run_clear(Run *run);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Run, run_clear)
+
+static void
+run_clear(Run *run)
+{
+    g_clear_pointer(&run->session, carrel_session_free);
+    g_clear_pointer(&run->domain, g_free);
+}
+
+/* The screen scaled to what the model sees, as PNG, kept for the timeline. */
+static JsonNode *
+observe(Run *run, char **ret_ref, GError **error)
+{
+    g_autoptr(GBytes) ppm = NULL;
+    g_autoptr(GBytes) scaled = NULL;
+    g_autoptr(GBytes) png = NULL;
+    g_autofree char *b64 = NULL;
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    guint w = 0, h = 0;
+
+    if (run->input_sent)
+        g_usleep(OBSERVE_SETTLE_MS * 1000);
+    run->input_sent = FALSE;
+    if (!carrel_hypervisor_screenshot(run->mgr->hv, run->domain, &ppm, &w, &h, error))
+        return NULL;
+    scaled = (w == run->model_w && h == run->model_h)
+                 ? g_bytes_ref(ppm)
+                 : carrel_image_scale(ppm, run->model_w, run->model_h, error);
+    if (!scaled || !(png = carrel_image_encode_png(scaled, error)))
+        return NULL;
+    *ret_ref = carrel_manager_keep_screenshot(run->mgr, run->session, png, FALSE);
+    b64 = g_base64_encode(g_bytes_get_data(png, NULL), g_bytes_get_size(png));
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "media_type");
+    json_builder_add_string_value(b, "image/png");
+    json_builder_set_member_name(b, "width");
+    json_builder_add_int_value(b, run->model_w);
+    json_builder_set_member_name(b, "height");
+    json_builder_add_int_value(b, run->model_h);
+    json_builder_set_member_name(b, "ref");
+    json_builder_add_string_value(b, *ret_ref ? *ret_ref : "");
+    json_builder_set_member_name(b, "data");
+    json_builder_add_string_value(b, b64);
+    json_builder_end_object(b);
+    return json_builder_get_root(b);
+}
+
+static JsonNode *
+xy_node(const char *a, guint x, const char *b_name, guint y)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, a);
+    json_builder_add_int_value(b, x);
+    json_builder_set_member_name(b, b_name);
+    json_builder_add_int_value(b, y);
+    json_builder_end_object(b);
+    return json_builder_get_root(b);
+}
+
+/* A region of the screen at its own resolution (zoom), as an observation. */
+static JsonNode *
+zoom(Run *run, const CarrelAction *action, char **ret_ref, GError **error)
+{
+    g_autoptr(GBytes) ppm = NULL;
+    g_autoptr(GBytes) png = NULL;
+    CarrelScreenshotRequest req = {.quality = 80, .scale = 1.0, .has_region = TRUE};
+    g_autofree char *b64 = NULL;
+    g_autoptr(JsonBuilder) b = json_builder_new();
+
+    req.region[0] = action->region[0].x;
+    req.region[1] = action->region[0].y;
+    req.region[2] = action->region[1].x - action->region[0].x;
+    req.region[3] = action->region[1].y - action->region[0].y;
+    if (!carrel_hypervisor_screenshot(run->mgr->hv, run->domain, &ppm, NULL, NULL, error) ||
+        !(png = carrel_manager_screen_encode(ppm, &req, error)))
+        return NULL;
+    *ret_ref = carrel_manager_keep_screenshot(run->mgr, run->session, png, FALSE);
+    b64 = g_base64_encode(g_bytes_get_data(png, NULL), g_bytes_get_size(png));
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "media_type");
+    json_builder_add_string_value(b, "image/png");
+    json_builder_set_member_name(b, "width");
+    json_builder_add_int_value(b, req.region[2]);
+    json_builder_set_member_name(b, "height");
+    json_builder_add_int_value(b, req.region[3]);
+    json_builder_set_member_name(b, "data");
+    json_builder_add_string_value(b, b64);
+    json_builder_end_object(b);
+    return json_builder_get_root(b);
+}
+
+static gboolean
+send_input(Run *run, CarrelInputState *state, const CarrelAction *action, GError **error)
+{
+    g_autoptr(GPtrArray) plan = NULL;
+    CarrelPoint after = state->pointer;
+
+    plan = carrel_hypervisor_input_plan(action, run->width, run->height, state->pointer, &after,
+                                        error);
+    if (!plan || !carrel_hypervisor_input_run(run->mgr->hv, run->domain, plan, error))
+        return FALSE;
+    state->pointer = after;
+    if (action->kind != CARREL_ACTION_WAIT)
+        run->input_sent = TRUE;
+    return TRUE;
+}
+
+static gboolean
+is_helper(CarrelActionKind kind)
+{
+    return kind == CARREL_ACTION_CLIPBOARD_GET || kind == CARREL_ACTION_CLIPBOARD_SET ||
+           kind == CARREL_ACTION_WINDOWS || kind == CARREL_ACTION_LAUNCH ||
+           kind == CARREL_ACTION_OPEN;
+}
+
+/* Performs one action; its output (or NULL when it has none) in *ret_output. */
+static gboolean
+perform(Run *run, CarrelInputState *state, const CarrelAction *action, JsonNode **ret_output,
+        char **ret_ref, GError **error)
+{
+    CarrelActionKind kind = action->kind;
+
+    *ret_output = NULL;
+    if (kind == CARREL_ACTION_SCREENSHOT)
+        return (*ret_output = observe(run, ret_ref, error)) != NULL;
+    if (kind == CARREL_ACTION_ZOOM)
+        return (*ret_output = zoom(run, action, ret_ref, error)) != NULL;
+    if (kind == CARREL_ACTION_CURSOR_POSITION) {
+        *ret_output = xy_node("x", state->pointer.x * run->model_w / run->width, "y",
+                              state->pointer.y * run->model_h / run->height);
+        return TRUE;
+    }
+    if (kind == CARREL_ACTION_SCREEN_SIZE) {
+        *ret_output = xy_node("width", run->model_w, "height", run->model_h);
+        return TRUE;
+    }
+    if (is_helper(kind))
+        return (*ret_output = carrel_manager_run_helper(run->mgr, run->domain, action, error)) !=
+               NULL;
+    /* OSWorld's verdicts: nothing to do but record them. */
+    if (kind == CARREL_ACTION_FAIL || kind == CARREL_ACTION_DONE)
+        return TRUE;
+    return send_input(run, state, action, error);
+}
+
+/* The model's screen: as given, or the screen scaled by 1 / scale, or the screen itself. */
+static gboolean
+model_size(Run *run, const CarrelActionBatch *batch, GError **error)
+{
+    run->model_w = run->width;
+    run->model_h = run->height;
+    if (batch->model_width) {
+        run->model_w = batch->model_width;
+        run->model_h = batch->model_height;
+    } else if (batch->scale > 0 && batch->scale != 1.0) {
+        return carrel_image_fit_factor(run->width, run->height, 1.0 / batch->scale, &run->model_w,
+                                       &run->model_h, error);
+    }
+    return TRUE;
+}
+
+static JsonNode *
+action_params(JsonNode *body, guint index, gboolean single)
+{
+    JsonArray *list;
+
+    if (single || !JSON_NODE_HOLDS_OBJECT(body))
+        return json_node_copy(body);
+    list = json_object_get_array_member(json_node_get_object(body), "actions");
+    return list && index < json_array_get_length(list)
+               ? json_node_copy(json_array_get_element(list, index))
+               : json_node_new(JSON_NODE_NULL);
+}
+
+/* The result entry of one action; the image data stays out of the timeline. */
+static JsonNode *
+result_entry(const CarrelAction *action, guint index, gint64 started, JsonNode *output,
+             JsonNode *shot)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "index");
+    json_builder_add_int_value(b, index);
+    json_builder_set_member_name(b, "action");
+    json_builder_add_string_value(b, carrel_action_kind_to_string(action->kind));
+    json_builder_set_member_name(b, "duration_ms");
+    json_builder_add_int_value(b, (g_get_monotonic_time() - started) / 1000);
+    if (output) {
+        json_builder_set_member_name(b, "output");
+        json_builder_add_value(b, json_node_copy(output));
+    }
+    if (shot) {
+        json_builder_set_member_name(b, "screenshot");
+        json_builder_add_value(b, json_node_copy(shot));
+    }
+    json_builder_end_object(b);
+    return json_builder_get_root(b);
+}
+
+/* What the timeline keeps of a result: no image data. */
+static JsonNode *
+timeline_result(JsonNode *entry)
+{
+    JsonNode *copy = json_node_copy(entry);
+    JsonObject *obj = json_node_get_object(copy);
+    JsonNode *out = json_object_get_member(obj, "output");
+
+    json_object_remove_member(obj, "screenshot");
+    if (out && JSON_NODE_HOLDS_OBJECT(out))
+        json_object_remove_member(json_node_get_object(out), "data");
+    return copy;
+}
+
+static gboolean
+run_one(Run *run, CarrelInputState *state, JsonNode *body, const CarrelActionBatch *batch, guint i,
+        JsonArray *results, GError **error)
+{
+    const CarrelAction *action = g_ptr_array_index(batch->actions, i);
+    g_autoptr(JsonNode) output = NULL;
+    g_autoptr(JsonNode) shot = NULL;
+    g_autoptr(JsonNode) entry = NULL;
+    g_autoptr(JsonNode) params = action_params(body, i, batch->actions->len == 1);
+    g_autoptr(JsonNode) kept = NULL;
+    g_autoptr(GError) local = NULL;
+    g_autofree char *ref = NULL;
+    g_autofree char *shot_ref = NULL;
+    gint64 started = g_get_monotonic_time();
+    gboolean ok = perform(run, state, action, &output, &ref, &local);
+
+    if (ok && batch->observe == CARREL_OBSERVE_EACH && action->kind != CARREL_ACTION_SCREENSHOT)
+        ok = (shot = observe(run, &shot_ref, &local)) != NULL;
+    entry = ok ? result_entry(action, i, started, output, shot) : NULL;
+    kept = entry ? timeline_result(entry) : NULL;
+    carrel_manager_record(run->mgr, run->session->id, run->actor, "action",
+                          carrel_action_kind_to_string(action->kind), params, kept, local, started,
+                          ref ? ref : shot_ref);
+    if (!ok) {
+        g_propagate_prefixed_error(error, g_steal_pointer(&local), "actions[%u] (%s): ", i,
+                                   carrel_action_kind_to_string(action->kind));
+        return FALSE;
+    }
+    json_array_add_element(results, g_steal_pointer(&entry));
+    return TRUE;
+}
+
+static JsonNode *
+reply_node(Run *run, CarrelInputState *state, JsonArray *results, JsonNode *final, gint64 started)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "results");
+    json_builder_add_value(b, json_node_init_array(json_node_alloc(), results));
+    json_builder_set_member_name(b, "screenshot");
+    json_builder_add_value(b, final ? json_node_copy(final) : json_node_new(JSON_NODE_NULL));
+    json_builder_set_member_name(b, "screen");
+    json_builder_add_value(b, xy_node("width", run->model_w, "height", run->model_h));
+    json_builder_set_member_name(b, "pointer");
+    json_builder_add_value(b, xy_node("x", state->pointer.x * run->model_w / run->width, "y",
+                                      state->pointer.y * run->model_h / run->height));
+    json_builder_set_member_name(b, "duration_ms");
+    json_builder_add_int_value(b, (g_get_monotonic_time() - started) / 1000);
+    json_builder_end_object(b);
+    return json_builder_get_root(b);
+}
+
+static JsonNode *
+run_batch(Run *run, CarrelInputState *state, JsonNode *body, CarrelActionBatch *batch,
+          GError **error)
+{
+    g_autoptr(JsonArray) results = json_array_new();
+    g_autoptr(JsonNode) final = NULL;
+    g_autofree char *ref = NULL;
+    gint64 started = g_get_monotonic_time();
+    guint last = batch->actions->len - 1;
+
+    /* The screen's size now: bounds are checked against it before anything is sent. */
+    if (!carrel_hypervisor_screenshot(run->mgr->hv, run->domain, NULL, &run->width, &run->height,
+                                      error) ||
+        !model_size(run, batch, error) ||
+        !carrel_action_batch_check_bounds(batch, run->width, run->height, error))
+        return NULL;
+    for (guint i = 0; i < batch->actions->len; i++) {
+        if (!run_one(run, state, body, batch, i, results, error))
+            return NULL;
+    }
+    if (batch->observe == CARREL_OBSERVE_FINAL &&
+        ((CarrelAction *)g_ptr_array_index(batch->actions, last))->kind !=
+            CARREL_ACTION_SCREENSHOT &&
+        !(final = observe(run, &ref, error)))
+        return NULL;
+    return reply_node(run, state, results, final, started);
+}
+
+JsonNode *
+carrel_manager_session_computer(CarrelManager *mgr, const char *id_or_name, JsonNode *body,
+                                const char *actor, GError **error)
+{
+    g_autoptr(CarrelActionBatch) batch = carrel_action_batch_from_json(body, error);
+    g_auto(Run) run = {.mgr = mgr, .actor = actor};
+    CarrelInputState *state;
+    JsonNode *reply;
+
+    if (!batch)
+        return NULL;
+    run.session =
+        carrel_manager_running_session(mgr, id_or_name, "send input to", &run.domain, error);
+    if (!run.session)
+        return NULL;
+    state = carrel_manager_input_state(mgr, run.session->id);
+    g_mutex_lock(&state->lock);
+    reply = run_batch(&run, state, body, batch, error);
+    g_mutex_unlock(&state->lock);
+    if (!reply)
+        g_prefix_error(error, "session '%s': ", run.session->id);
+    return reply;
+}

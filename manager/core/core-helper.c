@@ -1,0 +1,100 @@
+/* Desktop helper actions through carrel-guest in the guest (where the template has it). */
+#include <string.h>
+
+#include "core/core-priv.h"
+
+#define GUEST_TOOL "/usr/local/bin/carrel-guest"
+#define HELPER_OUTPUT_MAX (256 * 1024)
+#define HELPER_TIMEOUT_S 30
+
+static GStrv
+helper_argv(const CarrelAction *action, GError **error)
+{
+    g_autoptr(GStrvBuilder) b = g_strv_builder_new();
+    CarrelActionKind kind = action->kind;
+    const char *what = kind == CARREL_ACTION_LAUNCH ? action->app : action->target;
+
+    g_strv_builder_add(b, GUEST_TOOL);
+    if (kind == CARREL_ACTION_CLIPBOARD_GET) {
+        g_strv_builder_addv(b, (const char *[]){"clipboard", "get", NULL});
+    } else if (kind == CARREL_ACTION_CLIPBOARD_SET) {
+        g_strv_builder_addv(b, (const char *[]){"clipboard", "set", "--stdin", NULL});
+    } else if (kind == CARREL_ACTION_WINDOWS) {
+        g_strv_builder_add(b, "windows");
+    } else if (kind == CARREL_ACTION_LAUNCH || kind == CARREL_ACTION_OPEN) {
+        /* carrel-guest would read a leading '-' as one of its options. */
+        if (!what || what[0] == '-') {
+            g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                        "%s target must not start with '-'", carrel_action_kind_to_string(kind));
+            return NULL;
+        }
+        g_strv_builder_add(b, kind == CARREL_ACTION_LAUNCH ? "launch" : "open");
+        g_strv_builder_add(b, what);
+        if (kind == CARREL_ACTION_LAUNCH && action->args)
+            g_strv_builder_addv(b, (const char **)action->args);
+    } else {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "'%s' is not a desktop helper",
+                    carrel_action_kind_to_string(kind));
+        return NULL;
+    }
+    return g_strv_builder_end(b);
+}
+
+/* {"error": {"message": TEXT}} from the guest, checked at every level; "" otherwise. */
+static const char *
+error_message(JsonNode *reply)
+{
+    JsonNode *e = json_object_get_member(json_node_get_object(reply), "error");
+    JsonNode *m = e && JSON_NODE_HOLDS_OBJECT(e)
+                      ? json_object_get_member(json_node_get_object(e), "message")
+                      : NULL;
+
+    if (!m || !JSON_NODE_HOLDS_VALUE(m) || json_node_get_value_type(m) != G_TYPE_STRING)
+        return "";
+    return json_node_get_string(m);
+}
+
+JsonNode *
+carrel_manager_run_helper(CarrelManager *mgr, const char *domain, const CarrelAction *action,
+                          GError **error)
+{
+    g_auto(GStrv) argv = helper_argv(action, error);
+    g_autoptr(GBytes) in = NULL;
+    g_autoptr(GBytes) out = NULL;
+    g_autoptr(GBytes) err = NULL;
+    g_autoptr(JsonNode) reply = NULL;
+    gboolean truncated = FALSE, timed_out = FALSE;
+    int code = -1;
+    gsize len = 0;
+    const char *data;
+
+    if (!argv)
+        return NULL;
+    if (action->kind == CARREL_ACTION_CLIPBOARD_SET)
+        in = g_bytes_new(action->text, strlen(action->text));
+    if (!carrel_hypervisor_agent_exec(mgr->hv, domain, (const char *const *)argv, in,
+                                      HELPER_TIMEOUT_S, HELPER_OUTPUT_MAX, &code, &out, &err,
+                                      &truncated, &timed_out, error))
+        return NULL;
+    if (code == 127) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_UNSUPPORTED,
+                    "this guest has no carrel-guest for '%s'",
+                    carrel_action_kind_to_string(action->kind));
+        return NULL;
+    }
+    data = g_bytes_get_data(out, &len);
+    reply = !truncated && len ? carrel_conf_parse_json(data, len, NULL) : NULL;
+    if (!reply || !JSON_NODE_HOLDS_OBJECT(reply)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_HYPERVISOR,
+                    "carrel-guest %s gave no JSON object (exit %d%s)", argv[1], code,
+                    timed_out ? ", timed out" : "");
+        return NULL;
+    }
+    if (code != 0) {
+        const char *msg = error_message(reply);
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_FAILED, "carrel-guest %s failed: %s", argv[1],
+                    carrel_util_is_clean_text(msg) ? msg : "(unprintable message)");
+        return NULL;
+    }
+    return g_steal_pointer(&reply);
+}
