@@ -18,16 +18,26 @@ ready="$(carrel exec --timeout 180 "$id" -- /usr/local/bin/carrel-guest ready --
 check "carrel-guest says the desktop is ready" json_true '.ready == true' "$ready"
 check_eq "the screen is 1280x800" "1280x800" \
     "$(jq -r '"\(.screen.width)x\(.screen.height)"' <<<"$ready")"
+# create returns once the desktop is drawn (carrel-guest ready, then a settled screen).
 shot="$E2E_DIR/desktop.png"
-"${VIRSH[@]}" screenshot "carrel-$id" "$shot" >/dev/null 2>&1
-check "the desktop is visible (screenshot not blank)" \
+carrel screenshot "$id" -o "$shot" >/dev/null 2>&1
+check "the desktop is visible right after create (screenshot not blank)" \
     /usr/bin/python3 "$(dirname "$0")/image-stats.py" "$shot"
 check "the agent user is logged in" carrel exec "$id" -- pgrep -u agent -x xfce4-session
 check "firefox-esr starts in the session" \
     carrel exec "$id" -- /usr/local/bin/carrel-guest launch -- firefox-esr about:blank
-sleep 20
-windows="$(carrel exec "$id" -- /usr/local/bin/carrel-guest windows)"
-check "carrel-guest lists the firefox window" \
-    json_true '[.windows[] | select(.class | test("firefox"; "i"))] | length >= 1' "$windows"
+# Firefox takes a minute or more to map its first window under TCG.
+found=""
+for _ in $(seq 1 36); do
+    windows="$(carrel exec "$id" -- /usr/local/bin/carrel-guest windows 2>/dev/null)"
+    if json_true '[.windows[] | select(.class | test("firefox"; "i"))] | length >= 1' \
+        "$windows"; then
+        found=yes
+        break
+    fi
+    sleep 5
+done
+check_eq "carrel-guest lists the firefox window" "yes" "$found"
+carrel screenshot "$id" -o "$E2E_DIR/firefox.png" >/dev/null 2>&1
 check "rm" carrel rm "$id"
 exit 0

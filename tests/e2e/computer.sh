@@ -1,0 +1,122 @@
+# Computer use on a running `tiny` session: screenshots from the hypervisor, keyboard and mouse
+# through QMP (checked inside the guest with xinput and xdotool), files through the agent.
+# shellcheck shell=bash
+
+# guest SESSION COMMAND...: runs a command in the guest's X session as root (tiny allows root).
+guest_x() {
+    local s="$1"
+    shift
+    carrel exec "$s" -- env DISPLAY=:0 "$@"
+}
+
+# button_presses LOG DETAIL: how many times X saw button DETAIL pressed (raw events, one device).
+button_presses() {
+    awk -v want="$2" '
+        /^EVENT type 15 \(RawButtonPress\)/ { raw = 1; next }
+        /^EVENT/ { raw = 0 }
+        raw && /detail:/ { if ($2 == want) n++; raw = 0 }
+        END { print n + 0 }' "$1"
+}
+
+computer_screenshots() {
+    local s="$1" png="$E2E_DIR/api.png" jpg="$E2E_DIR/api.jpg"
+    check "screenshot through the API" carrel screenshot "$s" -o "$png"
+    check_eq "...is a PNG" "89504e470d0a1a0a" "$(head -c 8 "$png" | od -An -tx1 | tr -d ' \n')"
+    check "...of the desktop, not blank" /usr/bin/python3 "$(dirname "$0")/image-stats.py" "$png"
+    check "JPEG scaled to a max edge of 320" \
+        carrel screenshot "$s" -o "$jpg" --format jpeg --max-edge 320
+    check_eq "...is a JPEG" "ffd8" "$(head -c 2 "$jpg" | od -An -tx1 | tr -d ' \n')"
+    carrel screenshot "$s" -o "$E2E_DIR/x.png" --region 0,0,99999,10 >/dev/null 2>&1
+    check_eq "a region off the screen exits 8 (invalid argument)" "8" "$?"
+}
+
+computer_keyboard() {
+    local s="$1" all
+    carrel type "$s" $'echo hello > /tmp/t\n' >/dev/null
+    check_eq "typing into the focused terminal runs the command" "hello" \
+        "$(carrel exec "$s" -- cat /tmp/t)"
+    all="$(/usr/bin/python3 -c 'print("".join(map(chr, range(32, 127))), end="")')"
+    carrel type "$s" $'cat > /tmp/ascii\n' >/dev/null
+    carrel type "$s" "$all" >/dev/null
+    carrel key "$s" Return ctrl+d >/dev/null
+    sleep 1
+    check_eq "every printable ASCII character arrives exactly" "$all" \
+        "$(carrel exec "$s" -- cat /tmp/ascii)"
+    # ctrl+u kills the line typed so far (readline): the combination reached X as one.
+    carrel type "$s" 'echo WRONG' >/dev/null
+    carrel key "$s" ctrl+u >/dev/null
+    carrel type "$s" $'echo right > /tmp/k\n' >/dev/null
+    check_eq "key combinations (ctrl+u) reach the terminal" "right" \
+        "$(carrel exec "$s" -- cat /tmp/k)"
+    carrel type "$s" 'héllo' >/dev/null 2>&1
+    check_eq "non-ASCII text for typing exits 8 (use the clipboard)" "8" "$?"
+    carrel key "$s" ctrl+nosuchkey >/dev/null 2>&1
+    check_eq "an unknown key exits 8" "8" "$?"
+}
+
+computer_mouse() {
+    local s="$1" log="$E2E_DIR/xi.log" loc
+    guest_x "$s" sh -c 'setsid xinput test-xi2 --root >/tmp/xi.log 2>&1 </dev/null &' >/dev/null
+    sleep 2
+    carrel do "$s" '{"action":"mouse_move","coordinate":[123,321]}' >/dev/null
+    loc="$(guest_x "$s" xdotool getmouselocation)"
+    check_eq "the pointer lands on the exact pixel" "x:123 y:321" "$(cut -d' ' -f1-2 <<<"$loc")"
+    carrel click "$s" 200 200 >/dev/null
+    carrel click "$s" 220 200 --button right >/dev/null
+    carrel do "$s" '{"action":"double_click","coordinate":[240,200]}' >/dev/null
+    carrel do "$s" '{"type":"drag","path":[{"x":300,"y":300},{"x":400,"y":350},{"x":500,"y":300}]}' \
+        >/dev/null
+    loc="$(guest_x "$s" xdotool getmouselocation)"
+    check_eq "a drag ends where its path ends" "x:500 y:300" "$(cut -d' ' -f1-2 <<<"$loc")"
+    carrel scroll "$s" 500 400 --dy 3 >/dev/null
+    carrel scroll "$s" 500 400 --dy -2 >/dev/null
+    carrel scroll "$s" 500 400 --dx 2 >/dev/null
+    carrel scroll "$s" 500 400 --dx -1 >/dev/null
+    sleep 1
+    carrel exec "$s" -- cat /tmp/xi.log >"$log"
+    # Left: one click, a double click, the drag. Wheel: 4 up, 5 down; horizontal scrolling is
+    # shift + wheel (the virtio tablet has no horizontal wheel in QEMU 7.2).
+    check_eq "left button presses reach X (click, double click, drag)" "4" \
+        "$(button_presses "$log" 1)"
+    check_eq "the right button reaches X" "1" "$(button_presses "$log" 3)"
+    check_eq "wheel up reaches X (up 2, left 1)" "3" "$(button_presses "$log" 4)"
+    check_eq "wheel down reaches X (down 3, right 2)" "5" "$(button_presses "$log" 5)"
+    carrel click "$s" 5000 10 >/dev/null 2>&1
+    check_eq "an off-screen click exits 8" "8" "$?"
+    carrel do "$s" '{"action":"teleport"}' >/dev/null 2>&1
+    check_eq "an unknown action exits 8" "8" "$?"
+    guest_x "$s" pkill -f 'xinput test-xi2' >/dev/null 2>&1
+}
+
+computer_files() {
+    local s="$1" blob="$E2E_DIR/blob" back="$E2E_DIR/blob.back"
+    head -c 3000000 /dev/urandom >"$blob"
+    check "cp a 3 MB binary file into the guest" carrel cp "$blob" "$s:/tmp/blob"
+    check_eq "...its sha256 in the guest is the host's" "$(sha256sum <"$blob" | cut -d' ' -f1)" \
+        "$(carrel exec "$s" -- sha256sum /tmp/blob | cut -d' ' -f1)"
+    check "cp it back out" carrel cp "$s:/tmp/blob" "$back"
+    check "...byte for byte the same" cmp "$blob" "$back"
+    carrel cp "$s:/tmp/../etc/shadow" "$E2E_DIR/x" >/dev/null 2>&1
+    check_eq "a '..' in a guest path exits 8" "8" "$?"
+    carrel cp "$s:/nonexistent" "$E2E_DIR/x" >/dev/null 2>&1
+    check_eq "a missing guest file exits 3" "3" "$?"
+}
+
+computer_events() {
+    local s="$1" events
+    events="$(curl -s --unix-socket "$SOCKET" -H "Authorization: Bearer $(cat "$STATE_DIR/admin.token")" \
+        "http://carreld/v1/sessions/$s/events?limit=1000")"
+    check "the timeline records actions, commands and file transfers" json_true \
+        '[.events[].kind] | (index("action") != null and index("command") != null and index("file") != null)' \
+        "$events"
+    check "...screenshots are referenced from it" json_true \
+        '[.events[] | select(.screenshot != null)] | length >= 1' "$events"
+}
+
+computer_checks() {
+    computer_screenshots "$1"
+    computer_keyboard "$1"
+    computer_mouse "$1"
+    computer_files "$1"
+    computer_events "$1"
+}
