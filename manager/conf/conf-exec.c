@@ -97,23 +97,68 @@ parse_env(JsonObject *obj, CarrelExecRequest *req, GError **error)
     return TRUE;
 }
 
+/* Strict, padded standard base64 (g_base64_decode itself accepts anything). */
+static gboolean
+is_base64(const char *text)
+{
+    gsize len = strlen(text), pad = 0;
+
+    if (len % 4 != 0)
+        return FALSE;
+    while (pad < 2 && pad < len && text[len - 1 - pad] == '=')
+        pad++;
+    for (gsize i = 0; i < len - pad; i++) {
+        if (!g_ascii_isalnum(text[i]) && text[i] != '+' && text[i] != '/')
+            return FALSE;
+    }
+    return TRUE;
+}
+
+/* stdin_base64: binary standard input. */
+static gboolean
+parse_stdin_base64(JsonObject *obj, char **text, gsize *len, GError **error)
+{
+    g_autofree char *b64 = NULL;
+    gsize out_len = 0;
+
+    if (!carrel_conf_get_string(obj, "stdin_base64", FALSE, &b64, error))
+        return FALSE;
+    if (!b64)
+        return TRUE;
+    if (*text) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "give 'stdin' or 'stdin_base64', not both");
+        return FALSE;
+    }
+    if (!is_base64(b64)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "'stdin_base64' is not valid padded base64");
+        return FALSE;
+    }
+    *text = (char *)g_base64_decode(b64, &out_len);
+    *len = out_len;
+    return TRUE;
+}
+
 static gboolean
 parse_stdin_timeout(JsonObject *obj, CarrelExecRequest *req, GError **error)
 {
     JsonNode *t = json_object_get_member(obj, "timeout_s");
     g_autofree char *text = NULL;
+    gsize len = 0;
 
     if (!carrel_conf_get_string(obj, "stdin", FALSE, &text, error))
         return FALSE;
-    if (text && strlen(text) > CARREL_EXEC_MAX_STDIN) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_LIMIT, "'stdin' is over %d bytes",
+    len = text ? strlen(text) : 0;
+    if (!parse_stdin_base64(obj, &text, &len, error))
+        return FALSE;
+    if (text && len > CARREL_EXEC_MAX_STDIN) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_LIMIT, "standard input is over %d bytes",
                     CARREL_EXEC_MAX_STDIN);
         return FALSE;
     }
-    if (text) {
-        gsize len = strlen(text);
+    if (text)
         req->stdin_bytes = g_bytes_new_take(g_steal_pointer(&text), len);
-    }
     req->timeout_s = CARREL_EXEC_DEFAULT_TIMEOUT_S;
     if (t && !JSON_NODE_HOLDS_NULL(t)) {
         if (!JSON_NODE_HOLDS_VALUE(t) || json_node_get_value_type(t) != G_TYPE_INT64 ||
@@ -131,7 +176,8 @@ parse_stdin_timeout(JsonObject *obj, CarrelExecRequest *req, GError **error)
 CarrelExecRequest *
 carrel_exec_request_from_json(JsonNode *node, GError **error)
 {
-    static const char *const allowed[] = {"argv", "env", "cwd", "stdin", "timeout_s", NULL};
+    static const char *const allowed[] = {"argv",         "env",       "cwd", "stdin",
+                                          "stdin_base64", "timeout_s", NULL};
     g_autoptr(CarrelExecRequest) req = g_new0(CarrelExecRequest, 1);
     JsonObject *obj;
 

@@ -106,7 +106,7 @@ carrel_manager_new(const CarrelManagerConfig *config, CarrelHypervisor *hv, GErr
     mgr->accel_reason = g_strdup(config->accel_reason ? config->accel_reason : "requested");
     mgr->agent_timeout_s = config->agent_timeout_s ? config->agent_timeout_s : 300;
     mgr->screen_grace_s = config->screen_grace_s ? config->screen_grace_s : 45;
-    mgr->screen_poll_ms = config->screen_poll_ms ? config->screen_poll_ms : 1000;
+    mgr->screen_poll_ms = config->screen_poll_ms ? config->screen_poll_ms : 500;
     mgr->tb_cache_mib = config->tb_cache_mib ? config->tb_cache_mib : 64;
     mgr->policy = load_policy(config->policy_path, error);
     if (!mgr->policy || !make_layout(mgr->state_dir, error))

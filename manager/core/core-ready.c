@@ -5,13 +5,15 @@
 
 #define GUEST_TOOL "/usr/local/bin/carrel-guest"
 #define GUEST_TOOL_OUTPUT_MAX (64 * 1024)
-#define SCREEN_STABLE_ROUNDS 3
+/* Rounds are screen_poll_ms apart (500 ms by default). After carrel-guest said ready, the
+ * picture must hold for this many rounds (~2 s). */
+#define SCREEN_STABLE_ROUNDS 4
 #define AGENT_PING_TIMEOUT_S 2
 /* Time left for the screen to settle after carrel-guest said ready, at the least. */
 #define SCREEN_MIN_WAIT_S 30
-/* Without an agent, the screen must hold still this many 1 s rounds (a booting console can
+/* Without an agent, the screen must hold still this many rounds (~8 s: a booting console can
  * pause for a few seconds; a desktop that is up does not change by itself). */
-#define NO_AGENT_STABLE_ROUNDS 8
+#define NO_AGENT_STABLE_ROUNDS 16
 
 typedef enum { READY_YES, READY_NO_TOOL, READY_NO_GUEST, READY_FAILED } ToolReady;
 

@@ -18,7 +18,7 @@ typedef struct {
     const char *accel_reason;   /* why that accelerator (shown by /v1/version) */
     guint agent_timeout_s;      /* how long create/start wait for the guest agent (0 = 300) */
     guint screen_grace_s;       /* silent agent this long: judge by the screen (0 = 45) */
-    guint screen_poll_ms;       /* between screenshots that judge readiness (0 = 1000) */
+    guint screen_poll_ms;       /* between screenshots that judge readiness (0 = 500) */
     guint tb_cache_mib;         /* TCG translation cache per guest (0 = 64) */
     const char *policy_path;    /* NULL = the built-in default policy */
     const char *guest_tool;     /* carrel-guest binary given to recipes, or NULL */

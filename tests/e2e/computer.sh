@@ -22,7 +22,7 @@ computer_screenshots() {
     local s="$1" png="$E2E_DIR/api.png" jpg="$E2E_DIR/api.jpg"
     check "screenshot through the API" carrel screenshot "$s" -o "$png"
     check_eq "...is a PNG" "89504e470d0a1a0a" "$(head -c 8 "$png" | od -An -tx1 | tr -d ' \n')"
-    check "...of the desktop, not blank" /usr/bin/python3 "$(dirname "$0")/image-stats.py" "$png"
+    check "...of the desktop, not blank" /usr/bin/python3 "$(dirname "${BASH_SOURCE[0]}")/image-stats.py" "$png"
     check "JPEG scaled to a max edge of 320" \
         carrel screenshot "$s" -o "$jpg" --format jpeg --max-edge 320
     check_eq "...is a JPEG" "ffd8" "$(head -c 2 "$jpg" | od -An -tx1 | tr -d ' \n')"
@@ -52,19 +52,21 @@ computer_keyboard() {
     check_eq "non-ASCII text for typing exits 8 (use the clipboard)" "8" "$?"
     carrel key "$s" ctrl+nosuchkey >/dev/null 2>&1
     check_eq "an unknown key exits 8" "8" "$?"
+    carrel type "$s" "$(head -c 5000 /dev/zero | tr '\0' a)" >/dev/null 2>&1
+    check_eq "text over the 4096-byte limit exits 8" "8" "$?"
 }
 
 computer_mouse() {
     local s="$1" log="$E2E_DIR/xi.log" loc
     guest_x "$s" sh -c 'setsid xinput test-xi2 --root >/tmp/xi.log 2>&1 </dev/null &' >/dev/null
     sleep 2
-    carrel do "$s" '{"action":"mouse_move","coordinate":[123,321]}' >/dev/null
+    carrel "do" "$s" '{"action":"mouse_move","coordinate":[123,321]}' >/dev/null
     loc="$(guest_x "$s" xdotool getmouselocation)"
     check_eq "the pointer lands on the exact pixel" "x:123 y:321" "$(cut -d' ' -f1-2 <<<"$loc")"
     carrel click "$s" 200 200 >/dev/null
     carrel click "$s" 220 200 --button right >/dev/null
-    carrel do "$s" '{"action":"double_click","coordinate":[240,200]}' >/dev/null
-    carrel do "$s" '{"type":"drag","path":[{"x":300,"y":300},{"x":400,"y":350},{"x":500,"y":300}]}' \
+    carrel "do" "$s" '{"action":"double_click","coordinate":[240,200]}' >/dev/null
+    carrel "do" "$s" '{"type":"drag","path":[{"x":300,"y":300},{"x":400,"y":350},{"x":500,"y":300}]}' \
         >/dev/null
     loc="$(guest_x "$s" xdotool getmouselocation)"
     check_eq "a drag ends where its path ends" "x:500 y:300" "$(cut -d' ' -f1-2 <<<"$loc")"
@@ -83,7 +85,7 @@ computer_mouse() {
     check_eq "wheel down reaches X (down 3, right 2)" "5" "$(button_presses "$log" 5)"
     carrel click "$s" 5000 10 >/dev/null 2>&1
     check_eq "an off-screen click exits 8" "8" "$?"
-    carrel do "$s" '{"action":"teleport"}' >/dev/null 2>&1
+    carrel "do" "$s" '{"action":"teleport"}' >/dev/null 2>&1
     check_eq "an unknown action exits 8" "8" "$?"
     guest_x "$s" pkill -f 'xinput test-xi2' >/dev/null 2>&1
 }
@@ -100,6 +102,29 @@ computer_files() {
     check_eq "a '..' in a guest path exits 8" "8" "$?"
     carrel cp "$s:/nonexistent" "$E2E_DIR/x" >/dev/null 2>&1
     check_eq "a missing guest file exits 3" "3" "$?"
+}
+
+# A guest agent that stops answering (frozen with SIGSTOP for 30 s) never hangs carreld: the
+# command fails with a timeout, the daemon keeps serving, and the agent works again after.
+computer_frozen_agent() {
+    local s="$1" t0 code
+    # shellcheck disable=SC2016 # expanded by the guest's shell
+    carrel exec "$s" -- sh -c \
+        'p=$(pidof qemu-ga); (sleep 2; kill -STOP $p; sleep 30; kill -CONT $p) >/dev/null 2>&1 &' \
+        >/dev/null
+    sleep 4
+    t0=$(date +%s)
+    carrel exec "$s" -- true >/dev/null 2>&1
+    code=$?
+    check_eq "exec against a frozen guest agent exits 7 (timeout)" "7" "$code"
+    check "...within 30 s" test "$(($(date +%s) - t0))" -le 30
+    check "carreld still answers meanwhile" carrel ls
+    check "screenshots still work (they need no agent)" carrel screenshot "$s" -o "$E2E_DIR/f.png"
+    for _ in $(seq 1 30); do
+        carrel exec "$s" -- true >/dev/null 2>&1 && break
+        sleep 2
+    done
+    check "the agent answers again once it thaws" carrel exec "$s" -- true
 }
 
 computer_events() {
@@ -119,4 +144,5 @@ computer_checks() {
     computer_mouse "$1"
     computer_files "$1"
     computer_events "$1"
+    computer_frozen_agent "$1"
 }

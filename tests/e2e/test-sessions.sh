@@ -4,6 +4,8 @@
 set -uo pipefail
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
+# shellcheck source=tests/e2e/computer.sh
+source "$(dirname "$0")/computer.sh"
 trap 'finish; exit $?' EXIT
 
 start_daemon || exit 1
@@ -105,6 +107,12 @@ check_eq "exec stdout" "out" "$out"
 check_eq "exec stderr" "err" "$(cat "$E2E_DIR/err")"
 check_eq "exec timeout kills the command" "true" \
     "$(carrel exec --json --timeout 2 "$a" -- sleep 30 | jq -r .timed_out)"
+capped="$(carrel exec --json "$a" -- sh -c 'yes | head -c 2000000')"
+check_eq "exec output is capped at 1 MiB and says so" "1048576 true" \
+    "$(jq -r '"\(.stdout | length) \(.truncated)"' <<<"$capped")"
+
+# Computer use on the restored desktop: screenshots, keyboard, mouse, files, the timeline.
+computer_checks "$a"
 
 # A guest without carrel's tools or a guest agent (here: tiny's image booted into a bare shell)
 # is ready once its screen shows something and holds still.

@@ -252,6 +252,44 @@ test_screenshot_request(void **state)
     }
 }
 
+static CarrelExecRequest *
+exec_parse(const char *json, GError **error)
+{
+    g_autoptr(JsonNode) node = json_from_string(json, NULL);
+
+    assert_non_null(node);
+    return carrel_exec_request_from_json(node, error);
+}
+
+static void
+test_exec_request(void **state)
+{
+    g_autoptr(CarrelExecRequest) ok = NULL;
+    g_autoptr(GError) error = NULL;
+    const char *bad[] = {
+        "{\"argv\":[\"cat\"],\"stdin_base64\":\"AAE\"}",  /* not padded */
+        "{\"argv\":[\"cat\"],\"stdin_base64\":\"AA*=\"}", /* not the alphabet */
+        "{\"argv\":[\"cat\"],\"stdin\":\"x\",\"stdin_base64\":\"AA==\"}",
+        "{\"argv\":[\"cat\"],\"stdin_base64\":7}",
+        "{\"argv\":[\"cat\"],\"timeout_s\":0}",
+        "{\"argv\":[]}",
+        "{\"argv\":[\"cat\"],\"cwd\":\"relative\"}",
+        "{\"argv\":[\"cat\"],\"shell\":true}",
+    };
+
+    ok = exec_parse("{\"argv\":[\"cat\"],\"stdin_base64\":\"AP8KAA==\"}", NULL);
+    assert_non_null(ok);
+    assert_int_equal(g_bytes_get_size(ok->stdin_bytes), 4);
+    assert_memory_equal(g_bytes_get_data(ok->stdin_bytes, NULL), "\x00\xff\n\x00", 4);
+    for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_autoptr(CarrelExecRequest) req = exec_parse(bad[i], &error);
+        if (req)
+            fail_msg("accepted %s", bad[i]);
+        assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG));
+        g_clear_error(&error);
+    }
+}
+
 int
 main(void)
 {
@@ -264,6 +302,7 @@ main(void)
         cmocka_unit_test(test_state_machine),
         cmocka_unit_test(test_session_json),
         cmocka_unit_test(test_screenshot_request),
+        cmocka_unit_test(test_exec_request),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
