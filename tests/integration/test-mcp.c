@@ -1,7 +1,7 @@
 /*
  * Integration: MCP on the real carreld (libvirt's test driver, a temporary state dir). POST /mcp
  * is driven with libsoup directly (the tests need their own Origin and MCP-Protocol-Version
- * headers).
+ * headers), `carrel mcp` as a child process over its stdin and stdout.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -535,6 +535,155 @@ test_sandbox_tools(void **state)
     assert_true(is_error(twice));
 }
 
+/* Reads one line from a child's pipe within timeout_s; NULL at EOF or timeout. */
+static char *
+read_line(GInputStream *in, guint timeout_s)
+{
+    g_autoptr(GString) line = g_string_new(NULL);
+    gint64 deadline = g_get_monotonic_time() + (gint64)timeout_s * G_USEC_PER_SEC;
+
+    while (g_get_monotonic_time() < deadline) {
+        char c;
+        g_autoptr(GError) error = NULL;
+        gssize n = g_pollable_input_stream_read_nonblocking(G_POLLABLE_INPUT_STREAM(in), &c, 1,
+                                                            NULL, &error);
+
+        if (n == 0)
+            return NULL;
+        if (n < 0 && g_error_matches(error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK)) {
+            g_usleep(5 * 1000);
+            continue;
+        }
+        if (n < 0)
+            fail_msg("reading carrel mcp: %s", error->message);
+        if (c == '\n')
+            return g_string_free(g_steal_pointer(&line), FALSE);
+        g_string_append_c(line, c);
+    }
+    return NULL;
+}
+
+static void
+send_line(GSubprocess *proc, const char *line)
+{
+    GOutputStream *in = g_subprocess_get_stdin_pipe(proc);
+    g_autoptr(GError) error = NULL;
+
+    if (!g_output_stream_write_all(in, line, strlen(line), NULL, NULL, &error) ||
+        !g_output_stream_write_all(in, "\n", 1, NULL, NULL, &error) ||
+        !g_output_stream_flush(in, NULL, &error))
+        fail_msg("writing to carrel mcp: %s", error->message);
+}
+
+static GSubprocess *
+spawn_bridge(const char *token)
+{
+    g_autoptr(GSubprocessLauncher) launcher =
+        g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE |
+                                  G_SUBPROCESS_FLAGS_STDERR_PIPE);
+    g_autoptr(GError) error = NULL;
+    GSubprocess *proc;
+
+    assert_non_null(g_getenv("CARREL_CLI"));
+    g_subprocess_launcher_setenv(launcher, "CARREL_SOCKET", fx.socket, TRUE);
+    g_subprocess_launcher_setenv(launcher, "CARREL_TOKEN", token, TRUE);
+    g_subprocess_launcher_unsetenv(launcher, "CARREL_URL");
+    proc = g_subprocess_launcher_spawn(launcher, &error, g_getenv("CARREL_CLI"), "mcp", NULL);
+    if (!proc)
+        fail_msg("%s", error->message);
+    return proc;
+}
+
+static JsonObject *
+line_object(const char *line, JsonNode **ret_node)
+{
+    assert_non_null(line);
+    *ret_node = carrel_conf_parse_json(line, strlen(line), NULL);
+    return object(*ret_node);
+}
+
+static void
+test_stdio_bridge(void **state)
+{
+    g_autoptr(GSubprocess) proc = spawn_bridge(fx.token);
+    GInputStream *out = g_subprocess_get_stdout_pipe(proc);
+    g_autofree char *first = NULL;
+    g_autofree char *second = NULL;
+    g_autofree char *rest = NULL;
+    g_autofree char *err = NULL;
+    g_autoptr(JsonNode) n1 = NULL;
+    g_autoptr(JsonNode) n2 = NULL;
+    g_autoptr(GError) error = NULL;
+    JsonObject *o1, *o2;
+
+    /* Each reply comes as soon as its message is sent: clients wait for it before going on. */
+    send_line(proc, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":"
+                    "{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{}}}");
+    first = read_line(out, 30);
+    o1 = line_object(first, &n1);
+    assert_int_equal(json_object_get_int_member(o1, "id"), 1);
+    assert_string_equal(json_object_get_string_member(json_object_get_object_member(o1, "result"),
+                                                      "protocolVersion"),
+                        "2025-06-18");
+    send_line(proc, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+    send_line(proc, "");
+    send_line(proc, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}\r");
+    second = read_line(out, 30);
+    o2 = line_object(second, &n2);
+    assert_int_equal(json_object_get_int_member(o2, "id"), 2);
+    assert_int_equal(json_array_get_length(json_object_get_array_member(
+                         json_object_get_object_member(o2, "result"), "tools")),
+                     g_strv_length((char **)all_tools));
+
+    /* End of stdin: exit 0, nothing more on stdout (the notification had no reply). */
+    assert_true(g_subprocess_communicate_utf8(proc, NULL, NULL, &rest, &err, &error));
+    assert_true(g_subprocess_get_if_exited(proc));
+    assert_int_equal(g_subprocess_get_exit_status(proc), 0);
+    assert_string_equal(rest, "");
+    assert_null(strstr(err, fx.token));
+    assert_null(strstr(first, fx.token));
+}
+
+static void
+test_stdio_refusals(void **state)
+{
+    g_autoptr(GSubprocess) proc = spawn_bridge("not-the-token");
+    g_autofree char *big = g_strnfill(1024 * 1024 + 10, 'x');
+    g_autofree char *input =
+        g_strdup_printf("{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"ping\"}\n"
+                        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n"
+                        "%s\n",
+                        big);
+    g_autofree char *out = NULL;
+    g_autofree char *err = NULL;
+    g_autoptr(GError) error = NULL;
+    g_auto(GStrv) lines = NULL;
+    g_autoptr(JsonNode) n1 = NULL;
+    g_autoptr(JsonNode) n2 = NULL;
+    JsonObject *o1, *o2;
+
+    assert_true(g_subprocess_communicate_utf8(proc, input, NULL, &out, &err, &error));
+    assert_int_equal(g_subprocess_get_exit_status(proc), 0);
+    lines = g_strsplit(out, "\n", -1);
+    /* Two replies and the empty string after the last newline. */
+    assert_int_equal(g_strv_length(lines), 3);
+    /* carreld's refusal becomes a JSON-RPC error for the request's id. */
+    o1 = line_object(lines[0], &n1);
+    assert_string_equal(json_object_get_string_member(o1, "id"), "a");
+    assert_int_equal(json_object_get_int_member(json_object_get_object_member(o1, "error"), "code"),
+                     -32000);
+    assert_non_null(
+        strstr(json_object_get_string_member(json_object_get_object_member(o1, "error"), "message"),
+               "unauthorized"));
+    /* The line over 1 MiB is refused without reaching carreld. */
+    o2 = line_object(lines[1], &n2);
+    assert_true(JSON_NODE_HOLDS_NULL(json_object_get_member(o2, "id")));
+    assert_int_equal(json_object_get_int_member(json_object_get_object_member(o2, "error"), "code"),
+                     -32600);
+    assert_non_null(strstr(err, "1 MiB"));
+    assert_null(strstr(err, "not-the-token"));
+}
+
 /* Last: carreld stops cleanly (a sanitizer build fails here on leaks) and never logged the token.
  */
 static void
@@ -558,7 +707,8 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_auth_and_origin), cmocka_unit_test(test_initialize_and_notifications),
         cmocka_unit_test(test_jsonrpc_errors),  cmocka_unit_test(test_tools_list),
-        cmocka_unit_test(test_sandbox_tools),   cmocka_unit_test(test_clean_exit),
+        cmocka_unit_test(test_sandbox_tools),   cmocka_unit_test(test_stdio_bridge),
+        cmocka_unit_test(test_stdio_refusals),  cmocka_unit_test(test_clean_exit),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
