@@ -17,12 +17,14 @@ typedef struct {
     const char *reply_type; /* a static string, e.g. "image/png" */
     char *role;
     char *request_id;
+    char *origin;               /* the Origin header, or NULL (checked by /mcp) */
+    char *mcp_protocol_version; /* the MCP-Protocol-Version header, or NULL */
 } CarrelApiRequest;
 
 typedef JsonNode *(*CarrelApiHandler)(CarrelApiRequest *req, guint *ret_status, GError **error);
 
 typedef enum {
-    /* The body is not JSON: handed over as bytes, up to CARREL_LIMIT_FILE_BYTES. */
+    /* The body is handed over as bytes, not parsed, up to CARREL_LIMIT_FILE_BYTES. */
     CARREL_API_ROUTE_RAW_BODY = 1 << 0,
 } CarrelApiRouteFlags;
 
@@ -47,3 +49,10 @@ gsize carrel_api_route_body_max(const CarrelApiRoute *route);
 
 /* A query value or NULL. */
 const char *carrel_api_query(CarrelApiRequest *req, const char *key);
+
+/*
+ * POST /mcp (api-mcp.c): one JSON-RPC message of MCP's streamable HTTP transport, answered with
+ * application/json (202 and no body for notifications and responses). Malformed messages get
+ * JSON-RPC errors, not the error envelope; a foreign Origin is refused with 403.
+ */
+JsonNode *carrel_api_mcp_post(CarrelApiRequest *req, guint *ret_status, GError **error);

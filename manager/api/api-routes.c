@@ -440,5 +440,6 @@ const CarrelApiRoute carrel_api_routes[] = {
     {"GET", "/v1/sessions/*/events", get_session_events, NULL, 0},
     {"GET", "/v1/sessions/*/screenshot", get_session_screenshot, NULL, 0},
     {"POST", "/v1/sessions/*/computer", post_session_computer, NULL, 0},
+    {"POST", "/mcp", carrel_api_mcp_post, NULL, CARREL_API_ROUTE_RAW_BODY},
     {NULL, NULL, NULL, NULL, 0},
 };

@@ -38,6 +38,8 @@ request_free(CarrelApiRequest *req)
     g_clear_pointer(&req->reply_bytes, g_bytes_unref);
     g_free(req->role);
     g_free(req->request_id);
+    g_free(req->origin);
+    g_free(req->mcp_protocol_version);
     g_free(req);
 }
 
@@ -229,6 +231,9 @@ exchange_new(CarrelApi *api, SoupServerMessage *msg, const char *path, GHashTabl
     ex->req->path = g_strdup(g_uri_get_path(uri));
     ex->req->query = query ? g_hash_table_ref(query) : NULL;
     ex->req->request_id = request_id_ok(given_id) ? g_strdup(given_id) : carrel_util_new_id("r-");
+    ex->req->origin = g_strdup(soup_message_headers_get_one(headers, "Origin"));
+    ex->req->mcp_protocol_version =
+        g_strdup(soup_message_headers_get_one(headers, "MCP-Protocol-Version"));
     (void)path;
     return ex;
 }

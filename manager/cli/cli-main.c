@@ -46,6 +46,9 @@ static const char cli_help[] =
     "  scroll ID X Y --dy N [--dx N] [-o FILE]\n"
     "  do ID JSON|- [-o FILE]         raw action JSON (Anthropic, OpenAI, OSWorld or carrel\n"
     "                                 format, or a batch); -o saves the final screenshot\n"
+    "  mcp                            serve MCP (Model Context Protocol) on stdin/stdout for\n"
+    "                                 local clients (Claude Desktop...): one JSON-RPC message\n"
+    "                                 per line, relayed to carreld's POST /mcp\n"
     "\n"
     "Options (before or after the command):\n"
     "  --socket PATH      carreld's Unix socket (env CARREL_SOCKET,\n"
@@ -90,6 +93,7 @@ static const CliVerb cli_verbs[] = {
     {"key", carrel_cli_key},
     {"scroll", carrel_cli_scroll},
     {"do", carrel_cli_do},
+    {"mcp", carrel_cli_mcp},
 };
 
 typedef struct {

@@ -51,6 +51,8 @@ int carrel_cli_type(CarrelCli *cli, int argc, char **argv);
 int carrel_cli_key(CarrelCli *cli, int argc, char **argv);
 int carrel_cli_scroll(CarrelCli *cli, int argc, char **argv);
 int carrel_cli_do(CarrelCli *cli, int argc, char **argv);
+/* MCP over stdio, relayed to POST /mcp (cli-mcp.c). */
+int carrel_cli_mcp(CarrelCli *cli, int argc, char **argv);
 
 /*
  * Parses a verb's options with GOptionContext (--help prints the verb's help and exits 0).

@@ -489,4 +489,149 @@ typedef struct {
 gboolean carrel_screenshot_request_parse(GHashTable *query, CarrelScreenshotRequest *ret_req,
                                          GError **error);
 
+/*
+ * MCP, the Model Context Protocol (conf-mcp.c, conf-mcp-tools.c): JSON-RPC 2.0 messages as
+ * POST /mcp and `carrel mcp` carry them, the protocol versions carrel speaks, its tools with
+ * their input schemas, and the pure parts of running them (arguments in, results out).
+ */
+#define CARREL_MCP_PROTOCOL_VERSION "2025-06-18"
+
+/* JSON-RPC 2.0 error codes, plus -32000 for carreld refusing or being out of reach. */
+typedef enum {
+    CARREL_MCP_PARSE_ERROR = -32700,
+    CARREL_MCP_INVALID_REQUEST = -32600,
+    CARREL_MCP_METHOD_NOT_FOUND = -32601,
+    CARREL_MCP_INVALID_PARAMS = -32602,
+    CARREL_MCP_INTERNAL_ERROR = -32603,
+    CARREL_MCP_SERVER_ERROR = -32000,
+} CarrelMcpErrorCode;
+
+typedef enum {
+    CARREL_MCP_MESSAGE_REQUEST,      /* method and id: answered */
+    CARREL_MCP_MESSAGE_NOTIFICATION, /* method, no id: never answered */
+    CARREL_MCP_MESSAGE_RESPONSE,     /* result or error, no method: carrel sends no requests */
+    CARREL_MCP_MESSAGE_LAST
+} CarrelMcpMessageKind;
+
+/* One JSON-RPC message. */
+typedef struct {
+    CarrelMcpMessageKind kind;
+    JsonNode *id;     /* string or number; NULL for a notification */
+    char *method;     /* NULL for a response */
+    JsonNode *params; /* an object, or NULL */
+} CarrelMcpMessage;
+
+void carrel_mcp_message_free(CarrelMcpMessage *msg);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelMcpMessage, carrel_mcp_message_free)
+
+/*
+ * Reads one JSON-RPC 2.0 message: "jsonrpc" must be "2.0", "id" a string or a number, "method"
+ * a string, "params" an object. Batches (arrays) are refused: MCP 2025-06-18 has none.
+ * INVALID_ARG (JSON-RPC's "invalid request") otherwise.
+ */
+CarrelMcpMessage *carrel_mcp_message_from_json(JsonNode *node, GError **error);
+
+/* The id of a message that may be invalid, for the error reply: a copy, or a JSON null. */
+JsonNode *carrel_mcp_message_id(JsonNode *node);
+
+/* {"jsonrpc": "2.0", "id": id, "result": result}; takes result, copies id (NULL: null). */
+JsonNode *carrel_mcp_result_reply(JsonNode *id, JsonNode *result);
+
+/* {"jsonrpc": "2.0", "id": id, "error": {"code", "message"}}; copies id (NULL: null). */
+JsonNode *carrel_mcp_error_reply(JsonNode *id, CarrelMcpErrorCode code, const char *message);
+
+/* TRUE for the protocol versions carrel speaks: 2025-06-18, 2025-03-26, 2024-11-05. */
+gboolean carrel_mcp_version_supported(const char *version);
+
+/* The version to answer initialize with: the client's when supported, else the latest. */
+const char *carrel_mcp_version_negotiate(const char *requested);
+
+/*
+ * TRUE when an HTTP Origin names this host: its host is 127.0.0.1, ::1 or localhost (any
+ * scheme and port). Web pages elsewhere must not reach a local MCP server (DNS rebinding).
+ */
+gboolean carrel_mcp_origin_is_local(const char *origin);
+
+/* carrel's MCP tools. */
+typedef enum {
+    CARREL_MCP_TOOL_SANDBOX_CREATE,
+    CARREL_MCP_TOOL_SANDBOX_LIST,
+    CARREL_MCP_TOOL_SANDBOX_DESTROY,
+    CARREL_MCP_TOOL_SANDBOX_PAUSE,
+    CARREL_MCP_TOOL_SANDBOX_RESUME,
+    CARREL_MCP_TOOL_SNAPSHOT_CREATE,
+    CARREL_MCP_TOOL_SNAPSHOT_REVERT,
+    CARREL_MCP_TOOL_COMPUTER,
+    CARREL_MCP_TOOL_SCREENSHOT,
+    CARREL_MCP_TOOL_COMMAND_RUN,
+    CARREL_MCP_TOOL_FILE_READ,
+    CARREL_MCP_TOOL_FILE_WRITE,
+    CARREL_MCP_TOOL_LAST
+} CarrelMcpTool;
+
+const char *carrel_mcp_tool_to_string(CarrelMcpTool tool);
+/* Returns CARREL_MCP_TOOL_LAST for unknown names. */
+CarrelMcpTool carrel_mcp_tool_from_string(const char *name);
+
+/*
+ * The result of tools/list: {"tools": [{name, title, description, inputSchema, annotations}]}.
+ * Each inputSchema is generated from the same table carrel_mcp_tool_arguments checks against.
+ */
+JsonNode *carrel_mcp_tools_list(void);
+
+/*
+ * Checks a tool's arguments (NULL or an object) against its input schema: known members only
+ * (the computer tool passes others on to the action parser), types, ranges, choices, required
+ * members. Members that are null count as absent. Returns a copy without them, or INVALID_ARG
+ * naming the member.
+ */
+JsonObject *carrel_mcp_tool_arguments(CarrelMcpTool tool, JsonNode *arguments, GError **error);
+
+/*
+ * command_run's checked arguments as an exec request: "command" runs as /bin/sh -c COMMAND,
+ * "argv" as given; exactly one of them. INVALID_ARG or LIMIT otherwise.
+ */
+CarrelExecRequest *carrel_mcp_exec_request_from_arguments(JsonObject *args, GError **error);
+
+/*
+ * file_write's checked arguments: "content" as UTF-8 text (the default) or, with "encoding":
+ * "base64", decoded (strict alphabet and padding, whitespace ignored), at most
+ * CARREL_LIMIT_FILE_BYTES.
+ */
+GBytes *carrel_mcp_file_content_from_arguments(JsonObject *args, GError **error);
+
+/* A tool result: {"content": [...], "structuredContent"?: ..., "isError": is_error}; takes
+ * content and structured (may be NULL). */
+JsonNode *carrel_mcp_tool_result(JsonArray *content, JsonNode *structured, gboolean is_error);
+
+/* A tool result for one text, with structured as its structured content (taken, may be NULL). */
+JsonNode *carrel_mcp_text_result(const char *text, JsonNode *structured, gboolean is_error);
+
+/* A tool result for a value: the value's JSON as text, and the value as structured content. */
+JsonNode *carrel_mcp_json_result(JsonNode *value);
+
+/* A failed tool call: isError, the text "CODE: MESSAGE" and {"error": {code, message}}. */
+JsonNode *carrel_mcp_error_result(const GError *error);
+
+/* Image content {"type": "image", "data": base64, "mimeType"}. */
+JsonNode *carrel_mcp_image_content(GBytes *image, const char *mime_type);
+
+/*
+ * file_read's result: the file as text content when it is valid UTF-8 without NUL bytes, else
+ * an embedded resource {uri, mimeType: application/octet-stream, blob: base64}; structured
+ * content {path, bytes, encoding: "utf-8"|"base64"}. uri names the file for the client.
+ */
+JsonNode *carrel_mcp_file_result(const char *uri, const char *path, GBytes *data);
+
+/*
+ * The computer tool's result from carrel_manager_session_computer's reply: every image in it
+ * (per-action screenshots and outputs, then the final observation) as image content, then the
+ * reply without image data as text and as structured content.
+ */
+JsonNode *carrel_mcp_computer_result(JsonNode *reply);
+
+/* command_run's result: exit code, stdout and stderr as text; the exec result as structured
+ * content. A command that ran is never an error here, whatever its exit code. */
+JsonNode *carrel_mcp_exec_result(const CarrelExecResult *result);
+
 G_END_DECLS

@@ -223,17 +223,35 @@ result_entry(const CarrelAction *action, guint index, gint64 started, JsonNode *
     return json_builder_get_root(b);
 }
 
-/* What the timeline keeps of a result: no image data. */
+/* A node with a new object holding obj's members but skip (their values shared). */
+static JsonNode *
+object_without(JsonObject *obj, const char *skip)
+{
+    JsonNode *node = json_node_new(JSON_NODE_OBJECT);
+    JsonObject *out = json_object_new();
+    g_autoptr(GList) members = json_object_get_members(obj);
+
+    for (GList *l = members; l; l = l->next) {
+        if (!g_str_equal(l->data, skip))
+            json_object_set_member(out, l->data, json_object_dup_member(obj, l->data));
+    }
+    json_node_take_object(node, out);
+    return node;
+}
+
+/*
+ * What the timeline keeps of a result: no image data. New objects, not json_node_copy (which
+ * shares them): the reply keeps its images.
+ */
 static JsonNode *
 timeline_result(JsonNode *entry)
 {
-    JsonNode *copy = json_node_copy(entry);
+    JsonNode *copy = object_without(json_node_get_object(entry), "screenshot");
     JsonObject *obj = json_node_get_object(copy);
     JsonNode *out = json_object_get_member(obj, "output");
 
-    json_object_remove_member(obj, "screenshot");
     if (out && JSON_NODE_HOLDS_OBJECT(out))
-        json_object_remove_member(json_node_get_object(out), "data");
+        json_object_set_member(obj, "output", object_without(json_node_get_object(out), "data"));
     return copy;
 }
 

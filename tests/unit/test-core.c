@@ -562,6 +562,23 @@ test_computer(void **state)
     assert_string_equal(((CarrelEvent *)g_ptr_array_index(events, 0))->action, "click");
     assert_string_equal(((CarrelEvent *)g_ptr_array_index(events, 1))->action, "type");
     g_clear_pointer(&reply, json_node_unref);
+    g_clear_pointer(&events, g_ptr_array_unref);
+
+    /* A screenshot action's image is in the reply (its output), never on the timeline. */
+    reply = computer(fx, s->id, "{\"action\":\"screenshot\"}", &error);
+    assert_non_null(reply);
+    shot = json_object_get_object_member(
+        json_array_get_object_element(
+            json_object_get_array_member(json_node_get_object(reply), "results"), 0),
+        "output");
+    assert_non_null(json_object_get_string_member(shot, "data"));
+    events = carrel_manager_session_events(fx->mgr, s->id, 0, 100, &error);
+    assert_int_equal(events->len, 4);
+    shot = json_object_get_object_member(
+        json_node_get_object(((CarrelEvent *)g_ptr_array_index(events, 3))->result), "output");
+    assert_false(json_object_has_member(shot, "data"));
+    assert_true(json_object_has_member(shot, "width"));
+    g_clear_pointer(&reply, json_node_unref);
 
     /* A failure part-way stops the batch and names the action. */
     carrel_hypervisor_fake_fail_next(fx->hv, "input_send");

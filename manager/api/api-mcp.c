@@ -1,0 +1,348 @@
+/*
+ * POST /mcp: the Model Context Protocol (2025-06-18, also 2025-03-26 and 2024-11-05) over
+ * streamable HTTP, one JSON-RPC message per request, always answered with application/json (no
+ * SSE streams, no Mcp-Session-Id: every request stands alone). Tools map onto the manager calls
+ * the v1 routes use, with the token's role as the actor on the timeline.
+ */
+#include "api/api-priv.h"
+
+#define MCP_INSTRUCTIONS                                                                           \
+    "carrel runs sandboxes: full desktop virtual machines. Create one with sandbox_create, see "   \
+    "and drive its desktop with computer (or screenshot), run commands with command_run, move "    \
+    "files with file_read and file_write, and destroy it with sandbox_destroy when done."
+
+typedef JsonNode *(*ToolFunc)(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args,
+                              GError **error);
+
+/*
+ * Tools return a tool result; a failure of the manager is a result with isError set (the model
+ * reads it and may try again). NULL and error only for arguments that cannot be used at all.
+ */
+
+/* A node holding obj, taking the caller's reference. */
+static JsonNode *
+object_node(JsonObject *obj)
+{
+    JsonNode *node = json_node_init_object(json_node_alloc(), obj);
+
+    json_object_unref(obj);
+    return node;
+}
+
+static const char *
+arg(JsonObject *args, const char *name)
+{
+    return json_object_get_string_member_with_default(args, name, NULL);
+}
+
+static JsonNode *
+session_result(CarrelSession *session, const GError *error)
+{
+    g_autoptr(CarrelSession) owned = session;
+    g_autoptr(JsonNode) node = NULL;
+
+    if (!owned)
+        return carrel_mcp_error_result(error);
+    node = carrel_session_to_json(owned);
+    return carrel_mcp_json_result(node);
+}
+
+static JsonNode *
+tool_sandbox_create(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GError **error)
+{
+    g_autoptr(JsonNode) body = json_node_init_object(json_node_alloc(), args);
+    g_autoptr(CarrelSessionRequest) sreq = carrel_session_request_from_json(body, error);
+    g_autoptr(GError) local = NULL;
+    CarrelSession *session;
+
+    if (!sreq)
+        return NULL;
+    session = carrel_manager_session_create(req->mgr, sreq, &local);
+    return session_result(session, local);
+}
+
+static JsonNode *
+tool_sandbox_list(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GError **error)
+{
+    g_autoptr(GError) local = NULL;
+    g_autoptr(GPtrArray) sessions = carrel_manager_session_list(req->mgr, FALSE, &local);
+    g_autoptr(JsonObject) obj = json_object_new();
+    g_autoptr(JsonNode) node = NULL;
+    JsonArray *list = json_array_new();
+
+    json_object_set_array_member(obj, "sessions", list);
+    if (!sessions)
+        return carrel_mcp_error_result(local);
+    for (guint i = 0; i < sessions->len; i++)
+        json_array_add_element(list, carrel_session_to_json(g_ptr_array_index(sessions, i)));
+    node = json_node_init_object(json_node_alloc(), obj);
+    return carrel_mcp_json_result(node);
+}
+
+static JsonNode *
+tool_sandbox_destroy(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GError **error)
+{
+    g_autoptr(GError) local = NULL;
+    CarrelSession *session = carrel_manager_session_destroy(req->mgr, arg(args, "session"), &local);
+
+    return session_result(session, local);
+}
+
+static JsonNode *
+tool_not_yet(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GError **error)
+{
+    g_autoptr(GError) local =
+        g_error_new(CARREL_ERROR, CARREL_ERROR_UNSUPPORTED,
+                    "%s is not available yet: snapshots and pause land with the snapshots issue",
+                    carrel_mcp_tool_to_string(tool));
+
+    return carrel_mcp_error_result(local);
+}
+
+static JsonNode *
+tool_computer(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GError **error)
+{
+    g_autofree char *session = g_strdup(arg(args, "session"));
+    g_autoptr(JsonNode) body = NULL;
+    g_autoptr(JsonNode) reply = NULL;
+    g_autoptr(GError) local = NULL;
+
+    /* The rest is the action as Anthropic's computer tool (or another format) gives it. */
+    json_object_remove_member(args, "session");
+    body = json_node_init_object(json_node_alloc(), args);
+    reply = carrel_manager_session_computer(req->mgr, session, body, req->role, &local);
+    return reply ? carrel_mcp_computer_result(reply) : carrel_mcp_error_result(local);
+}
+
+static JsonNode *
+tool_screenshot(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GError **error)
+{
+    CarrelScreenshotRequest shot;
+    g_autoptr(GBytes) png = NULL;
+    g_autoptr(GError) local = NULL;
+    JsonArray *content;
+
+    if (!carrel_screenshot_request_parse(NULL, &shot, error))
+        return NULL;
+    png =
+        carrel_manager_session_screenshot(req->mgr, arg(args, "session"), &shot, req->role, &local);
+    if (!png)
+        return carrel_mcp_error_result(local);
+    content = json_array_new();
+    json_array_add_element(content, carrel_mcp_image_content(png, "image/png"));
+    return carrel_mcp_tool_result(content, NULL, FALSE);
+}
+
+static JsonNode *
+tool_command_run(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GError **error)
+{
+    g_autoptr(CarrelExecRequest) exec = carrel_mcp_exec_request_from_arguments(args, error);
+    g_autoptr(GError) local = NULL;
+    CarrelExecResult result = {0};
+    JsonNode *node;
+
+    if (!exec)
+        return NULL;
+    if (!carrel_manager_session_exec(req->mgr, arg(args, "session"), exec, req->role, &result,
+                                     &local))
+        return carrel_mcp_error_result(local);
+    node = carrel_mcp_exec_result(&result);
+    carrel_exec_result_clear(&result);
+    return node;
+}
+
+static JsonNode *
+tool_file_read(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GError **error)
+{
+    const char *session = arg(args, "session");
+    const char *path = arg(args, "path");
+    g_autoptr(GError) local = NULL;
+    g_autoptr(GBytes) data =
+        carrel_manager_session_file_read(req->mgr, session, path, req->role, &local);
+    g_autofree char *s = NULL;
+    g_autofree char *p = NULL;
+    g_autofree char *uri = NULL;
+
+    if (!data)
+        return carrel_mcp_error_result(local);
+    s = g_uri_escape_string(session, NULL, FALSE);
+    p = g_uri_escape_string(path, "/", FALSE);
+    uri = g_strdup_printf("carrel://sessions/%s/files%s", s, p);
+    return carrel_mcp_file_result(uri, path, data);
+}
+
+static JsonNode *
+tool_file_write(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GError **error)
+{
+    const char *path = arg(args, "path");
+    g_autoptr(GBytes) data = carrel_mcp_file_content_from_arguments(args, error);
+    g_autoptr(GError) local = NULL;
+    g_autoptr(JsonObject) obj = json_object_new();
+    g_autoptr(JsonNode) node = NULL;
+
+    if (!data)
+        return NULL;
+    if (!carrel_manager_session_file_write(req->mgr, arg(args, "session"), path, data, req->role,
+                                           &local))
+        return carrel_mcp_error_result(local);
+    json_object_set_string_member(obj, "path", path);
+    json_object_set_int_member(obj, "bytes", (gint64)g_bytes_get_size(data));
+    node = json_node_init_object(json_node_alloc(), obj);
+    return carrel_mcp_json_result(node);
+}
+
+static const ToolFunc tool_funcs[CARREL_MCP_TOOL_LAST] = {
+    [CARREL_MCP_TOOL_SANDBOX_CREATE] = tool_sandbox_create,
+    [CARREL_MCP_TOOL_SANDBOX_LIST] = tool_sandbox_list,
+    [CARREL_MCP_TOOL_SANDBOX_DESTROY] = tool_sandbox_destroy,
+    [CARREL_MCP_TOOL_SANDBOX_PAUSE] = tool_not_yet,
+    [CARREL_MCP_TOOL_SANDBOX_RESUME] = tool_not_yet,
+    [CARREL_MCP_TOOL_SNAPSHOT_CREATE] = tool_not_yet,
+    [CARREL_MCP_TOOL_SNAPSHOT_REVERT] = tool_not_yet,
+    [CARREL_MCP_TOOL_COMPUTER] = tool_computer,
+    [CARREL_MCP_TOOL_SCREENSHOT] = tool_screenshot,
+    [CARREL_MCP_TOOL_COMMAND_RUN] = tool_command_run,
+    [CARREL_MCP_TOOL_FILE_READ] = tool_file_read,
+    [CARREL_MCP_TOOL_FILE_WRITE] = tool_file_write,
+};
+
+/* Methods: each returns the JSON-RPC reply to msg. */
+
+static JsonNode *invalid_params(CarrelMcpMessage *msg, const char *format, ...) G_GNUC_PRINTF(2, 3);
+
+static JsonNode *
+invalid_params(CarrelMcpMessage *msg, const char *format, ...)
+{
+    g_autofree char *message = NULL;
+    va_list args;
+
+    va_start(args, format);
+    message = g_strdup_vprintf(format, args);
+    va_end(args);
+    return carrel_mcp_error_reply(msg->id, CARREL_MCP_INVALID_PARAMS, message);
+}
+
+static JsonNode *
+method_initialize(CarrelApiRequest *req, CarrelMcpMessage *msg)
+{
+    JsonObject *params = msg->params ? json_node_get_object(msg->params) : NULL;
+    JsonNode *version = params ? json_object_get_member(params, "protocolVersion") : NULL;
+    JsonObject *result, *caps, *tools, *info;
+
+    if (!version || !JSON_NODE_HOLDS_VALUE(version) ||
+        json_node_get_value_type(version) != G_TYPE_STRING)
+        return invalid_params(msg, "initialize needs 'protocolVersion', a string");
+    result = json_object_new();
+    json_object_set_string_member(result, "protocolVersion",
+                                  carrel_mcp_version_negotiate(json_node_get_string(version)));
+    caps = json_object_new();
+    tools = json_object_new();
+    json_object_set_boolean_member(tools, "listChanged", FALSE);
+    json_object_set_object_member(caps, "tools", tools);
+    json_object_set_object_member(result, "capabilities", caps);
+    info = json_object_new();
+    json_object_set_string_member(info, "name", "carrel");
+    json_object_set_string_member(info, "title", "carrel sandboxes");
+    json_object_set_string_member(info, "version", req->version_info);
+    json_object_set_object_member(result, "serverInfo", info);
+    json_object_set_string_member(result, "instructions", MCP_INSTRUCTIONS);
+    return carrel_mcp_result_reply(msg->id, object_node(result));
+}
+
+static JsonNode *
+method_tools_call(CarrelApiRequest *req, CarrelMcpMessage *msg)
+{
+    JsonObject *params = msg->params ? json_node_get_object(msg->params) : NULL;
+    JsonNode *name = params ? json_object_get_member(params, "name") : NULL;
+    g_autoptr(JsonObject) args = NULL;
+    g_autoptr(GError) error = NULL;
+    CarrelMcpTool tool;
+    JsonNode *result = NULL;
+
+    if (!name || !JSON_NODE_HOLDS_VALUE(name) || json_node_get_value_type(name) != G_TYPE_STRING)
+        return invalid_params(msg, "tools/call needs the tool's 'name', a string");
+    tool = carrel_mcp_tool_from_string(json_node_get_string(name));
+    if (tool == CARREL_MCP_TOOL_LAST)
+        return invalid_params(msg, "unknown tool '%s' (see tools/list)",
+                              json_node_get_string(name));
+    args = carrel_mcp_tool_arguments(tool, json_object_get_member(params, "arguments"), &error);
+    g_message("request %s: mcp tool '%s'", req->request_id, carrel_mcp_tool_to_string(tool));
+    if (args)
+        result = tool_funcs[tool](req, tool, args, &error);
+    if (!args || !result)
+        return invalid_params(msg, "invalid arguments for '%s': %s",
+                              carrel_mcp_tool_to_string(tool), error->message);
+    return carrel_mcp_result_reply(msg->id, result);
+}
+
+static JsonNode *
+dispatch(CarrelApiRequest *req, CarrelMcpMessage *msg)
+{
+    g_autofree char *message = NULL;
+
+    if (g_str_equal(msg->method, "initialize"))
+        return method_initialize(req, msg);
+    if (g_str_equal(msg->method, "ping"))
+        return carrel_mcp_result_reply(msg->id, object_node(json_object_new()));
+    if (g_str_equal(msg->method, "tools/list"))
+        return carrel_mcp_result_reply(msg->id, carrel_mcp_tools_list());
+    if (g_str_equal(msg->method, "tools/call"))
+        return method_tools_call(req, msg);
+    message = g_strdup_printf("method '%s' not found (carrel serves initialize, ping, "
+                              "tools/list and tools/call)",
+                              msg->method);
+    return carrel_mcp_error_reply(msg->id, CARREL_MCP_METHOD_NOT_FOUND, message);
+}
+
+/* HTTP-level refusals, in carrel's error envelope: they come before any JSON-RPC. */
+static gboolean
+check_headers(CarrelApiRequest *req, GError **error)
+{
+    /* A web page the user visits may post to a local port (DNS rebinding): only local pages. */
+    if (req->origin && !carrel_mcp_origin_is_local(req->origin)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_FORBIDDEN,
+                    "origin not allowed: /mcp answers pages of 127.0.0.1, ::1 and localhost only");
+        return FALSE;
+    }
+    if (req->mcp_protocol_version && !carrel_mcp_version_supported(req->mcp_protocol_version)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "unsupported MCP-Protocol-Version: carrel speaks 2025-06-18, 2025-03-26 "
+                    "and 2024-11-05");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+JsonNode *
+carrel_api_mcp_post(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    gsize len = 0;
+    const char *data = req->raw_body ? g_bytes_get_data(req->raw_body, &len) : NULL;
+    g_autoptr(JsonNode) root = NULL;
+    g_autoptr(JsonNode) id = NULL;
+    g_autoptr(CarrelMcpMessage) msg = NULL;
+    g_autoptr(GError) local = NULL;
+
+    if (!check_headers(req, error))
+        return NULL;
+    /* Messages that cannot be read are a 400, with the JSON-RPC error as the body. */
+    *ret_status = SOUP_STATUS_BAD_REQUEST;
+    if (len == 0)
+        return carrel_mcp_error_reply(NULL, CARREL_MCP_PARSE_ERROR,
+                                      "empty body: send one JSON-RPC message");
+    root = carrel_conf_parse_json(data, len, &local);
+    if (!root)
+        return carrel_mcp_error_reply(NULL, CARREL_MCP_PARSE_ERROR, local->message);
+    msg = carrel_mcp_message_from_json(root, &local);
+    if (!msg) {
+        id = carrel_mcp_message_id(root);
+        return carrel_mcp_error_reply(id, CARREL_MCP_INVALID_REQUEST, local->message);
+    }
+    if (msg->kind != CARREL_MCP_MESSAGE_REQUEST) {
+        /* Notifications (initialized, cancelled...) and responses need nothing from carrel. */
+        *ret_status = SOUP_STATUS_ACCEPTED;
+        return NULL;
+    }
+    *ret_status = SOUP_STATUS_OK;
+    return dispatch(req, msg);
+}
