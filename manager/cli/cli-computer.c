@@ -3,13 +3,35 @@
 
 #include "cli/cli.h"
 
-/* Writes the final observation to file (when asked) and takes the image data out of reply. */
+/* The image of the last observation: the final screenshot, or the output of a last action
+ * that was a screenshot or zoom. */
+static JsonObject *
+last_image(JsonObject *obj)
+{
+    JsonNode *shot = json_object_get_member(obj, "screenshot");
+    JsonNode *results = json_object_get_member(obj, "results");
+    JsonArray *list;
+    JsonObject *last;
+    JsonNode *out;
+
+    if (shot && JSON_NODE_HOLDS_OBJECT(shot))
+        return json_node_get_object(shot);
+    if (!results || !JSON_NODE_HOLDS_ARRAY(results))
+        return NULL;
+    list = json_node_get_array(results);
+    if (json_array_get_length(list) == 0)
+        return NULL;
+    last = json_array_get_object_element(list, json_array_get_length(list) - 1);
+    out = last ? json_object_get_member(last, "output") : NULL;
+    return out && JSON_NODE_HOLDS_OBJECT(out) ? json_node_get_object(out) : NULL;
+}
+
+/* Writes the last observation to file (when asked) and takes the image data out of reply. */
 static gboolean
 take_screenshot(JsonNode *reply, const char *file, GError **error)
 {
     JsonObject *obj = carrel_cli_json_object(reply, NULL);
-    JsonNode *shot = obj ? json_object_get_member(obj, "screenshot") : NULL;
-    JsonObject *sobj = shot && JSON_NODE_HOLDS_OBJECT(shot) ? json_node_get_object(shot) : NULL;
+    JsonObject *sobj = obj ? last_image(obj) : NULL;
     const char *data = sobj ? carrel_cli_json_string(sobj, "data") : NULL;
     g_autofree guchar *png = NULL;
     gsize len = 0;

@@ -9,8 +9,10 @@ CARREL_PACKAGES=(
     meson ninja-build pkg-config gcc libglib2.0-dev libjson-glib-dev libsoup-3.0-dev
     libsqlite3-dev libvirt-dev libcmocka-dev libpng-dev libjpeg62-turbo-dev
     libvirt-daemon-system libvirt-clients qemu-system-x86 qemu-utils
-    # a kernel for --accel auto's KVM probe (libguestfs comes with the artifacts issue)
+    # a kernel for --accel auto's KVM probe (and libguestfs's appliance)
     linux-image-amd64
+    # libguestfs: the e2e tier makes a bring-your-own image with its own bootloader (EXTLINUX)
+    libguestfs-tools extlinux syslinux-common
     mmdebstrap e2fsprogs
     shellcheck clang-format curl jq
     libx11-dev xvfb xauth x11-utils twm xterm xdotool xclip

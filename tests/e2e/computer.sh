@@ -138,11 +138,36 @@ computer_events() {
         '[.events[] | select(.screenshot != null)] | length >= 1' "$events"
 }
 
+# MCP over stdio, as a client like Claude Desktop drives it.
+computer_mcp() {
+    local s="$1" out="$E2E_DIR/mcp.out"
+    {
+        echo '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"e2e","version":"1"}}}'
+        echo '{"jsonrpc":"2.0","method":"notifications/initialized"}'
+        echo '{"jsonrpc":"2.0","id":2,"method":"tools/list"}'
+        echo "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"computer\",\"arguments\":{\"session\":\"$s\",\"action\":\"screenshot\"}}}"
+        echo "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":\"command_run\",\"arguments\":{\"session\":\"$s\",\"command\":\"echo mcp-says-hi\"}}}"
+    } | carrel mcp >"$out" 2>"$E2E_DIR/mcp.err"
+    check_eq "carrel mcp answers every request, one line each" "4" "$(wc -l <"$out")"
+    check "MCP initialize names carrel and the protocol version" json_true \
+        '.id == 1 and .result.serverInfo.name == "carrel" and .result.protocolVersion == "2025-06-18"' \
+        "$(sed -n 1p "$out")"
+    check "MCP tools/list has the computer, command and file tools" json_true \
+        '[.result.tools[].name] | (index("computer") != null and index("command_run") != null and index("file_read") != null)' \
+        "$(sed -n 2p "$out")"
+    sed -n 3p "$out" | jq -r '.result.content[] | select(.type == "image") | .data' |
+        base64 -d >"$E2E_DIR/mcp.png" 2>/dev/null
+    check_eq "MCP computer screenshot returns a PNG image" "89504e470d0a1a0a" \
+        "$(head -c 8 "$E2E_DIR/mcp.png" | od -An -tx1 | tr -d ' \n')"
+    check "MCP command_run runs in the guest" grep -q "mcp-says-hi" <<<"$(sed -n 4p "$out")"
+}
+
 computer_checks() {
     computer_screenshots "$1"
     computer_keyboard "$1"
     computer_mouse "$1"
     computer_files "$1"
+    computer_mcp "$1"
     computer_events "$1"
     computer_frozen_agent "$1"
 }
