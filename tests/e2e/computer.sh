@@ -138,6 +138,17 @@ computer_events() {
         '[.events[] | select(.screenshot != null)] | length >= 1' "$events"
 }
 
+# Desktop helpers through carrel-guest, as actions: non-ASCII text goes through the clipboard.
+computer_helpers() {
+    local s="$1" got
+    carrel "do" "$s" '{"action":"clipboard_set","text":"grüße ✓ 漢字"}' >/dev/null
+    got="$(carrel "do" "$s" '{"action":"clipboard_get"}' | jq -r '.results[0].output.text')"
+    check_eq "clipboard_set then clipboard_get round-trips UTF-8" "grüße ✓ 漢字" "$got"
+    check "the windows action lists the terminal" json_true \
+        '[.results[0].output.windows[] | select(.class == "XTerm")] | length >= 1' \
+        "$(carrel "do" "$s" '{"action":"windows"}')"
+}
+
 # MCP over stdio, as a client like Claude Desktop drives it.
 computer_mcp() {
     local s="$1" out="$E2E_DIR/mcp.out"
@@ -167,6 +178,7 @@ computer_checks() {
     computer_keyboard "$1"
     computer_mouse "$1"
     computer_files "$1"
+    computer_helpers "$1"
     computer_mcp "$1"
     computer_events "$1"
     computer_frozen_agent "$1"

@@ -381,6 +381,7 @@ test_file_routes(void **state)
     g_autofree char *events = g_strdup_printf("/v1/sessions/%s/events", id);
     g_autofree char *traversal = g_strdup_printf("%s?path=/tmp/../etc/shadow", files);
     g_autofree char *ok_path = g_strdup_printf("%s?path=/tmp/x", files);
+    g_autofree char *exec = g_strdup_printf("/v1/sessions/%s/exec", id);
     g_autofree char *big = g_strnfill(2 * 1024 * 1024, 'x');
     g_autofree char *huge = g_strnfill(CARREL_LIMIT_FILE_BYTES + 1, 'x');
     g_autoptr(JsonNode) body = NULL;
@@ -392,6 +393,11 @@ test_file_routes(void **state)
     }
     g_clear_pointer(&body, json_node_unref);
     assert_int_equal(raw(fx.client, "GET", traversal, NULL, &body, NULL), 400);
+    assert_string_equal(error_code(body), "invalid_argument");
+    g_clear_pointer(&body, json_node_unref);
+    assert_int_equal(
+        raw(fx.client, "POST", exec, "{\"argv\":[\"cat\"],\"stdin_base64\":\"%%%\"}", &body, NULL),
+        400);
     assert_string_equal(error_code(body), "invalid_argument");
     g_clear_pointer(&body, json_node_unref);
     /* Over the JSON limit but within the file limit: accepted as bytes, then the test driver
