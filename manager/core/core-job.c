@@ -74,7 +74,7 @@ carrel_job_get_id(CarrelJob *job)
 void
 carrel_job_progress(CarrelJob *job, const char *line)
 {
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&job->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&job->lock);
     g_autofree char *clean = g_utf8_make_valid(line, -1);
 
     /* Progress comes from recipe scripts: keep it printable and bounded. */
@@ -120,7 +120,7 @@ carrel_job_run(CarrelJob *job, CarrelJobFunc func, gpointer data, GDestroyNotify
 gboolean
 carrel_job_wait(CarrelJob *job, GError **error)
 {
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&job->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&job->lock);
 
     while (job->state == JOB_RUNNING)
         g_cond_wait(&job->done_cond, &job->lock);
@@ -160,7 +160,7 @@ add_error(JsonBuilder *b, const GError *error)
 JsonNode *
 carrel_job_to_json(CarrelJob *job)
 {
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&job->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&job->lock);
     g_autoptr(JsonBuilder) b = json_builder_new();
     g_autofree char *created = carrel_util_format_time(job->created_at);
 
@@ -200,7 +200,7 @@ carrel_job_to_json(CarrelJob *job)
 CarrelJob *
 carrel_manager_job_get(CarrelManager *mgr, const char *id, GError **error)
 {
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&mgr->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&mgr->lock);
     CarrelJob *job = g_hash_table_lookup(mgr->jobs, id);
 
     if (!job) {
@@ -213,7 +213,7 @@ carrel_manager_job_get(CarrelManager *mgr, const char *id, GError **error)
 static gboolean
 job_done(CarrelJob *job)
 {
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&job->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&job->lock);
 
     return job->state != JOB_RUNNING;
 }
@@ -227,7 +227,7 @@ forget_if_done(gpointer key, gpointer value, gpointer user_data)
 void
 carrel_manager_add_job(CarrelManager *mgr, CarrelJob *job)
 {
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&mgr->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&mgr->lock);
 
     /* Finished jobs are kept for pollers, but not without bound. */
     if (g_hash_table_size(mgr->jobs) >= JOB_TABLE_MAX)
@@ -238,7 +238,7 @@ carrel_manager_add_job(CarrelManager *mgr, CarrelJob *job)
 guint
 carrel_manager_jobs_running(CarrelManager *mgr)
 {
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&mgr->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&mgr->lock);
     GHashTableIter iter;
     gpointer value;
     guint running = 0;

@@ -70,7 +70,7 @@ input_state_free(gpointer data)
 CarrelInputState *
 carrel_manager_input_state(CarrelManager *mgr, const char *session_id)
 {
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&mgr->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&mgr->lock);
     CarrelInputState *state = g_hash_table_lookup(mgr->inputs, session_id);
 
     if (!state) {
@@ -173,7 +173,7 @@ carrel_manager_get_accel(CarrelManager *mgr)
 gboolean
 carrel_manager_claim(CarrelManager *mgr, const char *key, const char *op, GError **error)
 {
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&mgr->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&mgr->lock);
     const char *running = g_hash_table_lookup(mgr->busy, key);
 
     if (running) {
@@ -188,7 +188,7 @@ carrel_manager_claim(CarrelManager *mgr, const char *key, const char *op, GError
 void
 carrel_manager_release(CarrelManager *mgr, const char *key)
 {
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&mgr->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&mgr->lock);
 
     g_hash_table_remove(mgr->busy, key);
 }

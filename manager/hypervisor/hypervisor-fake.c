@@ -111,7 +111,7 @@ static gboolean
 fake_define_start(CarrelHypervisor *hv, const char *xml, GError **error)
 {
     FakeBackend *be = hv->backend_data;
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&be->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
     g_autofree char *name = NULL;
     FakeDomain *dom;
 
@@ -137,7 +137,7 @@ static gboolean
 fake_start(CarrelHypervisor *hv, const char *name, GError **error)
 {
     FakeBackend *be = hv->backend_data;
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&be->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
     FakeDomain *dom;
 
     if (take_failure(be, "start", error) || !(dom = find_domain(be, name, error)))
@@ -155,7 +155,7 @@ static gboolean
 fake_shutdown(CarrelHypervisor *hv, const char *name, guint timeout_s, GError **error)
 {
     FakeBackend *be = hv->backend_data;
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&be->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
     FakeDomain *dom;
 
     if (take_failure(be, "shutdown", error) || !(dom = find_domain(be, name, error)))
@@ -175,7 +175,7 @@ static gboolean
 fake_destroy(CarrelHypervisor *hv, const char *name, GError **error)
 {
     FakeBackend *be = hv->backend_data;
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&be->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
     FakeDomain *dom;
 
     if (take_failure(be, "destroy", error) || !(dom = find_domain(be, name, error)))
@@ -189,7 +189,7 @@ static gboolean
 fake_undefine(CarrelHypervisor *hv, const char *name, GError **error)
 {
     FakeBackend *be = hv->backend_data;
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&be->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
     FakeDomain *dom;
 
     if (take_failure(be, "undefine", error))
@@ -208,7 +208,7 @@ static gboolean
 fake_get_state(CarrelHypervisor *hv, const char *name, CarrelDomainState *ret_state, GError **error)
 {
     FakeBackend *be = hv->backend_data;
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&be->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
     FakeDomain *dom;
 
     if (take_failure(be, "get_state", error) || !(dom = find_domain(be, name, error)))
@@ -240,7 +240,7 @@ static gboolean
 fake_agent_ping(CarrelHypervisor *hv, const char *name, guint timeout_s, GError **error)
 {
     FakeBackend *be = hv->backend_data;
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&be->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
 
     return agent_domain(be, "agent_ping", name, error) != NULL;
 }
@@ -249,7 +249,7 @@ static gboolean
 fake_define(CarrelHypervisor *hv, const char *xml, GError **error)
 {
     FakeBackend *be = hv->backend_data;
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&be->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
     g_autofree char *name = NULL;
     FakeDomain *dom, *old;
 
@@ -272,7 +272,7 @@ static gboolean
 fake_save(CarrelHypervisor *hv, const char *name, const char *path, GError **error)
 {
     FakeBackend *be = hv->backend_data;
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&be->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
     g_autoptr(GBytes) memory = g_bytes_new_static(FAKE_MEMORY, strlen(FAKE_MEMORY));
     FakeDomain *dom;
 
@@ -300,7 +300,7 @@ static gboolean
 fake_restore(CarrelHypervisor *hv, const char *path, const char *xml, GError **error)
 {
     FakeBackend *be = hv->backend_data;
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&be->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
     g_autofree char *name = NULL;
     FakeDomain *dom;
 
@@ -329,7 +329,7 @@ static gboolean
 fake_set_time(CarrelHypervisor *hv, const char *name, GError **error)
 {
     FakeBackend *be = hv->backend_data;
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&be->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
 
     return agent_domain(be, "set_time", name, error) != NULL;
 }
@@ -352,7 +352,7 @@ fake_agent_exec(CarrelHypervisor *hv, const char *name, const char *const *argv,
                 gboolean *ret_timed_out, GError **error)
 {
     FakeBackend *be = hv->backend_data;
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&be->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
     g_autoptr(GBytes) out = NULL;
     g_autoptr(GBytes) err = NULL;
     gboolean truncated = FALSE;
@@ -393,7 +393,7 @@ static gboolean
 fake_screenshot(CarrelHypervisor *hv, const char *name, GBytes **ret_image, GError **error)
 {
     FakeBackend *be = hv->backend_data;
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&be->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
     FakeDomain *dom;
 
     if (take_failure(be, "screenshot", error) || !(dom = find_domain(be, name, error)))
@@ -411,7 +411,7 @@ fake_file_read(CarrelHypervisor *hv, const char *name, const char *path, gsize m
                GBytes **ret_data, GError **error)
 {
     FakeBackend *be = hv->backend_data;
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&be->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
     GBytes *data;
 
     if (!agent_domain(be, "file_read", name, error))
@@ -435,7 +435,7 @@ fake_file_write(CarrelHypervisor *hv, const char *name, const char *path, GBytes
                 GError **error)
 {
     FakeBackend *be = hv->backend_data;
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&be->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
 
     if (!agent_domain(be, "file_write", name, error))
         return FALSE;
@@ -447,7 +447,7 @@ static gboolean
 fake_input_send(CarrelHypervisor *hv, const char *name, const char *command, GError **error)
 {
     FakeBackend *be = hv->backend_data;
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&be->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
     FakeDomain *dom;
 
     if (take_failure(be, "input_send", error) || !(dom = find_domain(be, name, error)))
@@ -464,7 +464,7 @@ GPtrArray *
 carrel_hypervisor_fake_get_input(CarrelHypervisor *hv)
 {
     FakeBackend *be = hv->backend_data;
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&be->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
     GPtrArray *copy = g_ptr_array_new_with_free_func(g_free);
 
     for (guint i = 0; i < be->input->len; i++)
@@ -485,7 +485,7 @@ static GPtrArray *
 fake_list(CarrelHypervisor *hv, GError **error)
 {
     FakeBackend *be = hv->backend_data;
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&be->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
     GPtrArray *infos;
     GHashTableIter iter;
     gpointer key, value;
@@ -600,7 +600,7 @@ gboolean
 carrel_hypervisor_fake_set_state(CarrelHypervisor *hv, const char *name, CarrelDomainState state)
 {
     FakeBackend *be = fake_backend_of(hv);
-    g_autoptr(GMutexLocker) locker = NULL;
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = NULL;
     FakeDomain *dom;
 
     g_return_val_if_fail(be != NULL && name != NULL, FALSE);
@@ -619,7 +619,7 @@ void
 carrel_hypervisor_fake_set_agent_silent(CarrelHypervisor *hv, gboolean silent)
 {
     FakeBackend *be = fake_backend_of(hv);
-    g_autoptr(GMutexLocker) locker = NULL;
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = NULL;
 
     g_return_if_fail(be != NULL);
     locker = g_mutex_locker_new(&be->lock);
@@ -631,7 +631,7 @@ carrel_hypervisor_fake_set_exec_result(CarrelHypervisor *hv, int exit_code, cons
                                        const char *stderr_text)
 {
     FakeBackend *be = fake_backend_of(hv);
-    g_autoptr(GMutexLocker) locker = NULL;
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = NULL;
 
     g_return_if_fail(be != NULL);
     locker = g_mutex_locker_new(&be->lock);
@@ -646,7 +646,7 @@ void
 carrel_hypervisor_fake_set_exec_hang(CarrelHypervisor *hv, gboolean hang)
 {
     FakeBackend *be = fake_backend_of(hv);
-    g_autoptr(GMutexLocker) locker = NULL;
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = NULL;
 
     g_return_if_fail(be != NULL);
     locker = g_mutex_locker_new(&be->lock);
@@ -657,7 +657,7 @@ char **
 carrel_hypervisor_fake_get_exec_argv(CarrelHypervisor *hv)
 {
     FakeBackend *be = fake_backend_of(hv);
-    g_autoptr(GMutexLocker) locker = NULL;
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = NULL;
 
     g_return_val_if_fail(be != NULL, NULL);
     locker = g_mutex_locker_new(&be->lock);
@@ -668,7 +668,7 @@ void
 carrel_hypervisor_fake_set_screen(CarrelHypervisor *hv, GBytes *image)
 {
     FakeBackend *be = fake_backend_of(hv);
-    g_autoptr(GMutexLocker) locker = NULL;
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = NULL;
 
     g_return_if_fail(be != NULL);
     locker = g_mutex_locker_new(&be->lock);

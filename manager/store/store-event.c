@@ -4,7 +4,7 @@
 gboolean
 carrel_store_event_add(CarrelStore *store, CarrelEvent *event, GError **error)
 {
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&store->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&store->lock);
     g_autoptr(sqlite3_stmt) stmt = NULL;
     g_autofree char *detail = carrel_event_detail_to_text(event);
 
@@ -43,7 +43,7 @@ GPtrArray *
 carrel_store_event_list(CarrelStore *store, const char *session_id, gint64 after_seq, guint limit,
                         GError **error)
 {
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&store->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&store->lock);
     g_autoptr(sqlite3_stmt) stmt = NULL;
     g_autoptr(GPtrArray) events = g_ptr_array_new_with_free_func((GDestroyNotify)carrel_event_free);
 

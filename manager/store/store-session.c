@@ -94,7 +94,7 @@ insert_session(CarrelStore *store, const CarrelSession *session, GError **error)
 gboolean
 carrel_store_session_insert(CarrelStore *store, const CarrelSession *session, GError **error)
 {
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&store->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&store->lock);
 
     if (!session->id || !session->name || !session->template_name || (int)session->state < 0 ||
         session->state >= CARREL_SESSION_LAST) {
@@ -114,7 +114,7 @@ carrel_store_session_insert(CarrelStore *store, const CarrelSession *session, GE
 CarrelSession *
 carrel_store_session_get(CarrelStore *store, const char *id_or_name, GError **error)
 {
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&store->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&store->lock);
     g_autoptr(sqlite3_stmt) stmt = NULL;
     gboolean row = FALSE;
 
@@ -138,7 +138,7 @@ carrel_store_session_get(CarrelStore *store, const char *id_or_name, GError **er
 GPtrArray *
 carrel_store_session_list(CarrelStore *store, gboolean include_destroyed, GError **error)
 {
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&store->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&store->lock);
     g_autoptr(GPtrArray) list = g_ptr_array_new_with_free_func((GDestroyNotify)carrel_session_free);
     g_autoptr(sqlite3_stmt) stmt = NULL;
     gboolean row = FALSE;
@@ -194,7 +194,7 @@ gboolean
 carrel_store_session_set_state(CarrelStore *store, const char *id, CarrelSessionState state,
                                const char *reason, GError **error)
 {
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&store->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&store->lock);
 
     if ((int)state < 0 || state >= CARREL_SESSION_LAST) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "invalid session state %d",
@@ -207,7 +207,7 @@ carrel_store_session_set_state(CarrelStore *store, const char *id, CarrelSession
 gboolean
 carrel_store_session_delete(CarrelStore *store, const char *id, GError **error)
 {
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&store->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&store->lock);
     g_autoptr(sqlite3_stmt) stmt = NULL;
 
     stmt = carrel_store_prepare(store, "DELETE FROM sessions WHERE id = ?1", error);

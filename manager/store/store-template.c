@@ -92,7 +92,7 @@ insert_rows(CarrelStore *store, const CarrelTemplate *tmpl, GError **error)
 gboolean
 carrel_store_template_insert(CarrelStore *store, const CarrelTemplate *tmpl, GError **error)
 {
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&store->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&store->lock);
 
     if (!tmpl->name || tmpl->version == 0 || (int)tmpl->boot < 0 ||
         tmpl->boot >= CARREL_BOOT_LAST) {
@@ -112,7 +112,7 @@ carrel_store_template_insert(CarrelStore *store, const CarrelTemplate *tmpl, GEr
 guint
 carrel_store_template_next_version(CarrelStore *store, const char *name, GError **error)
 {
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&store->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&store->lock);
     g_autoptr(sqlite3_stmt) stmt = NULL;
     gint64 last = 0;
 
@@ -136,7 +136,7 @@ carrel_store_template_next_version(CarrelStore *store, const char *name, GError 
 CarrelTemplate *
 carrel_store_template_get(CarrelStore *store, const char *name, guint version, GError **error)
 {
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&store->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&store->lock);
     g_autoptr(sqlite3_stmt) stmt = NULL;
     gboolean row = FALSE;
 
@@ -160,7 +160,7 @@ carrel_store_template_get(CarrelStore *store, const char *name, guint version, G
 GPtrArray *
 carrel_store_template_list(CarrelStore *store, GError **error)
 {
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&store->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&store->lock);
     g_autoptr(GPtrArray) list =
         g_ptr_array_new_with_free_func((GDestroyNotify)carrel_template_free);
     g_autoptr(sqlite3_stmt) stmt = NULL;
@@ -208,7 +208,7 @@ guint
 carrel_store_template_count_sessions(CarrelStore *store, const char *name, guint version,
                                      GError **error)
 {
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&store->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&store->lock);
     guint count = 0;
 
     if (!count_sessions_locked(store, name, version, &count, error))
@@ -247,7 +247,7 @@ delete_rows(CarrelStore *store, const char *name, guint version, GError **error)
 gboolean
 carrel_store_template_delete(CarrelStore *store, const char *name, guint version, GError **error)
 {
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&store->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&store->lock);
 
     if (!carrel_store_begin(store, error))
         return FALSE;

@@ -5,7 +5,7 @@ gboolean
 carrel_store_token_insert(CarrelStore *store, const char *token_hash, const char *role,
                           const char *label, GError **error)
 {
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&store->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&store->lock);
     g_autoptr(sqlite3_stmt) stmt = NULL;
     /* Never echo the hash back: error messages travel to logs and API clients. */
     const CarrelStoreConflict conflict = {.primary_key = "this token is already registered"};
@@ -22,7 +22,7 @@ carrel_store_token_insert(CarrelStore *store, const char *token_hash, const char
 char *
 carrel_store_token_lookup(CarrelStore *store, const char *token_hash, GError **error)
 {
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&store->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&store->lock);
     g_autoptr(sqlite3_stmt) stmt = NULL;
     gboolean row = FALSE;
 

@@ -8,7 +8,7 @@
 gboolean
 carrel_store_warm_put(CarrelStore *store, const CarrelWarmState *warm, GError **error)
 {
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&store->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&store->lock);
     g_autoptr(sqlite3_stmt) stmt = NULL;
 
     /* One warm state per template version: a new one replaces the old row. */
@@ -46,7 +46,7 @@ warm_from_row(sqlite3_stmt *stmt)
 CarrelWarmState *
 carrel_store_warm_get(CarrelStore *store, const char *name, guint version, GError **error)
 {
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&store->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&store->lock);
     g_autoptr(sqlite3_stmt) stmt = NULL;
     gboolean row = FALSE;
 
@@ -69,7 +69,7 @@ carrel_store_warm_get(CarrelStore *store, const char *name, guint version, GErro
 gboolean
 carrel_store_warm_delete(CarrelStore *store, const char *name, guint version, GError **error)
 {
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&store->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&store->lock);
     g_autoptr(sqlite3_stmt) stmt = NULL;
 
     stmt = carrel_store_prepare(store,

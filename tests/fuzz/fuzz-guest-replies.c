@@ -1,6 +1,6 @@
 /*
  * libFuzzer harness for what the guest and QEMU hand back (untrusted): guest-agent exec
- * replies and the domain metadata scanner (screenshots: fuzz-image.c).
+ * and guest-file-* replies and the domain metadata scanner (screenshots: fuzz-image.c).
  * Built with -Dfuzz=true and clang (see tests/fuzz/meson.build).
  */
 #include <stddef.h>
@@ -26,5 +26,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         (void)carrel_hypervisor_agent_parse_status(text, 4096, &status, NULL);
     }
     (void)carrel_hypervisor_scan_xml(text, &name, &id, &instance, NULL);
+    {
+        g_autoptr(GBytes) chunk = NULL;
+        gint64 handle = 0;
+        gboolean eof = FALSE;
+        gsize count = 0;
+
+        (void)carrel_hypervisor_agent_parse_file_handle(text, &handle, NULL);
+        (void)carrel_hypervisor_agent_parse_file_read(text, 4096, &chunk, &eof, NULL);
+        (void)carrel_hypervisor_agent_parse_file_write(text, 4096, &count, NULL);
+    }
     return 0;
 }

@@ -144,7 +144,7 @@ static void
 test_create_and_lifecycle(void **state)
 {
     Fixture *fx = *state;
-    g_autoptr(CarrelTemplate) tmpl = import(fx, "tiny");
+    g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = import(fx, "tiny");
     g_autoptr(GError) error = NULL;
     g_autoptr(CarrelSession) s = create(fx, "alpha", &error);
     g_autoptr(CarrelSession) stopped = NULL;
@@ -194,7 +194,7 @@ static void
 test_failed_create_leaves_nothing(void **state)
 {
     Fixture *fx = *state;
-    g_autoptr(CarrelTemplate) tmpl = import(fx, "tiny");
+    g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = import(fx, "tiny");
     g_autoptr(GError) error = NULL;
     g_autoptr(GPtrArray) all = NULL;
     g_autofree char *sessions_dir = g_build_filename(fx->dir, "state", "sessions", NULL);
@@ -220,7 +220,7 @@ static void
 test_agent_never_answers(void **state)
 {
     Fixture *fx = *state;
-    g_autoptr(CarrelTemplate) tmpl = import(fx, "tiny");
+    g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = import(fx, "tiny");
     g_autoptr(GError) error = NULL;
     g_autoptr(GPtrArray) all = NULL;
 
@@ -245,7 +245,7 @@ static void
 test_ready_by_screen(void **state)
 {
     Fixture *fx = *state;
-    g_autoptr(CarrelTemplate) tmpl = import(fx, "tiny");
+    g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = import(fx, "tiny");
     g_autoptr(GBytes) screen = g_bytes_new_static(picture, sizeof(picture) - 1);
     g_autoptr(GError) error = NULL;
     g_autoptr(CarrelSession) s = NULL;
@@ -267,7 +267,7 @@ static void
 test_warm_start(void **state)
 {
     Fixture *fx = *state;
-    g_autoptr(CarrelTemplate) tmpl = import(fx, "tiny");
+    g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = import(fx, "tiny");
     g_autoptr(GError) error = NULL;
     g_autoptr(CarrelJob) job = NULL;
     g_autoptr(CarrelJob) again = NULL;
@@ -313,7 +313,7 @@ static void
 test_policy_and_unknowns(void **state)
 {
     Fixture *fx = *state;
-    g_autoptr(CarrelTemplate) tmpl = import(fx, "tiny");
+    g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = import(fx, "tiny");
     CarrelSessionRequest big = {.template_name = (char *)"tiny", .vcpus = 8};
     CarrelSessionRequest missing = {.template_name = (char *)"nope"};
     g_autoptr(GError) error = NULL;
@@ -332,7 +332,7 @@ static void
 test_busy_session(void **state)
 {
     Fixture *fx = *state;
-    g_autoptr(CarrelTemplate) tmpl = import(fx, "tiny");
+    g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = import(fx, "tiny");
     g_autoptr(GError) error = NULL;
     g_autoptr(CarrelSession) s = create(fx, NULL, &error);
 
@@ -400,7 +400,7 @@ static void
 test_files_and_events(void **state)
 {
     Fixture *fx = *state;
-    g_autoptr(CarrelTemplate) tmpl = import(fx, "tiny");
+    g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = import(fx, "tiny");
     g_autoptr(GError) error = NULL;
     g_autoptr(CarrelSession) s = create(fx, "files", &error);
     static const guint8 binary[] = {0, 1, 2, 0xff, '\n', 0};
@@ -462,7 +462,7 @@ static void
 test_screenshot(void **state)
 {
     Fixture *fx = *state;
-    g_autoptr(CarrelTemplate) tmpl = import(fx, "tiny");
+    g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = import(fx, "tiny");
     g_autoptr(GError) error = NULL;
     g_autoptr(CarrelSession) s = create(fx, "shot", &error);
     CarrelScreenshotRequest png = {.quality = 80, .scale = 1.0};
@@ -508,7 +508,7 @@ static void
 test_computer(void **state)
 {
     Fixture *fx = *state;
-    g_autoptr(CarrelTemplate) tmpl = import(fx, "tiny");
+    g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = import(fx, "tiny");
     g_autoptr(GError) error = NULL;
     g_autoptr(CarrelSession) s = create(fx, "pc", &error);
     g_autoptr(JsonNode) reply = NULL;
@@ -591,7 +591,7 @@ static void
 test_reconcile(void **state)
 {
     Fixture *fx = *state;
-    g_autoptr(CarrelTemplate) tmpl = import(fx, "tiny");
+    g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = import(fx, "tiny");
     g_autoptr(GError) error = NULL;
     g_autoptr(CarrelSession) adopted = create(fx, "adopted", &error);
     g_autoptr(CarrelSession) vanished = create(fx, "vanished", &error);
