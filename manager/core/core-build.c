@@ -249,7 +249,7 @@ build_locked(CarrelJob *job, gpointer data, JsonNode **ret_result, GError **erro
             return FALSE;
         carrel_job_progress(job, "importing the image");
         tmpl = import_cached(bd->mgr, bd->name, cached, hash, error);
-        if (!tmpl)
+        if (!tmpl || !carrel_manager_template_record_build(tmpl, cached, error))
             return FALSE;
     }
     carrel_job_progress(job, "done");

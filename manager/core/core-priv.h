@@ -103,3 +103,8 @@ GBytes *carrel_manager_screen_encode(GBytes *ppm, const CarrelScreenshotRequest 
  * timeline shows), or NULL when it could not be written (logged). */
 char *carrel_manager_keep_screenshot(CarrelManager *mgr, const CarrelSession *session,
                                      GBytes *image, gboolean jpeg);
+
+/* Rewrites a built template's manifest.json with what its recipe recorded in build_dir:
+ * recipe.json (as "recipe") and packages.txt (as "packages": {name: version}), when present. */
+gboolean carrel_manager_template_record_build(const CarrelTemplate *tmpl, const char *build_dir,
+                                              GError **error);

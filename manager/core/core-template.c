@@ -3,19 +3,104 @@
 #include "core/core-priv.h"
 #include "disk/disk.h"
 
+/* Build records a recipe leaves next to its image (bounded: they come from a script). */
+#define RECIPE_JSON_MAX (64 * 1024)
+#define PACKAGES_MAX (1024 * 1024)
+
+/* recipe.json of a build: a JSON object, or NULL when there is none. */
+static JsonNode *
+read_recipe(const char *build_dir, GError **error)
+{
+    g_autofree char *path = g_build_filename(build_dir, "recipe.json", NULL);
+    g_autofree char *text = NULL;
+    g_autoptr(JsonNode) node = NULL;
+    gsize len = 0;
+
+    if (!g_file_test(path, G_FILE_TEST_IS_REGULAR))
+        return NULL;
+    if (!g_file_get_contents(path, &text, &len, error))
+        return NULL;
+    if (len > RECIPE_JSON_MAX || !(node = carrel_conf_parse_json(text, len, NULL)) ||
+        !JSON_NODE_HOLDS_OBJECT(node)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "'%s' is not a JSON object of at most %d bytes", path, RECIPE_JSON_MAX);
+        return NULL;
+    }
+    return g_steal_pointer(&node);
+}
+
+/* packages.txt of a build ("name<TAB>version" lines, dpkg-query's) as {name: version}. */
+static JsonNode *
+read_packages(const char *build_dir, GError **error)
+{
+    g_autofree char *path = g_build_filename(build_dir, "packages.txt", NULL);
+    g_autofree char *text = NULL;
+    g_auto(GStrv) lines = NULL;
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    gsize len = 0;
+
+    if (!g_file_test(path, G_FILE_TEST_IS_REGULAR))
+        return NULL;
+    if (!g_file_get_contents(path, &text, &len, error))
+        return NULL;
+    if (len > PACKAGES_MAX || !g_utf8_validate(text, (gssize)len, NULL)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "'%s' is not UTF-8 text of at most %d bytes", path, PACKAGES_MAX);
+        return NULL;
+    }
+    lines = g_strsplit(text, "\n", -1);
+    json_builder_begin_object(b);
+    for (guint i = 0; lines[i]; i++) {
+        g_auto(GStrv) f = g_strsplit(lines[i], "\t", 3);
+        if (g_strv_length(f) == 2 && *f[0] && *f[1]) {
+            json_builder_set_member_name(b, f[0]);
+            json_builder_add_string_value(b, f[1]);
+        }
+    }
+    json_builder_end_object(b);
+    return json_builder_get_root(b);
+}
+
 static gboolean
-write_manifest(const CarrelTemplate *tmpl, GError **error)
+write_manifest_full(const CarrelTemplate *tmpl, JsonNode *recipe, JsonNode *packages,
+                    GError **error)
 {
     g_autoptr(JsonNode) node = carrel_template_to_json(tmpl, 0);
     g_autoptr(JsonGenerator) gen = json_generator_new();
     g_autofree char *text = NULL;
     g_autofree char *path = g_build_filename(tmpl->dir, "manifest.json", NULL);
+    JsonObject *obj = json_node_get_object(node);
 
-    json_object_remove_member(json_node_get_object(node), "sessions");
+    json_object_remove_member(obj, "sessions");
+    if (recipe)
+        json_object_set_member(obj, "recipe", json_node_copy(recipe));
+    if (packages)
+        json_object_set_member(obj, "packages", json_node_copy(packages));
     json_generator_set_root(gen, node);
     json_generator_set_pretty(gen, TRUE);
     text = json_generator_to_data(gen, NULL);
     return carrel_util_write_file(path, text, -1, 0444, error);
+}
+
+static gboolean
+write_manifest(const CarrelTemplate *tmpl, GError **error)
+{
+    return write_manifest_full(tmpl, NULL, NULL, error);
+}
+
+gboolean
+carrel_manager_template_record_build(const CarrelTemplate *tmpl, const char *build_dir,
+                                     GError **error)
+{
+    g_autoptr(GError) local = NULL;
+    g_autoptr(JsonNode) recipe = read_recipe(build_dir, &local);
+    g_autoptr(JsonNode) packages = local ? NULL : read_packages(build_dir, &local);
+
+    if (local) {
+        g_propagate_error(error, g_steal_pointer(&local));
+        return FALSE;
+    }
+    return write_manifest_full(tmpl, recipe, packages, error);
 }
 
 static gboolean

@@ -21,6 +21,8 @@ fi
 mkdir -p "$out_dir"
 work="$(mktemp -d "$out_dir/.byo-XXXXXX")"
 trap 'rm -rf "$work"' EXIT
+# EXTLINUX 6.04 cannot read files on an ext4 with the 64bit feature ("Loading /boot/vmlinuz
+# failed: Invalid argument"), which mkfs turns on by default: it is made without it.
 cat >"$work/extlinux.conf" <<'EOF'
 DEFAULT linux
 TIMEOUT 1
@@ -38,7 +40,7 @@ add $disk format:qcow2 readonly:true
 run
 part-disk /dev/sda mbr
 part-set-bootable /dev/sda 1 true
-mkfs ext4 /dev/sda1
+mkfs ext4 /dev/sda1 features:^64bit
 mount /dev/sda1 /
 mkdir /src
 mount-ro /dev/sdb /src

@@ -9,6 +9,13 @@ trap 'finish; exit $?' EXIT
 
 start_daemon || exit 1
 check "template build desktop" carrel template build desktop
+manifest="$(cat "$STATE_DIR"/templates/desktop/*/manifest.json)"
+check "the manifest records the Debian packages with versions" json_true \
+    '(.packages | length) > 100 and (.packages["firefox-esr"] | test("esr")) and (.packages["xfce4-session"] != null)' \
+    "$manifest"
+check "...the recipe hash and the image sha256" json_true \
+    '(.recipe_hash | length) == 64 and (.sha256 | length) == 64 and .recipe.resolution == "1280x800"' \
+    "$manifest"
 start=$(date +%s)
 json="$(carrel create --template desktop --name desk --vcpus 2 --memory 2048 --json)"
 echo "create took $(($(date +%s) - start)) s"
