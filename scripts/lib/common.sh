@@ -11,8 +11,9 @@ CARREL_PACKAGES=(
     libvirt-daemon-system libvirt-clients qemu-system-x86 qemu-utils
     # a kernel for --accel auto's KVM probe (and libguestfs's appliance)
     linux-image-amd64
-    # libguestfs: the e2e tier makes a bring-your-own image with its own bootloader (EXTLINUX)
-    libguestfs-tools extlinux syslinux-common
+    # libguestfs: the e2e tier makes bring-your-own images with their own bootloaders (EXTLINUX
+    # for BIOS, a standalone GRUB for UEFI under OVMF)
+    libguestfs-tools extlinux syslinux-common grub-efi-amd64-bin dosfstools ovmf
     mmdebstrap e2fsprogs
     shellcheck clang-format curl jq
     libx11-dev xvfb xauth x11-utils twm xterm xdotool xclip

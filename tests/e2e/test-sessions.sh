@@ -153,11 +153,24 @@ check "...and its desktop runs" json_true '[.windows[] | select(.class == "XTerm
     "$(carrel exec "$byo" -- /usr/local/bin/carrel-guest windows 2>/dev/null)"
 carrel rm "$byo" >/dev/null
 check "template rm byo" carrel template rm byo
+# The same for UEFI: GPT, an EFI system partition with GRUB as BOOTX64.EFI, booted by OVMF.
+uefi_image="$("$(dirname "$0")/make-byo-uefi.sh" "$(jq -r .disk <<<"$tiny_json")" \
+    "$(jq -r .kernel <<<"$tiny_json")" "$(jq -r .initrd <<<"$tiny_json")" \
+    "${CARREL_CACHE_DIR:-/var/cache/carrel}/byo" 2>"$E2E_DIR/byo-uefi.log")"
+check "import a UEFI image with its own bootloader" carrel template import byou \
+    --disk "$uefi_image" --format qcow2 --firmware uefi
+uefi="$(carrel create --template byou --json | jq -r .id)"
+for _ in $(seq 1 45); do carrel exec "$uefi" -- true >/dev/null 2>&1 && break; sleep 2; done
+check "...it runs under UEFI firmware (/sys/firmware/efi)" carrel exec "$uefi" -- test -d /sys/firmware/efi
+check "...booted by its GRUB, not by carrel" \
+    grep -q "BOOT_IMAGE=/boot/vmlinuz root=/dev/vda2" <<<"$(carrel exec "$uefi" -- cat /proc/cmdline)"
+carrel rm "$uefi" >/dev/null
+check "template rm byou" carrel template rm byou
 
 check "template rm succeeds once no session uses it" carrel template rm tiny
 # Only this run's domains: other carrel instances may share this libvirt.
 left=0
-for s in "$id" "$a" "$b" "$cold" "$na" "$byo"; do
+for s in "$id" "$a" "$b" "$cold" "$na" "$byo" "$uefi"; do
     "${VIRSH[@]}" dominfo "carrel-$s" >/dev/null 2>&1 && left=$((left + 1))
 done
 check_eq "no domain of this run is left" "0" "$left"
