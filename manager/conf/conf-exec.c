@@ -97,23 +97,6 @@ parse_env(JsonObject *obj, CarrelExecRequest *req, GError **error)
     return TRUE;
 }
 
-/* Strict, padded standard base64 (g_base64_decode itself accepts anything). */
-static gboolean
-is_base64(const char *text)
-{
-    gsize len = strlen(text), pad = 0;
-
-    if (len % 4 != 0)
-        return FALSE;
-    while (pad < 2 && pad < len && text[len - 1 - pad] == '=')
-        pad++;
-    for (gsize i = 0; i < len - pad; i++) {
-        if (!g_ascii_isalnum(text[i]) && text[i] != '+' && text[i] != '/')
-            return FALSE;
-    }
-    return TRUE;
-}
-
 /* stdin_base64: binary standard input. */
 static gboolean
 parse_stdin_base64(JsonObject *obj, char **text, gsize *len, GError **error)
@@ -130,7 +113,7 @@ parse_stdin_base64(JsonObject *obj, char **text, gsize *len, GError **error)
                     "give 'stdin' or 'stdin_base64', not both");
         return FALSE;
     }
-    if (!is_base64(b64)) {
+    if (!carrel_util_is_base64(b64, strlen(b64))) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
                     "'stdin_base64' is not valid padded base64");
         return FALSE;

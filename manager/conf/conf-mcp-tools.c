@@ -444,27 +444,6 @@ carrel_mcp_exec_request_from_arguments(JsonObject *args, GError **error)
     return carrel_exec_request_from_json(node, error);
 }
 
-/* Standard base64 with padding, as g_base64_encode writes it; whitespace already removed. */
-static gboolean
-is_base64(const char *text, gsize len)
-{
-    gsize pad = 0;
-
-    if (len % 4 != 0)
-        return FALSE;
-    for (gsize i = 0; i < len; i++) {
-        char c = text[i];
-
-        if (c == '=') {
-            pad++;
-            continue;
-        }
-        if (pad > 0 || !(g_ascii_isalnum(c) || c == '+' || c == '/'))
-            return FALSE; /* data after padding, or outside the alphabet */
-    }
-    return pad <= 2;
-}
-
 static GBytes *
 content_too_large(GError **error)
 {
@@ -489,7 +468,7 @@ carrel_mcp_file_content_from_arguments(JsonObject *args, GError **error)
         if (!g_ascii_isspace(*c))
             g_string_append_c(clean, *c);
     }
-    if (!is_base64(clean->str, clean->len)) {
+    if (!carrel_util_is_base64(clean->str, clean->len)) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
                     "'content' is not valid base64 (standard alphabet, padded)");
         return NULL;

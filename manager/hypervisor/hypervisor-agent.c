@@ -61,8 +61,8 @@ carrel_hypervisor_exec_check_args(const char *const *argv, GBytes *stdin_bytes, 
     return TRUE;
 }
 
-static char *
-to_json(JsonBuilder *builder)
+char *
+carrel_hypervisor_json_text(JsonBuilder *builder)
 {
     g_autoptr(JsonGenerator) generator = json_generator_new();
     g_autoptr(JsonNode) root = json_builder_get_root(builder);
@@ -116,7 +116,7 @@ carrel_hypervisor_agent_exec_command(const char *const *argv, GBytes *stdin_byte
     }
     json_builder_end_object(builder);
     json_builder_end_object(builder);
-    return to_json(builder);
+    return carrel_hypervisor_json_text(builder);
 }
 
 char *
@@ -139,7 +139,7 @@ carrel_hypervisor_agent_kill_command(gint64 pid)
     json_builder_end_array(builder);
     json_builder_end_object(builder);
     json_builder_end_object(builder);
-    return to_json(builder);
+    return carrel_hypervisor_json_text(builder);
 }
 
 JsonNode *
@@ -263,23 +263,6 @@ carrel_hypervisor_agent_parse_pid(const char *reply, gint64 *ret_pid, GError **e
     return TRUE;
 }
 
-static gboolean
-is_base64(const char *text, gsize len)
-{
-    gsize pad = 0;
-
-    /* qemu-ga encodes with g_base64_encode: always whole, padded groups of four. */
-    if (len % 4 != 0)
-        return FALSE;
-    while (pad < 2 && pad < len && text[len - 1 - pad] == '=')
-        pad++;
-    for (gsize i = 0; i < len - pad; i++) {
-        if (!g_ascii_isalnum(text[i]) && text[i] != '+' && text[i] != '/')
-            return FALSE;
-    }
-    return TRUE;
-}
-
 gboolean
 carrel_hypervisor_agent_get_base64(JsonObject *obj, const char *name, gsize max_output,
                                    GBytes **ret_bytes, gboolean *truncated, GError **error)
@@ -294,7 +277,7 @@ carrel_hypervisor_agent_get_base64(JsonObject *obj, const char *name, gsize max_
         return FALSE;
     text = node ? json_node_get_string(node) : "";
     len = strlen(text);
-    if (!is_base64(text, len)) {
+    if (!carrel_util_is_base64(text, len)) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
                     "guest agent reply member '%s' is not base64", name);
         return FALSE;

@@ -11,16 +11,6 @@
 #define HANDLE_MIN 1
 #define HANDLE_MAX G_MAXINT64
 
-static char *
-command_text(JsonBuilder *builder)
-{
-    g_autoptr(JsonGenerator) generator = json_generator_new();
-    g_autoptr(JsonNode) root = json_builder_get_root(builder);
-
-    json_generator_set_root(generator, root);
-    return json_generator_to_data(generator, NULL);
-}
-
 /* {"execute": name, "arguments": {"handle": handle ...; left open. */
 static JsonBuilder *
 begin_handle_command(const char *name, gint64 handle)
@@ -42,7 +32,7 @@ end_command(JsonBuilder *builder)
 {
     json_builder_end_object(builder);
     json_builder_end_object(builder);
-    return command_text(builder);
+    return carrel_hypervisor_json_text(builder);
 }
 
 char *

@@ -97,6 +97,9 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(CarrelExecStatus, carrel_exec_status_clear)
 gboolean carrel_hypervisor_agent_parse_status(const char *reply, gsize max_output,
                                               CarrelExecStatus *ret_status, GError **error);
 
+/* The builder's root as compact JSON text (guest-agent and QMP commands). */
+char *carrel_hypervisor_json_text(JsonBuilder *builder);
+
 /*
  * The node under "return" of an untrusted guest-agent reply (the parser owns it): LIMIT above
  * CARREL_HYPERVISOR_AGENT_REPLY_MAX, INVALID_ARG when malformed or without "return".

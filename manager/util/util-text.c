@@ -205,3 +205,19 @@ carrel_util_check_guest_path(const char *path, GError **error)
     }
     return TRUE;
 }
+
+gboolean
+carrel_util_is_base64(const char *text, gsize len)
+{
+    gsize pad = 0;
+
+    if (len % 4 != 0)
+        return FALSE;
+    while (pad < 2 && pad < len && text[len - 1 - pad] == '=')
+        pad++;
+    for (gsize i = 0; i < len - pad; i++) {
+        if (!g_ascii_isalnum(text[i]) && text[i] != '+' && text[i] != '/')
+            return FALSE;
+    }
+    return TRUE;
+}

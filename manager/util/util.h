@@ -62,6 +62,10 @@ char *carrel_util_new_id(const char *prefix);
 /* Returns 32 random bytes as 64 hex characters (tokens). */
 char *carrel_util_new_token(void);
 
+/* TRUE when text[0..len) is standard base64 in whole, padded groups of four (what GLib and
+ * qemu-ga write); g_base64_decode itself accepts anything. */
+gboolean carrel_util_is_base64(const char *text, gsize len);
+
 /* Longest guest path accepted. */
 #define CARREL_LIMIT_GUEST_PATH 4096
 
