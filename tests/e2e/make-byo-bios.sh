@@ -21,8 +21,9 @@ fi
 mkdir -p "$out_dir"
 work="$(mktemp -d "$out_dir/.byo-XXXXXX")"
 trap 'rm -rf "$work"' EXIT
-# EXTLINUX 6.04 cannot read files on an ext4 with the 64bit feature ("Loading /boot/vmlinuz
-# failed: Invalid argument"), which mkfs turns on by default: it is made without it.
+# EXTLINUX 6.04 failed now and then to load the kernel from an ext4 made with mkfs's defaults
+# ("Loading /boot/vmlinuz failed: Invalid argument", depending on where the file landed): the
+# filesystem is made without the 64bit and extent features, so files use classic block maps.
 cat >"$work/extlinux.conf" <<'EOF'
 DEFAULT linux
 TIMEOUT 1
@@ -40,7 +41,7 @@ add $disk format:qcow2 readonly:true
 run
 part-disk /dev/sda mbr
 part-set-bootable /dev/sda 1 true
-mkfs ext4 /dev/sda1 features:^64bit
+mkfs ext4 /dev/sda1 features:^64bit,^extent
 mount /dev/sda1 /
 mkdir /src
 mount-ro /dev/sdb /src
