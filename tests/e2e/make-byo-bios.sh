@@ -9,6 +9,9 @@
 # Usage: make-byo-bios.sh TINY_DISK KERNEL INITRD OUT_DIR   -> prints the image path
 set -euo pipefail
 disk="$1" kernel="$2" initrd="$3" out_dir="$4"
+# A bzImage carries "HdrS" at offset 0x202; an ELF vmlinux does not.
+[ "$(dd if="$kernel" bs=1 skip=514 count=4 2>/dev/null)" = "HdrS" ] ||
+    { echo "'$kernel' is not a bzImage" >&2; exit 1; }
 mbr=/usr/lib/syslinux/mbr/mbr.bin
 [ -r "$mbr" ] || { echo "missing $mbr (package syslinux-common)" >&2; exit 1; }
 key="$( (sha256sum "$disk" "$kernel" "$initrd" "$mbr" | cut -d' ' -f1; sha256sum <"$0") |
@@ -21,9 +24,9 @@ fi
 mkdir -p "$out_dir"
 work="$(mktemp -d "$out_dir/.byo-XXXXXX")"
 trap 'rm -rf "$work"' EXIT
-# EXTLINUX 6.04 failed now and then to load the kernel from an ext4 made with mkfs's defaults
-# ("Loading /boot/vmlinuz failed: Invalid argument", depending on where the file landed): the
-# filesystem is made without the 64bit and extent features, so files use classic block maps.
+# KERNEL must be a bzImage: given an uncompressed vmlinux, EXTLINUX says "Loading /boot/vmlinuz
+# failed: Invalid argument". The filesystem is made without the 64bit and extent features, so
+# files use classic block maps, which every EXTLINUX reads.
 cat >"$work/extlinux.conf" <<'EOF'
 DEFAULT linux
 TIMEOUT 1

@@ -8,6 +8,9 @@
 # Usage: make-byo-uefi.sh TINY_DISK KERNEL INITRD OUT_DIR   -> prints the image path
 set -euo pipefail
 disk="$1" kernel="$2" initrd="$3" out_dir="$4"
+# GRUB's linux command needs a bzImage ("HdrS" at offset 0x202), not an ELF vmlinux.
+[ "$(dd if="$kernel" bs=1 skip=514 count=4 2>/dev/null)" = "HdrS" ] ||
+    { echo "'$kernel' is not a bzImage" >&2; exit 1; }
 command -v grub-mkstandalone >/dev/null ||
     { echo "missing grub-mkstandalone (package grub-efi-amd64-bin)" >&2; exit 1; }
 key="$( (sha256sum "$disk" "$kernel" "$initrd" | cut -d' ' -f1; sha256sum <"$0"

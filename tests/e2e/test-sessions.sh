@@ -136,9 +136,13 @@ for s in "$a" "$b" "$cold"; do
     carrel rm "$s" >/dev/null
 done
 # Bring your own image: tiny's files on a partitioned disk that boots with its own bootloader
-# (EXTLINUX, BIOS), imported without a kernel: no direct boot involved.
+# (EXTLINUX, BIOS), imported without a kernel: no direct boot involved. Bootloaders load the
+# compressed bzImage (the template itself boots the faster uncompressed vmlinux), which the
+# build left in its cache entry.
+tiny_build="${CARREL_CACHE_DIR:-/var/cache/carrel}/templates/tiny-$(jq -r '.recipe_hash[0:16]' <<<"$tiny_json")"
+check "tiny's build kept its bzImage" test -f "$tiny_build/vmlinuz"
 byo_image="$("$(dirname "$0")/make-byo-bios.sh" "$(jq -r .disk <<<"$tiny_json")" \
-    "$(jq -r .kernel <<<"$tiny_json")" "$(jq -r .initrd <<<"$tiny_json")" \
+    "$tiny_build/vmlinuz" "$(jq -r .initrd <<<"$tiny_json")" \
     "${CARREL_CACHE_DIR:-/var/cache/carrel}/byo" 2>"$E2E_DIR/byo.log")"
 check "import a BIOS image with its own bootloader" carrel template import byo \
     --disk "$byo_image" --format qcow2 --firmware bios
@@ -155,7 +159,7 @@ carrel rm "$byo" >/dev/null
 check "template rm byo" carrel template rm byo
 # The same for UEFI: GPT, an EFI system partition with GRUB as BOOTX64.EFI, booted by OVMF.
 uefi_image="$("$(dirname "$0")/make-byo-uefi.sh" "$(jq -r .disk <<<"$tiny_json")" \
-    "$(jq -r .kernel <<<"$tiny_json")" "$(jq -r .initrd <<<"$tiny_json")" \
+    "$tiny_build/vmlinuz" "$(jq -r .initrd <<<"$tiny_json")" \
     "${CARREL_CACHE_DIR:-/var/cache/carrel}/byo" 2>"$E2E_DIR/byo-uefi.log")"
 check "import a UEFI image with its own bootloader" carrel template import byou \
     --disk "$uefi_image" --format qcow2 --firmware uefi
