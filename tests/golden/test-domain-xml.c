@@ -8,12 +8,7 @@
 #include <unistd.h>
 
 #include "hypervisor/hypervisor.h"
-
-typedef struct {
-    char *json_path;
-    char *xml_path;
-    char *err_path;
-} GoldenCase;
+#include "tests/golden/golden.h"
 
 static const char *const spec_members[] = {
     "domain_name",  "session_id",
@@ -37,14 +32,7 @@ get_string(JsonObject *obj, const char *member)
 static void
 spec_from_json(JsonObject *obj, CarrelDomainSpec *spec)
 {
-    GList *members = json_object_get_members(obj);
-
-    /* A typo in a case file must not silently test the default instead. */
-    for (GList *l = members; l; l = l->next) {
-        if (!g_strv_contains(spec_members, l->data))
-            g_error("unknown member '%s' in case file", (const char *)l->data);
-    }
-    g_list_free(members);
+    golden_check_members(obj, spec_members, "a domain-xml case");
     memset(spec, 0, sizeof(*spec));
     spec->domain_name = get_string(obj, "domain_name");
     spec->session_id = get_string(obj, "session_id");
@@ -91,170 +79,21 @@ validate_with_libvirt(const char *xml)
     }
 }
 
-static void
-write_or_die(const char *path, const char *contents)
+static char *
+generate(JsonObject *root, GError **error)
 {
-    g_autoptr(GError) error = NULL;
-
-    g_file_set_contents(path, contents, -1, &error);
-    g_assert_no_error(error);
-}
-
-static void
-regenerate(const GoldenCase *gc, const char *xml, const GError *build_error)
-{
-    if (build_error) {
-        g_autofree char *text = g_strdup_printf(
-            "%s: %s\n", carrel_error_code_to_string(build_error->code), build_error->message);
-        write_or_die(gc->err_path, text);
-        unlink(gc->xml_path);
-    } else {
-        write_or_die(gc->xml_path, xml);
-        unlink(gc->err_path);
-    }
-}
-
-/* Reports the first line where actual and expected differ, then marks the test failed. */
-static void
-report_difference(const char *path, const char *actual, const char *expected)
-{
-    g_auto(GStrv) got = g_strsplit(actual, "\n", -1);
-    g_auto(GStrv) want = g_strsplit(expected, "\n", -1);
-    guint i = 0;
-
-    while (got[i] && want[i] && g_str_equal(got[i], want[i]))
-        i++;
-    g_test_message("%s differs at line %u (CARREL_TEST_REGENERATE=1 rewrites it; review the diff)",
-                   path, i + 1);
-    g_test_message("  expected: %s", want[i] ? want[i] : "<end of file>");
-    g_test_message("  actual:   %s", got[i] ? got[i] : "<end of output>");
-    g_test_fail();
-}
-
-static void
-check_expected(const GoldenCase *gc, const char *xml, const GError *build_error)
-{
-    g_autofree char *expected = NULL;
-    g_autofree char *actual = NULL;
-    g_autoptr(GError) error = NULL;
-
-    if (g_file_test(gc->err_path, G_FILE_TEST_EXISTS)) {
-        g_file_get_contents(gc->err_path, &expected, NULL, &error);
-        g_assert_no_error(error);
-        if (!build_error) {
-            g_test_message("%s: expected an error, got xml", gc->json_path);
-            g_test_fail();
-            return;
-        }
-        g_assert_true(build_error->domain == CARREL_ERROR);
-        actual = g_strdup_printf("%s: %s\n", carrel_error_code_to_string(build_error->code),
-                                 build_error->message);
-        if (!g_str_equal(actual, expected))
-            report_difference(gc->err_path, actual, expected);
-        return;
-    }
-    if (build_error) {
-        g_test_message("%s: unexpected error: %s", gc->json_path, build_error->message);
-        g_test_fail();
-        return;
-    }
-    if (!g_file_get_contents(gc->xml_path, &expected, NULL, &error)) {
-        g_test_message("%s (CARREL_TEST_REGENERATE=1 writes it)", error->message);
-        g_test_fail();
-        return;
-    }
-    if (!g_str_equal(xml, expected))
-        report_difference(gc->xml_path, xml, expected);
-}
-
-static void
-test_case(gconstpointer data)
-{
-    const GoldenCase *gc = data;
-    g_autoptr(JsonParser) parser = json_parser_new();
-    g_autoptr(GError) error = NULL;
-    g_autoptr(GError) build_error = NULL;
-    g_autofree char *xml = NULL;
     CarrelDomainSpec spec;
-    JsonNode *root;
+    char *xml;
 
-    json_parser_load_from_file(parser, gc->json_path, &error);
-    g_assert_no_error(error);
-    root = json_parser_get_root(parser);
-    g_assert_true(root && JSON_NODE_HOLDS_OBJECT(root));
-    spec_from_json(json_node_get_object(root), &spec);
-
-    xml = carrel_hypervisor_build_domain_xml(&spec, &build_error);
-    g_assert_true((xml == NULL) == (build_error != NULL));
+    spec_from_json(root, &spec);
+    xml = carrel_hypervisor_build_domain_xml(&spec, error);
     if (xml)
         validate_with_libvirt(xml);
-    if (g_strcmp0(g_getenv("CARREL_TEST_REGENERATE"), "1") == 0)
-        regenerate(gc, xml, build_error);
-    else
-        check_expected(gc, xml, build_error);
-}
-
-static void
-golden_case_free(gpointer data)
-{
-    GoldenCase *gc = data;
-
-    g_free(gc->json_path);
-    g_free(gc->xml_path);
-    g_free(gc->err_path);
-    g_free(gc);
-}
-
-static gint
-compare_names(gconstpointer a, gconstpointer b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* Registers one test per <case>.json, sorted so the order is stable. */
-static GPtrArray *
-add_cases(const char *dir_path)
-{
-    g_autoptr(GError) error = NULL;
-    g_autoptr(GDir) dir = g_dir_open(dir_path, 0, &error);
-    g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
-    GPtrArray *cases = g_ptr_array_new_with_free_func(golden_case_free);
-    const char *entry;
-
-    g_assert_no_error(error);
-    while ((entry = g_dir_read_name(dir))) {
-        if (g_str_has_suffix(entry, ".json"))
-            g_ptr_array_add(names, g_strndup(entry, strlen(entry) - strlen(".json")));
-    }
-    g_ptr_array_sort(names, compare_names);
-    for (guint i = 0; i < names->len; i++) {
-        const char *name = g_ptr_array_index(names, i);
-        GoldenCase *gc = g_new0(GoldenCase, 1);
-        g_autofree char *base = g_build_filename(dir_path, name, NULL);
-        g_autofree char *test_path = g_strdup_printf("/domain-xml/%s", name);
-
-        gc->json_path = g_strconcat(base, ".json", NULL);
-        gc->xml_path = g_strconcat(base, ".xml", NULL);
-        gc->err_path = g_strconcat(base, ".err", NULL);
-        g_ptr_array_add(cases, gc);
-        g_test_add_data_func(test_path, gc, test_case);
-    }
-    return cases;
+    return xml;
 }
 
 int
 main(int argc, char **argv)
 {
-    const char *data_dir = g_getenv("CARREL_TEST_DATA");
-    g_autofree char *dir_path = NULL;
-    g_autoptr(GPtrArray) cases = NULL;
-
-    g_test_init(&argc, &argv, NULL);
-    if (!data_dir)
-        g_error("CARREL_TEST_DATA is not set");
-    dir_path = g_build_filename(data_dir, "domain-xml", NULL);
-    cases = add_cases(dir_path);
-    if (cases->len == 0)
-        g_error("no cases in '%s'", dir_path);
-    return g_test_run();
+    return golden_main(argc, argv, "domain-xml", ".xml", generate);
 }
