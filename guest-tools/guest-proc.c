@@ -262,6 +262,7 @@ consider_session(pid_t pid, uid_t uid, gpointer data)
 {
     SessionSearch *search = data;
     g_autofree char *block = NULL;
+    g_autofree char *xauthority = NULL;
     gsize len = 0;
     gboolean regular = is_regular_uid(uid);
 
@@ -270,6 +271,11 @@ consider_session(pid_t pid, uid_t uid, gpointer data)
         return TRUE;
     if (!read_proc_file(pid, "environ", &block, &len) ||
         !env_display_is(block, len, search->number))
+        return TRUE;
+    /* A process left over from an earlier X server on this display names a cookie file that is
+     * gone: its session is not the live one. */
+    xauthority = carrel_guest_environ_lookup(block, len, "XAUTHORITY");
+    if (xauthority && xauthority[0] && !g_file_test(xauthority, G_FILE_TEST_EXISTS))
         return TRUE;
     carrel_guest_session_free(search->best);
     search->best = session_from_environ(pid, uid, block, len);

@@ -110,17 +110,23 @@ expect_error() {
 }
 
 # Waits (bounded) until a window with this WM_CLASS instance is listed; prints it.
+# Waits up to 30 s: a program started on a loaded 2-core machine (the VMs of other tiers) may
+# take more than the 10 s this used to allow to map its first window.
 wait_window() {
-	local instance="$1" out
-	for _ in $(seq 1 100); do
+	local instance="$1" out deadline=$((SECONDS + 30)) log
+	while [ "$SECONDS" -lt "$deadline" ]; do
 		out="$(guest windows)" || fail "windows failed: $out"
 		if jq -e --arg i "$instance" '.windows[] | select(.instance == $i)' <<<"$out" >/dev/null; then
 			jq -c --arg i "$instance" '.windows[] | select(.instance == $i)' <<<"$out"
 			return 0
 		fi
-		sleep 0.1
+		sleep 0.2
 	done
-	fail "no window '$instance' after 10 s: $out"
+	for log in "${logs[@]}"; do
+		echo "--- $log" >&2
+		tail -5 "$log" >&2 2>/dev/null || true
+	done
+	fail "no window '$instance' after 30 s: $out"
 }
 
 start_session_process() {
