@@ -3,7 +3,6 @@
 
 #include "core/core-priv.h"
 
-#define GUEST_TOOL "/usr/local/bin/carrel-guest"
 #define HELPER_OUTPUT_MAX (256 * 1024)
 #define HELPER_TIMEOUT_S 30
 
@@ -14,7 +13,7 @@ helper_argv(const CarrelAction *action, GError **error)
     CarrelActionKind kind = action->kind;
     const char *what = kind == CARREL_ACTION_LAUNCH ? action->app : action->target;
 
-    g_strv_builder_add(b, GUEST_TOOL);
+    g_strv_builder_add(b, CARREL_GUEST_TOOL_PATH);
     if (kind == CARREL_ACTION_CLIPBOARD_GET) {
         g_strv_builder_addv(b, (const char *[]){"clipboard", "get", NULL});
     } else if (kind == CARREL_ACTION_CLIPBOARD_SET) {

@@ -5,6 +5,9 @@
 #include "policy/policy.h"
 #include "store/store.h"
 
+/* Where the shipped templates install carrel-guest (readiness and the desktop helpers). */
+#define CARREL_GUEST_TOOL_PATH "/usr/local/bin/carrel-guest"
+
 struct _CarrelManager {
     char *state_dir;
     char *recipes_dir;

@@ -3,7 +3,6 @@
 #include "core/core-priv.h"
 #include "image/image.h"
 
-#define GUEST_TOOL "/usr/local/bin/carrel-guest"
 #define GUEST_TOOL_OUTPUT_MAX (64 * 1024)
 /* Rounds are screen_poll_ms apart (500 ms by default). After carrel-guest said ready, the
  * picture must hold for this many rounds (~2 s). */
@@ -22,7 +21,7 @@ static ToolReady
 ask_guest_tool(CarrelManager *mgr, const char *domain, guint timeout_s, GError **error)
 {
     g_autofree char *timeout_text = g_strdup_printf("%u", timeout_s);
-    const char *argv[] = {GUEST_TOOL, "ready", "--timeout", timeout_text, NULL};
+    const char *argv[] = {CARREL_GUEST_TOOL_PATH, "ready", "--timeout", timeout_text, NULL};
     g_autoptr(GBytes) out = NULL;
     g_autoptr(GBytes) err = NULL;
     g_autoptr(JsonNode) reply = NULL;
