@@ -396,11 +396,16 @@ gboolean
 carrel_archive_sink_add_tar(CarrelArchiveSink *sink, const char *tar_path, const char *guest_prefix,
                             GError **error)
 {
-    struct archive *a = archive_read_new();
+    /* A bad prefix is the caller's error, not one refused member after another. */
+    g_autofree char *prefix = carrel_archive_guest_path(guest_prefix, ".", error);
+    struct archive *a;
     struct archive_entry *ae;
     gboolean ok = TRUE;
     int r = ARCHIVE_EOF;
 
+    if (!prefix)
+        return FALSE;
+    a = archive_read_new();
     /* Plain tar only: no decompression filter, so no external program and no bomb. */
     archive_read_support_format_tar(a);
     if (archive_read_open_filename(a, tar_path, COPY_BUFFER) != ARCHIVE_OK) {
@@ -408,7 +413,7 @@ carrel_archive_sink_add_tar(CarrelArchiveSink *sink, const char *tar_path, const
         ok = FALSE;
     }
     while (ok && ((r = archive_read_next_header(a, &ae)) == ARCHIVE_OK || r == ARCHIVE_WARN))
-        ok = add_tar_member(sink, a, ae, guest_prefix, error);
+        ok = add_tar_member(sink, a, ae, prefix, error);
     if (ok && r != ARCHIVE_EOF) {
         carrel_archive_set_error(error, a, "reading tar");
         ok = FALSE;
@@ -432,17 +437,20 @@ read_fd(gpointer source, guint8 *buf, gsize len, GError **error)
     return n;
 }
 
-/* Sanitizes a guest path given by a caller (it came from the guest); a refused one is recorded
- * as such and NULL returned. */
-static char *
+/* Sanitizes a guest path given by a caller (it came from the guest) into entry->guest_path;
+ * FALSE when it was refused, and then the entry is recorded as such. */
+static gboolean
 sanitize_or_record(CarrelArchiveSink *sink, CarrelArchiveEntry *entry, const char *guest_path)
 {
     g_autoptr(GError) name_error = NULL;
     char *clean = carrel_archive_guest_path("/", guest_path, &name_error);
 
-    if (!clean)
+    if (!clean) {
         record_refused(sink, entry, guest_path, name_error);
-    return clean;
+        return FALSE;
+    }
+    entry->guest_path = clean;
+    return TRUE;
 }
 
 gboolean
@@ -465,8 +473,7 @@ carrel_archive_sink_add_file(CarrelArchiveSink *sink, const char *guest_path, co
         return FALSE;
     }
     entry = entry_new(CARREL_ARCHIVE_TYPE_FILE, mode, uid, gid, mtime);
-    entry->guest_path = sanitize_or_record(sink, entry, guest_path);
-    ok = !entry->guest_path ||
+    ok = !sanitize_or_record(sink, entry, guest_path) ||
          place(sink, entry, (guint64)st.st_size, read_fd, GINT_TO_POINTER(fd), error);
     close(fd);
     return ok;
@@ -490,6 +497,5 @@ carrel_archive_sink_add_record(CarrelArchiveSink *sink, const char *guest_path,
     entry = entry_new(type, mode, uid, gid, mtime);
     if (link_target)
         entry->link_target = carrel_archive_escape(link_target);
-    entry->guest_path = sanitize_or_record(sink, entry, guest_path);
-    return !entry->guest_path || place(sink, entry, 0, NULL, NULL, error);
+    return !sanitize_or_record(sink, entry, guest_path) || place(sink, entry, 0, NULL, NULL, error);
 }
