@@ -17,7 +17,7 @@ struct _CarrelArchiveWriter {
     int fd;
     struct archive *a;
     CarrelArchiveLimits limits;
-    GHashTable *seen; /* member name -> GINT_TO_POINTER(type + 1) */
+    GHashTable *seen; /* member name -> GINT_TO_POINTER(type + 1), IMPLICIT_DIR included */
     guint entries;
     guint64 bytes;
     gboolean finished;
@@ -108,27 +108,57 @@ check_owner(gint64 uid, gint64 gid, GError **error)
     return TRUE;
 }
 
-/* Refuses what GNU tar would turn into a surprise: a second entry at one path, an entry below a
- * file or symlink of this tar. TRUE with *ret_skip for a directory that is already there. */
+/* The parent of a member that had no entry of its own (GNU tar creates it). */
+#define IMPLICIT_DIR CARREL_ARCHIVE_TYPE_LAST
+
+/* What a member name is in this tar so far, -1 for nothing. */
+static int
+seen_type(CarrelArchiveWriter *w, const char *name)
+{
+    return GPOINTER_TO_INT(g_hash_table_lookup(w->seen, name)) - 1;
+}
+
+static void
+mark_seen(CarrelArchiveWriter *w, const char *name, CarrelArchiveType type)
+{
+    g_hash_table_insert(w->seen, g_strdup(name), GINT_TO_POINTER(type + 1));
+    for (const char *p = strchr(name, '/'); p; p = strchr(p + 1, '/')) {
+        g_autofree char *parent = g_strndup(name, p - name);
+        if (seen_type(w, parent) < 0)
+            g_hash_table_insert(w->seen, g_steal_pointer(&parent),
+                                GINT_TO_POINTER(IMPLICIT_DIR + 1));
+    }
+}
+
+static gboolean
+is_dir(int type)
+{
+    return type == CARREL_ARCHIVE_TYPE_DIR || type == IMPLICIT_DIR;
+}
+
+/*
+ * Refuses what GNU tar would turn into a surprise: a second entry at one path (a file where a
+ * directory was implied included), an entry below a file or symlink of this tar. TRUE with
+ * *ret_skip for a directory that already has its entry.
+ */
 static gboolean
 check_place(CarrelArchiveWriter *w, const Member *m, gboolean *ret_skip, GError **error)
 {
     const char *name = m->guest_path + 1;
-    gpointer found = g_hash_table_lookup(w->seen, name);
+    int found = seen_type(w, name);
 
-    *ret_skip = FALSE;
-    if (found) {
-        *ret_skip = GPOINTER_TO_INT(found) - 1 == CARREL_ARCHIVE_TYPE_DIR &&
-                    m->type == CARREL_ARCHIVE_TYPE_DIR;
-        if (!*ret_skip)
-            g_set_error(error, CARREL_ERROR, CARREL_ERROR_EXISTS, "'%s' is already in the tar",
-                        m->guest_path);
-        return *ret_skip;
+    *ret_skip = found == CARREL_ARCHIVE_TYPE_DIR && m->type == CARREL_ARCHIVE_TYPE_DIR;
+    if (*ret_skip || (found == IMPLICIT_DIR && m->type == CARREL_ARCHIVE_TYPE_DIR))
+        return TRUE;
+    if (found >= 0) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_EXISTS, "'%s' is already in the tar",
+                    m->guest_path);
+        return FALSE;
     }
     for (const char *p = strchr(name, '/'); p; p = strchr(p + 1, '/')) {
         g_autofree char *parent = g_strndup(name, p - name);
-        found = g_hash_table_lookup(w->seen, parent);
-        if (found && GPOINTER_TO_INT(found) - 1 != CARREL_ARCHIVE_TYPE_DIR) {
+        found = seen_type(w, parent);
+        if (found >= 0 && !is_dir(found)) {
             g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
                         "'%s' is below '/%s', which is not a directory", m->guest_path, parent);
             return FALSE;
@@ -193,7 +223,7 @@ write_header(CarrelArchiveWriter *w, const Member *m, gboolean *ret_written, GEr
         g_prefix_error(error, "'%s': ", m->guest_path);
         return FALSE;
     }
-    g_hash_table_insert(w->seen, g_strdup(m->guest_path + 1), GINT_TO_POINTER(m->type + 1));
+    mark_seen(w, m->guest_path + 1, m->type);
     w->entries++;
     w->bytes += m->size;
     *ret_written = TRUE;
