@@ -75,8 +75,8 @@ carrel_archive_writer_free(CarrelArchiveWriter *w)
 {
     if (!w)
         return;
-    if (!w->finished)
-        archive_write_fail(w->a); /* no end-of-archive on a partial tar */
+    /* Not archive_write_fail: libarchive then skips its close and leaks the open state; an
+     * unfinished output is removed below anyway. */
     archive_write_free(w->a);
     close(w->fd);
     if (!w->finished)
