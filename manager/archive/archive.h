@@ -128,8 +128,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelArchiveWriter, carrel_archive_writer_free)
 
 /*
  * A local file or directory tree (recursive) at guest_path. Symlinks are stored as symlinks,
- * never followed; devices, FIFOs and sockets are refused (UNSUPPORTED). Modes and mtimes are
- * kept; uid/gid -1 keep the local file's owner.
+ * never followed; devices, FIFOs and sockets are refused (UNSUPPORTED), so are local names
+ * that break the member rules (INVALID_ARG). Modes and mtimes are kept; uid/gid -1 keep the
+ * local file's owner. On an error the entries added before it stay in the tar.
  */
 gboolean carrel_archive_writer_add_local(CarrelArchiveWriter *writer, const char *local_path,
                                          const char *guest_path, gint64 uid, gint64 gid,
