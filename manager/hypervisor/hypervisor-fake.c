@@ -33,16 +33,17 @@ typedef struct {
     char *exec_stdout;
     char *exec_stderr;
     gboolean exec_hang;
-    char **exec_argv;  /* of the last agent_exec */
-    GBytes *screen;    /* NULL: the default screen */
-    GHashTable *files; /* guest path -> GBytes, shared by every fake domain */
-    GPtrArray *input;  /* QMP commands received, in order */
+    char **exec_argv;      /* of the last agent_exec */
+    GBytes *screen;        /* NULL: the default screen */
+    GHashTable *files;     /* guest path -> GBytes, shared by every fake domain */
+    GBytes *read_fallback; /* what reading any other path gives, or NULL */
+    GPtrArray *input;      /* QMP commands received, in order */
 } FakeBackend;
 
 static const char *const fake_op_names[] = {
     "define_start", "start",      "shutdown",  "destroy",    "undefine",   "get_state",
     "agent_ping",   "list",       "define",    "save",       "restore",    "set_time",
-    "agent_exec",   "screenshot", "file_read", "file_write", "input_send",
+    "agent_exec",   "screenshot", "file_read", "file_write", "input_send", "fs_freeze",
 };
 
 static void
@@ -326,6 +327,15 @@ fake_restore(CarrelHypervisor *hv, const char *path, const char *xml, GError **e
 }
 
 static gboolean
+fake_fs_freeze(CarrelHypervisor *hv, const char *name, gboolean freeze, GError **error)
+{
+    FakeBackend *be = hv->backend_data;
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
+
+    return agent_domain(be, "fs_freeze", name, error) != NULL;
+}
+
+static gboolean
 fake_set_time(CarrelHypervisor *hv, const char *name, GError **error)
 {
     FakeBackend *be = hv->backend_data;
@@ -407,8 +417,8 @@ fake_screenshot(CarrelHypervisor *hv, const char *name, GBytes **ret_image, GErr
 }
 
 static gboolean
-fake_file_read(CarrelHypervisor *hv, const char *name, const char *path, gsize max,
-               GBytes **ret_data, GError **error)
+fake_file_read(CarrelHypervisor *hv, const char *name, const char *path, guint64 max,
+               CarrelHypervisorChunkFunc sink, gpointer sink_data, GError **error)
 {
     FakeBackend *be = hv->backend_data;
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
@@ -417,17 +427,18 @@ fake_file_read(CarrelHypervisor *hv, const char *name, const char *path, gsize m
     if (!agent_domain(be, "file_read", name, error))
         return FALSE;
     data = g_hash_table_lookup(be->files, path);
+    if (!data)
+        data = be->read_fallback;
     if (!data) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND, "no such file in the guest");
         return FALSE;
     }
     if (g_bytes_get_size(data) > max) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_LIMIT,
-                    "file is larger than %" G_GSIZE_FORMAT " bytes", max);
+                    "file is larger than %" G_GUINT64_FORMAT " bytes", max);
         return FALSE;
     }
-    *ret_data = g_bytes_ref(data);
-    return TRUE;
+    return sink(g_bytes_get_data(data, NULL), g_bytes_get_size(data), sink_data, error);
 }
 
 static gboolean
@@ -528,6 +539,7 @@ fake_close(CarrelHypervisor *hv)
     g_hash_table_unref(be->domains);
     g_hash_table_unref(be->fail_next);
     g_hash_table_unref(be->files);
+    g_clear_pointer(&be->read_fallback, g_bytes_unref);
     g_ptr_array_unref(be->input);
     g_free(be->exec_stdout);
     g_free(be->exec_stderr);
@@ -553,6 +565,7 @@ static const CarrelHypervisorOps fake_ops = {
     .save = fake_save,
     .restore = fake_restore,
     .set_time = fake_set_time,
+    .fs_freeze = fake_fs_freeze,
     .agent_exec = fake_agent_exec,
     .screenshot = fake_screenshot,
     .file_read = fake_file_read,
@@ -674,4 +687,16 @@ carrel_hypervisor_fake_set_screen(CarrelHypervisor *hv, GBytes *image)
     locker = g_mutex_locker_new(&be->lock);
     g_clear_pointer(&be->screen, g_bytes_unref);
     be->screen = image ? g_bytes_ref(image) : NULL;
+}
+
+void
+carrel_hypervisor_fake_set_read_fallback(CarrelHypervisor *hv, GBytes *data)
+{
+    FakeBackend *be = fake_backend_of(hv);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = NULL;
+
+    g_return_if_fail(be != NULL);
+    locker = g_mutex_locker_new(&be->lock);
+    g_clear_pointer(&be->read_fallback, g_bytes_unref);
+    be->read_fallback = data ? g_bytes_ref(data) : NULL;
 }

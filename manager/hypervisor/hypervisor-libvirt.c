@@ -541,6 +541,27 @@ lv_restore(CarrelHypervisor *hv, const char *path, const char *xml, GError **err
 }
 
 static gboolean
+lv_fs_freeze(CarrelHypervisor *hv, const char *name, gboolean freeze, GError **error)
+{
+    LibvirtBackend *be = hv->backend_data;
+    g_autoptr(virDomain) dom = NULL;
+    int rc;
+
+    if (refuse_on_test(be, "guest-fsfreeze", error) || !(dom = lookup_domain(be, name, error)))
+        return FALSE;
+    if (virDomainAgentSetResponseTimeout(dom, CARREL_HYPERVISOR_AGENT_TIMEOUT_S, 0) < 0) {
+        set_libvirt_error(error, "setting guest agent timeout");
+        return FALSE;
+    }
+    rc = freeze ? virDomainFSFreeze(dom, NULL, 0, 0) : virDomainFSThaw(dom, NULL, 0, 0);
+    if (rc < 0) {
+        set_libvirt_error(error, freeze ? "guest-fsfreeze-freeze" : "guest-fsfreeze-thaw");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean
 lv_set_time(CarrelHypervisor *hv, const char *name, GError **error)
 {
     LibvirtBackend *be = hv->backend_data;
@@ -784,8 +805,11 @@ file_close(virDomainPtr dom, gint64 handle)
 }
 
 static gboolean
-file_read_all(virDomainPtr dom, gint64 handle, gsize max, GByteArray *out, GError **error)
+file_read_all(virDomainPtr dom, gint64 handle, guint64 max, CarrelHypervisorChunkFunc sink,
+              gpointer sink_data, GError **error)
 {
+    guint64 total = 0;
+
     for (;;) {
         g_autofree char *command =
             carrel_hypervisor_agent_file_read_command(handle, CARREL_HYPERVISOR_FILE_CHUNK);
@@ -796,12 +820,14 @@ file_read_all(virDomainPtr dom, gint64 handle, gsize max, GByteArray *out, GErro
         if (!reply || !carrel_hypervisor_agent_parse_file_read(reply, CARREL_HYPERVISOR_FILE_CHUNK,
                                                                &chunk, &eof, error))
             return FALSE;
-        if (out->len + g_bytes_get_size(chunk) > max) {
+        total += g_bytes_get_size(chunk);
+        if (total > max) {
             g_set_error(error, CARREL_ERROR, CARREL_ERROR_LIMIT,
-                        "file is larger than %" G_GSIZE_FORMAT " bytes", max);
+                        "file is larger than %" G_GUINT64_FORMAT " bytes", max);
             return FALSE;
         }
-        g_byte_array_append(out, g_bytes_get_data(chunk, NULL), (guint)g_bytes_get_size(chunk));
+        if (!sink(g_bytes_get_data(chunk, NULL), g_bytes_get_size(chunk), sink_data, error))
+            return FALSE;
         /* A read of nothing without eof would loop forever on a lying agent. */
         if (eof || g_bytes_get_size(chunk) == 0)
             return TRUE;
@@ -809,24 +835,20 @@ file_read_all(virDomainPtr dom, gint64 handle, gsize max, GByteArray *out, GErro
 }
 
 static gboolean
-lv_file_read(CarrelHypervisor *hv, const char *name, const char *path, gsize max, GBytes **ret_data,
-             GError **error)
+lv_file_read(CarrelHypervisor *hv, const char *name, const char *path, guint64 max,
+             CarrelHypervisorChunkFunc sink, gpointer sink_data, GError **error)
 {
     LibvirtBackend *be = hv->backend_data;
     g_autoptr(virDomain) dom = NULL;
-    g_autoptr(GByteArray) data = g_byte_array_new();
     gint64 handle = 0;
     gboolean ok;
 
     if (refuse_on_test(be, "guest-file-read", error) || !(dom = lookup_domain(be, name, error)) ||
         !file_open(dom, path, "r", &handle, error))
         return FALSE;
-    ok = file_read_all(dom, handle, max, data, error);
+    ok = file_read_all(dom, handle, max, sink, sink_data, error);
     file_close(dom, handle);
-    if (!ok)
-        return FALSE;
-    *ret_data = g_byte_array_free_to_bytes(g_steal_pointer(&data));
-    return TRUE;
+    return ok;
 }
 
 static gboolean
@@ -922,6 +944,7 @@ static const CarrelHypervisorOps libvirt_ops = {
     .save = lv_save,
     .restore = lv_restore,
     .set_time = lv_set_time,
+    .fs_freeze = lv_fs_freeze,
     .agent_exec = lv_agent_exec,
     .screenshot = lv_screenshot,
     .file_read = lv_file_read,

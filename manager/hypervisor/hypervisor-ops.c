@@ -1,5 +1,7 @@
 /* The hypervisor object, its dispatchers through the operations table, and the enum tables. */
+#include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #define CARREL_HYPERVISOR_PRIV_H_ALLOW
 #include "hypervisor/hypervisor-priv.h"
@@ -266,6 +268,17 @@ carrel_hypervisor_set_time(CarrelHypervisor *hv, const char *name, GError **erro
 }
 
 gboolean
+carrel_hypervisor_fs_freeze(CarrelHypervisor *hv, const char *name, gboolean freeze, GError **error)
+{
+    g_return_val_if_fail(hv != NULL && name != NULL, FALSE);
+    if (hv->ops->fs_freeze(hv, name, freeze, error))
+        return TRUE;
+    g_prefix_error(error, "domain '%s': %s its filesystems: ", name,
+                   freeze ? "freezing" : "thawing");
+    return FALSE;
+}
+
+gboolean
 carrel_hypervisor_agent_exec(CarrelHypervisor *hv, const char *name, const char *const *argv,
                              GBytes *stdin_bytes, guint timeout_s, gsize max_output,
                              int *ret_exit_code, GBytes **ret_stdout, GBytes **ret_stderr,
@@ -308,20 +321,77 @@ carrel_hypervisor_screenshot(CarrelHypervisor *hv, const char *name, GBytes **re
     return TRUE;
 }
 
+static gboolean
+append_chunk(const guint8 *data, gsize len, gpointer user_data, GError **error)
+{
+    g_byte_array_append(user_data, data, (guint)len);
+    return TRUE;
+}
+
 gboolean
 carrel_hypervisor_file_read(CarrelHypervisor *hv, const char *name, const char *path, gsize max,
                             GBytes **ret_data, GError **error)
 {
+    g_autoptr(GByteArray) data = g_byte_array_new();
+
     if (!g_path_is_absolute(path)) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
                     "guest path '%s' is not absolute", path);
         return FALSE;
     }
-    if (!hv->ops->file_read(hv, name, path, max, ret_data, error)) {
+    if (!hv->ops->file_read(hv, name, path, max, append_chunk, data, error)) {
         g_prefix_error(error, "domain '%s': reading '%s': ", name, path);
         return FALSE;
     }
+    *ret_data = g_byte_array_free_to_bytes(g_steal_pointer(&data));
     return TRUE;
+}
+
+typedef struct {
+    int fd;
+    guint64 written;
+} FdSink;
+
+static gboolean
+write_chunk(const guint8 *data, gsize len, gpointer user_data, GError **error)
+{
+    FdSink *sink = user_data;
+    gsize done = 0;
+
+    while (done < len) {
+        gssize n = write(sink->fd, data + done, len - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            int saved = errno;
+            g_set_error(error, CARREL_ERROR, CARREL_ERROR_FAILED, "writing on the host: %s",
+                        g_strerror(saved));
+            return FALSE;
+        }
+        done += (gsize)n;
+    }
+    sink->written += len;
+    return TRUE;
+}
+
+gboolean
+carrel_hypervisor_file_read_fd(CarrelHypervisor *hv, const char *name, const char *path, int fd,
+                               guint64 max, guint64 *ret_size, GError **error)
+{
+    FdSink sink = {.fd = fd};
+    gboolean ok;
+
+    if (!g_path_is_absolute(path)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "guest path '%s' is not absolute", path);
+        return FALSE;
+    }
+    ok = hv->ops->file_read(hv, name, path, max, write_chunk, &sink, error);
+    if (ret_size)
+        *ret_size = sink.written;
+    if (!ok)
+        g_prefix_error(error, "domain '%s': reading '%s': ", name, path);
+    return ok;
 }
 
 gboolean

@@ -91,6 +91,10 @@ typedef struct _CarrelHypervisor CarrelHypervisor;
  * domain is not in a state for the call, TIMEOUT when the guest does not react in time,
  * HYPERVISOR for everything else (with libvirt's message).
  */
+/* Receives a guest file's bytes chunk by chunk; FALSE (with error) stops the copy. */
+typedef gboolean (*CarrelHypervisorChunkFunc)(const guint8 *data, gsize len, gpointer user_data,
+                                              GError **error);
+
 typedef struct {
     /* Defines the persistent domain from xml and starts it; undefines it again if start fails. */
     gboolean (*define_start)(CarrelHypervisor *hv, const char *xml, GError **error);
@@ -155,6 +159,7 @@ typedef struct {
      * does not answer within CARREL_HYPERVISOR_AGENT_TIMEOUT_S.
      */
     gboolean (*set_time)(CarrelHypervisor *hv, const char *name, GError **error);
+    gboolean (*fs_freeze)(CarrelHypervisor *hv, const char *name, gboolean freeze, GError **error);
     /* See carrel_hypervisor_agent_exec. */
     gboolean (*agent_exec)(CarrelHypervisor *hv, const char *name, const char *const *argv,
                            GBytes *stdin_bytes, guint timeout_s, gsize max_output,
@@ -165,8 +170,8 @@ typedef struct {
     gboolean (*screenshot)(CarrelHypervisor *hv, const char *name, GBytes **ret_image,
                            GError **error);
     /* See carrel_hypervisor_file_read and carrel_hypervisor_file_write. */
-    gboolean (*file_read)(CarrelHypervisor *hv, const char *name, const char *path, gsize max,
-                          GBytes **ret_data, GError **error);
+    gboolean (*file_read)(CarrelHypervisor *hv, const char *name, const char *path, guint64 max,
+                          CarrelHypervisorChunkFunc sink, gpointer sink_data, GError **error);
     gboolean (*file_write)(CarrelHypervisor *hv, const char *name, const char *path, GBytes *data,
                            GError **error);
     /* Sends one QMP input-send-event command (from carrel_hypervisor_input_command) to QEMU. */
@@ -194,7 +199,7 @@ CarrelHypervisor *carrel_hypervisor_new_fake(void);
  * Makes the fake fail the next call of the given op once with CARREL_ERROR_HYPERVISOR. op is a
  * member name of CarrelHypervisorOps: "define_start", "start", "shutdown", "destroy",
  * "undefine", "get_state", "agent_ping", "list", "define", "save", "restore", "set_time",
- * "agent_exec", "screenshot", "file_read", "file_write" or "input_send".
+ * "agent_exec", "screenshot", "file_read", "file_write", "input_send" or "fs_freeze".
  */
 void carrel_hypervisor_fake_fail_next(CarrelHypervisor *hv, const char *op);
 
@@ -207,6 +212,10 @@ gboolean carrel_hypervisor_fake_set_state(CarrelHypervisor *hv, const char *name
 
 void carrel_hypervisor_free(CarrelHypervisor *hv);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelHypervisor, carrel_hypervisor_free)
+
+/* What the fake's file_read gives for a path no file_write made (NULL: NOT_FOUND), e.g. the
+ * tar a guest would have packed. */
+void carrel_hypervisor_fake_set_read_fallback(CarrelHypervisor *hv, GBytes *data);
 
 /* Makes every guest-agent call of the fake (ping, set_time, agent_exec) time out (silent) or
  * answer again. */
@@ -253,6 +262,13 @@ gboolean carrel_hypervisor_save(CarrelHypervisor *hv, const char *name, const ch
 gboolean carrel_hypervisor_restore(CarrelHypervisor *hv, const char *path, const char *xml,
                                    GError **error);
 gboolean carrel_hypervisor_set_time(CarrelHypervisor *hv, const char *name, GError **error);
+/*
+ * Freezes (or thaws) the guest's filesystems through the agent: once frozen they are flushed
+ * and take no writes, so the disk can be copied as a consistent whole. Thaw soon: the guest's
+ * programs block on writes meanwhile.
+ */
+gboolean carrel_hypervisor_fs_freeze(CarrelHypervisor *hv, const char *name, gboolean freeze,
+                                     GError **error);
 
 /* Response timeout of every single guest-agent command carrel sends (a hung agent never hangs
  * the daemon longer than this per command). */
@@ -322,6 +338,11 @@ gboolean carrel_hypervisor_file_read(CarrelHypervisor *hv, const char *name, con
  */
 gboolean carrel_hypervisor_file_write(CarrelHypervisor *hv, const char *name, const char *path,
                                       GBytes *data, GError **error);
+
+/* Like carrel_hypervisor_file_read, but streams into fd (at most max bytes, LIMIT beyond: what
+ * was written stays); *ret_size is the byte count. For files too large to hold in memory. */
+gboolean carrel_hypervisor_file_read_fd(CarrelHypervisor *hv, const char *name, const char *path,
+                                        int fd, guint64 max, guint64 *ret_size, GError **error);
 
 /* Largest guest-agent reply carrel parses (libvirt's RPC carries strings up to 4 MiB). */
 #define CARREL_HYPERVISOR_AGENT_REPLY_MAX (4 * 1024 * 1024 + 64 * 1024)

@@ -221,3 +221,20 @@ carrel_util_is_base64(const char *text, gsize len)
     }
     return TRUE;
 }
+
+char *
+carrel_util_clean_text(const char *data, gsize len, gsize max)
+{
+    g_autofree char *valid = g_utf8_make_valid(data ? data : "", data ? (gssize)MIN(len, max) : 0);
+    GString *out = g_string_sized_new(strlen(valid));
+
+    for (const char *p = valid; *p; p++) {
+        if (*p == '\n' && p[1])
+            g_string_append(out, "; ");
+        else if ((guchar)*p < 0x20 || *p == 0x7f)
+            continue;
+        else
+            g_string_append_c(out, *p);
+    }
+    return g_string_free(out, FALSE);
+}

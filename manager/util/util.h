@@ -40,6 +40,15 @@ CarrelErrorCode carrel_error_code_from_string(const char *name);
 #define CARREL_LIMIT_BODY_BYTES (1024 * 1024)
 /* Largest file moved in one request (file upload body, file download). */
 #define CARREL_LIMIT_FILE_BYTES (32 * 1024 * 1024)
+/* Artifacts: default and hard limits of one extraction. */
+#define CARREL_LIMIT_EXTRACT_BYTES (G_GUINT64_CONSTANT(1024) * 1024 * 1024)
+#define CARREL_LIMIT_EXTRACT_MAX_MIB (16 * 1024)
+#define CARREL_LIMIT_EXTRACT_FILES 10000
+#define CARREL_LIMIT_EXTRACT_MAX_FILES 1000000
+#define CARREL_LIMIT_EXTRACT_PATHS 256
+/* Task inputs: items per create request, and the size of one upload (a tar). */
+#define CARREL_LIMIT_INPUTS 256
+#define CARREL_LIMIT_UPLOAD_BYTES (256 * 1024 * 1024)
 #define CARREL_LIMIT_VCPUS 16
 #define CARREL_LIMIT_MEMORY_MIB (64 * 1024)
 #define CARREL_LIMIT_MIN_MEMORY_MIB 128
@@ -130,5 +139,9 @@ gboolean carrel_util_is_valid_name(const char *text);
 
 /* True when text has no ASCII control characters (including newline) and is valid UTF-8. */
 gboolean carrel_util_is_clean_text(const char *text);
+
+/* Untrusted bytes (a guest's stderr) as one line of clean text: at most max bytes read, invalid
+ * UTF-8 replaced, line breaks as "; ", other control characters dropped. */
+char *carrel_util_clean_text(const char *data, gsize len, gsize max);
 
 G_END_DECLS
