@@ -1,4 +1,4 @@
-/* disk: image inspection, import checks and qcow2 overlays (qemu-img); libguestfs later. */
+/* disk: image inspection, import checks, qcow2 overlays (qemu-img) and libguestfs access. */
 #pragma once
 
 #include "util/util.h"
@@ -66,5 +66,71 @@ gboolean carrel_disk_create_overlay(const char *path, const char *backing,
 
 /* Makes a disk layer read-only (mode 0444): it backs other overlays from now on. */
 gboolean carrel_disk_freeze(const char *path, GError **error);
+
+/*
+ * libguestfs (C API, direct backend). One handle = one appliance launch: open once per task and
+ * run every operation on it. The appliance parses the guest's filesystems, never the host.
+ */
+typedef struct _CarrelGuestfs CarrelGuestfs;
+
+typedef struct {
+    const char *path;
+    const char *format;     /* "qcow2" or "raw": never probed */
+    const char *mountpoint; /* where its filesystems appear in the appliance: "/", "/base"... */
+} CarrelGuestfsDisk;
+
+typedef enum {
+    CARREL_DISK_FILE_REGULAR,
+    CARREL_DISK_FILE_DIR,
+    CARREL_DISK_FILE_SYMLINK,
+    CARREL_DISK_FILE_OTHER, /* device, FIFO, socket */
+} CarrelDiskFileType;
+
+typedef struct {
+    CarrelDiskFileType type;
+    guint64 size;
+    guint32 mode; /* permission bits, setuid/setgid/sticky included */
+    gint64 uid;
+    gint64 gid;
+    gint64 mtime;
+    gint64 nlink;
+} CarrelGuestfsStat;
+
+/*
+ * Launches an appliance over disks and mounts each disk's guest filesystems at its mountpoint:
+ * those an inspected OS mounts (only the ones on that same disk), else its largest filesystem.
+ * Read-only unless writable (read-only works on a disk QEMU has open; writable never does).
+ * force_tcg where KVM is unusable.
+ */
+CarrelGuestfs *carrel_guestfs_open(const CarrelGuestfsDisk *disks, guint n, gboolean writable,
+                                   gboolean force_tcg, GError **error);
+void carrel_guestfs_close(CarrelGuestfs *gfs);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelGuestfs, carrel_guestfs_close)
+
+/* lstat (never follows); CARREL_ERROR_NOT_FOUND when path does not exist. */
+gboolean carrel_guestfs_lstat(CarrelGuestfs *gfs, const char *path, CarrelGuestfsStat *ret_stat,
+                              GError **error);
+/* Every component of root + path but the last is a directory, not a symlink
+ * (CARREL_ERROR_INVALID_ARG otherwise): the appliance would resolve a guest's absolute links
+ * against its own root. */
+gboolean carrel_guestfs_check_parents(CarrelGuestfs *gfs, const char *root, const char *path,
+                                      GError **error);
+char *carrel_guestfs_readlink(CarrelGuestfs *gfs, const char *path, GError **error);
+/* Copies a regular file out to host_path (created by the appliance's client as this user). */
+gboolean carrel_guestfs_download(CarrelGuestfs *gfs, const char *path, const char *host_path,
+                                 GError **error);
+/* A tar of dir's contents (members "./..." with numeric owners; symlinks kept as symlinks). */
+gboolean carrel_guestfs_tar_out(CarrelGuestfs *gfs, const char *dir, const char *host_tar,
+                                GError **error);
+/* Unpacks host_tar into dir (as root: numeric owners and modes of the archive), then syncs. */
+gboolean carrel_guestfs_tar_in(CarrelGuestfs *gfs, const char *host_tar, const char *dir,
+                               GError **error);
+/* A small regular file's bytes (at most max), e.g. /etc/passwd. */
+GBytes *carrel_guestfs_read(CarrelGuestfs *gfs, const char *path, gsize max, GError **error);
+char *carrel_guestfs_sha256(CarrelGuestfs *gfs, const char *path, GError **error);
+/* Every file under root: relative path ("etc/passwd") -> CarrelGuestfsStat. scratch_dir is a
+ * host directory for the appliance's list. */
+GHashTable *carrel_guestfs_walk(CarrelGuestfs *gfs, const char *root, const char *scratch_dir,
+                                GError **error);
 
 G_END_DECLS

@@ -8,6 +8,8 @@ export CARREL_ROOT
 CARREL_PACKAGES=(
     meson ninja-build pkg-config gcc libglib2.0-dev libjson-glib-dev libsoup-3.0-dev
     libsqlite3-dev libvirt-dev libcmocka-dev libpng-dev libjpeg62-turbo-dev libarchive-dev
+    # libguestfs through its C API: task inputs, artifacts, diffs
+    libguestfs-dev
     libvirt-daemon-system libvirt-clients qemu-system-x86 qemu-utils
     # a kernel for --accel auto's KVM probe (and libguestfs's appliance)
     linux-image-amd64
