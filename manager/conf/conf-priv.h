@@ -10,6 +10,15 @@ void carrel_conf_add_optional_string(JsonBuilder *b, const char *member, const c
 gboolean carrel_conf_get_string(JsonObject *obj, const char *member, gboolean required,
                                 char **ret_value, GError **error);
 
+/* Optional members; absent or null leaves *ret_value as it is. */
+gboolean carrel_conf_get_uint(JsonObject *obj, const char *member, guint min, guint max,
+                              guint *ret_value, GError **error);
+gboolean carrel_conf_get_bool(JsonObject *obj, const char *member, gboolean *ret_value,
+                              GError **error);
+/* An array of at most max strings (CARREL_ERROR_LIMIT beyond). */
+gboolean carrel_conf_get_string_array(JsonObject *obj, const char *member, guint max,
+                                      GStrv *ret_value, GError **error);
+
 /*
  * Entry index of the keymap's table of key names, for tests that check every entry: FALSE past
  * the end.

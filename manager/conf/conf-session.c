@@ -21,6 +21,7 @@ carrel_session_free(CarrelSession *session)
     g_free(session->state_reason);
     g_free(session->dir);
     g_free(session->overlay_path);
+    g_strfreev(session->exit_paths);
     g_free(session);
 }
 
@@ -58,6 +59,11 @@ carrel_session_to_json(const CarrelSession *session)
     json_builder_add_string_value(b, session->from_warm ? "warm" : "cold");
     json_builder_set_member_name(b, "domain");
     json_builder_add_string_value(b, domain);
+    json_builder_set_member_name(b, "exit_artifacts");
+    json_builder_begin_array(b);
+    for (guint i = 0; session->exit_paths && session->exit_paths[i]; i++)
+        json_builder_add_string_value(b, session->exit_paths[i]);
+    json_builder_end_array(b);
     json_builder_set_member_name(b, "created_at");
     json_builder_add_string_value(b, created);
     json_builder_set_member_name(b, "updated_at");
@@ -73,47 +79,10 @@ carrel_session_request_free(CarrelSessionRequest *req)
         return;
     g_free(req->template_name);
     g_free(req->name);
+    g_strfreev(req->exit_paths);
+    if (req->inputs)
+        g_ptr_array_unref(req->inputs);
     g_free(req);
-}
-
-static gboolean
-get_uint_member(JsonObject *obj, const char *member, guint min, guint max, guint *ret_value,
-                GError **error)
-{
-    JsonNode *node = json_object_get_member(obj, member);
-    gint64 value;
-
-    if (!node || JSON_NODE_HOLDS_NULL(node))
-        return TRUE;
-    if (!JSON_NODE_HOLDS_VALUE(node) || json_node_get_value_type(node) != G_TYPE_INT64) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "'%s' must be an integer",
-                    member);
-        return FALSE;
-    }
-    value = json_node_get_int(node);
-    if (value < min || value > max) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "'%s' must be between %u and %u",
-                    member, min, max);
-        return FALSE;
-    }
-    *ret_value = (guint)value;
-    return TRUE;
-}
-
-static gboolean
-get_bool_member(JsonObject *obj, const char *member, gboolean *ret_value, GError **error)
-{
-    JsonNode *node = json_object_get_member(obj, member);
-
-    if (!node || JSON_NODE_HOLDS_NULL(node))
-        return TRUE;
-    if (!JSON_NODE_HOLDS_VALUE(node) || json_node_get_value_type(node) != G_TYPE_BOOLEAN) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "'%s' must be true or false",
-                    member);
-        return FALSE;
-    }
-    *ret_value = json_node_get_boolean(node);
-    return TRUE;
 }
 
 static gboolean
@@ -140,10 +109,124 @@ split_template_ref(CarrelSessionRequest *req, GError **error)
     return TRUE;
 }
 
+void
+carrel_input_free(CarrelInput *input)
+{
+    if (!input)
+        return;
+    g_free(input->path);
+    g_free(input->upload);
+    g_free(input->host_path);
+    if (input->content)
+        g_bytes_unref(input->content);
+    g_free(input);
+}
+
+static gboolean
+get_input_mode(JsonObject *obj, CarrelInput *input, GError **error)
+{
+    g_autofree char *mode = NULL;
+    char *end = NULL;
+    guint64 value;
+
+    input->mode = 0644;
+    if (!carrel_conf_get_string(obj, "mode", FALSE, &mode, error) || !mode)
+        return TRUE;
+    value = g_ascii_strtoull(mode, &end, 8);
+    if (!*mode || *end || value > 0777) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "input mode must be octal permission bits such as \"0644\"");
+        return FALSE;
+    }
+    input->mode = (guint32)value;
+    return TRUE;
+}
+
+/* {path, content_base64 | upload | host_path, mode?}: exactly one source. */
+static CarrelInput *
+input_from_json(JsonNode *node, GError **error)
+{
+    static const char *const allowed[] = {"path",      "content_base64", "upload",
+                                          "host_path", "mode",           NULL};
+    g_autoptr(CarrelInput) input = g_new0(CarrelInput, 1);
+    g_autofree char *b64 = NULL;
+    JsonObject *obj;
+    guint sources;
+
+    if (!JSON_NODE_HOLDS_OBJECT(node)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "an input must be an object");
+        return NULL;
+    }
+    obj = json_node_get_object(node);
+    if (!carrel_conf_check_members(obj, allowed, error) ||
+        !carrel_conf_get_string(obj, "path", TRUE, &input->path, error) ||
+        !carrel_util_check_guest_path(input->path, error) ||
+        !carrel_conf_get_string(obj, "content_base64", FALSE, &b64, error) ||
+        !carrel_conf_get_string(obj, "upload", FALSE, &input->upload, error) ||
+        !carrel_conf_get_string(obj, "host_path", FALSE, &input->host_path, error) ||
+        !get_input_mode(obj, input, error))
+        return NULL;
+    sources = (b64 != NULL) + (input->upload != NULL) + (input->host_path != NULL);
+    if (sources != 1) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "input '%s' needs exactly one of content_base64, upload, host_path",
+                    input->path);
+        return NULL;
+    }
+    if (b64) {
+        gsize len = 0;
+        guchar *data;
+        if (!carrel_util_is_base64(b64, strlen(b64))) {
+            g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                        "input '%s': content_base64 is not valid base64", input->path);
+            return NULL;
+        }
+        data = g_base64_decode(b64, &len);
+        input->content = g_bytes_new_take(data, len);
+    }
+    if (input->upload && !g_str_has_prefix(input->upload, "u-")) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "input '%s': upload must be an id from POST /v1/uploads", input->path);
+        return NULL;
+    }
+    if (input->host_path && !g_path_is_absolute(input->host_path)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "input '%s': host_path must be absolute", input->path);
+        return NULL;
+    }
+    return g_steal_pointer(&input);
+}
+
+static gboolean
+get_inputs(JsonObject *obj, GPtrArray **ret_inputs, GError **error)
+{
+    JsonNode *node = json_object_get_member(obj, "inputs");
+    g_autoptr(GPtrArray) inputs = g_ptr_array_new_with_free_func((GDestroyNotify)carrel_input_free);
+    JsonArray *array;
+
+    if (!node || JSON_NODE_HOLDS_NULL(node))
+        return TRUE;
+    if (!JSON_NODE_HOLDS_ARRAY(node) ||
+        json_array_get_length(array = json_node_get_array(node)) > CARREL_LIMIT_INPUTS) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "'inputs' must be an array of at most %u items", CARREL_LIMIT_INPUTS);
+        return FALSE;
+    }
+    for (guint i = 0; i < json_array_get_length(array); i++) {
+        CarrelInput *input = input_from_json(json_array_get_element(array, i), error);
+        if (!input)
+            return FALSE;
+        g_ptr_array_add(inputs, input);
+    }
+    *ret_inputs = g_steal_pointer(&inputs);
+    return TRUE;
+}
+
 CarrelSessionRequest *
 carrel_session_request_from_json(JsonNode *node, GError **error)
 {
-    static const char *const allowed[] = {"template", "name", "vcpus", "memory_mib", "cold", NULL};
+    static const char *const allowed[] = {"template", "name",      "vcpus",  "memory_mib",
+                                          "cold",     "artifacts", "inputs", NULL};
     g_autoptr(CarrelSessionRequest) req = g_new0(CarrelSessionRequest, 1);
     JsonObject *obj;
 
@@ -155,10 +238,14 @@ carrel_session_request_from_json(JsonNode *node, GError **error)
     if (!carrel_conf_check_members(obj, allowed, error) ||
         !carrel_conf_get_string(obj, "template", TRUE, &req->template_name, error) ||
         !carrel_conf_get_string(obj, "name", FALSE, &req->name, error) ||
-        !get_uint_member(obj, "vcpus", 1, CARREL_LIMIT_VCPUS, &req->vcpus, error) ||
-        !get_uint_member(obj, "memory_mib", CARREL_LIMIT_MIN_MEMORY_MIB, CARREL_LIMIT_MEMORY_MIB,
-                         &req->memory_mib, error) ||
-        !get_bool_member(obj, "cold", &req->cold, error))
+        !carrel_conf_get_uint(obj, "vcpus", 1, CARREL_LIMIT_VCPUS, &req->vcpus, error) ||
+        !carrel_conf_get_uint(obj, "memory_mib", CARREL_LIMIT_MIN_MEMORY_MIB,
+                              CARREL_LIMIT_MEMORY_MIB, &req->memory_mib, error) ||
+        !carrel_conf_get_bool(obj, "cold", &req->cold, error) ||
+        !carrel_conf_get_string_array(obj, "artifacts", CARREL_LIMIT_EXTRACT_PATHS,
+                                      &req->exit_paths, error) ||
+        (req->exit_paths && !carrel_extract_check_paths(req->exit_paths, error)) ||
+        !get_inputs(obj, &req->inputs, error))
         return NULL;
     if (!split_template_ref(req, error))
         return NULL;

@@ -133,6 +133,7 @@ typedef struct {
     char *dir;          /* sessions/<id> */
     char *overlay_path; /* sessions/<id>/disk.qcow2 */
     gboolean from_warm; /* restored from the template's warm state rather than booted */
+    GStrv exit_paths;   /* collected as artifacts when the session stops, crashes or goes */
     gint64 created_at;
     gint64 updated_at;
 } CarrelSession;
@@ -147,7 +148,25 @@ char *carrel_session_domain_name(const char *session_id);
 /* JSON object of a session for the API. */
 JsonNode *carrel_session_to_json(const CarrelSession *session);
 
-/* A request to create a session: {template, name?, vcpus?, memory_mib?, cold?}. */
+/*
+ * A task input written into a new session's disk before it boots (or copied in through the
+ * agent after a warm restore). Exactly one source: content (from content_base64, a file of
+ * mode), upload (a tar from POST /v1/uploads, unpacked into path), or host_path (a file or
+ * folder on the daemon's host: admin tokens only).
+ */
+typedef struct {
+    char *path; /* absolute guest path */
+    GBytes *content;
+    char *upload;    /* "u-..." */
+    char *host_path; /* absolute */
+    guint32 mode;    /* for content; default 0644 */
+} CarrelInput;
+
+void carrel_input_free(CarrelInput *input);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelInput, carrel_input_free)
+
+/* A request to create a session: {template, name?, vcpus?, memory_mib?, cold?, artifacts?,
+ * inputs?}. */
 typedef struct {
     char *template_name;
     guint template_version; /* 0 = latest */
@@ -155,6 +174,8 @@ typedef struct {
     guint vcpus;            /* 0 = default */
     guint memory_mib;       /* 0 = default */
     gboolean cold;          /* boot even when the template is warm */
+    GStrv exit_paths;       /* "artifacts": collected when the session ends */
+    GPtrArray *inputs;      /* CarrelInput, or NULL */
 } CarrelSessionRequest;
 
 void carrel_session_request_free(CarrelSessionRequest *req);
@@ -633,5 +654,99 @@ JsonNode *carrel_mcp_computer_result(JsonNode *reply);
 /* command_run's result: exit code, stdout and stderr as text; the exec result as structured
  * content. A command that ran is never an error here, whatever its exit code. */
 JsonNode *carrel_mcp_exec_result(const CarrelExecResult *result);
+
+/* Kinds of files carrel reports from a guest. */
+typedef enum {
+    CARREL_FILE_REGULAR,
+    CARREL_FILE_DIR,
+    CARREL_FILE_SYMLINK,
+    CARREL_FILE_HARDLINK,
+    CARREL_FILE_OTHER, /* device, FIFO, socket */
+    CARREL_FILE_LAST
+} CarrelFileType;
+
+/* "file", "dir", "symlink", "hardlink", "other"; from_string gives CARREL_FILE_LAST for others. */
+const char *carrel_file_type_to_string(CarrelFileType type);
+CarrelFileType carrel_file_type_from_string(const char *name);
+
+/* One entry taken out of a session: a file or folder written under the extraction's dir, or
+ * the record of something never created on the host (a link, a device, a refused name). */
+typedef struct {
+    char *id;            /* "a-" + 12 hex */
+    char *extraction_id; /* "x-" + 12 hex */
+    char *session_id;
+    char *guest_path;
+    char *path; /* relative to the extraction's dir; NULL when not written */
+    CarrelFileType type;
+    guint64 size;
+    guint32 mode;
+    gint64 uid;
+    gint64 gid;
+    gint64 mtime;
+    char *sha256;      /* regular files written */
+    char *link_target; /* links: the target's text, never resolved */
+    char *skipped;     /* why the entry was not written, or NULL */
+    gint64 created_at;
+} CarrelArtifact;
+
+CarrelArtifact *carrel_artifact_new(void);
+void carrel_artifact_free(CarrelArtifact *artifact);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelArtifact, carrel_artifact_free)
+JsonNode *carrel_artifact_to_json(const CarrelArtifact *artifact);
+
+/* One extraction: the paths asked for, what came out, what could not. */
+typedef struct {
+    char *id;
+    char *session_id;
+    char *reason; /* "request", or the exit that collected it: "stop", "crash", "destroy" */
+    char *source; /* "agent" (running guest) or "disk" (libguestfs, read-only) */
+    char *dir;    /* artifacts/<id> under the state dir */
+    GStrv paths;
+    JsonNode *missing; /* [{path, error}] for paths that could not be taken, or NULL */
+    char *error;       /* set when the extraction stopped early (a limit); what came stays */
+    guint64 bytes;
+    guint count;
+    gint64 duration_ms;
+    gint64 created_at;
+    GPtrArray *artifacts; /* CarrelArtifact */
+} CarrelExtraction;
+
+CarrelExtraction *carrel_extraction_new(void);
+void carrel_extraction_free(CarrelExtraction *x);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelExtraction, carrel_extraction_free)
+JsonNode *carrel_extraction_to_json(const CarrelExtraction *x);
+/* paths, missing, error, bytes, count, duration_ms as stored JSON text, and back. */
+char *carrel_extraction_detail_to_text(const CarrelExtraction *x);
+gboolean carrel_extraction_detail_from_text(CarrelExtraction *x, const char *text, GError **error);
+
+/* {paths: [...], max_bytes_mib?, max_files?}: what to take out of a session. */
+typedef struct {
+    GStrv paths;
+    guint64 max_bytes;
+    guint max_files;
+} CarrelExtractRequest;
+
+void carrel_extract_request_free(CarrelExtractRequest *req);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelExtractRequest, carrel_extract_request_free)
+CarrelExtractRequest *carrel_extract_request_from_json(JsonNode *node, GError **error);
+/* At least one path; each absolute and clean (carrel_util_check_guest_path), never "/". */
+gboolean carrel_extract_check_paths(char **paths, GError **error);
+
+/* A file that differs between a session's disk and its template. */
+typedef enum { CARREL_DIFF_ADDED, CARREL_DIFF_CHANGED, CARREL_DIFF_REMOVED } CarrelDiffChange;
+
+typedef struct {
+    char *path; /* absolute guest path */
+    CarrelDiffChange change;
+    CarrelFileType type;
+    guint64 size;
+    guint32 mode;
+    char *sha256; /* changed regular files: the new content's hash */
+} CarrelDiffEntry;
+
+void carrel_diff_entry_free(CarrelDiffEntry *entry);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelDiffEntry, carrel_diff_entry_free)
+/* {added: [...], changed: [...], removed: [...]}, each in the order of entries. */
+JsonNode *carrel_diff_to_json(GPtrArray *entries);
 
 G_END_DECLS

@@ -3,6 +3,7 @@
 struct _CarrelPolicy {
     guint max_vcpus;
     guint max_memory_mib;
+    GStrv exit_paths; /* [artifacts] paths: collected from every session on exit */
 };
 
 CarrelPolicy *
@@ -18,7 +19,46 @@ carrel_policy_new_default(void)
 void
 carrel_policy_free(CarrelPolicy *policy)
 {
+    if (!policy)
+        return;
+    g_strfreev(policy->exit_paths);
     g_free(policy);
+}
+
+static gboolean
+read_exit_paths(GKeyFile *kf, CarrelPolicy *policy, GError **error)
+{
+    g_auto(GStrv) paths = NULL;
+
+    if (!g_key_file_has_key(kf, "artifacts", "paths", NULL))
+        return TRUE;
+    paths = g_key_file_get_string_list(kf, "artifacts", "paths", NULL, NULL);
+    if (!paths || g_strv_length(paths) > CARREL_LIMIT_EXTRACT_PATHS ||
+        !carrel_extract_check_paths(paths, error)) {
+        g_prefix_error(error, "[artifacts] paths: ");
+        if (error && !*error)
+            g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                        "[artifacts] paths must be a list of at most %d absolute guest paths "
+                        "separated by ';'",
+                        CARREL_LIMIT_EXTRACT_PATHS);
+        return FALSE;
+    }
+    policy->exit_paths = g_steal_pointer(&paths);
+    return TRUE;
+}
+
+GStrv
+carrel_policy_exit_paths(const CarrelPolicy *policy, char **requested)
+{
+    g_autoptr(GStrvBuilder) b = g_strv_builder_new();
+    g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
+    char **lists[] = {policy->exit_paths, requested};
+
+    for (guint l = 0; l < G_N_ELEMENTS(lists); l++)
+        for (guint i = 0; lists[l] && lists[l][i]; i++)
+            if (g_hash_table_add(seen, lists[l][i]))
+                g_strv_builder_add(b, lists[l][i]);
+    return g_strv_builder_end(b);
 }
 
 static gboolean
@@ -52,7 +92,9 @@ carrel_policy_load_data(const char *data, gsize len, GError **error)
         return NULL;
     }
     if (!read_limit(kf, "max_vcpus", CARREL_LIMIT_VCPUS, &policy->max_vcpus, error) ||
-        !read_limit(kf, "max_memory_mib", CARREL_LIMIT_MEMORY_MIB, &policy->max_memory_mib, error))
+        !read_limit(kf, "max_memory_mib", CARREL_LIMIT_MEMORY_MIB, &policy->max_memory_mib,
+                    error) ||
+        !read_exit_paths(kf, policy, error))
         return NULL;
     return g_steal_pointer(&policy);
 }

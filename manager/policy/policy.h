@@ -10,7 +10,8 @@ typedef struct _CarrelPolicy CarrelPolicy;
 /* The built-in default: at most 4 vCPUs and 8 GiB per session. */
 CarrelPolicy *carrel_policy_new_default(void);
 
-/* Parses a policy in GKeyFile syntax ([resources] max_vcpus=, max_memory_mib=). */
+/* Parses a policy in GKeyFile syntax: [resources] max_vcpus=, max_memory_mib=;
+ * [artifacts] paths=/home/agent/out;/tmp/result.json (collected when a session ends). */
 CarrelPolicy *carrel_policy_load_data(const char *data, gsize len, GError **error);
 
 void carrel_policy_free(CarrelPolicy *policy);
@@ -19,5 +20,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelPolicy, carrel_policy_free)
 /* Decides whether a session of that size may be created; POLICY_DENIED says which limit. */
 gboolean carrel_policy_check_resources(const CarrelPolicy *policy, guint vcpus, guint memory_mib,
                                        GError **error);
+
+/* The paths a session's exit collects: the policy's, then the request's, without repeats. */
+GStrv carrel_policy_exit_paths(const CarrelPolicy *policy, char **requested);
 
 G_END_DECLS

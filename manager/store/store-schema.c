@@ -150,6 +150,41 @@ static const StoreMigration migrations[] = {
      "ALTER TABLE sessions ADD COLUMN origin TEXT NOT NULL DEFAULT 'cold'"
      "  CHECK (origin IN ('cold', 'warm'));",
      FALSE},
+    /* v3: extractions and their artifacts (v1's artifacts table was never written), and the
+     * paths a session's exit collects. */
+    {"DROP TABLE artifacts;"
+     "CREATE TABLE extractions ("
+     "  id TEXT PRIMARY KEY NOT NULL,"
+     "  session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,"
+     "  reason TEXT NOT NULL,"
+     "  source TEXT NOT NULL CHECK (source IN ('agent', 'disk')),"
+     "  dir TEXT NOT NULL,"
+     "  detail TEXT NOT NULL,"
+     "  created_at INTEGER NOT NULL"
+     ") STRICT;"
+     "CREATE INDEX extractions_session ON extractions (session_id, created_at);"
+     "CREATE TABLE artifacts ("
+     "  id TEXT PRIMARY KEY NOT NULL,"
+     "  extraction_id TEXT NOT NULL REFERENCES extractions (id) ON DELETE CASCADE,"
+     "  session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,"
+     "  seq INTEGER NOT NULL,"
+     "  guest_path TEXT NOT NULL,"
+     "  path TEXT,"
+     "  type TEXT NOT NULL CHECK (type IN ('file', 'dir', 'symlink', 'hardlink', 'other')),"
+     "  size INTEGER NOT NULL CHECK (size >= 0),"
+     "  mode INTEGER NOT NULL,"
+     "  uid INTEGER NOT NULL,"
+     "  gid INTEGER NOT NULL,"
+     "  mtime INTEGER NOT NULL,"
+     "  sha256 TEXT,"
+     "  link_target TEXT,"
+     "  skipped TEXT,"
+     "  created_at INTEGER NOT NULL,"
+     "  UNIQUE (extraction_id, seq)"
+     ") STRICT;"
+     "CREATE INDEX artifacts_session ON artifacts (session_id);"
+     "ALTER TABLE sessions ADD COLUMN exit_paths TEXT;",
+     FALSE},
 };
 
 int

@@ -3,11 +3,48 @@
 
 #define SESSION_COLUMNS                                                                            \
     "id, name, template_name, template_version, state, state_reason, vcpus, memory_mib, dir, "     \
-    "overlay_path, created_at, updated_at, origin"
+    "overlay_path, created_at, updated_at, origin, exit_paths"
+
+/* exit_paths as a JSON array of strings (NULL when there are none). */
+static char *
+paths_to_text(char **paths)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    g_autoptr(JsonNode) root = NULL;
+
+    if (!paths || !paths[0])
+        return NULL;
+    json_builder_begin_array(b);
+    for (guint i = 0; paths[i]; i++)
+        json_builder_add_string_value(b, paths[i]);
+    json_builder_end_array(b);
+    root = json_builder_get_root(b);
+    return json_to_string(root, FALSE);
+}
+
+static GStrv
+paths_from_text(const char *text)
+{
+    g_autoptr(JsonNode) root = text ? json_from_string(text, NULL) : NULL;
+    g_autoptr(GStrvBuilder) builder = g_strv_builder_new();
+    JsonArray *array;
+
+    if (!root || !JSON_NODE_HOLDS_ARRAY(root))
+        return NULL;
+    array = json_node_get_array(root);
+    for (guint i = 0; i < json_array_get_length(array); i++) {
+        const char *path = json_array_get_string_element(array, i);
+        if (path)
+            g_strv_builder_add(builder, path);
+    }
+    return g_strv_builder_end(builder);
+}
 
 static gboolean
 bind_session(CarrelStore *store, sqlite3_stmt *stmt, const CarrelSession *s, GError **error)
 {
+    g_autofree char *exit_paths = paths_to_text(s->exit_paths);
+
     return carrel_store_bind_text(store, stmt, 1, s->id, error) &&
            carrel_store_bind_text(store, stmt, 2, s->name, error) &&
            carrel_store_bind_text(store, stmt, 3, s->template_name, error) &&
@@ -21,7 +58,8 @@ bind_session(CarrelStore *store, sqlite3_stmt *stmt, const CarrelSession *s, GEr
            carrel_store_bind_text(store, stmt, 10, s->overlay_path, error) &&
            carrel_store_bind_int64(store, stmt, 11, s->created_at, error) &&
            carrel_store_bind_int64(store, stmt, 12, s->updated_at, error) &&
-           carrel_store_bind_text(store, stmt, 13, s->from_warm ? "warm" : "cold", error);
+           carrel_store_bind_text(store, stmt, 13, s->from_warm ? "warm" : "cold", error) &&
+           carrel_store_bind_text(store, stmt, 14, exit_paths, error);
 }
 
 static CarrelSession *
@@ -43,6 +81,7 @@ session_from_row(sqlite3_stmt *stmt, GError **error)
     s->created_at = sqlite3_column_int64(stmt, 10);
     s->updated_at = sqlite3_column_int64(stmt, 11);
     s->from_warm = g_strcmp0((const char *)sqlite3_column_text(stmt, 12), "warm") == 0;
+    s->exit_paths = paths_from_text((const char *)sqlite3_column_text(stmt, 13));
     if (s->state == CARREL_SESSION_LAST) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_STORE,
                     "session '%s' has an unknown state '%s'", s->id, state ? state : "");
@@ -85,7 +124,7 @@ insert_session(CarrelStore *store, const CarrelSession *session, GError **error)
         return FALSE;
     stmt = carrel_store_prepare(store,
                                 "INSERT INTO sessions (" SESSION_COLUMNS ") "
-                                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                                 error);
     return stmt && bind_session(store, stmt, session, error) &&
            carrel_store_step_done(store, stmt, &conflict, "inserting session", error);

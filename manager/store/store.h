@@ -86,4 +86,12 @@ gboolean carrel_store_token_insert(CarrelStore *store, const char *token_hash, c
 /* The role of a token hash, or NULL (no error) when unknown. */
 char *carrel_store_token_lookup(CarrelStore *store, const char *token_hash, GError **error);
 
+/* Extractions, stored with all their artifacts in one transaction. */
+gboolean carrel_store_extraction_insert(CarrelStore *store, const CarrelExtraction *x,
+                                        GError **error);
+/* A session's extractions, oldest first, each with its artifacts. */
+GPtrArray *carrel_store_extraction_list(CarrelStore *store, const char *session_id, GError **error);
+/* NOT_FOUND when there is no such artifact. */
+CarrelArtifact *carrel_store_artifact_get(CarrelStore *store, const char *id, GError **error);
+
 G_END_DECLS

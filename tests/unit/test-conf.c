@@ -290,6 +290,136 @@ test_exec_request(void **state)
     }
 }
 
+static void
+test_session_request_inputs(void **state)
+{
+    g_autoptr(JsonNode) node =
+        parse("{\"template\":\"tiny\",\"artifacts\":[\"/home/agent/out\"],\"inputs\":["
+              "{\"path\":\"/home/agent/a.txt\",\"content_base64\":\"aGk=\",\"mode\":\"0600\"},"
+              "{\"path\":\"/home/agent/task\",\"upload\":\"u-0123456789ab\"},"
+              "{\"path\":\"/srv/data\",\"host_path\":\"/var/lib/data\"}]}");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelSessionRequest) req = carrel_session_request_from_json(node, &error);
+    CarrelInput *first;
+
+    assert_non_null(req);
+    assert_string_equal(req->exit_paths[0], "/home/agent/out");
+    assert_int_equal(req->inputs->len, 3);
+    first = g_ptr_array_index(req->inputs, 0);
+    assert_int_equal(first->mode, 0600);
+    assert_int_equal(g_bytes_get_size(first->content), 2);
+    assert_string_equal(((CarrelInput *)g_ptr_array_index(req->inputs, 1))->upload,
+                        "u-0123456789ab");
+    assert_string_equal(((CarrelInput *)g_ptr_array_index(req->inputs, 2))->host_path,
+                        "/var/lib/data");
+}
+
+static void
+test_session_request_input_refusals(void **state)
+{
+    assert_request_refused("{\"template\":\"t\",\"inputs\":[{\"path\":\"/a\"}]}", "exactly one of");
+    assert_request_refused("{\"template\":\"t\",\"inputs\":[{\"path\":\"/a\","
+                           "\"content_base64\":\"aGk=\",\"upload\":\"u-1\"}]}",
+                           "exactly one of");
+    assert_request_refused("{\"template\":\"t\",\"inputs\":[{\"path\":\"a\","
+                           "\"content_base64\":\"aGk=\"}]}",
+                           "absolute");
+    assert_request_refused("{\"template\":\"t\",\"inputs\":[{\"path\":\"/a/../b\","
+                           "\"content_base64\":\"aGk=\"}]}",
+                           "..");
+    assert_request_refused("{\"template\":\"t\",\"inputs\":[{\"path\":\"/a\","
+                           "\"content_base64\":\"a!k=\"}]}",
+                           "base64");
+    assert_request_refused("{\"template\":\"t\",\"inputs\":[{\"path\":\"/a\","
+                           "\"content_base64\":\"aGk=\",\"mode\":\"4755\"}]}",
+                           "mode");
+    assert_request_refused("{\"template\":\"t\",\"inputs\":[{\"path\":\"/a\","
+                           "\"host_path\":\"rel\"}]}",
+                           "host_path");
+    assert_request_refused("{\"template\":\"t\",\"inputs\":[{\"path\":\"/a\","
+                           "\"upload\":\"../../etc\"}]}",
+                           "upload");
+    assert_request_refused("{\"template\":\"t\",\"inputs\":{}}", "inputs");
+    assert_request_refused("{\"template\":\"t\",\"artifacts\":[\"/\"]}", "whole disk");
+    assert_request_refused("{\"template\":\"t\",\"artifacts\":[\"rel/x\"]}", "absolute");
+}
+
+static CarrelExtractRequest *
+extract_parse(const char *text, GError **error)
+{
+    g_autoptr(JsonNode) node = parse(text);
+
+    return carrel_extract_request_from_json(node, error);
+}
+
+static void
+test_extract_request(void **state)
+{
+    static const char *const bad[] = {
+        "{}",
+        "{\"paths\":[]}",
+        "{\"paths\":\"/a\"}",
+        "{\"paths\":[1]}",
+        "{\"paths\":[\"/\"]}",
+        "{\"paths\":[\"/a/./b\"]}",
+        "{\"paths\":[\"/a\"],\"max_files\":0}",
+        "{\"paths\":[\"/a\"],\"max_bytes_mib\":99999999}",
+        "{\"paths\":[\"/a\"],\"extra\":1}",
+    };
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelExtractRequest) ok =
+        extract_parse("{\"paths\":[\"/home/agent/out\",\"/tmp/r.json\"],\"max_files\":5}", &error);
+
+    assert_non_null(ok);
+    assert_int_equal(g_strv_length(ok->paths), 2);
+    assert_int_equal(ok->max_files, 5);
+    assert_true(ok->max_bytes == CARREL_LIMIT_EXTRACT_BYTES);
+    for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_autoptr(CarrelExtractRequest) req = extract_parse(bad[i], &error);
+        if (req)
+            fail_msg("accepted %s", bad[i]);
+        assert_true(error->domain == CARREL_ERROR);
+        g_clear_error(&error);
+    }
+}
+
+static void
+test_extraction_json(void **state)
+{
+    g_autoptr(CarrelExtraction) x = carrel_extraction_new();
+    g_autoptr(CarrelExtraction) back = carrel_extraction_new();
+    CarrelArtifact *a = carrel_artifact_new();
+    g_autoptr(JsonNode) node = NULL;
+    g_autofree char *text = NULL;
+    g_autofree char *detail = NULL;
+
+    x->id = g_strdup("x-1");
+    x->paths = g_strsplit("/a,/b", ",", -1);
+    x->bytes = 12;
+    x->count = 1;
+    x->error = g_strdup("archive exceeds the limit");
+    a->id = g_strdup("a-1");
+    a->guest_path = g_strdup("/a/link");
+    a->type = CARREL_FILE_SYMLINK;
+    a->mode = 0777;
+    a->link_target = g_strdup("/etc/shadow");
+    g_ptr_array_add(x->artifacts, a);
+    node = carrel_extraction_to_json(x);
+    text = json_to_string(node, FALSE);
+    assert_non_null(strstr(text, "\"type\":\"symlink\""));
+    assert_non_null(strstr(text, "\"mode\":\"0777\""));
+    assert_non_null(strstr(text, "\"link_target\":\"/etc/shadow\""));
+    assert_non_null(strstr(text, "\"path\":null"));
+    detail = carrel_extraction_detail_to_text(x);
+    assert_true(carrel_extraction_detail_from_text(back, detail, NULL));
+    assert_int_equal(back->bytes, 12);
+    assert_string_equal(back->paths[1], "/b");
+    assert_string_equal(back->error, "archive exceeds the limit");
+    assert_false(carrel_extraction_detail_from_text(back, "[1]", NULL));
+    assert_int_equal(carrel_file_type_from_string("hardlink"), CARREL_FILE_HARDLINK);
+    assert_int_equal(carrel_file_type_from_string("nope"), CARREL_FILE_LAST);
+}
+
 int
 main(void)
 {
@@ -303,6 +433,10 @@ main(void)
         cmocka_unit_test(test_session_json),
         cmocka_unit_test(test_screenshot_request),
         cmocka_unit_test(test_exec_request),
+        cmocka_unit_test(test_session_request_inputs),
+        cmocka_unit_test(test_session_request_input_refusals),
+        cmocka_unit_test(test_extract_request),
+        cmocka_unit_test(test_extraction_json),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
