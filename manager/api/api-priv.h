@@ -26,6 +26,8 @@ typedef JsonNode *(*CarrelApiHandler)(CarrelApiRequest *req, guint *ret_status, 
 typedef enum {
     /* The body is handed over as bytes, not parsed, up to CARREL_LIMIT_FILE_BYTES. */
     CARREL_API_ROUTE_RAW_BODY = 1 << 0,
+    /* With RAW_BODY: up to CARREL_LIMIT_UPLOAD_BYTES instead (task inputs). */
+    CARREL_API_ROUTE_UPLOAD = 1 << 1,
 } CarrelApiRouteFlags;
 
 typedef struct {

@@ -246,6 +246,15 @@ post_sessions(CarrelApiRequest *req, guint *ret_status, GError **error)
 
     if (!sreq)
         return NULL;
+    /* Host paths read the daemon's files: only an admin may name them. */
+    for (guint i = 0; sreq->inputs && i < sreq->inputs->len; i++) {
+        CarrelInput *input = g_ptr_array_index(sreq->inputs, i);
+        if (input->host_path && g_strcmp0(req->role, "admin") != 0) {
+            g_set_error(error, CARREL_ERROR, CARREL_ERROR_FORBIDDEN,
+                        "inputs with host_path need an admin token");
+            return NULL;
+        }
+    }
     node = session_reply(carrel_manager_session_create(req->mgr, sreq, error));
     if (node)
         *ret_status = SOUP_STATUS_CREATED;
@@ -407,6 +416,89 @@ get_session_screenshot(CarrelApiRequest *req, guint *ret_status, GError **error)
     return NULL;
 }
 
+/* Artifacts and inputs. */
+
+static JsonNode *
+post_upload(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    g_autoptr(GBytes) empty = g_bytes_new(NULL, 0);
+    GBytes *data = req->raw_body ? req->raw_body : empty;
+    g_autofree char *id = carrel_manager_upload(req->mgr, data, error);
+    g_autoptr(JsonBuilder) b = json_builder_new();
+
+    if (!id)
+        return NULL;
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "id");
+    json_builder_add_string_value(b, id);
+    json_builder_set_member_name(b, "bytes");
+    json_builder_add_int_value(b, (gint64)g_bytes_get_size(data));
+    json_builder_end_object(b);
+    *ret_status = SOUP_STATUS_CREATED;
+    return json_builder_get_root(b);
+}
+
+static JsonNode *
+post_session_artifacts(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    g_autoptr(CarrelExtractRequest) xreq = carrel_extract_request_from_json(req->body, error);
+    g_autoptr(CarrelExtraction) x = NULL;
+
+    if (!xreq ||
+        !(x = carrel_manager_session_extract(req->mgr, param(req, 0), xreq, req->role, error)))
+        return NULL;
+    *ret_status = SOUP_STATUS_CREATED;
+    return carrel_extraction_to_json(x);
+}
+
+static JsonNode *
+get_session_artifacts(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    g_autoptr(GPtrArray) list = carrel_manager_session_extractions(req->mgr, param(req, 0), error);
+    g_autoptr(GPtrArray) nodes = g_ptr_array_new();
+
+    if (!list)
+        return NULL;
+    for (guint i = 0; i < list->len; i++)
+        g_ptr_array_add(nodes, carrel_extraction_to_json(g_ptr_array_index(list, i)));
+    return list_node("extractions", nodes);
+}
+
+static JsonNode *
+get_session_diff(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    g_autoptr(GPtrArray) entries = carrel_manager_session_diff(
+        req->mgr, param(req, 0), carrel_api_query(req, "path"), req->role, error);
+
+    return entries ? carrel_diff_to_json(entries) : NULL;
+}
+
+static JsonNode *
+get_artifact(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    g_autofree char *host_path = NULL;
+    g_autoptr(CarrelArtifact) a =
+        carrel_manager_artifact_get(req->mgr, param(req, 0), &host_path, error);
+    g_autoptr(GMappedFile) map = NULL;
+
+    if (!a)
+        return NULL;
+    if (!host_path) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE,
+                    "artifact '%s' (%s, %s) has no content to download%s%s", a->id, a->guest_path,
+                    carrel_file_type_to_string(a->type), a->skipped ? ": " : "",
+                    a->skipped ? a->skipped : "");
+        return NULL;
+    }
+    /* Mapped, not read: artifacts may be large. */
+    map = g_mapped_file_new(host_path, FALSE, error);
+    if (!map)
+        return NULL;
+    req->reply_bytes = g_mapped_file_get_bytes(map);
+    req->reply_type = "application/octet-stream";
+    return NULL;
+}
+
 static JsonNode *
 post_session_computer(CarrelApiRequest *req, guint *ret_status, GError **error)
 {
@@ -440,6 +532,11 @@ const CarrelApiRoute carrel_api_routes[] = {
     {"GET", "/v1/sessions/*/events", get_session_events, NULL, 0},
     {"GET", "/v1/sessions/*/screenshot", get_session_screenshot, NULL, 0},
     {"POST", "/v1/sessions/*/computer", post_session_computer, NULL, 0},
+    {"POST", "/v1/uploads", post_upload, NULL, CARREL_API_ROUTE_RAW_BODY | CARREL_API_ROUTE_UPLOAD},
+    {"POST", "/v1/sessions/*/artifacts", post_session_artifacts, NULL, 0},
+    {"GET", "/v1/sessions/*/artifacts", get_session_artifacts, NULL, 0},
+    {"GET", "/v1/artifacts/*", get_artifact, NULL, 0},
+    {"GET", "/v1/sessions/*/diff", get_session_diff, NULL, 0},
     {"POST", "/mcp", carrel_api_mcp_post, NULL, CARREL_API_ROUTE_RAW_BODY},
     {NULL, NULL, NULL, NULL, 0},
 };

@@ -1,12 +1,96 @@
+#include <glib/gstdio.h>
+#include <unistd.h>
+
+#include "archive/archive.h"
 #include "cli/cli.h"
+#include "conf/conf.h"
 
 typedef struct {
     char *template_name;
     char *name;
-    int vcpus;      /* -1: not given */
-    int memory_mib; /* -1: not given */
-    gboolean cold;  /* boot even from a warm template */
+    int vcpus;        /* -1: not given */
+    int memory_mib;   /* -1: not given */
+    gboolean cold;    /* boot even from a warm template */
+    char **inputs;    /* LOCAL:GUEST_PATH */
+    char **artifacts; /* guest paths collected on exit */
+    char *upload;     /* id of the uploaded inputs tar */
 } CreateArgs;
+
+/* "LOCAL:GUEST_PATH": the guest side is the part after the last ":/". */
+static gboolean
+split_input(const char *arg, char **ret_local, char **ret_guest)
+{
+    const char *sep = g_strrstr(arg, ":/");
+
+    if (!sep || sep == arg)
+        return FALSE;
+    *ret_local = g_strndup(arg, (gsize)(sep - arg));
+    *ret_guest = g_strdup(sep + 1);
+    return TRUE;
+}
+
+/* Packs every --input into one tar (links kept as links, owners set by carreld). */
+static gboolean
+pack_inputs(char **inputs, const char *tar_path, GError **error)
+{
+    CarrelArchiveLimits limits = {CARREL_LIMIT_UPLOAD_BYTES, 100000};
+    g_autoptr(CarrelArchiveWriter) w = carrel_archive_writer_new(tar_path, &limits, error);
+
+    if (!w)
+        return FALSE;
+    for (guint i = 0; inputs[i]; i++) {
+        g_autofree char *local = NULL, *guest = NULL;
+        if (!split_input(inputs[i], &local, &guest)) {
+            g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                        "--input must be LOCAL:GUEST_PATH with an absolute guest path, not '%s'",
+                        inputs[i]);
+            return FALSE;
+        }
+        if (!carrel_archive_writer_add_local(w, local, guest, -1, -1, error)) {
+            g_prefix_error(error, "--input %s: ", local);
+            return FALSE;
+        }
+    }
+    return carrel_archive_writer_finish(w, error);
+}
+
+/* Uploads the inputs tar; its id goes into the create request. */
+static gboolean
+upload_inputs(CarrelCli *cli, CreateArgs *args, GError **error)
+{
+    g_autofree char *tmp = NULL;
+    g_autofree char *data = NULL;
+    gsize len = 0;
+    g_autoptr(GBytes) body = NULL;
+    g_autoptr(GBytes) reply = NULL;
+    g_autoptr(JsonNode) node = NULL;
+    gboolean ok;
+    int fd;
+
+    if (!args->inputs)
+        return TRUE;
+    fd = g_file_open_tmp("carrel-inputs-XXXXXX.tar", &tmp, error);
+    if (fd < 0)
+        return FALSE;
+    close(fd);
+    ok = pack_inputs(args->inputs, tmp, error) && g_file_get_contents(tmp, &data, &len, error);
+    (void)g_unlink(tmp);
+    if (!ok)
+        return FALSE;
+    body = g_bytes_new_take(g_steal_pointer(&data), len);
+    if (!carrel_client_call_bytes(cli->client, "POST", "/v1/uploads", "application/x-tar", body,
+                                  &reply, error))
+        return FALSE;
+    node = carrel_conf_parse_json(g_bytes_get_data(reply, NULL), g_bytes_get_size(reply), error);
+    if (!node || !JSON_NODE_HOLDS_OBJECT(node) ||
+        !json_object_get_string_member_with_default(json_node_get_object(node), "id", NULL)) {
+        if (error && !*error)
+            g_set_error(error, CARREL_ERROR, CARREL_ERROR_FAILED, "the upload got no id");
+        return FALSE;
+    }
+    args->upload = g_strdup(json_object_get_string_member(json_node_get_object(node), "id"));
+    return TRUE;
+}
 
 static JsonNode *
 create_body(const CreateArgs *args)
@@ -31,6 +115,25 @@ create_body(const CreateArgs *args)
     if (args->cold) {
         json_builder_set_member_name(builder, "cold");
         json_builder_add_boolean_value(builder, TRUE);
+    }
+    if (args->artifacts) {
+        json_builder_set_member_name(builder, "artifacts");
+        json_builder_begin_array(builder);
+        for (guint i = 0; args->artifacts[i]; i++)
+            json_builder_add_string_value(builder, args->artifacts[i]);
+        json_builder_end_array(builder);
+    }
+    if (args->upload) {
+        /* The tar's members are guest paths below "/". */
+        json_builder_set_member_name(builder, "inputs");
+        json_builder_begin_array(builder);
+        json_builder_begin_object(builder);
+        json_builder_set_member_name(builder, "path");
+        json_builder_add_string_value(builder, "/");
+        json_builder_set_member_name(builder, "upload");
+        json_builder_add_string_value(builder, args->upload);
+        json_builder_end_object(builder);
+        json_builder_end_array(builder);
     }
     json_builder_end_object(builder);
     return json_builder_get_root(builder);
@@ -71,6 +174,13 @@ carrel_cli_create(CarrelCli *cli, int argc, char **argv)
          "MIB"},
         {"cold", 0, 0, G_OPTION_ARG_NONE, &args.cold,
          "Boot, even when the template is warm (default: restore the warm state)", NULL},
+        {"input", 'i', 0, G_OPTION_ARG_FILENAME_ARRAY, &args.inputs,
+         "Local file or folder to put in the guest before the agent starts, owned by the "
+         "desktop user, modes kept (repeatable)",
+         "LOCAL:GUEST_PATH"},
+        {"artifact", 'a', 0, G_OPTION_ARG_STRING_ARRAY, &args.artifacts,
+         "Guest path collected when the session stops, crashes or is destroyed (repeatable)",
+         "GUEST_PATH"},
         G_OPTION_ENTRY_NULL,
     };
     g_autoptr(JsonNode) body = NULL;
@@ -84,6 +194,8 @@ carrel_cli_create(CarrelCli *cli, int argc, char **argv)
                                  "and waits for its guest agent.",
                                  entries, 0, 1, &argc, &argv))
         exit_code = create_check(cli, &args, argc, argv);
+    if (exit_code == CARREL_CLI_EXIT_OK && !upload_inputs(cli, &args, &error))
+        exit_code = carrel_cli_fail(cli, error);
     if (exit_code == CARREL_CLI_EXIT_OK) {
         body = create_body(&args);
         if (cli->stderr_tty && !cli->json) {
@@ -98,5 +210,8 @@ carrel_cli_create(CarrelCli *cli, int argc, char **argv)
     }
     g_free(args.template_name);
     g_free(args.name);
+    g_strfreev(args.inputs);
+    g_strfreev(args.artifacts);
+    g_free(args.upload);
     return exit_code;
 }

@@ -28,7 +28,9 @@ static const char cli_help[] =
     "                                 then restore instead of booting\n"
     "  template rm NAME[@VERSION]     delete one version, or every version (once unused)\n"
     "  create [--template] TEMPLATE [--name NAME] [--vcpus N] [--memory MIB] [--cold]\n"
-    "                                 create a session and wait for its guest agent\n"
+    "         [--input LOCAL:GUEST_PATH]... [--artifact GUEST_PATH]...\n"
+    "                                 create a session and wait for its desktop; inputs are\n"
+    "                                 written before boot, artifacts collected on exit\n"
     "  ls [--all]                     list sessions (--all: destroyed ones too)\n"
     "  show ID                        show a session (ID or name)\n"
     "  start ID                       start a stopped session\n"
@@ -38,6 +40,11 @@ static const char cli_help[] =
     "                                 run a command in the guest; exits with its code\n"
     "  cp SRC DEST                    copy a file in or out: one side ID:/PATH, the other a\n"
     "                                 local file or '-' (binary-safe, up to 32 MiB)\n"
+    "  extract ID GUEST_PATH... -o DIR [--max-mib N] [--max-files N]\n"
+    "                                 take files out (running: agent; off, crashed: disk)\n"
+    "  artifacts ID                   list what was extracted (asked for or on exit)\n"
+    "  artifact AID -o FILE           download one extracted file\n"
+    "  diff ID [--path P]             files added, changed, removed against the template\n"
     "  screenshot ID -o FILE [--format png|jpeg] [--scale F | --max-edge N] [--region X,Y,W,H]\n"
     "                                 save the screen, taken by the hypervisor\n"
     "  click ID X Y [--button B] [--count N] [--modifiers ctrl+shift] [-o FILE]\n"
@@ -87,6 +94,10 @@ static const CliVerb cli_verbs[] = {
     {"exec", carrel_cli_exec},
     {"rm", carrel_cli_rm},
     {"cp", carrel_cli_cp},
+    {"extract", carrel_cli_extract},
+    {"diff", carrel_cli_diff},
+    {"artifacts", carrel_cli_artifacts},
+    {"artifact", carrel_cli_artifact},
     {"screenshot", carrel_cli_screenshot},
     {"click", carrel_cli_click},
     {"type", carrel_cli_type},

@@ -73,10 +73,13 @@ do_stop(CarrelManager *mgr, CarrelSession *session, gpointer data, GError **erro
     guint timeout_s = GPOINTER_TO_UINT(data);
     g_autoptr(GError) local = NULL;
 
-    if (carrel_hypervisor_shutdown(mgr->hv, domain, timeout_s, &local))
-        return TRUE;
     /* A guest that ignores the request within the timeout is powered off. */
-    return carrel_hypervisor_destroy(mgr->hv, domain, error);
+    if (!carrel_hypervisor_shutdown(mgr->hv, domain, timeout_s, &local) &&
+        !carrel_hypervisor_destroy(mgr->hv, domain, error))
+        return FALSE;
+    /* Off now: the disk is quiet and whole, the right moment for the exit path. */
+    carrel_manager_collect_exit(mgr, session, "stop", FALSE);
+    return TRUE;
 }
 
 CarrelSession *
@@ -87,18 +90,33 @@ carrel_manager_session_stop(CarrelManager *mgr, const char *id_or_name, guint ti
                     error);
 }
 
+/* Best effort before a hard power-off: what the guest still holds in its page cache reaches
+ * the disk the exit path reads. */
+static void
+flush_guest(CarrelManager *mgr, const char *domain)
+{
+    const char *argv[] = {"/bin/sync", NULL};
+
+    (void)carrel_hypervisor_agent_exec(mgr->hv, domain, argv, NULL, 10, 4096, NULL, NULL, NULL,
+                                       NULL, NULL, NULL);
+}
+
 static gboolean
 do_destroy(CarrelManager *mgr, CarrelSession *session, gpointer data, GError **error)
 {
     g_autofree char *domain = carrel_session_domain_name(session->id);
     g_autoptr(GError) local = NULL;
 
+    if (session->exit_paths && session->state == CARREL_SESSION_RUNNING)
+        flush_guest(mgr, domain);
     /* A domain that is already gone (it crashed, or someone removed it) is destroyed enough. */
     if (!carrel_hypervisor_destroy(mgr->hv, domain, &local) &&
         !g_error_matches(local, CARREL_ERROR, CARREL_ERROR_NOT_FOUND)) {
         g_propagate_error(error, g_steal_pointer(&local));
         return FALSE;
     }
+    /* Collected before anything is deleted. */
+    carrel_manager_collect_exit(mgr, session, "destroy", FALSE);
     if (!carrel_hypervisor_undefine(mgr->hv, domain, error))
         return FALSE;
     return carrel_util_remove_tree(session->dir, error);

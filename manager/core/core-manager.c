@@ -92,6 +92,8 @@ carrel_manager_new(const CarrelManagerConfig *config, CarrelHypervisor *hv, GErr
                          NULL);
     g_mutex_init(&mgr->lock);
     g_mutex_init(&mgr->warm_lock);
+    g_mutex_init(&mgr->watch_lock);
+    g_cond_init(&mgr->watch_cond);
     mgr->busy = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     mgr->inputs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, input_state_free);
     mgr->jobs =
@@ -128,6 +130,9 @@ carrel_manager_free(CarrelManager *mgr)
 {
     if (!mgr)
         return;
+    carrel_manager_stop_watch(mgr);
+    g_mutex_clear(&mgr->watch_lock);
+    g_cond_clear(&mgr->watch_cond);
     g_clear_pointer(&mgr->jobs, g_hash_table_unref);
     g_clear_pointer(&mgr->busy, g_hash_table_unref);
     g_clear_pointer(&mgr->inputs, g_hash_table_unref);

@@ -29,6 +29,11 @@ struct _CarrelManager {
     GHashTable *busy;   /* session id or "template:<name>" -> operation name */
     GHashTable *jobs;   /* job id -> CarrelJob */
     GHashTable *inputs; /* session id -> CarrelInputState, guarded by lock */
+    GThread *watch_thread;
+    GMutex watch_lock; /* guards watch_stop, with watch_cond */
+    GCond watch_cond;
+    gboolean watch_stop;
+    guint watch_interval_ms;
 };
 
 /* Per session: input is sent by one batch at a time, from where the last one left the pointer. */
@@ -111,3 +116,39 @@ char *carrel_manager_keep_screenshot(CarrelManager *mgr, const CarrelSession *se
  * recipe.json (as "recipe") and packages.txt (as "packages": {name: version}), when present. */
 gboolean carrel_manager_template_record_build(const CarrelTemplate *tmpl, const char *build_dir,
                                               GError **error);
+
+/*
+ * Extracts paths from a session (the caller holds its claim): through the agent, or from the
+ * disk (never one QEMU is writing). reason: "request", "stop", "crash", "destroy". Stored; NULL
+ * only when nothing could be recorded.
+ */
+CarrelExtraction *carrel_manager_collect(CarrelManager *mgr, const CarrelSession *session,
+                                         char **paths, guint64 max_bytes, guint max_files,
+                                         const char *reason, gboolean by_agent, GError **error);
+
+/* The exit path: collects session->exit_paths (if any) as an extraction with reason ("stop",
+ * "crash", "destroy"), from the disk unless by_agent. Failures are recorded, never returned. */
+void carrel_manager_collect_exit(CarrelManager *mgr, const CarrelSession *session,
+                                 const char *reason, gboolean by_agent);
+
+/* Inputs (core-inputs.c). Every upload an input names exists (NOT_FOUND otherwise). */
+gboolean carrel_manager_check_inputs(CarrelManager *mgr, GPtrArray *inputs, GError **error);
+/* Deletes the uploads the inputs used (after a create that took them). */
+void carrel_manager_forget_uploads(CarrelManager *mgr, GPtrArray *inputs);
+/* Writes the inputs into a session's new overlay with libguestfs (before its first boot). */
+gboolean carrel_manager_inject_cold(CarrelManager *mgr, const CarrelSession *session,
+                                    GPtrArray *inputs, GError **error);
+/* Copies the inputs into a restored, running session through its agent (at most
+ * CARREL_LIMIT_FILE_BYTES as a tar). */
+gboolean carrel_manager_inject_by_agent(CarrelManager *mgr, const CarrelSession *session,
+                                        GPtrArray *inputs, GError **error);
+/* The primary gid of uid in /etc/passwd text (untrusted); FALSE when absent. Pure. */
+gboolean carrel_passwd_find_uid(const char *text, gsize len, gint64 uid, gint64 *ret_gid);
+
+/*
+ * The pure half of a diff: walks of base and top (relative path -> CarrelGuestfsStat) give the
+ * entries that differ by presence or metadata; *ret_check gets the ones whose content must be
+ * compared (same metadata, size or mtime moved). Paths are "/" + under + relative path.
+ */
+GPtrArray *carrel_diff_plan(GHashTable *base, GHashTable *top, const char *under,
+                            GPtrArray **ret_check);

@@ -61,6 +61,7 @@ session_from_request(CarrelManager *mgr, const CarrelSessionRequest *req,
     session->dir = g_build_filename(mgr->state_dir, "sessions", session->id, NULL);
     session->overlay_path = g_build_filename(session->dir, "disk.qcow2", NULL);
     session->created_at = session->updated_at = carrel_util_now();
+    session->exit_paths = carrel_policy_exit_paths(mgr->policy, req->exit_paths);
     return g_steal_pointer(&session);
 }
 
@@ -115,7 +116,7 @@ restore_warm(CarrelManager *mgr, const CarrelWarmState *warm, const char *domain
 /* Everything after the row exists: files, domain, boot or restore, agent. */
 static gboolean
 bring_up(CarrelManager *mgr, CarrelSession *session, const CarrelTemplate *tmpl,
-         const CarrelWarmState *warm, GError **error)
+         const CarrelWarmState *warm, GPtrArray *inputs, GError **error)
 {
     g_autofree char *domain = carrel_session_domain_name(session->id);
     g_autofree char *xml = NULL;
@@ -125,6 +126,9 @@ bring_up(CarrelManager *mgr, CarrelSession *session, const CarrelTemplate *tmpl,
 
     if (!carrel_util_ensure_dir(session->dir, 0711, error) ||
         !carrel_disk_create_overlay(session->overlay_path, backing, backing_format, error))
+        return FALSE;
+    /* A cold guest finds its inputs on its disk from the first boot. */
+    if (!warm && inputs && inputs->len && !carrel_manager_inject_cold(mgr, session, inputs, error))
         return FALSE;
     xml = carrel_manager_session_xml(mgr, session, tmpl, error);
     if (!xml)
@@ -136,6 +140,9 @@ bring_up(CarrelManager *mgr, CarrelSession *session, const CarrelTemplate *tmpl,
      * under load may need a while). */
     if (!carrel_manager_wait_agent(mgr, domain, &by_screen, error) ||
         (warm && !set_guest_clock(mgr, domain, error)))
+        return FALSE;
+    if (warm && inputs && inputs->len &&
+        !carrel_manager_inject_by_agent(mgr, session, inputs, error))
         return FALSE;
     /* A booted guest whose agent answers may still be drawing its desktop; a restored one was
      * saved ready, and a guest found ready by its screen is so already. */
@@ -149,11 +156,11 @@ bring_up(CarrelManager *mgr, CarrelSession *session, const CarrelTemplate *tmpl,
 
 static CarrelSession *
 create_claimed(CarrelManager *mgr, CarrelSession *session, const CarrelTemplate *tmpl,
-               const CarrelWarmState *warm, GError **error)
+               const CarrelWarmState *warm, GPtrArray *inputs, GError **error)
 {
     if (!carrel_store_session_insert(mgr->store, session, error))
         return NULL;
-    if (!bring_up(mgr, session, tmpl, warm, error)) {
+    if (!bring_up(mgr, session, tmpl, warm, inputs, error)) {
         /* Nothing half-made may remain: domain, files and row all go. */
         carrel_manager_session_teardown(mgr, session);
         (void)carrel_store_session_delete(mgr->store, session->id, NULL);
@@ -199,12 +206,15 @@ carrel_manager_session_create(CarrelManager *mgr, const CarrelSessionRequest *re
         session->from_warm = TRUE;
     }
     if (!carrel_policy_check_resources(mgr->policy, session->vcpus, session->memory_mib, error) ||
+        !carrel_manager_check_inputs(mgr, req->inputs, error) ||
         !carrel_manager_claim(mgr, session->id, "create", error)) {
         g_prefix_error(error, "creating session: ");
         return NULL;
     }
-    result = create_claimed(mgr, session, tmpl, warm, error);
+    result = create_claimed(mgr, session, tmpl, warm, req->inputs, error);
     carrel_manager_release(mgr, session->id);
+    if (result)
+        carrel_manager_forget_uploads(mgr, req->inputs);
     if (!result)
         g_prefix_error(error, "creating session '%s': ", session->name);
     return result;

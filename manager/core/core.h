@@ -162,4 +162,40 @@ JsonNode *carrel_manager_session_computer(CarrelManager *mgr, const char *id_or_
 GPtrArray *carrel_manager_session_events(CarrelManager *mgr, const char *id_or_name,
                                          gint64 after_seq, guint limit, GError **error);
 
+/*
+ * Takes paths out of a session as artifacts (see CarrelExtraction): through the guest agent
+ * when it runs, else from its disk with libguestfs, read-only. Recorded as an event by actor.
+ * What came out before a limit or a failure is kept and the extraction's error says why.
+ */
+CarrelExtraction *carrel_manager_session_extract(CarrelManager *mgr, const char *id_or_name,
+                                                 const CarrelExtractRequest *req, const char *actor,
+                                                 GError **error);
+/* A session's extractions, oldest first, with their artifacts. */
+GPtrArray *carrel_manager_session_extractions(CarrelManager *mgr, const char *id_or_name,
+                                              GError **error);
+/* An artifact's record; *ret_host_path is where its bytes are (regular files written only). */
+CarrelArtifact *carrel_manager_artifact_get(CarrelManager *mgr, const char *id,
+                                            char **ret_host_path, GError **error);
+
+/*
+ * The watcher: one round finds running sessions whose domain is gone, shut off or crashed,
+ * records the new state and collects their exit artifacts. Returns how many changed.
+ * start_watch runs rounds every interval_ms (0 = 2000) in a thread until stop_watch (also
+ * called by carrel_manager_free).
+ */
+guint carrel_manager_watch(CarrelManager *mgr);
+void carrel_manager_start_watch(CarrelManager *mgr, guint interval_ms);
+void carrel_manager_stop_watch(CarrelManager *mgr);
+
+/* Stores a tar of task inputs (POST /v1/uploads) for a later create; returns its id "u-...". */
+char *carrel_manager_upload(CarrelManager *mgr, GBytes *data, GError **error);
+
+/*
+ * Files added, changed and removed in a session's disk against its template's (CarrelDiffEntry,
+ * by path), under the guest folder under (NULL: everywhere). Changed regular files carry the
+ * new content's sha256. A running session's disk is copied while its filesystems are frozen.
+ */
+GPtrArray *carrel_manager_session_diff(CarrelManager *mgr, const char *id_or_name,
+                                       const char *under, const char *actor, GError **error);
+
 G_END_DECLS

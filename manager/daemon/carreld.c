@@ -202,6 +202,8 @@ open_manager(const Options *opts, GError **error)
         !carrel_manager_reconcile(mgr, &report, error))
         return NULL;
     log_reconcile(&report);
+    /* Crashed or powered-off guests are noticed within seconds, and their exit paths run. */
+    carrel_manager_start_watch(mgr, 0);
     return g_steal_pointer(&mgr);
 }
 

@@ -448,6 +448,74 @@ test_create_refusals(void **state)
         400);
 }
 
+/* Artifact, upload and diff routes: bad requests are clear errors; a failed extraction is
+ * still recorded (the test driver has no guest agent). */
+static void
+test_artifact_routes(void **state)
+{
+    g_autofree char *id = create_session("art");
+    g_autofree char *arts = g_strdup_printf("/v1/sessions/%s/artifacts", id);
+    g_autofree char *diff_rel = g_strdup_printf("/v1/sessions/%s/diff?path=home", id);
+    g_autofree char *path = g_strdup_printf("/v1/sessions/%s", id);
+    g_autofree char *upload_id = NULL;
+    g_autofree char *create = NULL;
+    g_autoptr(JsonNode) body = NULL;
+    static const char *const bad[] = {"{}",
+                                      "{\"paths\":\"/x\"}",
+                                      "{\"paths\":[\"/a/../x\"]}",
+                                      "{\"paths\":[\"/\"]}",
+                                      "[1]",
+                                      "{\"paths\":[\"/x\"],\"max_files\":0}"};
+
+    for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+        assert_int_equal(raw(fx.client, "POST", arts, bad[i], &body, NULL), 400);
+        g_clear_pointer(&body, json_node_unref);
+    }
+    assert_int_equal(raw(fx.client, "POST", arts, "{\"paths\":[\"/out\"]}", &body, NULL), 201);
+    assert_non_null(member(body, "error"));
+    assert_string_equal(member(body, "source"), "agent");
+    g_clear_pointer(&body, json_node_unref);
+    assert_int_equal(raw(fx.client, "GET", arts, NULL, &body, NULL), 200);
+    assert_int_equal(json_array_get_length(
+                         json_object_get_array_member(json_node_get_object(body), "extractions")),
+                     1);
+    g_clear_pointer(&body, json_node_unref);
+    assert_int_equal(raw(fx.client, "GET", "/v1/artifacts/a-000000000000", NULL, &body, NULL), 404);
+    g_clear_pointer(&body, json_node_unref);
+    assert_int_equal(raw(fx.client, "GET", diff_rel, NULL, &body, NULL), 400);
+    g_clear_pointer(&body, json_node_unref);
+    assert_int_equal(raw(fx.client, "GET", "/v1/sessions/nope/diff", NULL, &body, NULL), 404);
+    g_clear_pointer(&body, json_node_unref);
+
+    /* Uploads: stored with an id; a create naming an unknown one is refused before anything. */
+    assert_int_equal(raw(fx.client, "POST", "/v1/uploads", "not really a tar", &body, NULL), 201);
+    upload_id = g_strdup(member(body, "id"));
+    assert_true(g_str_has_prefix(upload_id, "u-"));
+    g_clear_pointer(&body, json_node_unref);
+    assert_int_equal(raw(fx.client, "POST", "/v1/sessions",
+                         "{\"template\":\"tiny\",\"inputs\":[{\"path\":\"/x\","
+                         "\"upload\":\"u-000000000000\"}]}",
+                         &body, NULL),
+                     404);
+    g_clear_pointer(&body, json_node_unref);
+    /* A broken upload is refused before any disk or VM work; nothing is left behind. */
+    create = g_strdup_printf("{\"template\":\"tiny\",\"name\":\"bad-in\",\"cold\":true,"
+                             "\"inputs\":[{\"path\":\"/x\",\"upload\":\"%s\"}]}",
+                             upload_id);
+    assert_int_equal(raw(fx.client, "POST", "/v1/sessions", create, &body, NULL), 400);
+    {
+        g_autofree char *text = json_to_string(body, FALSE);
+        assert_non_null(strstr(text, upload_id));
+    }
+    g_clear_pointer(&body, json_node_unref);
+    assert_int_equal(raw(fx.client, "GET", "/v1/sessions/bad-in", NULL, &body, NULL), 404);
+    g_clear_pointer(&body, json_node_unref);
+
+    assert_int_equal(raw(fx.client, "DELETE", path, NULL, NULL, NULL), 200);
+    assert_int_equal(raw(fx.client, "POST", arts, "{\"paths\":[\"/out\"]}", &body, NULL), 409);
+    assert_string_equal(error_code(body), "wrong_state");
+}
+
 static void
 test_template_remove_after_sessions(void **state)
 {
@@ -558,6 +626,7 @@ main(void)
         cmocka_unit_test(test_session_lifecycle),
         cmocka_unit_test(test_file_routes),
         cmocka_unit_test(test_create_refusals),
+        cmocka_unit_test(test_artifact_routes),
         cmocka_unit_test(test_template_remove_after_sessions),
         cmocka_unit_test(test_listen_and_policy_options),
         cmocka_unit_test(test_token_not_logged_and_clean_exit),

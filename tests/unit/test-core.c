@@ -7,7 +7,9 @@
 #include <glib/gstdio.h>
 #include <string.h>
 
+#include "archive/archive.h"
 #include "core/core-priv.h"
+#include "disk/disk.h"
 
 /* A desktop that is drawn: not blank. */
 static const guint8 picture[] = "P6\n4 3\n255\n"
@@ -650,6 +652,184 @@ test_reconcile(void **state)
     assert_int_equal(report.cleaned + report.orphans + report.vanished, 0);
 }
 
+/* The tar a guest's own tar would hand over: a file, a folder, a link to /etc/shadow. */
+static GBytes *
+guest_tar(Fixture *fx)
+{
+    g_autofree char *tree = g_build_filename(fx->dir, "tree", NULL);
+    g_autofree char *link = g_build_filename(tree, "shadow", NULL);
+    g_autofree char *tar = g_build_filename(fx->dir, "guest.tar", NULL);
+    g_autoptr(CarrelArchiveWriter) w = carrel_archive_writer_new(tar, NULL, NULL);
+    g_autofree char *data = NULL;
+    gsize len = 0;
+
+    assert_int_equal(g_mkdir_with_parents(tree, 0755), 0);
+    assert_int_equal(symlink("/etc/shadow", link), 0);
+    assert_non_null(w);
+    assert_true(carrel_archive_writer_add_bytes(w, "/out/a.txt", (const guint8 *)"hello", 5, 0640,
+                                                1000, 1000, NULL));
+    assert_true(carrel_archive_writer_add_local(w, tree, "/out/tree", 1000, 1000, NULL));
+    assert_true(carrel_archive_writer_finish(w, NULL));
+    assert_true(g_file_get_contents(tar, &data, &len, NULL));
+    return g_bytes_new_take(g_steal_pointer(&data), len);
+}
+
+static CarrelArtifact *
+find_artifact(CarrelExtraction *x, const char *guest_path)
+{
+    for (guint i = 0; i < x->artifacts->len; i++) {
+        CarrelArtifact *a = g_ptr_array_index(x->artifacts, i);
+        if (g_str_equal(a->guest_path, guest_path))
+            return a;
+    }
+    fail_msg("no artifact %s", guest_path);
+    return NULL;
+}
+
+static void
+test_extract_by_agent(void **state)
+{
+    Fixture *fx = *state;
+    g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = import(fx, "tiny");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelSession) s = create(fx, "art", &error);
+    g_autoptr(GBytes) tar = guest_tar(fx);
+    char *paths[] = {(char *)"/out", (char *)"/missing", NULL};
+    CarrelExtractRequest req = {.paths = paths, .max_bytes = 1 << 20, .max_files = 100};
+    g_autoptr(CarrelExtraction) x = NULL;
+    g_autoptr(CarrelExtraction) limited = NULL;
+    g_autoptr(CarrelArtifact) file = NULL;
+    g_autoptr(CarrelArtifact) link = NULL;
+    g_autoptr(GPtrArray) list = NULL;
+    g_autofree char *host = NULL;
+    g_autofree char *none = NULL;
+    g_autofree char *content = NULL;
+    g_auto(GStrv) argv = NULL;
+
+    assert_non_null(s);
+    carrel_hypervisor_fake_set_read_fallback(fx->hv, tar);
+    x = carrel_manager_session_extract(fx->mgr, s->id, &req, "agent", &error);
+    assert_non_null(x);
+    assert_string_equal(x->source, "agent");
+    assert_string_equal(x->reason, "request");
+    assert_null(x->error);
+    /* The guest's tar was asked for both paths, each as ./PATH (never an option). */
+    argv = carrel_hypervisor_fake_get_exec_argv(fx->hv);
+    assert_non_null(argv);
+    assert_string_equal(argv[0], "/bin/rm"); /* the guest's copy is removed after the read */
+    assert_non_null(x->missing);
+    assert_int_equal(json_array_get_length(json_node_get_array(x->missing)), 1);
+    file = carrel_manager_artifact_get(fx->mgr, find_artifact(x, "/out/a.txt")->id, &host, &error);
+    assert_non_null(file);
+    assert_string_equal(file->sha256,
+                        "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824");
+    assert_int_equal(file->mode, 0640);
+    assert_true(g_str_has_prefix(host, fx->dir));
+    assert_true(g_file_get_contents(host, &content, NULL, NULL));
+    assert_string_equal(content, "hello");
+    link = carrel_manager_artifact_get(fx->mgr, find_artifact(x, "/out/tree/shadow")->id, &none,
+                                       &error);
+    assert_non_null(link);
+    assert_int_equal(link->type, CARREL_FILE_SYMLINK);
+    assert_string_equal(link->link_target, "/etc/shadow");
+    assert_null(none); /* a link has no bytes to download */
+
+    /* A limit stops the extraction; what came is kept and the error says why. */
+    req.max_files = 1;
+    limited = carrel_manager_session_extract(fx->mgr, s->id, &req, "agent", &error);
+    assert_non_null(limited);
+    assert_non_null(limited->error);
+    assert_non_null(strstr(limited->error, "limit"));
+    assert_true(limited->count <= 1);
+    list = carrel_manager_session_extractions(fx->mgr, "art", &error);
+    assert_int_equal(list->len, 2);
+    assert_null(carrel_manager_artifact_get(fx->mgr, "a-nope", NULL, &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND));
+}
+
+static void
+test_watch_marks_crashed(void **state)
+{
+    Fixture *fx = *state;
+    g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = import(fx, "tiny");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelSession) s = create(fx, "w", &error);
+    g_autoptr(CarrelSession) after = NULL;
+    g_autofree char *domain = NULL;
+
+    assert_non_null(s);
+    domain = carrel_session_domain_name(s->id);
+    assert_int_equal(carrel_manager_watch(fx->mgr), 0);
+    assert_true(carrel_hypervisor_fake_set_state(fx->hv, domain, CARREL_DOMAIN_CRASHED));
+    assert_int_equal(carrel_manager_watch(fx->mgr), 1);
+    after = carrel_manager_session_get(fx->mgr, s->id, &error);
+    assert_int_equal(after->state, CARREL_SESSION_CRASHED);
+    assert_non_null(strstr(after->state_reason, "unexpectedly"));
+    /* Only running sessions are watched: a second round changes nothing. */
+    assert_int_equal(carrel_manager_watch(fx->mgr), 0);
+}
+
+static void
+test_passwd(void **state)
+{
+    const char *text = "root:x:0:0:root:/root:/bin/bash\n"
+                       "broken line\n"
+                       "agent:x:1000:1001:carrel agent:/home/agent:/bin/bash\n";
+    gint64 gid = -1;
+
+    assert_true(carrel_passwd_find_uid(text, strlen(text), 1000, &gid));
+    assert_int_equal(gid, 1001);
+    assert_false(carrel_passwd_find_uid(text, strlen(text), 1002, &gid));
+    assert_false(carrel_passwd_find_uid("a:x:1000\n", 9, 1000, &gid));
+}
+
+static void
+put_stat(GHashTable *t, const char *path, CarrelDiskFileType type, guint64 size, guint32 mode,
+         gint64 mtime)
+{
+    CarrelGuestfsStat *st = g_new0(CarrelGuestfsStat, 1);
+
+    st->type = type;
+    st->size = size;
+    st->mode = mode;
+    st->mtime = mtime;
+    g_hash_table_insert(t, g_strdup(path), st);
+}
+
+static void
+test_diff_plan(void **state)
+{
+    g_autoptr(GHashTable) base = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    g_autoptr(GHashTable) top = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    g_autoptr(GPtrArray) entries = NULL;
+    g_autoptr(GPtrArray) check = NULL;
+    g_autoptr(GString) got = g_string_new(NULL);
+
+    put_stat(base, "same", CARREL_DISK_FILE_REGULAR, 5, 0644, 1);
+    put_stat(top, "same", CARREL_DISK_FILE_REGULAR, 5, 0644, 1);
+    put_stat(base, "touched", CARREL_DISK_FILE_REGULAR, 5, 0644, 1);
+    put_stat(top, "touched", CARREL_DISK_FILE_REGULAR, 5, 0644, 2);
+    put_stat(base, "chmod", CARREL_DISK_FILE_REGULAR, 5, 0644, 1);
+    put_stat(top, "chmod", CARREL_DISK_FILE_REGULAR, 5, 0600, 1);
+    put_stat(base, "dir", CARREL_DISK_FILE_DIR, 0, 0755, 1);
+    put_stat(top, "dir", CARREL_DISK_FILE_DIR, 0, 0755, 9); /* a dir's mtime alone is no change */
+    put_stat(top, "dir/new", CARREL_DISK_FILE_REGULAR, 3, 0644, 9);
+    put_stat(base, "gone", CARREL_DISK_FILE_SYMLINK, 4, 0777, 1);
+    entries = carrel_diff_plan(base, top, "home/agent", &check);
+    g_ptr_array_sort(entries, (GCompareFunc)g_strcmp0);
+    for (guint i = 0; i < entries->len; i++) {
+        CarrelDiffEntry *e = g_ptr_array_index(entries, i);
+        g_string_append_printf(got, "%s:%d ", e->path, e->change);
+    }
+    assert_int_equal(entries->len, 3);
+    assert_non_null(strstr(got->str, "/home/agent/chmod:1"));
+    assert_non_null(strstr(got->str, "/home/agent/dir/new:0"));
+    assert_non_null(strstr(got->str, "/home/agent/gone:2"));
+    assert_int_equal(check->len, 1);
+    assert_string_equal(((CarrelDiffEntry *)g_ptr_array_index(check, 0))->path,
+                        "/home/agent/touched");
+}
+
 int
 main(void)
 {
@@ -666,6 +846,10 @@ main(void)
         cmocka_unit_test_setup_teardown(test_files_and_events, setup, teardown),
         cmocka_unit_test_setup_teardown(test_screenshot, setup, teardown),
         cmocka_unit_test_setup_teardown(test_computer, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_extract_by_agent, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_watch_marks_crashed, setup, teardown),
+        cmocka_unit_test(test_passwd),
+        cmocka_unit_test(test_diff_plan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,145 @@
+/*
+ * The watcher: notices sessions whose QEMU went away while carreld runs (killed, crashed, or
+ * the guest powered itself off), records the new state and collects the session's exit
+ * artifacts from its disk before anything else can touch it.
+ */
+#include "core/core-priv.h"
+
+/* The exit path: collects a session's exit paths (if any) with reason. Failures are in the
+ * extraction's record and the timeline; they never stop what the caller is doing. */
+void
+carrel_manager_collect_exit(CarrelManager *mgr, const CarrelSession *session, const char *reason,
+                            gboolean by_agent)
+{
+    g_autoptr(CarrelExtraction) x = NULL;
+    g_autoptr(GError) error = NULL;
+    gint64 t0 = g_get_monotonic_time();
+    g_autoptr(JsonBuilder) b = NULL;
+    g_autoptr(JsonNode) result = NULL;
+
+    if (!session->exit_paths || !session->exit_paths[0])
+        return;
+    x = carrel_manager_collect(mgr, session, session->exit_paths, CARREL_LIMIT_EXTRACT_BYTES,
+                               CARREL_LIMIT_EXTRACT_FILES, reason, by_agent, &error);
+    if (x) {
+        b = json_builder_new();
+        json_builder_begin_object(b);
+        json_builder_set_member_name(b, "extraction");
+        json_builder_add_string_value(b, x->id);
+        json_builder_set_member_name(b, "count");
+        json_builder_add_int_value(b, x->count);
+        json_builder_set_member_name(b, "reason");
+        json_builder_add_string_value(b, reason);
+        json_builder_end_object(b);
+        result = json_builder_get_root(b);
+    }
+    carrel_manager_record(mgr, session->id, "carreld", "artifacts", "collect-on-exit", NULL, result,
+                          x ? NULL : error, t0, NULL);
+}
+
+/* A running session whose domain is no longer running: its new state and reason, or FALSE. */
+static gboolean
+judge(CarrelManager *mgr, const CarrelSession *session, CarrelSessionState *ret_state,
+      const char **ret_reason)
+{
+    g_autofree char *domain = carrel_session_domain_name(session->id);
+    g_autoptr(GError) error = NULL;
+    CarrelDomainState state;
+
+    if (!carrel_hypervisor_get_state(mgr->hv, domain, &state, &error)) {
+        if (!g_error_matches(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND))
+            return FALSE;
+        *ret_state = CARREL_SESSION_CRASHED;
+        *ret_reason = "the domain vanished";
+        return TRUE;
+    }
+    if (state == CARREL_DOMAIN_CRASHED) {
+        *ret_state = CARREL_SESSION_CRASHED;
+        *ret_reason = "QEMU ended unexpectedly (killed or crashed)";
+        return TRUE;
+    }
+    if (state == CARREL_DOMAIN_SHUTOFF) {
+        *ret_state = CARREL_SESSION_STOPPED;
+        *ret_reason = "the guest powered off";
+        return TRUE;
+    }
+    return FALSE;
+}
+
+static void
+settle(CarrelManager *mgr, const char *id)
+{
+    g_autoptr(CarrelSession) session = NULL;
+    CarrelSessionState next;
+    const char *reason = NULL;
+
+    /* A verb in progress owns the session; the next round looks again. */
+    if (!carrel_manager_claim(mgr, id, "watch", NULL))
+        return;
+    session = carrel_store_session_get(mgr->store, id, NULL);
+    if (session && session->state == CARREL_SESSION_RUNNING &&
+        judge(mgr, session, &next, &reason) &&
+        carrel_store_session_set_state(mgr->store, id, next, reason, NULL)) {
+        carrel_manager_record(mgr, id, "carreld", "lifecycle", carrel_session_state_to_string(next),
+                              NULL, NULL, NULL, 0, NULL);
+        carrel_manager_collect_exit(mgr, session, next == CARREL_SESSION_CRASHED ? "crash" : "stop",
+                                    FALSE);
+    }
+    carrel_manager_release(mgr, id);
+}
+
+guint
+carrel_manager_watch(CarrelManager *mgr)
+{
+    g_autoptr(GPtrArray) sessions = carrel_store_session_list(mgr->store, FALSE, NULL);
+    guint changed = 0;
+
+    for (guint i = 0; sessions && i < sessions->len; i++) {
+        CarrelSession *s = g_ptr_array_index(sessions, i);
+        g_autoptr(CarrelSession) after = NULL;
+        if (s->state != CARREL_SESSION_RUNNING)
+            continue;
+        settle(mgr, s->id);
+        after = carrel_store_session_get(mgr->store, s->id, NULL);
+        changed += after && after->state != CARREL_SESSION_RUNNING;
+    }
+    return changed;
+}
+
+static gpointer
+watch_thread(gpointer data)
+{
+    CarrelManager *mgr = data;
+
+    g_mutex_lock(&mgr->watch_lock);
+    while (!mgr->watch_stop) {
+        gint64 until = g_get_monotonic_time() + (gint64)mgr->watch_interval_ms * 1000;
+        g_mutex_unlock(&mgr->watch_lock);
+        (void)carrel_manager_watch(mgr);
+        g_mutex_lock(&mgr->watch_lock);
+        while (!mgr->watch_stop && g_cond_wait_until(&mgr->watch_cond, &mgr->watch_lock, until))
+            ;
+    }
+    g_mutex_unlock(&mgr->watch_lock);
+    return NULL;
+}
+
+void
+carrel_manager_start_watch(CarrelManager *mgr, guint interval_ms)
+{
+    g_return_if_fail(mgr->watch_thread == NULL);
+    mgr->watch_interval_ms = interval_ms ? interval_ms : 2000;
+    mgr->watch_thread = g_thread_new("carrel-watch", watch_thread, mgr);
+}
+
+void
+carrel_manager_stop_watch(CarrelManager *mgr)
+{
+    if (!mgr->watch_thread)
+        return;
+    g_mutex_lock(&mgr->watch_lock);
+    mgr->watch_stop = TRUE;
+    g_cond_signal(&mgr->watch_cond);
+    g_mutex_unlock(&mgr->watch_lock);
+    g_thread_join(g_steal_pointer(&mgr->watch_thread));
+}
