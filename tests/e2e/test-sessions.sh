@@ -6,6 +6,8 @@ set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 # shellcheck source=tests/e2e/computer.sh
 source "$(dirname "$0")/computer.sh"
+# shellcheck source=tests/e2e/artifacts.sh
+source "$(dirname "$0")/artifacts.sh"
 trap 'finish; exit $?' EXIT
 
 start_daemon || exit 1
@@ -113,6 +115,9 @@ check_eq "exec output is capped at 1 MiB and says so" "1048576 true" \
 
 # Computer use on the restored desktop: screenshots, keyboard, mouse, files, the timeline.
 computer_checks "$a"
+
+# Task inputs in, artifacts out (libguestfs and the agent), the exit path, the diff.
+artifacts_checks
 
 # A guest without carrel's tools or a guest agent (here: tiny's image booted into a bare shell)
 # is ready once its screen shows something and holds still.
