@@ -95,6 +95,7 @@ carrel_manager_new(const CarrelManagerConfig *config, CarrelHypervisor *hv, GErr
     g_mutex_init(&mgr->watch_lock);
     g_cond_init(&mgr->watch_cond);
     mgr->busy = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    mgr->pending_exit = g_ptr_array_new_with_free_func(g_free);
     mgr->inputs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, input_state_free);
     mgr->jobs =
         g_hash_table_new_full(g_str_hash, g_str_equal, NULL, (GDestroyNotify)carrel_job_unref);
@@ -134,6 +135,7 @@ carrel_manager_free(CarrelManager *mgr)
     g_mutex_clear(&mgr->watch_lock);
     g_cond_clear(&mgr->watch_cond);
     g_clear_pointer(&mgr->jobs, g_hash_table_unref);
+    g_clear_pointer(&mgr->pending_exit, g_ptr_array_unref);
     g_clear_pointer(&mgr->busy, g_hash_table_unref);
     g_clear_pointer(&mgr->inputs, g_hash_table_unref);
     g_clear_pointer(&mgr->store, carrel_store_free);

@@ -34,6 +34,7 @@ struct _CarrelManager {
     GCond watch_cond;
     gboolean watch_stop;
     guint watch_interval_ms;
+    GPtrArray *pending_exit; /* session ids whose exit path reconcile left to the watcher; lock */
 };
 
 /* Per session: input is sent by one batch at a time, from where the last one left the pointer. */

@@ -49,7 +49,16 @@ settle_running(CarrelManager *mgr, CarrelSession *session, CarrelDomainInfo *inf
     }
     if (next == session->state && !reason)
         return TRUE;
-    return carrel_store_session_set_state(mgr->store, session->id, next, reason, error);
+    if (!carrel_store_session_set_state(mgr->store, session->id, next, reason, error))
+        return FALSE;
+    /* Its exit path runs in the watcher, so serving does not wait for an appliance. */
+    if ((next == CARREL_SESSION_CRASHED || next == CARREL_SESSION_STOPPED) && session->exit_paths &&
+        session->exit_paths[0]) {
+        g_mutex_lock(&mgr->lock);
+        g_ptr_array_add(mgr->pending_exit, g_strdup(session->id));
+        g_mutex_unlock(&mgr->lock);
+    }
+    return TRUE;
 }
 
 static gboolean

@@ -88,11 +88,39 @@ settle(CarrelManager *mgr, const char *id)
     carrel_manager_release(mgr, id);
 }
 
+/* Exit paths of sessions that ended while carreld was down (found by reconcile). */
+static void
+collect_pending(CarrelManager *mgr)
+{
+    for (;;) {
+        g_autofree char *id = NULL;
+        g_autoptr(CarrelSession) session = NULL;
+
+        g_mutex_lock(&mgr->lock);
+        if (mgr->pending_exit->len > 0)
+            id = g_ptr_array_steal_index(mgr->pending_exit, 0);
+        g_mutex_unlock(&mgr->lock);
+        if (!id)
+            return;
+        if (!carrel_manager_claim(mgr, id, "collect", NULL))
+            continue;
+        session = carrel_store_session_get(mgr->store, id, NULL);
+        if (session &&
+            (session->state == CARREL_SESSION_CRASHED || session->state == CARREL_SESSION_STOPPED))
+            carrel_manager_collect_exit(
+                mgr, session, session->state == CARREL_SESSION_CRASHED ? "crash" : "stop", FALSE);
+        carrel_manager_release(mgr, id);
+    }
+}
+
 guint
 carrel_manager_watch(CarrelManager *mgr)
 {
-    g_autoptr(GPtrArray) sessions = carrel_store_session_list(mgr->store, FALSE, NULL);
+    g_autoptr(GPtrArray) sessions = NULL;
     guint changed = 0;
+
+    collect_pending(mgr);
+    sessions = carrel_store_session_list(mgr->store, FALSE, NULL);
 
     for (guint i = 0; sessions && i < sessions->len; i++) {
         CarrelSession *s = g_ptr_array_index(sessions, i);

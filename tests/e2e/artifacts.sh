@@ -83,6 +83,18 @@ extraction_for() {
     carrel artifacts "$1" --json 2>/dev/null | jq -c --arg r "$2" '[.extractions[] | select(.reason == $r)] | last'
 }
 
+# Waits (up to 90 s: the watcher, then an appliance) for the extraction of a session with the
+# given reason and prints it.
+wait_extraction() {
+    local x
+    for _ in $(seq 1 90); do
+        x="$(extraction_for "$1" "$2")"
+        [ "$x" != null ] && [ -n "$x" ] && break
+        sleep 1
+    done
+    echo "$x"
+}
+
 # The sha256 of an artifact of an extraction, downloaded by id.
 download_sum() {
     local aid
@@ -103,10 +115,9 @@ artifacts_checks() {
     check "cold create with inputs and exit artifacts" test -n "$cold" -a "$cold" != null
     inputs_checks "$cold" "cold"
     # ...and copied in by the restored guest itself (its disk must not change under it).
-    warm="$(carrel create --template tiny --name art-warm \
+    warm="$(carrel create --template tiny --name art-warm --artifact /home/user/task \
         --input "$dir/in/task:/home/user/task" --json 2>/dev/null | jq -r .id)"
     inputs_checks "$warm" "warm"
-    carrel rm "$warm" >/dev/null 2>&1
 
     # A running guest: through its agent.
     sums="$(write_outputs "$cold")"
@@ -154,11 +165,7 @@ artifacts_checks() {
     carrel exec "$cold" -- sh -c 'echo after-restart > /home/user/out/late.txt; sync' >/dev/null 2>&1
     pkill -KILL -f "guest=carrel-$cold" || true
     check "a SIGKILLed QEMU shows as crashed" wait_state "$cold" crashed
-    for _ in $(seq 1 90); do
-        x="$(extraction_for "$cold" crash)"
-        [ "$x" != null ] && [ -n "$x" ] && break
-        sleep 1
-    done
+    x="$(wait_extraction "$cold" crash)"
     check_eq "the crash collected the exit artifacts" "after-restart" \
         "$(carrel artifact "$(jq -r '.artifacts[] | select(.guest_path == "/home/user/out/late.txt") | .id' <<<"$x")" -o - 2>/dev/null)"
     carrel extract "$cold" /home/user/out -o "$dir/crashed" --json >"$dir/crashed.json" 2>/dev/null
@@ -169,4 +176,15 @@ artifacts_checks() {
     carrel rm "$cold" >/dev/null 2>&1
     check "destroy collected the exit artifacts first" json_true '.count >= 5' \
         "$(extraction_for "$cold" destroy)"
+
+    # QEMU dies while carreld is down: the next carreld finds it crashed and still collects.
+    kill -KILL "$DAEMON_PID"
+    wait "$DAEMON_PID" 2>/dev/null || true
+    pkill -KILL -f "guest=carrel-$warm" || true
+    start_daemon
+    check "found crashed by the next carreld" wait_state "$warm" crashed
+    x="$(wait_extraction "$warm" crash)"
+    check_eq "its exit artifacts were collected after the restart" "task one" \
+        "$(carrel artifact "$(jq -r '.artifacts[] | select(.guest_path == "/home/user/task/readme.txt") | .id' <<<"$x")" -o - 2>/dev/null)"
+    carrel rm "$warm" >/dev/null 2>&1
 }

@@ -51,6 +51,35 @@ test_load_refusals(void **state)
     }
 }
 
+static void
+test_exit_paths(void **state)
+{
+    const char *text = "[artifacts]\npaths=/home/agent/out;/tmp/result.json\n";
+    const char *bad[] = {"[artifacts]\npaths=relative/x\n", "[artifacts]\npaths=/a/../b\n",
+                         "[artifacts]\npaths=/\n"};
+    g_autoptr(CarrelPolicy) p = carrel_policy_load_data(text, strlen(text), NULL);
+    g_autoptr(CarrelPolicy) none = carrel_policy_new_default();
+    char *requested[] = {(char *)"/tmp/result.json", (char *)"/home/agent/log", NULL};
+    g_auto(GStrv) merged = NULL;
+    g_auto(GStrv) only = NULL;
+
+    assert_non_null(p);
+    merged = carrel_policy_exit_paths(p, requested);
+    /* The policy's first, then the request's, each once. */
+    assert_int_equal(g_strv_length(merged), 3);
+    assert_string_equal(merged[0], "/home/agent/out");
+    assert_string_equal(merged[1], "/tmp/result.json");
+    assert_string_equal(merged[2], "/home/agent/log");
+    only = carrel_policy_exit_paths(none, NULL);
+    assert_int_equal(g_strv_length(only), 0);
+    for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(CarrelPolicy) refused = carrel_policy_load_data(bad[i], strlen(bad[i]), &error);
+        assert_null(refused);
+        assert_non_null(strstr(error->message, "[artifacts] paths"));
+    }
+}
+
 int
 main(void)
 {
@@ -58,6 +87,7 @@ main(void)
         cmocka_unit_test(test_default),
         cmocka_unit_test(test_load),
         cmocka_unit_test(test_load_refusals),
+        cmocka_unit_test(test_exit_paths),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
