@@ -89,11 +89,29 @@ tool_sandbox_destroy(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args
 }
 
 static JsonNode *
+tool_sandbox_pause(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GError **error)
+{
+    g_autoptr(GError) local = NULL;
+    CarrelSession *session = carrel_manager_session_pause(req->mgr, arg(args, "session"), &local);
+
+    return session_result(session, local);
+}
+
+static JsonNode *
+tool_sandbox_resume(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GError **error)
+{
+    g_autoptr(GError) local = NULL;
+    CarrelSession *session = carrel_manager_session_resume(req->mgr, arg(args, "session"), &local);
+
+    return session_result(session, local);
+}
+
+static JsonNode *
 tool_not_yet(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GError **error)
 {
     g_autoptr(GError) local =
         g_error_new(CARREL_ERROR, CARREL_ERROR_UNSUPPORTED,
-                    "%s is not available yet: snapshots and pause land with the snapshots issue",
+                    "%s is not available yet: snapshots land with the snapshots issue",
                     carrel_mcp_tool_to_string(tool));
 
     return carrel_mcp_error_result(local);
@@ -195,8 +213,8 @@ static const ToolFunc tool_funcs[CARREL_MCP_TOOL_LAST] = {
     [CARREL_MCP_TOOL_SANDBOX_CREATE] = tool_sandbox_create,
     [CARREL_MCP_TOOL_SANDBOX_LIST] = tool_sandbox_list,
     [CARREL_MCP_TOOL_SANDBOX_DESTROY] = tool_sandbox_destroy,
-    [CARREL_MCP_TOOL_SANDBOX_PAUSE] = tool_not_yet,
-    [CARREL_MCP_TOOL_SANDBOX_RESUME] = tool_not_yet,
+    [CARREL_MCP_TOOL_SANDBOX_PAUSE] = tool_sandbox_pause,
+    [CARREL_MCP_TOOL_SANDBOX_RESUME] = tool_sandbox_resume,
     [CARREL_MCP_TOOL_SNAPSHOT_CREATE] = tool_not_yet,
     [CARREL_MCP_TOOL_SNAPSHOT_REVERT] = tool_not_yet,
     [CARREL_MCP_TOOL_COMPUTER] = tool_computer,

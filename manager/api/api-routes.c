@@ -279,6 +279,24 @@ post_session_start(CarrelApiRequest *req, guint *ret_status, GError **error)
     return session_reply(carrel_manager_session_start(req->mgr, param(req, 0), error));
 }
 
+static JsonNode *
+post_session_pause(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    return session_reply(carrel_manager_session_pause(req->mgr, param(req, 0), error));
+}
+
+static JsonNode *
+post_session_resume(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    return session_reply(carrel_manager_session_resume(req->mgr, param(req, 0), error));
+}
+
+static JsonNode *
+post_session_hibernate(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    return session_reply(carrel_manager_session_hibernate(req->mgr, param(req, 0), error));
+}
+
 static gboolean
 stop_timeout(CarrelApiRequest *req, guint *ret_timeout, GError **error)
 {
@@ -525,6 +543,9 @@ const CarrelApiRoute carrel_api_routes[] = {
     {"GET", "/v1/sessions/*", get_session, NULL, 0},
     {"DELETE", "/v1/sessions/*", delete_session, NULL, 0},
     {"POST", "/v1/sessions/*/start", post_session_start, NULL, 0},
+    {"POST", "/v1/sessions/*/pause", post_session_pause, NULL, 0},
+    {"POST", "/v1/sessions/*/resume", post_session_resume, NULL, 0},
+    {"POST", "/v1/sessions/*/hibernate", post_session_hibernate, NULL, 0},
     {"POST", "/v1/sessions/*/stop", post_session_stop, NULL, 0},
     {"POST", "/v1/sessions/*/exec", post_session_exec, NULL, 0},
     {"GET", "/v1/sessions/*/files", get_session_file, NULL, 0},

@@ -54,3 +54,36 @@ carrel_cli_stop(CarrelCli *cli, int argc, char **argv)
     }
     return lifecycle_post(cli, argv[1], "stop", body);
 }
+
+/* A verb that takes only the session: pause, resume, hibernate. */
+static int
+simple_verb(CarrelCli *cli, int argc, char **argv, const char *verb, const char *summary)
+{
+    g_autofree char *params = g_strconcat(verb, " ID", NULL);
+
+    if (!carrel_cli_parse_options(cli, params, summary, NULL, 1, 1, &argc, &argv))
+        return CARREL_CLI_EXIT_USAGE;
+    return lifecycle_post(cli, argv[1], verb, NULL);
+}
+
+int
+carrel_cli_pause(CarrelCli *cli, int argc, char **argv)
+{
+    return simple_verb(cli, argc, argv, "pause",
+                       "Pauses a running session: its vCPUs stop, its memory stays in QEMU.");
+}
+
+int
+carrel_cli_resume(CarrelCli *cli, int argc, char **argv)
+{
+    return simple_verb(cli, argc, argv, "resume",
+                       "Resumes a paused session, or restores a hibernated one (clock set).");
+}
+
+int
+carrel_cli_hibernate(CarrelCli *cli, int argc, char **argv)
+{
+    return simple_verb(cli, argc, argv, "hibernate",
+                       "Saves a session's memory to disk and ends its QEMU: no CPU or RAM held, "
+                       "survives daemon restarts and host reboots. 'resume' restores it.");
+}

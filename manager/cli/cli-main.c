@@ -35,6 +35,8 @@ static const char cli_help[] =
     "  show ID                        show a session (ID or name)\n"
     "  start ID                       start a stopped session\n"
     "  stop ID [--timeout S]          stop a session (forced off after S s, default 30)\n"
+    "  pause ID | resume ID           stop / continue the vCPUs (memory stays in QEMU)\n"
+    "  hibernate ID                   save the memory to disk, end QEMU; resume restores it\n"
     "  rm ID...                       destroy sessions and their disks\n"
     "  exec ID [--timeout S] [--cwd DIR] [--env K=V] -- COMMAND [ARG...]\n"
     "                                 run a command in the guest; exits with its code\n"
@@ -95,6 +97,9 @@ static const CliVerb cli_verbs[] = {
     {"rm", carrel_cli_rm},
     {"cp", carrel_cli_cp},
     {"extract", carrel_cli_extract},
+    {"pause", carrel_cli_pause},
+    {"resume", carrel_cli_resume},
+    {"hibernate", carrel_cli_hibernate},
     {"diff", carrel_cli_diff},
     {"artifacts", carrel_cli_artifacts},
     {"artifact", carrel_cli_artifact},

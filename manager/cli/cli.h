@@ -38,6 +38,9 @@ int carrel_cli_ls(CarrelCli *cli, int argc, char **argv);
 int carrel_cli_show(CarrelCli *cli, int argc, char **argv);
 int carrel_cli_start(CarrelCli *cli, int argc, char **argv);
 int carrel_cli_stop(CarrelCli *cli, int argc, char **argv);
+int carrel_cli_pause(CarrelCli *cli, int argc, char **argv);
+int carrel_cli_resume(CarrelCli *cli, int argc, char **argv);
+int carrel_cli_hibernate(CarrelCli *cli, int argc, char **argv);
 int carrel_cli_rm(CarrelCli *cli, int argc, char **argv);
 
 /* Template build (cli-template-build.c), called by carrel_cli_template. */

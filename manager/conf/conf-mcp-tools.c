@@ -139,12 +139,12 @@ static const Tool tools[CARREL_MCP_TOOL_LAST] = {
                                          "disk. Everything in it is lost.",
                                          session_params, FALSE, FALSE, TRUE},
     [CARREL_MCP_TOOL_SANDBOX_PAUSE] = {"sandbox_pause", "Pause a sandbox",
-                                       "Pauses a running sandbox (its VM keeps its memory). Not "
-                                       "available yet.",
+                                       "Pauses a running sandbox: its vCPUs stop, its memory "
+                                       "stays. sandbox_resume continues it.",
                                        session_params, FALSE, FALSE, FALSE},
     [CARREL_MCP_TOOL_SANDBOX_RESUME] = {"sandbox_resume", "Resume a sandbox",
-                                        "Resumes a paused sandbox. Not available yet.",
-                                        session_params, FALSE, FALSE, FALSE},
+                                        "Resumes a paused (or hibernated) sandbox.", session_params,
+                                        FALSE, FALSE, FALSE},
     [CARREL_MCP_TOOL_SNAPSHOT_CREATE] = {"snapshot_create", "Snapshot a sandbox",
                                          "Saves a sandbox's disk and memory as a named snapshot. "
                                          "Not available yet.",

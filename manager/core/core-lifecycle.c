@@ -1,3 +1,5 @@
+#include <glib/gstdio.h>
+
 #include "core/core-priv.h"
 
 typedef gboolean (*LifecycleFunc)(CarrelManager *mgr, CarrelSession *session, gpointer data,
@@ -73,6 +75,10 @@ do_stop(CarrelManager *mgr, CarrelSession *session, gpointer data, GError **erro
     guint timeout_s = GPOINTER_TO_UINT(data);
     g_autoptr(GError) local = NULL;
 
+    /* A paused guest cannot hear the shutdown request: let it run to shut down cleanly. */
+    if (session->state == CARREL_SESSION_PAUSED &&
+        !carrel_hypervisor_pause(mgr->hv, domain, FALSE, error))
+        return FALSE;
     /* A guest that ignores the request within the timeout is powered off. */
     if (!carrel_hypervisor_shutdown(mgr->hv, domain, timeout_s, &local) &&
         !carrel_hypervisor_destroy(mgr->hv, domain, error))
@@ -117,8 +123,13 @@ do_destroy(CarrelManager *mgr, CarrelSession *session, gpointer data, GError **e
     }
     /* Collected before anything is deleted. */
     carrel_manager_collect_exit(mgr, session, "destroy", FALSE);
-    if (!carrel_hypervisor_undefine(mgr->hv, domain, error))
+    g_clear_error(&local);
+    /* A hibernated session has no definition: its saved memory file describes it. */
+    if (!carrel_hypervisor_undefine(mgr->hv, domain, &local) &&
+        !g_error_matches(local, CARREL_ERROR, CARREL_ERROR_NOT_FOUND)) {
+        g_propagate_error(error, g_steal_pointer(&local));
         return FALSE;
+    }
     return carrel_util_remove_tree(session->dir, error);
 }
 
@@ -126,4 +137,82 @@ CarrelSession *
 carrel_manager_session_destroy(CarrelManager *mgr, const char *id_or_name, GError **error)
 {
     return run_verb(mgr, id_or_name, CARREL_SESSION_OP_DESTROY, do_destroy, NULL, error);
+}
+
+/* The saved memory of a hibernated session. */
+static char *
+hibernate_path(const CarrelSession *session)
+{
+    return g_build_filename(session->dir, "hibernate.save", NULL);
+}
+
+static gboolean
+do_pause(CarrelManager *mgr, CarrelSession *session, gpointer data, GError **error)
+{
+    g_autofree char *domain = carrel_session_domain_name(session->id);
+
+    return carrel_hypervisor_pause(mgr->hv, domain, TRUE, error);
+}
+
+CarrelSession *
+carrel_manager_session_pause(CarrelManager *mgr, const char *id_or_name, GError **error)
+{
+    return run_verb(mgr, id_or_name, CARREL_SESSION_OP_PAUSE, do_pause, NULL, error);
+}
+
+/*
+ * Hibernate: the memory goes to a file under the session and QEMU exits, holding no CPU or RAM.
+ * The definition goes too: resume restores the file (its header holds the domain's own XML:
+ * same UUID and generation id, this is no clone) and defines the domain again. A saved
+ * memory state and its disk belong together, so nothing writes the overlay meanwhile
+ * (extraction and diff read it read-only).
+ */
+static gboolean
+do_hibernate(CarrelManager *mgr, CarrelSession *session, gpointer data, GError **error)
+{
+    g_autofree char *domain = carrel_session_domain_name(session->id);
+    g_autofree char *path = hibernate_path(session);
+
+    /* A file left by a save that failed half-way would make libvirt refuse. */
+    (void)g_unlink(path);
+    return carrel_hypervisor_save(mgr->hv, domain, path, error) &&
+           carrel_hypervisor_undefine(mgr->hv, domain, error);
+}
+
+CarrelSession *
+carrel_manager_session_hibernate(CarrelManager *mgr, const char *id_or_name, GError **error)
+{
+    return run_verb(mgr, id_or_name, CARREL_SESSION_OP_HIBERNATE, do_hibernate, NULL, error);
+}
+
+static gboolean
+wake(CarrelManager *mgr, CarrelSession *session, const char *domain, GError **error)
+{
+    g_autofree char *path = hibernate_path(session);
+    g_autofree char *xml = carrel_hypervisor_saveimage_get_xml(path, error);
+    gboolean by_screen = FALSE;
+
+    if (!xml || !carrel_hypervisor_restore(mgr->hv, path, xml, error) ||
+        !carrel_hypervisor_define(mgr->hv, xml, error))
+        return FALSE;
+    /* The memory is running again: the file is history now. */
+    (void)g_unlink(path);
+    return carrel_manager_wait_agent(mgr, domain, &by_screen, error) &&
+           (by_screen || carrel_manager_set_guest_clock(mgr, domain, error));
+}
+
+static gboolean
+do_resume(CarrelManager *mgr, CarrelSession *session, gpointer data, GError **error)
+{
+    g_autofree char *domain = carrel_session_domain_name(session->id);
+
+    if (session->state == CARREL_SESSION_HIBERNATED)
+        return wake(mgr, session, domain, error);
+    return carrel_hypervisor_pause(mgr->hv, domain, FALSE, error);
+}
+
+CarrelSession *
+carrel_manager_session_resume(CarrelManager *mgr, const char *id_or_name, GError **error)
+{
+    return run_verb(mgr, id_or_name, CARREL_SESSION_OP_RESUME, do_resume, NULL, error);
 }

@@ -153,3 +153,6 @@ gboolean carrel_passwd_find_uid(const char *text, gsize len, gint64 uid, gint64 
  */
 GPtrArray *carrel_diff_plan(GHashTable *base, GHashTable *top, const char *under,
                             GPtrArray **ret_check);
+
+/* Sets a restored guest's clock (date(1) through the agent, else the agent's guest-set-time). */
+gboolean carrel_manager_set_guest_clock(CarrelManager *mgr, const char *domain, GError **error);

@@ -70,8 +70,8 @@ session_from_request(CarrelManager *mgr, const CarrelSessionRequest *req,
  * the agent's guest-set-time also rewrites the hardware clock with hwclock, ~2 s under TCG. The
  * agent's way stays as the fallback for guests without a POSIX date.
  */
-static gboolean
-set_guest_clock(CarrelManager *mgr, const char *domain, GError **error)
+gboolean
+carrel_manager_set_guest_clock(CarrelManager *mgr, const char *domain, GError **error)
 {
     gint64 now = g_get_real_time();
     g_autofree char *stamp = g_strdup_printf("@%" G_GINT64_FORMAT ".%06" G_GINT64_FORMAT,
@@ -139,7 +139,7 @@ bring_up(CarrelManager *mgr, CarrelSession *session, const CarrelTemplate *tmpl,
     /* The clock stood still since the save: set it once the agent answers (a restored guest
      * under load may need a while). */
     if (!carrel_manager_wait_agent(mgr, domain, &by_screen, error) ||
-        (warm && !set_guest_clock(mgr, domain, error)))
+        (warm && !carrel_manager_set_guest_clock(mgr, domain, error)))
         return FALSE;
     if (warm && inputs && inputs->len &&
         !carrel_manager_inject_by_agent(mgr, session, inputs, error))

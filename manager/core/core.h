@@ -114,6 +114,15 @@ CarrelSession *carrel_manager_session_start(CarrelManager *mgr, const char *id_o
 /* Graceful power-off within timeout_s, then forced. */
 CarrelSession *carrel_manager_session_stop(CarrelManager *mgr, const char *id_or_name,
                                            guint timeout_s, GError **error);
+/* Pause: vCPUs stopped, memory kept (a host reboot loses it: hibernate survives one). */
+CarrelSession *carrel_manager_session_pause(CarrelManager *mgr, const char *id_or_name,
+                                            GError **error);
+/* Hibernate: memory saved to a file under the session, QEMU gone (no CPU, no RAM held). */
+CarrelSession *carrel_manager_session_hibernate(CarrelManager *mgr, const char *id_or_name,
+                                                GError **error);
+/* Resume a paused session, or restore a hibernated one (clock set, agent answering). */
+CarrelSession *carrel_manager_session_resume(CarrelManager *mgr, const char *id_or_name,
+                                             GError **error);
 /* Destroys the domain, undefines it and deletes the session's files; the row stays as
  * "destroyed" for the record. */
 CarrelSession *carrel_manager_session_destroy(CarrelManager *mgr, const char *id_or_name,

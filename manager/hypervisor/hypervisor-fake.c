@@ -41,9 +41,9 @@ typedef struct {
 } FakeBackend;
 
 static const char *const fake_op_names[] = {
-    "define_start", "start",      "shutdown",  "destroy",    "undefine",   "get_state",
-    "agent_ping",   "list",       "define",    "save",       "restore",    "set_time",
-    "agent_exec",   "screenshot", "file_read", "file_write", "input_send", "fs_freeze",
+    "define_start", "start",      "shutdown",   "destroy",   "undefine", "get_state",  "agent_ping",
+    "list",         "define",     "save",       "restore",   "set_time", "agent_exec", "screenshot",
+    "file_read",    "file_write", "input_send", "fs_freeze", "pause",
 };
 
 static void
@@ -327,6 +327,24 @@ fake_restore(CarrelHypervisor *hv, const char *path, const char *xml, GError **e
 }
 
 static gboolean
+fake_pause(CarrelHypervisor *hv, const char *name, gboolean pause, GError **error)
+{
+    FakeBackend *be = hv->backend_data;
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
+    FakeDomain *dom;
+
+    if (take_failure(be, "pause", error) || !(dom = find_domain(be, name, error)))
+        return FALSE;
+    if (dom->state != (pause ? CARREL_DOMAIN_RUNNING : CARREL_DOMAIN_PAUSED)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE, "the domain is %s",
+                    carrel_domain_state_to_string(dom->state));
+        return FALSE;
+    }
+    dom->state = pause ? CARREL_DOMAIN_PAUSED : CARREL_DOMAIN_RUNNING;
+    return TRUE;
+}
+
+static gboolean
 fake_fs_freeze(CarrelHypervisor *hv, const char *name, gboolean freeze, GError **error)
 {
     FakeBackend *be = hv->backend_data;
@@ -566,6 +584,7 @@ static const CarrelHypervisorOps fake_ops = {
     .restore = fake_restore,
     .set_time = fake_set_time,
     .fs_freeze = fake_fs_freeze,
+    .pause = fake_pause,
     .agent_exec = fake_agent_exec,
     .screenshot = fake_screenshot,
     .file_read = fake_file_read,

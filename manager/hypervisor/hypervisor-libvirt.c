@@ -541,6 +541,26 @@ lv_restore(CarrelHypervisor *hv, const char *path, const char *xml, GError **err
 }
 
 static gboolean
+lv_pause(CarrelHypervisor *hv, const char *name, gboolean pause, GError **error)
+{
+    g_autoptr(virDomain) dom = lookup_domain(hv->backend_data, name, error);
+    CarrelDomainState state;
+
+    if (!dom || !query_state(dom, &state, error))
+        return FALSE;
+    if (state != (pause ? CARREL_DOMAIN_RUNNING : CARREL_DOMAIN_PAUSED)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE, "the domain is %s",
+                    carrel_domain_state_to_string(state));
+        return FALSE;
+    }
+    if ((pause ? virDomainSuspend(dom) : virDomainResume(dom)) < 0) {
+        set_libvirt_error(error, pause ? "suspending" : "resuming");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean
 lv_fs_freeze(CarrelHypervisor *hv, const char *name, gboolean freeze, GError **error)
 {
     LibvirtBackend *be = hv->backend_data;
@@ -945,6 +965,7 @@ static const CarrelHypervisorOps libvirt_ops = {
     .restore = lv_restore,
     .set_time = lv_set_time,
     .fs_freeze = lv_fs_freeze,
+    .pause = lv_pause,
     .agent_exec = lv_agent_exec,
     .screenshot = lv_screenshot,
     .file_read = lv_file_read,

@@ -268,6 +268,16 @@ carrel_hypervisor_set_time(CarrelHypervisor *hv, const char *name, GError **erro
 }
 
 gboolean
+carrel_hypervisor_pause(CarrelHypervisor *hv, const char *name, gboolean pause, GError **error)
+{
+    g_return_val_if_fail(hv != NULL && name != NULL, FALSE);
+    if (hv->ops->pause(hv, name, pause, error))
+        return TRUE;
+    g_prefix_error(error, "domain '%s': %s: ", name, pause ? "pausing" : "resuming");
+    return FALSE;
+}
+
+gboolean
 carrel_hypervisor_fs_freeze(CarrelHypervisor *hv, const char *name, gboolean freeze, GError **error)
 {
     g_return_val_if_fail(hv != NULL && name != NULL, FALSE);

@@ -160,6 +160,8 @@ typedef struct {
      */
     gboolean (*set_time)(CarrelHypervisor *hv, const char *name, GError **error);
     gboolean (*fs_freeze)(CarrelHypervisor *hv, const char *name, gboolean freeze, GError **error);
+    /* Stops (pause) or continues the vCPUs of a running domain; memory and QEMU stay. */
+    gboolean (*pause)(CarrelHypervisor *hv, const char *name, gboolean pause, GError **error);
     /* See carrel_hypervisor_agent_exec. */
     gboolean (*agent_exec)(CarrelHypervisor *hv, const char *name, const char *const *argv,
                            GBytes *stdin_bytes, guint timeout_s, gsize max_output,
@@ -199,7 +201,7 @@ CarrelHypervisor *carrel_hypervisor_new_fake(void);
  * Makes the fake fail the next call of the given op once with CARREL_ERROR_HYPERVISOR. op is a
  * member name of CarrelHypervisorOps: "define_start", "start", "shutdown", "destroy",
  * "undefine", "get_state", "agent_ping", "list", "define", "save", "restore", "set_time",
- * "agent_exec", "screenshot", "file_read", "file_write", "input_send" or "fs_freeze".
+ * "agent_exec", "screenshot", "file_read", "file_write", "input_send", "fs_freeze" or "pause".
  */
 void carrel_hypervisor_fake_fail_next(CarrelHypervisor *hv, const char *op);
 
@@ -269,6 +271,10 @@ gboolean carrel_hypervisor_set_time(CarrelHypervisor *hv, const char *name, GErr
  */
 gboolean carrel_hypervisor_fs_freeze(CarrelHypervisor *hv, const char *name, gboolean freeze,
                                      GError **error);
+/* Pauses (TRUE) or resumes (FALSE) a domain's vCPUs; WRONG_STATE when it is not running or
+ * paused respectively. QEMU flushes the disks when it pauses. */
+gboolean carrel_hypervisor_pause(CarrelHypervisor *hv, const char *name, gboolean pause,
+                                 GError **error);
 
 /* Response timeout of every single guest-agent command carrel sends (a hung agent never hangs
  * the daemon longer than this per command). */

@@ -8,6 +8,8 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/computer.sh"
 # shellcheck source=tests/e2e/artifacts.sh
 source "$(dirname "$0")/artifacts.sh"
+# shellcheck source=tests/e2e/lifecycle.sh
+source "$(dirname "$0")/lifecycle.sh"
 trap 'finish; exit $?' EXIT
 
 start_daemon || exit 1
@@ -118,6 +120,9 @@ computer_checks "$a"
 
 # Task inputs in, artifacts out (libguestfs and the agent), the exit path, the diff.
 artifacts_checks
+
+# Pause, resume, hibernate across a carreld restart.
+lifecycle_checks
 
 # A guest without carrel's tools or a guest agent (here: tiny's image booted into a bare shell)
 # is ready once its screen shows something and holds still.

@@ -830,6 +830,56 @@ test_diff_plan(void **state)
                         "/home/agent/touched");
 }
 
+static void
+test_pause_hibernate(void **state)
+{
+    Fixture *fx = *state;
+    g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = import(fx, "tiny");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelSession) s = create(fx, "ph", &error);
+    g_autoptr(CarrelSession) paused = NULL, resumed = NULL, asleep = NULL, woken = NULL;
+    g_autoptr(CarrelSession) gone = NULL;
+    g_autofree char *domain = NULL;
+    g_autofree char *saved = NULL;
+    CarrelDomainState dstate;
+
+    assert_non_null(s);
+    domain = carrel_session_domain_name(s->id);
+    saved = g_build_filename(s->dir, "hibernate.save", NULL);
+    paused = carrel_manager_session_pause(fx->mgr, "ph", &error);
+    assert_non_null(paused);
+    assert_int_equal(paused->state, CARREL_SESSION_PAUSED);
+    assert_null(carrel_manager_session_pause(fx->mgr, "ph", &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE));
+    g_clear_error(&error);
+    resumed = carrel_manager_session_resume(fx->mgr, "ph", &error);
+    assert_int_equal(resumed->state, CARREL_SESSION_RUNNING);
+    assert_true(carrel_hypervisor_get_state(fx->hv, domain, &dstate, NULL));
+    assert_int_equal(dstate, CARREL_DOMAIN_RUNNING);
+
+    /* Hibernate: memory in a file, no domain left; resume brings the same domain back. */
+    asleep = carrel_manager_session_hibernate(fx->mgr, "ph", &error);
+    assert_non_null(asleep);
+    assert_int_equal(asleep->state, CARREL_SESSION_HIBERNATED);
+    assert_true(g_file_test(saved, G_FILE_TEST_IS_REGULAR));
+    assert_false(carrel_hypervisor_get_state(fx->hv, domain, &dstate, &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND));
+    g_clear_error(&error);
+    woken = carrel_manager_session_resume(fx->mgr, "ph", &error);
+    if (!woken)
+        fail_msg("resume: %s", error->message);
+    assert_int_equal(woken->state, CARREL_SESSION_RUNNING);
+    assert_false(g_file_test(saved, G_FILE_TEST_EXISTS));
+
+    /* A hibernated session can be destroyed: no definition to undefine. */
+    g_clear_pointer(&asleep, carrel_session_free);
+    asleep = carrel_manager_session_hibernate(fx->mgr, "ph", &error);
+    assert_non_null(asleep);
+    gone = carrel_manager_session_destroy(fx->mgr, "ph", &error);
+    assert_non_null(gone);
+    assert_int_equal(gone->state, CARREL_SESSION_DESTROYED);
+}
+
 int
 main(void)
 {
@@ -848,6 +898,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_computer, setup, teardown),
         cmocka_unit_test_setup_teardown(test_extract_by_agent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_marks_crashed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pause_hibernate, setup, teardown),
         cmocka_unit_test(test_passwd),
         cmocka_unit_test(test_diff_plan),
     };
