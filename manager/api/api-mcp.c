@@ -107,14 +107,24 @@ tool_sandbox_resume(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args,
 }
 
 static JsonNode *
-tool_not_yet(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GError **error)
+tool_snapshot_create(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GError **error)
 {
-    g_autoptr(GError) local =
-        g_error_new(CARREL_ERROR, CARREL_ERROR_UNSUPPORTED,
-                    "%s is not available yet: snapshots land with the snapshots issue",
-                    carrel_mcp_tool_to_string(tool));
+    g_autoptr(GError) local = NULL;
+    g_autoptr(CarrelSnapshot) snap =
+        carrel_manager_snapshot_create(req->mgr, arg(args, "session"), arg(args, "name"), &local);
+    g_autoptr(JsonNode) node = snap ? carrel_snapshot_to_json(snap) : NULL;
 
-    return carrel_mcp_error_result(local);
+    return node ? carrel_mcp_json_result(node) : carrel_mcp_error_result(local);
+}
+
+static JsonNode *
+tool_snapshot_revert(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GError **error)
+{
+    g_autoptr(GError) local = NULL;
+    CarrelSession *session =
+        carrel_manager_snapshot_revert(req->mgr, arg(args, "session"), arg(args, "name"), &local);
+
+    return session_result(session, local);
 }
 
 static JsonNode *
@@ -215,8 +225,8 @@ static const ToolFunc tool_funcs[CARREL_MCP_TOOL_LAST] = {
     [CARREL_MCP_TOOL_SANDBOX_DESTROY] = tool_sandbox_destroy,
     [CARREL_MCP_TOOL_SANDBOX_PAUSE] = tool_sandbox_pause,
     [CARREL_MCP_TOOL_SANDBOX_RESUME] = tool_sandbox_resume,
-    [CARREL_MCP_TOOL_SNAPSHOT_CREATE] = tool_not_yet,
-    [CARREL_MCP_TOOL_SNAPSHOT_REVERT] = tool_not_yet,
+    [CARREL_MCP_TOOL_SNAPSHOT_CREATE] = tool_snapshot_create,
+    [CARREL_MCP_TOOL_SNAPSHOT_REVERT] = tool_snapshot_revert,
     [CARREL_MCP_TOOL_COMPUTER] = tool_computer,
     [CARREL_MCP_TOOL_SCREENSHOT] = tool_screenshot,
     [CARREL_MCP_TOOL_COMMAND_RUN] = tool_command_run,

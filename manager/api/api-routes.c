@@ -291,6 +291,86 @@ post_session_resume(CarrelApiRequest *req, guint *ret_status, GError **error)
     return session_reply(carrel_manager_session_resume(req->mgr, param(req, 0), error));
 }
 
+/* {name} or {snapshot}: one required string member. */
+static char *
+body_string(CarrelApiRequest *req, const char *member, GError **error)
+{
+    JsonObject *obj = req->body ? json_node_get_object(req->body) : NULL;
+    const char *value = obj ? json_object_get_string_member_with_default(obj, member, NULL) : NULL;
+
+    if (!value) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "'%s' is required", member);
+        return NULL;
+    }
+    return g_strdup(value);
+}
+
+static JsonNode *
+post_session_snapshots(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    g_autofree char *name = body_string(req, "name", error);
+    g_autoptr(CarrelSnapshot) snap =
+        name ? carrel_manager_snapshot_create(req->mgr, param(req, 0), name, error) : NULL;
+
+    if (!snap)
+        return NULL;
+    *ret_status = SOUP_STATUS_CREATED;
+    return carrel_snapshot_to_json(snap);
+}
+
+static JsonNode *
+get_session_snapshots(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    g_autoptr(GPtrArray) list = carrel_manager_snapshot_list(req->mgr, param(req, 0), error);
+    g_autoptr(GPtrArray) nodes = g_ptr_array_new();
+
+    if (!list)
+        return NULL;
+    for (guint i = 0; i < list->len; i++)
+        g_ptr_array_add(nodes, carrel_snapshot_to_json(g_ptr_array_index(list, i)));
+    return list_node("snapshots", nodes);
+}
+
+static JsonNode *
+post_session_revert(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    g_autofree char *snapshot = body_string(req, "snapshot", error);
+
+    return snapshot ? session_reply(
+                          carrel_manager_snapshot_revert(req->mgr, param(req, 0), snapshot, error))
+                    : NULL;
+}
+
+static JsonNode *
+post_session_fork(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    static const char *const allowed[] = {"snapshot", "count", NULL};
+    JsonObject *obj = req->body ? json_node_get_object(req->body) : NULL;
+    const char *snapshot = NULL;
+    gint64 count = 1;
+    g_autoptr(GPtrArray) forks = NULL;
+    g_autoptr(GPtrArray) nodes = g_ptr_array_new();
+
+    if (obj) {
+        if (!carrel_conf_check_members(obj, allowed, error))
+            return NULL;
+        snapshot = json_object_get_string_member_with_default(obj, "snapshot", NULL);
+        count = json_object_get_int_member_with_default(obj, "count", 1);
+    }
+    if (count < 1 || count > CARREL_LIMIT_FORKS) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "'count' must be between 1 and %d", CARREL_LIMIT_FORKS);
+        return NULL;
+    }
+    forks = carrel_manager_session_fork(req->mgr, param(req, 0), snapshot, (guint)count, error);
+    if (!forks)
+        return NULL;
+    for (guint i = 0; i < forks->len; i++)
+        g_ptr_array_add(nodes, carrel_session_to_json(g_ptr_array_index(forks, i)));
+    *ret_status = SOUP_STATUS_CREATED;
+    return list_node("sessions", nodes);
+}
+
 static JsonNode *
 post_session_hibernate(CarrelApiRequest *req, guint *ret_status, GError **error)
 {
@@ -546,6 +626,10 @@ const CarrelApiRoute carrel_api_routes[] = {
     {"POST", "/v1/sessions/*/pause", post_session_pause, NULL, 0},
     {"POST", "/v1/sessions/*/resume", post_session_resume, NULL, 0},
     {"POST", "/v1/sessions/*/hibernate", post_session_hibernate, NULL, 0},
+    {"POST", "/v1/sessions/*/snapshots", post_session_snapshots, NULL, 0},
+    {"GET", "/v1/sessions/*/snapshots", get_session_snapshots, NULL, 0},
+    {"POST", "/v1/sessions/*/revert", post_session_revert, NULL, 0},
+    {"POST", "/v1/sessions/*/fork", post_session_fork, NULL, 0},
     {"POST", "/v1/sessions/*/stop", post_session_stop, NULL, 0},
     {"POST", "/v1/sessions/*/exec", post_session_exec, NULL, 0},
     {"GET", "/v1/sessions/*/files", get_session_file, NULL, 0},

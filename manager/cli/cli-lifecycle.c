@@ -1,3 +1,4 @@
+#include "cli/cli-format.h"
 #include "cli/cli.h"
 
 #define CLI_MAX_STOP_TIMEOUT_S 3600
@@ -86,4 +87,134 @@ carrel_cli_hibernate(CarrelCli *cli, int argc, char **argv)
     return simple_verb(cli, argc, argv, "hibernate",
                        "Saves a session's memory to disk and ends its QEMU: no CPU or RAM held, "
                        "survives daemon restarts and host reboots. 'resume' restores it.");
+}
+
+int
+carrel_cli_snapshot(CarrelCli *cli, int argc, char **argv)
+{
+    g_autoptr(JsonNode) body = NULL;
+    g_autoptr(JsonNode) reply = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autofree char *path = NULL;
+    JsonObject *obj;
+
+    if (!carrel_cli_parse_options(cli, "snapshot ID NAME",
+                                  "Snapshots a session: a running one with its memory (it pauses "
+                                  "for a few seconds, then runs on), a stopped one disk only.",
+                                  NULL, 2, 2, &argc, &argv))
+        return CARREL_CLI_EXIT_USAGE;
+    path = carrel_cli_item_path("sessions", argv[1], "snapshots");
+    if (!path)
+        return carrel_cli_usage(cli, "invalid session '%s'", argv[1]);
+    obj = json_object_new();
+    json_object_set_string_member(obj, "name", argv[2]);
+    body = json_node_init_object(json_node_alloc(), obj);
+    json_object_unref(obj);
+    if (!carrel_cli_call(cli, "POST", path, body, &reply, &error))
+        return carrel_cli_fail(cli, error);
+    carrel_cli_print_fields(cli, reply);
+    return CARREL_CLI_EXIT_OK;
+}
+
+int
+carrel_cli_snapshots(CarrelCli *cli, int argc, char **argv)
+{
+    g_autoptr(JsonNode) reply = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autofree char *path = NULL;
+    JsonArray *list;
+
+    if (!carrel_cli_parse_options(cli, "snapshots ID", "Lists a session's snapshots.", NULL, 1, 1,
+                                  &argc, &argv))
+        return CARREL_CLI_EXIT_USAGE;
+    path = carrel_cli_item_path("sessions", argv[1], "snapshots");
+    if (!path)
+        return carrel_cli_usage(cli, "invalid session '%s'", argv[1]);
+    if (!carrel_cli_call(cli, "GET", path, NULL, &reply, &error))
+        return carrel_cli_fail(cli, error);
+    if (cli->json) {
+        carrel_cli_print_json(cli, reply);
+        return CARREL_CLI_EXIT_OK;
+    }
+    list = json_object_get_array_member(json_node_get_object(reply), "snapshots");
+    carrel_cli_print_text(
+        "ID              NAME              PARENT          MEMORY  SIZE  CREATED\n");
+    for (guint i = 0; list && i < json_array_get_length(list); i++) {
+        JsonObject *s = json_array_get_object_element(list, i);
+        g_autofree char *size = carrel_cli_format_size(
+            (guint64)json_object_get_int_member_with_default(s, "size_bytes", 0));
+        g_autofree char *line = g_strdup_printf(
+            "%-15s %-17s %-15s %-7s %5s  %s\n",
+            json_object_get_string_member_with_default(s, "id", "?"),
+            json_object_get_string_member_with_default(s, "name", "?"),
+            json_object_get_string_member_with_default(s, "parent", NULL)
+                ? json_object_get_string_member(s, "parent")
+                : "-",
+            json_object_get_boolean_member_with_default(s, "memory", FALSE) ? "yes" : "no", size,
+            json_object_get_string_member_with_default(s, "created_at", "?"));
+        carrel_cli_print_text(line);
+    }
+    return CARREL_CLI_EXIT_OK;
+}
+
+int
+carrel_cli_revert(CarrelCli *cli, int argc, char **argv)
+{
+    g_autoptr(JsonNode) body = NULL;
+    JsonObject *obj;
+
+    if (!carrel_cli_parse_options(cli, "revert ID SNAPSHOT",
+                                  "Puts a session back to a snapshot (disk, and memory when it has "
+                                  "one), dropping what happened since.",
+                                  NULL, 2, 2, &argc, &argv))
+        return CARREL_CLI_EXIT_USAGE;
+    obj = json_object_new();
+    json_object_set_string_member(obj, "snapshot", argv[2]);
+    body = json_node_init_object(json_node_alloc(), obj);
+    json_object_unref(obj);
+    return lifecycle_post(cli, argv[1], "revert", body);
+}
+
+int
+carrel_cli_fork(CarrelCli *cli, int argc, char **argv)
+{
+    g_autofree char *snapshot = NULL;
+    int count = 1;
+    const GOptionEntry entries[] = {
+        {"snapshot", 's', 0, G_OPTION_ARG_STRING, &snapshot,
+         "Snapshot to fork from (default: one taken now)", "NAME"},
+        {"count", 'c', 0, G_OPTION_ARG_INT, &count, "How many sessions (default 1)", "N"},
+        G_OPTION_ENTRY_NULL,
+    };
+    g_autoptr(JsonNode) body = NULL;
+    g_autoptr(JsonNode) reply = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autofree char *path = NULL;
+    JsonObject *obj;
+    JsonArray *list;
+
+    if (!carrel_cli_parse_options(cli, "fork ID",
+                                  "Starts new sessions from a snapshot's memory, each on its own "
+                                  "disk, side by side.",
+                                  entries, 1, 1, &argc, &argv))
+        return CARREL_CLI_EXIT_USAGE;
+    path = carrel_cli_item_path("sessions", argv[1], "fork");
+    if (!path)
+        return carrel_cli_usage(cli, "invalid session '%s'", argv[1]);
+    obj = json_object_new();
+    if (snapshot)
+        json_object_set_string_member(obj, "snapshot", snapshot);
+    json_object_set_int_member(obj, "count", count);
+    body = json_node_init_object(json_node_alloc(), obj);
+    json_object_unref(obj);
+    if (!carrel_cli_call(cli, "POST", path, body, &reply, &error))
+        return carrel_cli_fail(cli, error);
+    if (cli->json) {
+        carrel_cli_print_json(cli, reply);
+        return CARREL_CLI_EXIT_OK;
+    }
+    list = json_object_get_array_member(json_node_get_object(reply), "sessions");
+    for (guint i = 0; list && i < json_array_get_length(list); i++)
+        carrel_cli_print_session(cli, json_array_get_element(list, i));
+    return CARREL_CLI_EXIT_OK;
 }

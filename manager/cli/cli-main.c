@@ -37,6 +37,11 @@ static const char cli_help[] =
     "  stop ID [--timeout S]          stop a session (forced off after S s, default 30)\n"
     "  pause ID | resume ID           stop / continue the vCPUs (memory stays in QEMU)\n"
     "  hibernate ID                   save the memory to disk, end QEMU; resume restores it\n"
+    "  snapshot ID NAME               snapshot disk + memory (stopped: disk only)\n"
+    "  snapshots ID                   list a session's snapshots\n"
+    "  revert ID SNAPSHOT             back to any snapshot, any number of times\n"
+    "  fork ID [--snapshot S] [--count N]\n"
+    "                                 new sessions from a snapshot's memory, side by side\n"
     "  rm ID...                       destroy sessions and their disks\n"
     "  exec ID [--timeout S] [--cwd DIR] [--env K=V] -- COMMAND [ARG...]\n"
     "                                 run a command in the guest; exits with its code\n"
@@ -100,6 +105,10 @@ static const CliVerb cli_verbs[] = {
     {"pause", carrel_cli_pause},
     {"resume", carrel_cli_resume},
     {"hibernate", carrel_cli_hibernate},
+    {"snapshot", carrel_cli_snapshot},
+    {"snapshots", carrel_cli_snapshots},
+    {"revert", carrel_cli_revert},
+    {"fork", carrel_cli_fork},
     {"diff", carrel_cli_diff},
     {"artifacts", carrel_cli_artifacts},
     {"artifact", carrel_cli_artifact},

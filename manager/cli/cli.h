@@ -41,6 +41,10 @@ int carrel_cli_stop(CarrelCli *cli, int argc, char **argv);
 int carrel_cli_pause(CarrelCli *cli, int argc, char **argv);
 int carrel_cli_resume(CarrelCli *cli, int argc, char **argv);
 int carrel_cli_hibernate(CarrelCli *cli, int argc, char **argv);
+int carrel_cli_snapshot(CarrelCli *cli, int argc, char **argv);
+int carrel_cli_snapshots(CarrelCli *cli, int argc, char **argv);
+int carrel_cli_revert(CarrelCli *cli, int argc, char **argv);
+int carrel_cli_fork(CarrelCli *cli, int argc, char **argv);
 int carrel_cli_rm(CarrelCli *cli, int argc, char **argv);
 
 /* Template build (cli-template-build.c), called by carrel_cli_template. */

@@ -146,12 +146,12 @@ static const Tool tools[CARREL_MCP_TOOL_LAST] = {
                                         "Resumes a paused (or hibernated) sandbox.", session_params,
                                         FALSE, FALSE, FALSE},
     [CARREL_MCP_TOOL_SNAPSHOT_CREATE] = {"snapshot_create", "Snapshot a sandbox",
-                                         "Saves a sandbox's disk and memory as a named snapshot. "
-                                         "Not available yet.",
+                                         "Saves a sandbox's disk and memory as a named snapshot "
+                                         "(the sandbox pauses for a few seconds, then runs on).",
                                          snapshot_params, FALSE, FALSE, FALSE},
     [CARREL_MCP_TOOL_SNAPSHOT_REVERT] = {"snapshot_revert", "Revert a sandbox to a snapshot",
-                                         "Puts a sandbox back to a named snapshot, losing what "
-                                         "happened since. Not available yet.",
+                                         "Puts a sandbox back to a named snapshot, disk and "
+                                         "memory, losing what happened since.",
                                          snapshot_params, FALSE, FALSE, TRUE},
     [CARREL_MCP_TOOL_COMPUTER] =
         {"computer", "Use the sandbox's desktop",

@@ -22,6 +22,8 @@ carrel_session_free(CarrelSession *session)
     g_free(session->dir);
     g_free(session->overlay_path);
     g_strfreev(session->exit_paths);
+    g_free(session->head_snapshot);
+    g_free(session->origin_session);
     g_free(session);
 }
 
@@ -59,6 +61,8 @@ carrel_session_to_json(const CarrelSession *session)
     json_builder_add_string_value(b, session->from_warm ? "warm" : "cold");
     json_builder_set_member_name(b, "domain");
     json_builder_add_string_value(b, domain);
+    carrel_conf_add_optional_string(b, "head_snapshot", session->head_snapshot);
+    carrel_conf_add_optional_string(b, "forked_from", session->origin_session);
     json_builder_set_member_name(b, "exit_artifacts");
     json_builder_begin_array(b);
     for (guint i = 0; session->exit_paths && session->exit_paths[i]; i++)
@@ -256,4 +260,53 @@ carrel_session_request_from_json(JsonNode *node, GError **error)
         return NULL;
     }
     return g_steal_pointer(&req);
+}
+
+CarrelSnapshot *
+carrel_snapshot_new(void)
+{
+    return g_new0(CarrelSnapshot, 1);
+}
+
+void
+carrel_snapshot_free(CarrelSnapshot *snap)
+{
+    if (!snap)
+        return;
+    g_free(snap->id);
+    g_free(snap->session_id);
+    g_free(snap->name);
+    g_free(snap->parent);
+    g_free(snap->layer_path);
+    g_free(snap->memory_path);
+    g_free(snap);
+}
+
+JsonNode *
+carrel_snapshot_to_json(const CarrelSnapshot *snap)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    g_autofree char *created = carrel_util_format_time(snap->created_at);
+
+    json_builder_begin_object(b);
+    carrel_conf_add_optional_string(b, "id", snap->id);
+    carrel_conf_add_optional_string(b, "name", snap->name);
+    carrel_conf_add_optional_string(b, "parent", snap->parent);
+    json_builder_set_member_name(b, "memory");
+    json_builder_add_boolean_value(b, snap->memory_path != NULL);
+    json_builder_set_member_name(b, "size_bytes");
+    json_builder_add_int_value(b, (gint64)snap->size_bytes);
+    carrel_conf_add_optional_string(b, "created_at", created);
+    json_builder_end_object(b);
+    return json_builder_get_root(b);
+}
+
+gboolean
+carrel_snapshot_check_name(const char *name, GError **error)
+{
+    if (name && carrel_util_is_valid_name(name))
+        return TRUE;
+    g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                "invalid snapshot name: use 1-63 of [a-z0-9._-], starting with a letter or digit");
+    return FALSE;
 }

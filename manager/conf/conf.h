@@ -130,10 +130,12 @@ typedef struct {
     char *state_reason; /* why it is crashed/failed, or NULL */
     guint vcpus;
     guint memory_mib;
-    char *dir;          /* sessions/<id> */
-    char *overlay_path; /* sessions/<id>/disk.qcow2 */
-    gboolean from_warm; /* restored from the template's warm state rather than booted */
-    GStrv exit_paths;   /* collected as artifacts when the session stops, crashes or goes */
+    char *dir;            /* sessions/<id> */
+    char *overlay_path;   /* sessions/<id>/disk.qcow2 */
+    gboolean from_warm;   /* restored from the template's warm state rather than booted */
+    GStrv exit_paths;     /* collected as artifacts when the session stops, crashes or goes */
+    char *head_snapshot;  /* the snapshot its disk and memory descend from, or NULL */
+    char *origin_session; /* a fork: the session whose snapshot it was restored from */
     gint64 created_at;
     gint64 updated_at;
 } CarrelSession;
@@ -748,5 +750,25 @@ void carrel_diff_entry_free(CarrelDiffEntry *entry);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelDiffEntry, carrel_diff_entry_free)
 /* {added: [...], changed: [...], removed: [...]}, each in the order of entries. */
 JsonNode *carrel_diff_to_json(GPtrArray *entries);
+
+/* A snapshot of a session: a frozen disk layer and, when the session ran, its saved memory. */
+typedef struct {
+    char *id; /* "p-" + 12 hex */
+    char *session_id;
+    char *name;
+    char *parent;       /* the snapshot the session descended from when this was taken, or NULL */
+    char *layer_path;   /* frozen qcow2 layer (read-only from then on) */
+    char *memory_path;  /* libvirt save image, NULL for a disk-only snapshot */
+    guint64 size_bytes; /* layer + memory on disk (filled when listed) */
+    gint64 created_at;
+} CarrelSnapshot;
+
+CarrelSnapshot *carrel_snapshot_new(void);
+void carrel_snapshot_free(CarrelSnapshot *snap);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelSnapshot, carrel_snapshot_free)
+/* {id, name, parent, memory: bool, size_bytes, created_at} */
+JsonNode *carrel_snapshot_to_json(const CarrelSnapshot *snap);
+/* A snapshot name: like a session name ([a-z0-9._-], 1-63). */
+gboolean carrel_snapshot_check_name(const char *name, GError **error);
 
 G_END_DECLS

@@ -112,7 +112,14 @@ do_destroy(CarrelManager *mgr, CarrelSession *session, gpointer data, GError **e
 {
     g_autofree char *domain = carrel_session_domain_name(session->id);
     g_autoptr(GError) local = NULL;
+    guint forks = carrel_store_session_count_forks(mgr->store, session->id, NULL);
 
+    /* Forks stand on this session's snapshot layers: they go first. */
+    if (forks > 0) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE,
+                    "%u forked session(s) stand on its snapshots: destroy them first", forks);
+        return FALSE;
+    }
     if (session->exit_paths && session->state == CARREL_SESSION_RUNNING)
         flush_guest(mgr, domain);
     /* A domain that is already gone (it crashed, or someone removed it) is destroyed enough. */

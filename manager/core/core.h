@@ -207,4 +207,24 @@ char *carrel_manager_upload(CarrelManager *mgr, GBytes *data, GError **error);
 GPtrArray *carrel_manager_session_diff(CarrelManager *mgr, const char *id_or_name,
                                        const char *under, const char *actor, GError **error);
 
+/*
+ * Snapshots. create: a running session's memory and disk (it runs on after a pause of a few
+ * seconds), a stopped session's disk only; EXISTS for a name already taken. list: oldest
+ * first, sizes filled. revert: back to any snapshot, any number of times (running again when
+ * it has memory, else stopped); the current state is dropped.
+ */
+CarrelSnapshot *carrel_manager_snapshot_create(CarrelManager *mgr, const char *id_or_name,
+                                               const char *name, GError **error);
+GPtrArray *carrel_manager_snapshot_list(CarrelManager *mgr, const char *id_or_name, GError **error);
+CarrelSession *carrel_manager_snapshot_revert(CarrelManager *mgr, const char *id_or_name,
+                                              const char *snapshot, GError **error);
+
+/*
+ * Forks count (1..CARREL_LIMIT_FORKS) new running sessions from a snapshot's memory (snapshot
+ * NULL: one taken now), each on its own overlay with its own UUID, generation id and MAC. All
+ * or nothing. The origin cannot be destroyed while its forks live.
+ */
+GPtrArray *carrel_manager_session_fork(CarrelManager *mgr, const char *id_or_name,
+                                       const char *snapshot, guint count, GError **error);
+
 G_END_DECLS

@@ -185,6 +185,12 @@ static const StoreMigration migrations[] = {
      "CREATE INDEX artifacts_session ON artifacts (session_id);"
      "ALTER TABLE sessions ADD COLUMN exit_paths TEXT;",
      FALSE},
+    /* v4: the snapshot a session's disk and memory descend from; the session a fork came from
+     * (its disk stands on that session's snapshot layers). */
+    {"ALTER TABLE sessions ADD COLUMN head_snapshot TEXT;"
+     "ALTER TABLE sessions ADD COLUMN origin_session TEXT;"
+     "CREATE INDEX sessions_origin ON sessions (origin_session) WHERE origin_session IS NOT NULL;",
+     FALSE},
 };
 
 int

@@ -3,7 +3,7 @@
 
 #define SESSION_COLUMNS                                                                            \
     "id, name, template_name, template_version, state, state_reason, vcpus, memory_mib, dir, "     \
-    "overlay_path, created_at, updated_at, origin, exit_paths"
+    "overlay_path, created_at, updated_at, origin, exit_paths, head_snapshot, origin_session"
 
 /* exit_paths as a JSON array of strings (NULL when there are none). */
 static char *
@@ -59,7 +59,9 @@ bind_session(CarrelStore *store, sqlite3_stmt *stmt, const CarrelSession *s, GEr
            carrel_store_bind_int64(store, stmt, 11, s->created_at, error) &&
            carrel_store_bind_int64(store, stmt, 12, s->updated_at, error) &&
            carrel_store_bind_text(store, stmt, 13, s->from_warm ? "warm" : "cold", error) &&
-           carrel_store_bind_text(store, stmt, 14, exit_paths, error);
+           carrel_store_bind_text(store, stmt, 14, exit_paths, error) &&
+           carrel_store_bind_text(store, stmt, 15, s->head_snapshot, error) &&
+           carrel_store_bind_text(store, stmt, 16, s->origin_session, error);
 }
 
 static CarrelSession *
@@ -82,6 +84,8 @@ session_from_row(sqlite3_stmt *stmt, GError **error)
     s->updated_at = sqlite3_column_int64(stmt, 11);
     s->from_warm = g_strcmp0((const char *)sqlite3_column_text(stmt, 12), "warm") == 0;
     s->exit_paths = paths_from_text((const char *)sqlite3_column_text(stmt, 13));
+    s->head_snapshot = carrel_store_column_dup(stmt, 14);
+    s->origin_session = carrel_store_column_dup(stmt, 15);
     if (s->state == CARREL_SESSION_LAST) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_STORE,
                     "session '%s' has an unknown state '%s'", s->id, state ? state : "");
@@ -124,7 +128,7 @@ insert_session(CarrelStore *store, const CarrelSession *session, GError **error)
         return FALSE;
     stmt = carrel_store_prepare(store,
                                 "INSERT INTO sessions (" SESSION_COLUMNS ") "
-                                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                                 error);
     return stmt && bind_session(store, stmt, session, error) &&
            carrel_store_step_done(store, stmt, &conflict, "inserting session", error);
@@ -258,4 +262,39 @@ carrel_store_session_delete(CarrelStore *store, const char *id, GError **error)
         return FALSE;
     }
     return TRUE;
+}
+
+gboolean
+carrel_store_session_set_disk(CarrelStore *store, const char *id, const char *overlay_path,
+                              const char *head_snapshot, GError **error)
+{
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&store->lock);
+    g_autoptr(sqlite3_stmt) stmt = NULL;
+
+    stmt = carrel_store_prepare(store,
+                                "UPDATE sessions SET overlay_path = ?2, head_snapshot = ?3, "
+                                "updated_at = ?4 WHERE id = ?1",
+                                error);
+    return stmt && carrel_store_bind_text(store, stmt, 1, id, error) &&
+           carrel_store_bind_text(store, stmt, 2, overlay_path, error) &&
+           carrel_store_bind_text(store, stmt, 3, head_snapshot, error) &&
+           carrel_store_bind_int64(store, stmt, 4, carrel_util_now(), error) &&
+           carrel_store_step_done(store, stmt, NULL, "updating a session's disk", error);
+}
+
+guint
+carrel_store_session_count_forks(CarrelStore *store, const char *id, GError **error)
+{
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&store->lock);
+    g_autoptr(sqlite3_stmt) stmt = NULL;
+    gint64 count = 0;
+
+    stmt = carrel_store_prepare(store,
+                                "SELECT count(*) FROM sessions WHERE origin_session = ?1 "
+                                "AND state != 'destroyed'",
+                                error);
+    if (!stmt || !carrel_store_bind_text(store, stmt, 1, id, error) ||
+        !carrel_store_query_int64(store, stmt, "counting forks", &count, error))
+        return 0;
+    return (guint)count;
 }

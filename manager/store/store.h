@@ -94,4 +94,18 @@ GPtrArray *carrel_store_extraction_list(CarrelStore *store, const char *session_
 /* NOT_FOUND when there is no such artifact. */
 CarrelArtifact *carrel_store_artifact_get(CarrelStore *store, const char *id, GError **error);
 
+/* A session's current top overlay and the snapshot it descends from (snapshot, revert). */
+gboolean carrel_store_session_set_disk(CarrelStore *store, const char *id, const char *overlay_path,
+                                       const char *head_snapshot, GError **error);
+/* Live (not destroyed) sessions forked from session id. */
+guint carrel_store_session_count_forks(CarrelStore *store, const char *id, GError **error);
+/* Snapshots: EXISTS for a name the session already has. */
+gboolean carrel_store_snapshot_insert(CarrelStore *store, const CarrelSnapshot *snap,
+                                      GError **error);
+/* By id or by name within the session; NOT_FOUND otherwise. */
+CarrelSnapshot *carrel_store_snapshot_get(CarrelStore *store, const char *session_id,
+                                          const char *id_or_name, GError **error);
+/* A session's snapshots, oldest first. */
+GPtrArray *carrel_store_snapshot_list(CarrelStore *store, const char *session_id, GError **error);
+
 G_END_DECLS

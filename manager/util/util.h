@@ -50,6 +50,8 @@ CarrelErrorCode carrel_error_code_from_string(const char *name);
 #define CARREL_LIMIT_INPUTS 256
 #define CARREL_LIMIT_UPLOAD_BYTES (256 * 1024 * 1024)
 #define CARREL_LIMIT_VCPUS 16
+/* Sessions one fork request makes. */
+#define CARREL_LIMIT_FORKS 16
 #define CARREL_LIMIT_MEMORY_MIB (64 * 1024)
 #define CARREL_LIMIT_MIN_MEMORY_MIB 128
 #define CARREL_LIMIT_VIRTUAL_SIZE_BYTES (G_GUINT64_CONSTANT(2) * 1024 * 1024 * 1024 * 1024)

@@ -67,3 +67,63 @@ lifecycle_checks() {
         test "$(($(date +%s) - ${guest_now:-0}))" -le 5 -a "$((${guest_now:-0} - $(date +%s)))" -le 5
     carrel rm "$id" >/dev/null 2>&1
 }
+
+# The token a guest process keeps in its memory only, rewritten to a file five times a second.
+token_of() {
+    carrel exec "$1" -- cat /home/user/token 2>/dev/null
+}
+
+# Snapshots with memory (issue 6): a tree of two snapshots, reverted to in any order.
+snapshot_checks() {
+    local id t1 tree forks fork_ids
+    id="$(carrel create --template tiny --name snaps --json 2>/dev/null | jq -r .id)"
+    # shellcheck disable=SC2016 # expanded by the guest's shell
+    carrel exec "$id" -- sh -c 'setsid sh -c "tok=\$(cat /proc/sys/kernel/random/uuid); while :; do echo \$tok > /home/user/token; sleep 0.2; done" </dev/null >/dev/null 2>&1 &' >/dev/null 2>&1
+    carrel exec "$id" -- sh -c 'echo A > /home/user/a; sync' >/dev/null 2>&1
+    sleep 1
+    t1="$(token_of "$id")"
+    check "snapshot s1 of a running session" carrel snapshot "$id" s1
+    check_eq "the session runs on after the snapshot" "running" "$(carrel show "$id" --json | jq -r .state)"
+    carrel exec "$id" -- sh -c 'pkill -f "random/uui[d]"; sleep 0.5; rm -f /home/user/token; echo B > /home/user/b; sync' >/dev/null 2>&1
+    check "snapshot s2" carrel snapshot "$id" s2
+    check "a taken name is refused" bash -c "! $CARREL_BIN snapshot $id s2"
+
+    check "revert to s1" carrel revert "$id" s1
+    sleep 1
+    check_eq "at s1: A present, B absent" "A absent" \
+        "$(carrel exec "$id" -- cat /home/user/a 2>/dev/null) $(carrel exec "$id" -- test -e /home/user/b 2>/dev/null && echo present || echo absent)"
+    check_eq "at s1: the process runs again with its memory (its token)" "$t1" "$(token_of "$id")"
+    check "revert to s2" carrel revert "$id" s2
+    check_eq "at s2: B present, the process gone" "B gone" \
+        "$(carrel exec "$id" -- cat /home/user/b 2>/dev/null) $(carrel exec "$id" -- pgrep -f "random/uui[d]" >/dev/null 2>&1 && echo running || echo gone)"
+    check "revert to s1 again" carrel revert "$id" s1
+    sleep 1
+    check_eq "at s1 again: B absent, the same token" "absent $t1" \
+        "$(carrel exec "$id" -- test -e /home/user/b 2>/dev/null && echo present || echo absent) $(token_of "$id")"
+    tree="$(carrel snapshots "$id" --json 2>/dev/null)"
+    check "the snapshots form a tree: s2's parent is s1, both with memory" json_true \
+        '(.snapshots | length == 2) and .snapshots[1].parent == .snapshots[0].id and all(.snapshots[]; .memory)' "$tree"
+    check "every disk layer passes qemu-img check" bash -c \
+        "for f in \$(find '$STATE_DIR/sessions/$id' -name '*.qcow2'); do qemu-img check -U -q \"\$f\" || exit 1; done"
+
+    # Fork 3 from s1: all run side by side from s1's memory, each writes on its own disk.
+    forks="$(carrel fork "$id" --snapshot s1 --count 3 --json 2>/dev/null | jq -r '.sessions[].id' | tr '\n' ' ')"
+    read -r -a fork_ids <<<"$forks"
+    check_eq "fork 3 from s1" "3" "${#fork_ids[@]}"
+    local f states="" tokens="" own=""
+    for f in "${fork_ids[@]}"; do
+        states+="$("${VIRSH[@]}" domstate "carrel-$f" | head -1) "
+        tokens+="$(token_of "$f") "
+        carrel exec "$f" -- sh -c "echo $f > /home/user/fork.txt" >/dev/null 2>&1
+    done
+    for f in "${fork_ids[@]}"; do
+        own+="$([ "$(carrel exec "$f" -- cat /home/user/fork.txt 2>/dev/null)" = "$f" ] && echo own || echo other) "
+    done
+    check_eq "the forks run side by side" "running running running " "$states"
+    check_eq "each fork runs s1's process with its memory" "$t1 $t1 $t1 " "$tokens"
+    check_eq "writes in the forks are independent" "own own own " "$own"
+    check "the origin cannot go while its forks stand on its snapshots" \
+        bash -c "! $CARREL_BIN rm $id"
+    for f in "${fork_ids[@]}"; do carrel rm "$f" >/dev/null 2>&1; done
+    carrel rm "$id" >/dev/null 2>&1
+}

@@ -121,8 +121,9 @@ computer_checks "$a"
 # Task inputs in, artifacts out (libguestfs and the agent), the exit path, the diff.
 artifacts_checks
 
-# Pause, resume, hibernate across a carreld restart.
+# Pause, resume, hibernate across a carreld restart; snapshots with memory and revert.
 lifecycle_checks
+snapshot_checks
 
 # A guest without carrel's tools or a guest agent (here: tiny's image booted into a bare shell)
 # is ready once its screen shows something and holds still.

@@ -500,7 +500,8 @@ check_guest_tools(const char *id)
         assert_non_null(strstr(first_text(resumed), "\"state\":\"running\""));
     }
     assert_true(is_error(snap));
-    assert_non_null(strstr(first_text(snap), "snapshot_create is not available yet"));
+    /* The test driver cannot save memory: a tool error naming the cause, not a protocol one. */
+    assert_non_null(strstr(first_text(snap), "snapshot"));
 }
 
 static void

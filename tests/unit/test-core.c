@@ -880,6 +880,105 @@ test_pause_hibernate(void **state)
     assert_int_equal(gone->state, CARREL_SESSION_DESTROYED);
 }
 
+static void
+test_snapshots(void **state)
+{
+    Fixture *fx = *state;
+    g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = import(fx, "tiny");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelSession) s = create(fx, "snap", &error);
+    g_autoptr(CarrelSnapshot) s1 = NULL, s2 = NULL, dup = NULL, off = NULL;
+    g_autoptr(CarrelSession) after = NULL, back = NULL, stopped = NULL, disk_only = NULL;
+    g_autoptr(GPtrArray) list = NULL;
+
+    assert_non_null(s);
+    s1 = carrel_manager_snapshot_create(fx->mgr, "snap", "s1", &error);
+    if (!s1)
+        fail_msg("snapshot: %s", error->message);
+    assert_non_null(s1->memory_path);
+    assert_true(g_file_test(s1->memory_path, G_FILE_TEST_IS_REGULAR));
+    assert_string_equal(s1->layer_path, s->overlay_path); /* the old top is now the layer */
+    after = carrel_manager_session_get(fx->mgr, "snap", &error);
+    assert_int_equal(after->state, CARREL_SESSION_RUNNING);
+    assert_string_not_equal(after->overlay_path, s->overlay_path);
+    assert_string_equal(after->head_snapshot, s1->id);
+    dup = carrel_manager_snapshot_create(fx->mgr, "snap", "s1", &error);
+    assert_null(dup);
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_EXISTS));
+    g_clear_error(&error);
+    assert_null(carrel_manager_snapshot_create(fx->mgr, "snap", "Bad Name", &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG));
+    g_clear_error(&error);
+    s2 = carrel_manager_snapshot_create(fx->mgr, "snap", "s2", &error);
+    assert_non_null(s2);
+    assert_string_equal(s2->parent, s1->id);
+
+    /* Revert to s1: running again on a fresh top over s1's layer. */
+    back = carrel_manager_snapshot_revert(fx->mgr, "snap", "s1", &error);
+    if (!back)
+        fail_msg("revert: %s", error->message);
+    assert_int_equal(back->state, CARREL_SESSION_RUNNING);
+    assert_string_equal(back->head_snapshot, s1->id);
+    assert_null(carrel_manager_snapshot_revert(fx->mgr, "snap", "nope", &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND));
+    g_clear_error(&error);
+    list = carrel_manager_snapshot_list(fx->mgr, "snap", &error);
+    assert_int_equal(list->len, 2);
+    assert_true(((CarrelSnapshot *)g_ptr_array_index(list, 0))->size_bytes > 0);
+
+    /* A stopped session: disk only; reverting to it leaves the session stopped. */
+    stopped = carrel_manager_session_stop(fx->mgr, "snap", 1, &error);
+    assert_non_null(stopped);
+    off = carrel_manager_snapshot_create(fx->mgr, "snap", "off", &error);
+    assert_non_null(off);
+    assert_null(off->memory_path);
+    disk_only = carrel_manager_snapshot_revert(fx->mgr, "snap", "off", &error);
+    assert_non_null(disk_only);
+    assert_int_equal(disk_only->state, CARREL_SESSION_STOPPED);
+}
+
+static void
+test_fork(void **state)
+{
+    Fixture *fx = *state;
+    g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = import(fx, "tiny");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelSession) s = create(fx, "origin", &error);
+    g_autoptr(CarrelSnapshot) s1 = NULL;
+    g_autoptr(GPtrArray) forks = NULL;
+    g_autoptr(CarrelSession) refused = NULL;
+
+    assert_non_null(s);
+    s1 = carrel_manager_snapshot_create(fx->mgr, "origin", "s1", &error);
+    assert_non_null(s1);
+    assert_null(carrel_manager_session_fork(fx->mgr, "origin", "s1", 0, &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG));
+    g_clear_error(&error);
+    forks = carrel_manager_session_fork(fx->mgr, "origin", "s1", 2, &error);
+    if (!forks)
+        fail_msg("fork: %s", error->message);
+    assert_int_equal(forks->len, 2);
+    for (guint i = 0; i < forks->len; i++) {
+        CarrelSession *f = g_ptr_array_index(forks, i);
+        assert_int_equal(f->state, CARREL_SESSION_RUNNING);
+        assert_string_equal(f->origin_session, s->id);
+        assert_string_equal(f->head_snapshot, s1->id);
+    }
+    /* The origin's layers carry the forks: it cannot go first. */
+    refused = carrel_manager_session_destroy(fx->mgr, "origin", &error);
+    assert_null(refused);
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE));
+    g_clear_error(&error);
+    for (guint i = 0; i < forks->len; i++) {
+        g_autoptr(CarrelSession) gone = carrel_manager_session_destroy(
+            fx->mgr, ((CarrelSession *)g_ptr_array_index(forks, i))->id, &error);
+        assert_non_null(gone);
+    }
+    g_clear_pointer(&refused, carrel_session_free);
+    refused = carrel_manager_session_destroy(fx->mgr, "origin", &error);
+    assert_non_null(refused);
+}
+
 int
 main(void)
 {
@@ -899,6 +998,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_extract_by_agent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_marks_crashed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pause_hibernate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_snapshots, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fork, setup, teardown),
         cmocka_unit_test(test_passwd),
         cmocka_unit_test(test_diff_plan),
     };

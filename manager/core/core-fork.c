@@ -1,0 +1,133 @@
+/*
+ * Fork: N new sessions restored from one snapshot's memory, each on its own overlay over the
+ * snapshot's frozen layer, each with its own UUID, VM generation id and MAC, running side by
+ * side. A fork's disk stands on its origin's layers, so the origin cannot be destroyed while
+ * forks live.
+ */
+#include "core/core-priv.h"
+#include "disk/disk.h"
+
+static CarrelSession *
+fork_row(CarrelManager *mgr, const CarrelSession *origin, const CarrelSnapshot *snap)
+{
+    g_autoptr(CarrelSession) s = carrel_session_new();
+
+    s->id = carrel_util_new_id("s-");
+    s->name = g_strdup(s->id);
+    s->template_name = g_strdup(origin->template_name);
+    s->template_version = origin->template_version;
+    s->state = CARREL_SESSION_CREATING;
+    s->vcpus = origin->vcpus;
+    s->memory_mib = origin->memory_mib;
+    s->dir = g_build_filename(mgr->state_dir, "sessions", s->id, NULL);
+    s->overlay_path = g_build_filename(s->dir, "disk.qcow2", NULL);
+    s->from_warm = TRUE;
+    s->exit_paths = g_strdupv(origin->exit_paths);
+    s->head_snapshot = g_strdup(snap->id);
+    s->origin_session = g_strdup(origin->id);
+    s->created_at = s->updated_at = carrel_util_now();
+    return g_steal_pointer(&s);
+}
+
+static gboolean
+bring_up_fork(CarrelManager *mgr, CarrelSession *s, const CarrelSnapshot *snap, GError **error)
+{
+    g_autofree char *domain = carrel_session_domain_name(s->id);
+    g_autoptr(CarrelTemplate) tmpl = NULL;
+    g_autofree char *xml = NULL;
+    gboolean by_screen = FALSE, ok;
+
+    tmpl = carrel_store_template_get(mgr->store, s->template_name, s->template_version, error);
+    if (!tmpl || !carrel_util_ensure_dir(s->dir, 0711, error) ||
+        !carrel_disk_create_overlay(s->overlay_path, snap->layer_path, "qcow2", error) ||
+        !(xml = carrel_manager_session_xml(mgr, s, tmpl, error)))
+        return FALSE;
+    /* Every fork rewrites the one memory file's header: one restore at a time. */
+    g_mutex_lock(&mgr->warm_lock);
+    ok = carrel_hypervisor_restore(mgr->hv, snap->memory_path, xml, error);
+    g_mutex_unlock(&mgr->warm_lock);
+    return ok && carrel_hypervisor_define(mgr->hv, xml, error) &&
+           carrel_manager_wait_agent(mgr, domain, &by_screen, error) &&
+           (by_screen || carrel_manager_set_guest_clock(mgr, domain, error)) &&
+           carrel_store_session_set_state(mgr->store, s->id, CARREL_SESSION_RUNNING, NULL, error);
+}
+
+/* One fork, all or nothing. */
+static CarrelSession *
+fork_one(CarrelManager *mgr, const CarrelSession *origin, const CarrelSnapshot *snap,
+         GError **error)
+{
+    g_autoptr(CarrelSession) s = fork_row(mgr, origin, snap);
+    gboolean ok;
+
+    if (!carrel_manager_claim(mgr, s->id, "fork", error))
+        return NULL;
+    ok = carrel_store_session_insert(mgr->store, s, error) && bring_up_fork(mgr, s, snap, error);
+    if (!ok) {
+        carrel_manager_session_teardown(mgr, s);
+        (void)carrel_store_session_delete(mgr->store, s->id, NULL);
+    }
+    carrel_manager_release(mgr, s->id);
+    return ok ? carrel_store_session_get(mgr->store, s->id, error) : NULL;
+}
+
+/* The snapshot to fork from: the named one, or a new one taken now. */
+static CarrelSnapshot *
+fork_source(CarrelManager *mgr, const CarrelSession *origin, const char *snapshot, GError **error)
+{
+    g_autofree char *name = NULL;
+    CarrelSnapshot *snap;
+
+    if (snapshot)
+        snap = carrel_store_snapshot_get(mgr->store, origin->id, snapshot, error);
+    else {
+        name = carrel_util_new_id("fork-");
+        snap = carrel_manager_snapshot_create(mgr, origin->id, name, error);
+    }
+    if (snap && !snap->memory_path) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE,
+                    "snapshot '%s' has no memory (taken while the session was stopped): a fork "
+                    "restores memory",
+                    snap->name);
+        carrel_snapshot_free(snap);
+        return NULL;
+    }
+    return snap;
+}
+
+GPtrArray *
+carrel_manager_session_fork(CarrelManager *mgr, const char *id_or_name, const char *snapshot,
+                            guint count, GError **error)
+{
+    g_autoptr(CarrelSession) origin = carrel_store_session_get(mgr->store, id_or_name, error);
+    g_autoptr(CarrelSnapshot) snap = NULL;
+    g_autoptr(GPtrArray) forks =
+        g_ptr_array_new_with_free_func((GDestroyNotify)carrel_session_free);
+
+    if (!origin)
+        return NULL;
+    if (count < 1 || count > CARREL_LIMIT_FORKS) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "count must be between 1 and %d",
+                    CARREL_LIMIT_FORKS);
+        return NULL;
+    }
+    if (!carrel_policy_check_resources(mgr->policy, origin->vcpus, origin->memory_mib, error) ||
+        !(snap = fork_source(mgr, origin, snapshot, error))) {
+        g_prefix_error(error, "fork of '%s': ", origin->id);
+        return NULL;
+    }
+    for (guint i = 0; i < count; i++) {
+        CarrelSession *s = fork_one(mgr, origin, snap, error);
+        if (!s) {
+            /* All or nothing: the forks made so far go too. */
+            for (guint j = 0; j < forks->len; j++) {
+                CarrelSession *made = g_ptr_array_index(forks, j);
+                g_autoptr(CarrelSession) gone = carrel_manager_session_destroy(mgr, made->id, NULL);
+            }
+            g_prefix_error(error, "fork %u of %u from '%s': ", i + 1, count, origin->id);
+            return NULL;
+        }
+        g_ptr_array_add(forks, s);
+    }
+    return g_steal_pointer(&forks);
+}

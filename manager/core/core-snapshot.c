@@ -1,0 +1,251 @@
+/*
+ * Snapshots with memory, built on the warm start's mechanism: save the memory (QEMU exits),
+ * freeze the disk layer that memory belongs to, stack a new top overlay on it, and restore the
+ * memory onto that top. The session runs on after a pause of a few seconds; the frozen layer
+ * and the memory file are the snapshot. Revert stacks a fresh top on any snapshot's layer and
+ * restores its memory (a tree, not a line: layers are never written again). Everything lives
+ * under the session's folder.
+ */
+#include <glib/gstdio.h>
+#include <sys/stat.h>
+
+#include "core/core-priv.h"
+#include "disk/disk.h"
+
+static char *
+snapshot_dir(const CarrelSession *session, const char *snap_id)
+{
+    return g_build_filename(session->dir, "snapshots", snap_id, NULL);
+}
+
+/* A new top overlay on layer, named after what made it. */
+static char *
+new_top(const CarrelSession *session, const char *layer, GError **error)
+{
+    g_autofree char *rand = carrel_util_new_id("top-");
+    g_autofree char *name = g_strconcat(rand, ".qcow2", NULL);
+    g_autofree char *path = g_build_filename(session->dir, name, NULL);
+
+    if (!carrel_disk_create_overlay(path, layer, "qcow2", error))
+        return NULL;
+    return g_steal_pointer(&path);
+}
+
+/* Restores memory onto the session's disk at top, as its domain again, agent answering. */
+static gboolean
+restore_onto(CarrelManager *mgr, CarrelSession *session, const char *memory, const char *top,
+             GError **error)
+{
+    g_autofree char *domain = carrel_session_domain_name(session->id);
+    g_autoptr(CarrelTemplate) tmpl = NULL;
+    g_autofree char *xml = NULL;
+    char *saved = session->overlay_path;
+    gboolean by_screen = FALSE;
+
+    tmpl = carrel_store_template_get(mgr->store, session->template_name, session->template_version,
+                                     error);
+    session->overlay_path = (char *)top;
+    xml = tmpl ? carrel_manager_session_xml(mgr, session, tmpl, error) : NULL;
+    session->overlay_path = saved;
+    return xml && carrel_hypervisor_restore(mgr->hv, memory, xml, error) &&
+           carrel_hypervisor_define(mgr->hv, xml, error) &&
+           carrel_manager_wait_agent(mgr, domain, &by_screen, error) &&
+           (by_screen || carrel_manager_set_guest_clock(mgr, domain, error));
+}
+
+static gboolean
+take_snapshot(CarrelManager *mgr, CarrelSession *session, CarrelSnapshot *snap,
+              gboolean *ret_domain_gone, GError **error)
+{
+    g_autofree char *domain = carrel_session_domain_name(session->id);
+    g_autofree char *dir = snapshot_dir(session, snap->id);
+    gboolean running = session->state == CARREL_SESSION_RUNNING;
+    g_autofree char *top = NULL;
+
+    if (!carrel_util_ensure_dir(dir, 0700, error))
+        return FALSE;
+    if (running) {
+        snap->memory_path = g_build_filename(dir, "memory.save", NULL);
+        /* QEMU exits: from here the disk is quiet and belongs to the saved memory. */
+        if (!carrel_hypervisor_save(mgr->hv, domain, snap->memory_path, error))
+            return FALSE;
+        *ret_domain_gone = TRUE;
+        if (!carrel_hypervisor_undefine(mgr->hv, domain, error))
+            return FALSE;
+    }
+    snap->layer_path = g_strdup(session->overlay_path);
+    if (!carrel_disk_freeze(snap->layer_path, error) ||
+        !(top = new_top(session, snap->layer_path, error)))
+        return FALSE;
+    if (running && !restore_onto(mgr, session, snap->memory_path, top, error))
+        return FALSE;
+    *ret_domain_gone = FALSE;
+    if (!running) {
+        /* A stopped session keeps its definition: point it at the new top. */
+        g_autoptr(CarrelTemplate) tmpl = carrel_store_template_get(
+            mgr->store, session->template_name, session->template_version, error);
+        g_autofree char *xml = NULL;
+        g_free(session->overlay_path);
+        session->overlay_path = g_strdup(top);
+        xml = tmpl ? carrel_manager_session_xml(mgr, session, tmpl, error) : NULL;
+        if (!xml || !carrel_hypervisor_define(mgr->hv, xml, error))
+            return FALSE;
+    }
+    return carrel_store_snapshot_insert(mgr->store, snap, error) &&
+           carrel_store_session_set_disk(mgr->store, session->id, top, snap->id, error);
+}
+
+static gboolean
+check_snapshottable(const CarrelSession *session, GError **error)
+{
+    if (session->state == CARREL_SESSION_RUNNING || session->state == CARREL_SESSION_STOPPED)
+        return TRUE;
+    g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE,
+                "cannot snapshot a session that is %s (running: with memory; stopped: disk only)",
+                carrel_session_state_to_string(session->state));
+    return FALSE;
+}
+
+CarrelSnapshot *
+carrel_manager_snapshot_create(CarrelManager *mgr, const char *id_or_name, const char *name,
+                               GError **error)
+{
+    g_autoptr(CarrelSession) session = carrel_store_session_get(mgr->store, id_or_name, error);
+    g_autoptr(CarrelSession) fresh = NULL;
+    g_autoptr(CarrelSnapshot) snap = carrel_snapshot_new();
+    g_autoptr(CarrelSnapshot) taken = NULL;
+    g_autoptr(GError) local = NULL;
+    gboolean ok = FALSE, gone = FALSE;
+
+    if (!session || !carrel_snapshot_check_name(name, error))
+        return NULL;
+    if (!carrel_manager_claim(mgr, session->id, "snapshot", error))
+        return NULL;
+    fresh = carrel_store_session_get(mgr->store, session->id, &local);
+    taken = fresh ? carrel_store_snapshot_get(mgr->store, fresh->id, name, NULL) : NULL;
+    if (taken)
+        g_set_error(&local, CARREL_ERROR, CARREL_ERROR_EXISTS,
+                    "the session has a snapshot '%s' already", name);
+    else if (fresh && check_snapshottable(fresh, &local)) {
+        snap->id = carrel_util_new_id("p-");
+        snap->session_id = g_strdup(fresh->id);
+        snap->name = g_strdup(name);
+        snap->parent = g_strdup(fresh->head_snapshot);
+        snap->created_at = carrel_util_now();
+        ok = take_snapshot(mgr, fresh, snap, &gone, &local);
+        /* Cut short after QEMU saved and exited: the session has no running domain any more.
+         * Say so with the reason; the memory file and layers stay for a look. */
+        if (!ok && gone)
+            (void)carrel_store_session_set_state(mgr->store, fresh->id, CARREL_SESSION_CRASHED,
+                                                 local->message, NULL);
+    }
+    carrel_manager_release(mgr, session->id);
+    if (!ok) {
+        g_propagate_prefixed_error(error, g_steal_pointer(&local),
+                                   "snapshot of '%s': ", session->id);
+        return NULL;
+    }
+    return g_steal_pointer(&snap);
+}
+
+static guint64
+file_size(const char *path)
+{
+    struct stat st;
+
+    return path && stat(path, &st) == 0 ? (guint64)st.st_size : 0;
+}
+
+GPtrArray *
+carrel_manager_snapshot_list(CarrelManager *mgr, const char *id_or_name, GError **error)
+{
+    g_autoptr(CarrelSession) session = carrel_store_session_get(mgr->store, id_or_name, error);
+    GPtrArray *list = session ? carrel_store_snapshot_list(mgr->store, session->id, error) : NULL;
+
+    for (guint i = 0; list && i < list->len; i++) {
+        CarrelSnapshot *snap = g_ptr_array_index(list, i);
+        snap->size_bytes = file_size(snap->layer_path) + file_size(snap->memory_path);
+    }
+    return list;
+}
+
+/* Off the running domain (if any) and onto a fresh top on the snapshot's layer. */
+static gboolean
+do_revert(CarrelManager *mgr, CarrelSession *session, const CarrelSnapshot *snap,
+          CarrelSessionState *ret_state, GError **error)
+{
+    g_autofree char *domain = carrel_session_domain_name(session->id);
+    g_autofree char *old_top = g_strdup(session->overlay_path);
+    g_autofree char *top = NULL;
+    g_autoptr(GError) local = NULL;
+
+    if (!carrel_hypervisor_destroy(mgr->hv, domain, &local) &&
+        !g_error_matches(local, CARREL_ERROR, CARREL_ERROR_NOT_FOUND)) {
+        g_propagate_error(error, g_steal_pointer(&local));
+        return FALSE;
+    }
+    g_clear_error(&local);
+    if (!carrel_hypervisor_undefine(mgr->hv, domain, &local) &&
+        !g_error_matches(local, CARREL_ERROR, CARREL_ERROR_NOT_FOUND)) {
+        g_propagate_error(error, g_steal_pointer(&local));
+        return FALSE;
+    }
+    if (!(top = new_top(session, snap->layer_path, error)))
+        return FALSE;
+    if (snap->memory_path) {
+        if (!restore_onto(mgr, session, snap->memory_path, top, error))
+            return FALSE;
+        *ret_state = CARREL_SESSION_RUNNING;
+    } else {
+        g_autoptr(CarrelTemplate) tmpl = carrel_store_template_get(
+            mgr->store, session->template_name, session->template_version, error);
+        g_autofree char *xml = NULL;
+        g_free(session->overlay_path);
+        session->overlay_path = g_strdup(top);
+        xml = tmpl ? carrel_manager_session_xml(mgr, session, tmpl, error) : NULL;
+        if (!xml || !carrel_hypervisor_define(mgr->hv, xml, error))
+            return FALSE;
+        *ret_state = CARREL_SESSION_STOPPED;
+    }
+    if (!carrel_store_session_set_disk(mgr->store, session->id, top, snap->id, error))
+        return FALSE;
+    /* The top a session runs on is never a snapshot's layer (a snapshot moves the session to a
+     * new top), so the old one backs nothing and goes. */
+    if (old_top && !g_str_equal(old_top, snap->layer_path))
+        (void)g_unlink(old_top);
+    return TRUE;
+}
+
+CarrelSession *
+carrel_manager_snapshot_revert(CarrelManager *mgr, const char *id_or_name, const char *snapshot,
+                               GError **error)
+{
+    g_autoptr(CarrelSession) session = carrel_store_session_get(mgr->store, id_or_name, error);
+    g_autoptr(CarrelSession) fresh = NULL;
+    g_autoptr(CarrelSnapshot) snap = NULL;
+    g_autoptr(GError) local = NULL;
+    CarrelSessionState next = CARREL_SESSION_STOPPED;
+    gboolean ok = FALSE;
+
+    if (!session || !carrel_manager_claim(mgr, session->id, "revert", error))
+        return NULL;
+    fresh = carrel_store_session_get(mgr->store, session->id, &local);
+    snap = fresh ? carrel_store_snapshot_get(mgr->store, fresh->id, snapshot, &local) : NULL;
+    if (snap && fresh->state == CARREL_SESSION_DESTROYED)
+        g_set_error(&local, CARREL_ERROR, CARREL_ERROR_WRONG_STATE,
+                    "cannot revert a session that is destroyed");
+    else if (snap && fresh->state == CARREL_SESSION_HIBERNATED)
+        g_set_error(&local, CARREL_ERROR, CARREL_ERROR_WRONG_STATE,
+                    "cannot revert a hibernated session: resume it first");
+    else if (snap)
+        ok = do_revert(mgr, fresh, snap, &next, &local) &&
+             carrel_store_session_set_state(mgr->store, fresh->id, next, NULL, &local);
+    if (!ok && snap && !local)
+        g_set_error(&local, CARREL_ERROR, CARREL_ERROR_FAILED, "revert failed");
+    carrel_manager_release(mgr, session->id);
+    if (!ok) {
+        g_propagate_prefixed_error(error, g_steal_pointer(&local), "revert of '%s': ", session->id);
+        return NULL;
+    }
+    return carrel_store_session_get(mgr->store, session->id, error);
+}
