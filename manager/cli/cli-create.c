@@ -14,6 +14,9 @@ typedef struct {
     char **inputs;    /* LOCAL:GUEST_PATH */
     char **artifacts; /* guest paths collected on exit */
     char *upload;     /* id of the uploaded inputs tar */
+    int ttl_s;        /* 0: the policy's */
+    int idle_s;
+    char *on_expiry;
 } CreateArgs;
 
 /* "LOCAL:GUEST_PATH": the guest side is the part after the last ":/". */
@@ -116,6 +119,18 @@ create_body(const CreateArgs *args)
         json_builder_set_member_name(builder, "cold");
         json_builder_add_boolean_value(builder, TRUE);
     }
+    if (args->ttl_s > 0) {
+        json_builder_set_member_name(builder, "ttl_s");
+        json_builder_add_int_value(builder, args->ttl_s);
+    }
+    if (args->idle_s > 0) {
+        json_builder_set_member_name(builder, "idle_timeout_s");
+        json_builder_add_int_value(builder, args->idle_s);
+    }
+    if (args->on_expiry) {
+        json_builder_set_member_name(builder, "on_expiry");
+        json_builder_add_string_value(builder, args->on_expiry);
+    }
     if (args->artifacts) {
         json_builder_set_member_name(builder, "artifacts");
         json_builder_begin_array(builder);
@@ -158,6 +173,8 @@ create_check(CarrelCli *cli, CreateArgs *args, int argc, char **argv)
         return carrel_cli_usage(cli, "--memory must be a positive number of MiB");
     if (args->name && !*args->name)
         return carrel_cli_usage(cli, "--name must not be empty");
+    if (args->ttl_s < 0 || args->idle_s < 0)
+        return carrel_cli_usage(cli, "--ttl and --idle must be positive numbers of seconds");
     return CARREL_CLI_EXIT_OK;
 }
 
@@ -178,6 +195,12 @@ carrel_cli_create(CarrelCli *cli, int argc, char **argv)
          "Local file or folder to put in the guest before the agent starts, owned by the "
          "desktop user, modes kept (repeatable)",
          "LOCAL:GUEST_PATH"},
+        {"ttl", 0, 0, G_OPTION_ARG_INT, &args.ttl_s,
+         "Time limit in seconds from now (default: the policy's)", "S"},
+        {"idle", 0, 0, G_OPTION_ARG_INT, &args.idle_s,
+         "Acts after this many seconds without a command, action or file transfer", "S"},
+        {"on-expiry", 0, 0, G_OPTION_ARG_STRING, &args.on_expiry,
+         "What a time limit does: destroy (default), stop, hibernate or pause", "ACTION"},
         {"artifact", 'a', 0, G_OPTION_ARG_STRING_ARRAY, &args.artifacts,
          "Guest path collected when the session stops, crashes or is destroyed (repeatable)",
          "GUEST_PATH"},
@@ -213,5 +236,6 @@ carrel_cli_create(CarrelCli *cli, int argc, char **argv)
     g_strfreev(args.inputs);
     g_strfreev(args.artifacts);
     g_free(args.upload);
+    g_free(args.on_expiry);
     return exit_code;
 }

@@ -29,6 +29,7 @@ static const char cli_help[] =
     "  template rm NAME[@VERSION]     delete one version, or every version (once unused)\n"
     "  create [--template] TEMPLATE [--name NAME] [--vcpus N] [--memory MIB] [--cold]\n"
     "         [--input LOCAL:GUEST_PATH]... [--artifact GUEST_PATH]...\n"
+    "         [--ttl S] [--idle S] [--on-expiry destroy|stop|hibernate|pause]\n"
     "                                 create a session and wait for its desktop; inputs are\n"
     "                                 written before boot, artifacts collected on exit\n"
     "  ls [--all]                     list sessions (--all: destroyed ones too)\n"

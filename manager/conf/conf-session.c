@@ -24,6 +24,7 @@ carrel_session_free(CarrelSession *session)
     g_strfreev(session->exit_paths);
     g_free(session->head_snapshot);
     g_free(session->origin_session);
+    g_free(session->expiry_action);
     g_free(session);
 }
 
@@ -63,6 +64,13 @@ carrel_session_to_json(const CarrelSession *session)
     json_builder_add_string_value(b, domain);
     carrel_conf_add_optional_string(b, "head_snapshot", session->head_snapshot);
     carrel_conf_add_optional_string(b, "forked_from", session->origin_session);
+    if (session->expires_at) {
+        g_autofree char *expires = carrel_util_format_time(session->expires_at);
+        carrel_conf_add_optional_string(b, "expires_at", expires);
+    }
+    json_builder_set_member_name(b, "idle_timeout_s");
+    json_builder_add_int_value(b, session->idle_timeout_s);
+    carrel_conf_add_optional_string(b, "on_expiry", session->expiry_action);
     json_builder_set_member_name(b, "exit_artifacts");
     json_builder_begin_array(b);
     for (guint i = 0; session->exit_paths && session->exit_paths[i]; i++)
@@ -84,6 +92,7 @@ carrel_session_request_free(CarrelSessionRequest *req)
     g_free(req->template_name);
     g_free(req->name);
     g_strfreev(req->exit_paths);
+    g_free(req->expiry_action);
     if (req->inputs)
         g_ptr_array_unref(req->inputs);
     g_free(req);
@@ -229,8 +238,9 @@ get_inputs(JsonObject *obj, GPtrArray **ret_inputs, GError **error)
 CarrelSessionRequest *
 carrel_session_request_from_json(JsonNode *node, GError **error)
 {
-    static const char *const allowed[] = {"template", "name",      "vcpus",  "memory_mib",
-                                          "cold",     "artifacts", "inputs", NULL};
+    static const char *const allowed[] = {"template",       "name",      "vcpus",  "memory_mib",
+                                          "cold",           "artifacts", "inputs", "ttl_s",
+                                          "idle_timeout_s", "on_expiry", NULL};
     g_autoptr(CarrelSessionRequest) req = g_new0(CarrelSessionRequest, 1);
     JsonObject *obj;
 
@@ -249,8 +259,17 @@ carrel_session_request_from_json(JsonNode *node, GError **error)
         !carrel_conf_get_string_array(obj, "artifacts", CARREL_LIMIT_EXTRACT_PATHS,
                                       &req->exit_paths, error) ||
         (req->exit_paths && !carrel_extract_check_paths(req->exit_paths, error)) ||
-        !get_inputs(obj, &req->inputs, error))
+        !get_inputs(obj, &req->inputs, error) ||
+        !carrel_conf_get_uint(obj, "ttl_s", 1, CARREL_LIMIT_TTL_S, &req->ttl_s, error) ||
+        !carrel_conf_get_uint(obj, "idle_timeout_s", 1, CARREL_LIMIT_TTL_S, &req->idle_timeout_s,
+                              error) ||
+        !carrel_conf_get_string(obj, "on_expiry", FALSE, &req->expiry_action, error))
         return NULL;
+    if (req->expiry_action && !carrel_expiry_action_is_valid(req->expiry_action)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "'on_expiry' must be destroy, stop, hibernate or pause");
+        return NULL;
+    }
     if (!split_template_ref(req, error))
         return NULL;
     /* Names share the id namespace for lookups, so an id-shaped name would be ambiguous. */
@@ -309,4 +328,12 @@ carrel_snapshot_check_name(const char *name, GError **error)
     g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
                 "invalid snapshot name: use 1-63 of [a-z0-9._-], starting with a letter or digit");
     return FALSE;
+}
+
+gboolean
+carrel_expiry_action_is_valid(const char *action)
+{
+    static const char *const actions[] = {"destroy", "stop", "hibernate", "pause", NULL};
+
+    return action && g_strv_contains(actions, action);
 }

@@ -136,6 +136,9 @@ typedef struct {
     GStrv exit_paths;     /* collected as artifacts when the session stops, crashes or goes */
     char *head_snapshot;  /* the snapshot its disk and memory descend from, or NULL */
     char *origin_session; /* a fork: the session whose snapshot it was restored from */
+    gint64 expires_at;    /* unix seconds when its time limit acts, 0 = none */
+    guint idle_timeout_s; /* no activity for this long acts, 0 = none */
+    char *expiry_action;  /* "destroy", "stop", "hibernate" or "pause" */
     gint64 created_at;
     gint64 updated_at;
 } CarrelSession;
@@ -168,7 +171,7 @@ void carrel_input_free(CarrelInput *input);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelInput, carrel_input_free)
 
 /* A request to create a session: {template, name?, vcpus?, memory_mib?, cold?, artifacts?,
- * inputs?}. */
+ * inputs?, ttl_s?, idle_timeout_s?, on_expiry?}. */
 typedef struct {
     char *template_name;
     guint template_version; /* 0 = latest */
@@ -178,6 +181,9 @@ typedef struct {
     gboolean cold;          /* boot even when the template is warm */
     GStrv exit_paths;       /* "artifacts": collected when the session ends */
     GPtrArray *inputs;      /* CarrelInput, or NULL */
+    guint ttl_s;            /* time limit from creation, 0 = the policy's */
+    guint idle_timeout_s;   /* 0 = the policy's */
+    char *expiry_action;    /* NULL = the policy's ("destroy" by default) */
 } CarrelSessionRequest;
 
 void carrel_session_request_free(CarrelSessionRequest *req);
@@ -750,6 +756,9 @@ void carrel_diff_entry_free(CarrelDiffEntry *entry);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelDiffEntry, carrel_diff_entry_free)
 /* {added: [...], changed: [...], removed: [...]}, each in the order of entries. */
 JsonNode *carrel_diff_to_json(GPtrArray *entries);
+
+/* TRUE for "destroy", "stop", "hibernate", "pause": what a session's time limit does. */
+gboolean carrel_expiry_action_is_valid(const char *action);
 
 /* A snapshot of a session: a frozen disk layer and, when the session ran, its saved memory. */
 typedef struct {

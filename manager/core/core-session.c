@@ -45,6 +45,19 @@ carrel_manager_session_teardown(CarrelManager *mgr, const CarrelSession *session
         (void)carrel_util_remove_tree(session->dir, NULL);
 }
 
+static void
+set_time_limits(CarrelManager *mgr, const CarrelSessionRequest *req, CarrelSession *session)
+{
+    guint ttl_s = 0, idle_s = 0;
+    const char *action = NULL;
+
+    carrel_policy_time_limits(mgr->policy, req->ttl_s, req->idle_timeout_s, req->expiry_action,
+                              &ttl_s, &idle_s, &action);
+    session->expires_at = ttl_s ? session->created_at + ttl_s : 0;
+    session->idle_timeout_s = idle_s;
+    session->expiry_action = g_strdup(action);
+}
+
 static CarrelSession *
 session_from_request(CarrelManager *mgr, const CarrelSessionRequest *req,
                      const CarrelTemplate *tmpl)
@@ -62,6 +75,7 @@ session_from_request(CarrelManager *mgr, const CarrelSessionRequest *req,
     session->overlay_path = g_build_filename(session->dir, "disk.qcow2", NULL);
     session->created_at = session->updated_at = carrel_util_now();
     session->exit_paths = carrel_policy_exit_paths(mgr->policy, req->exit_paths);
+    set_time_limits(mgr, req, session);
     return g_steal_pointer(&session);
 }
 

@@ -113,6 +113,64 @@ collect_pending(CarrelManager *mgr)
     }
 }
 
+/* Why a session's time is up ("ttl", "idle"), or NULL. */
+static const char *
+expired(CarrelManager *mgr, const CarrelSession *s)
+{
+    gint64 now = carrel_util_now(), last_us;
+
+    if (s->expires_at && now >= s->expires_at)
+        return "ttl";
+    if (!s->idle_timeout_s || s->state != CARREL_SESSION_RUNNING)
+        return NULL;
+    last_us = carrel_store_event_last_ts(mgr->store, s->id, NULL);
+    if (last_us < 0)
+        return NULL;
+    /* No client activity yet: idle since it came up. */
+    return now - MAX(last_us / G_USEC_PER_SEC, s->updated_at) >= (gint64)s->idle_timeout_s ? "idle"
+                                                                                           : NULL;
+}
+
+/* A time limit acts: the exit paths are collected first (through the agent while the guest
+ * runs), then the session's action; the limits never act twice. */
+static void
+expire(CarrelManager *mgr, const CarrelSession *s, const char *why)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelSession) after = NULL;
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    g_autoptr(JsonNode) params = NULL;
+    const char *action = s->expiry_action ? s->expiry_action : "destroy";
+    gint64 t0 = g_get_monotonic_time();
+
+    if (!carrel_store_session_clear_limits(mgr->store, s->id, NULL))
+        return;
+    if (g_str_equal(action, "pause") || g_str_equal(action, "hibernate")) {
+        if (carrel_manager_claim(mgr, s->id, "expire", NULL)) {
+            carrel_manager_collect_exit(mgr, s, why, s->state == CARREL_SESSION_RUNNING);
+            carrel_manager_release(mgr, s->id);
+        }
+    }
+    /* destroy and stop collect on their own, once the guest is off. */
+    if (g_str_equal(action, "destroy"))
+        after = carrel_manager_session_destroy(mgr, s->id, &error);
+    else if (g_str_equal(action, "stop"))
+        after = carrel_manager_session_stop(mgr, s->id, 30, &error);
+    else if (g_str_equal(action, "hibernate"))
+        after = carrel_manager_session_hibernate(mgr, s->id, &error);
+    else if (s->state == CARREL_SESSION_RUNNING)
+        after = carrel_manager_session_pause(mgr, s->id, &error);
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "reason");
+    json_builder_add_string_value(b, why);
+    json_builder_set_member_name(b, "action");
+    json_builder_add_string_value(b, action);
+    json_builder_end_object(b);
+    params = json_builder_get_root(b);
+    carrel_manager_record(mgr, s->id, "carreld", "lifecycle", "expire", params, NULL, error, t0,
+                          NULL);
+}
+
 guint
 carrel_manager_watch(CarrelManager *mgr)
 {
@@ -125,6 +183,14 @@ carrel_manager_watch(CarrelManager *mgr)
     for (guint i = 0; sessions && i < sessions->len; i++) {
         CarrelSession *s = g_ptr_array_index(sessions, i);
         g_autoptr(CarrelSession) after = NULL;
+        const char *why = NULL;
+        if (s->state == CARREL_SESSION_RUNNING || s->state == CARREL_SESSION_PAUSED)
+            why = expired(mgr, s);
+        if (why) {
+            expire(mgr, s, why);
+            changed++;
+            continue;
+        }
         if (s->state != CARREL_SESSION_RUNNING)
             continue;
         settle(mgr, s->id);

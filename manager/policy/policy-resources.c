@@ -4,6 +4,9 @@ struct _CarrelPolicy {
     guint max_vcpus;
     guint max_memory_mib;
     GStrv exit_paths; /* [artifacts] paths: collected from every session on exit */
+    guint ttl_s;      /* [timeouts] ttl_s, 0 = none */
+    guint idle_timeout_s;
+    char *expiry_action;
 };
 
 CarrelPolicy *
@@ -22,6 +25,7 @@ carrel_policy_free(CarrelPolicy *policy)
     if (!policy)
         return;
     g_strfreev(policy->exit_paths);
+    g_free(policy->expiry_action);
     g_free(policy);
 }
 
@@ -62,21 +66,56 @@ carrel_policy_exit_paths(const CarrelPolicy *policy, char **requested)
 }
 
 static gboolean
-read_limit(GKeyFile *kf, const char *key, guint max, guint *ret_value, GError **error)
+read_group_limit(GKeyFile *kf, const char *group, const char *key, guint max, guint *ret_value,
+                 GError **error)
 {
     g_autoptr(GError) local = NULL;
     gint64 value;
 
-    if (!g_key_file_has_key(kf, "resources", key, NULL))
+    if (!g_key_file_has_key(kf, group, key, NULL))
         return TRUE;
-    value = g_key_file_get_int64(kf, "resources", key, &local);
+    value = g_key_file_get_int64(kf, group, key, &local);
     if (local || value < 1 || value > max) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
-                    "[resources] %s must be an integer between 1 and %u", key, max);
+                    "[%s] %s must be an integer between 1 and %u", group, key, max);
         return FALSE;
     }
     *ret_value = (guint)value;
     return TRUE;
+}
+
+static gboolean
+read_limit(GKeyFile *kf, const char *key, guint max, guint *ret_value, GError **error)
+{
+    return read_group_limit(kf, "resources", key, max, ret_value, error);
+}
+
+static gboolean
+read_timeouts(GKeyFile *kf, CarrelPolicy *policy, GError **error)
+{
+    g_autofree char *action = g_key_file_get_string(kf, "timeouts", "on_expiry", NULL);
+
+    if (!read_group_limit(kf, "timeouts", "ttl_s", CARREL_LIMIT_TTL_S, &policy->ttl_s, error) ||
+        !read_group_limit(kf, "timeouts", "idle_timeout_s", CARREL_LIMIT_TTL_S,
+                          &policy->idle_timeout_s, error))
+        return FALSE;
+    if (action && !carrel_expiry_action_is_valid(action)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "[timeouts] on_expiry must be destroy, stop, hibernate or pause");
+        return FALSE;
+    }
+    policy->expiry_action = g_steal_pointer(&action);
+    return TRUE;
+}
+
+void
+carrel_policy_time_limits(const CarrelPolicy *policy, guint ttl_s, guint idle_timeout_s,
+                          const char *action, guint *ret_ttl_s, guint *ret_idle_s,
+                          const char **ret_action)
+{
+    *ret_ttl_s = ttl_s ? ttl_s : policy->ttl_s;
+    *ret_idle_s = idle_timeout_s ? idle_timeout_s : policy->idle_timeout_s;
+    *ret_action = action ? action : policy->expiry_action ? policy->expiry_action : "destroy";
 }
 
 CarrelPolicy *
@@ -94,7 +133,7 @@ carrel_policy_load_data(const char *data, gsize len, GError **error)
     if (!read_limit(kf, "max_vcpus", CARREL_LIMIT_VCPUS, &policy->max_vcpus, error) ||
         !read_limit(kf, "max_memory_mib", CARREL_LIMIT_MEMORY_MIB, &policy->max_memory_mib,
                     error) ||
-        !read_exit_paths(kf, policy, error))
+        !read_exit_paths(kf, policy, error) || !read_timeouts(kf, policy, error))
         return NULL;
     return g_steal_pointer(&policy);
 }

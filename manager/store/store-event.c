@@ -71,3 +71,20 @@ carrel_store_event_list(CarrelStore *store, const char *session_id, gint64 after
     }
     return g_steal_pointer(&events);
 }
+
+gint64
+carrel_store_event_last_ts(CarrelStore *store, const char *session_id, GError **error)
+{
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&store->lock);
+    g_autoptr(sqlite3_stmt) stmt = NULL;
+    gint64 ts = 0;
+
+    stmt = carrel_store_prepare(store,
+                                "SELECT coalesce(max(ts), 0) FROM events WHERE session_id = ?1 "
+                                "AND actor != 'carreld'",
+                                error);
+    if (!stmt || !carrel_store_bind_text(store, stmt, 1, session_id, error) ||
+        !carrel_store_query_int64(store, stmt, "reading the last event", &ts, error))
+        return -1;
+    return ts;
+}

@@ -189,7 +189,11 @@ static const StoreMigration migrations[] = {
      * (its disk stands on that session's snapshot layers). */
     {"ALTER TABLE sessions ADD COLUMN head_snapshot TEXT;"
      "ALTER TABLE sessions ADD COLUMN origin_session TEXT;"
-     "CREATE INDEX sessions_origin ON sessions (origin_session) WHERE origin_session IS NOT NULL;",
+     "CREATE INDEX sessions_origin ON sessions (origin_session) WHERE origin_session IS NOT NULL;"
+     /* Time limits, kept here so they survive restarts. */
+     "ALTER TABLE sessions ADD COLUMN expires_at INTEGER;"
+     "ALTER TABLE sessions ADD COLUMN idle_timeout_s INTEGER;"
+     "ALTER TABLE sessions ADD COLUMN expiry_action TEXT;",
      FALSE},
 };
 

@@ -3,7 +3,8 @@
 
 #define SESSION_COLUMNS                                                                            \
     "id, name, template_name, template_version, state, state_reason, vcpus, memory_mib, dir, "     \
-    "overlay_path, created_at, updated_at, origin, exit_paths, head_snapshot, origin_session"
+    "overlay_path, created_at, updated_at, origin, exit_paths, head_snapshot, origin_session, "    \
+    "expires_at, idle_timeout_s, expiry_action"
 
 /* exit_paths as a JSON array of strings (NULL when there are none). */
 static char *
@@ -40,6 +41,19 @@ paths_from_text(const char *text)
     return g_strv_builder_end(builder);
 }
 
+/* 0 is stored as NULL: no limit. */
+static gboolean
+bind_int_or_null(CarrelStore *store, sqlite3_stmt *stmt, int index, gint64 value, GError **error)
+{
+    if (value)
+        return carrel_store_bind_int64(store, stmt, index, value, error);
+    if (sqlite3_bind_null(stmt, index) != SQLITE_OK) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_STORE, "binding a null value");
+        return FALSE;
+    }
+    return TRUE;
+}
+
 static gboolean
 bind_session(CarrelStore *store, sqlite3_stmt *stmt, const CarrelSession *s, GError **error)
 {
@@ -61,7 +75,10 @@ bind_session(CarrelStore *store, sqlite3_stmt *stmt, const CarrelSession *s, GEr
            carrel_store_bind_text(store, stmt, 13, s->from_warm ? "warm" : "cold", error) &&
            carrel_store_bind_text(store, stmt, 14, exit_paths, error) &&
            carrel_store_bind_text(store, stmt, 15, s->head_snapshot, error) &&
-           carrel_store_bind_text(store, stmt, 16, s->origin_session, error);
+           carrel_store_bind_text(store, stmt, 16, s->origin_session, error) &&
+           bind_int_or_null(store, stmt, 17, s->expires_at, error) &&
+           bind_int_or_null(store, stmt, 18, s->idle_timeout_s, error) &&
+           carrel_store_bind_text(store, stmt, 19, s->expiry_action, error);
 }
 
 static CarrelSession *
@@ -86,6 +103,9 @@ session_from_row(sqlite3_stmt *stmt, GError **error)
     s->exit_paths = paths_from_text((const char *)sqlite3_column_text(stmt, 13));
     s->head_snapshot = carrel_store_column_dup(stmt, 14);
     s->origin_session = carrel_store_column_dup(stmt, 15);
+    s->expires_at = sqlite3_column_int64(stmt, 16);
+    s->idle_timeout_s = (guint)sqlite3_column_int64(stmt, 17);
+    s->expiry_action = carrel_store_column_dup(stmt, 18);
     if (s->state == CARREL_SESSION_LAST) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_STORE,
                     "session '%s' has an unknown state '%s'", s->id, state ? state : "");
@@ -128,7 +148,7 @@ insert_session(CarrelStore *store, const CarrelSession *session, GError **error)
         return FALSE;
     stmt = carrel_store_prepare(store,
                                 "INSERT INTO sessions (" SESSION_COLUMNS ") "
-                                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                                 error);
     return stmt && bind_session(store, stmt, session, error) &&
            carrel_store_step_done(store, stmt, &conflict, "inserting session", error);
@@ -297,4 +317,18 @@ carrel_store_session_count_forks(CarrelStore *store, const char *id, GError **er
         !carrel_store_query_int64(store, stmt, "counting forks", &count, error))
         return 0;
     return (guint)count;
+}
+
+gboolean
+carrel_store_session_clear_limits(CarrelStore *store, const char *id, GError **error)
+{
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&store->lock);
+    g_autoptr(sqlite3_stmt) stmt = NULL;
+
+    stmt = carrel_store_prepare(store,
+                                "UPDATE sessions SET expires_at = NULL, idle_timeout_s = NULL "
+                                "WHERE id = ?1",
+                                error);
+    return stmt && carrel_store_bind_text(store, stmt, 1, id, error) &&
+           carrel_store_step_done(store, stmt, NULL, "clearing a session's time limits", error);
 }

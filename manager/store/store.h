@@ -97,6 +97,11 @@ CarrelArtifact *carrel_store_artifact_get(CarrelStore *store, const char *id, GE
 /* A session's current top overlay and the snapshot it descends from (snapshot, revert). */
 gboolean carrel_store_session_set_disk(CarrelStore *store, const char *id, const char *overlay_path,
                                        const char *head_snapshot, GError **error);
+/* Time (microseconds) of a session's last event by a client (not carreld), 0 when none, -1 on
+ * error: the idle timeout's measure of activity. */
+gint64 carrel_store_event_last_ts(CarrelStore *store, const char *session_id, GError **error);
+/* A session's time limits acted: they do not act again. */
+gboolean carrel_store_session_clear_limits(CarrelStore *store, const char *id, GError **error);
 /* Live (not destroyed) sessions forked from session id. */
 guint carrel_store_session_count_forks(CarrelStore *store, const char *id, GError **error);
 /* Snapshots: EXISTS for a name the session already has. */

@@ -127,3 +127,35 @@ snapshot_checks() {
     for f in "${fork_ids[@]}"; do carrel rm "$f" >/dev/null 2>&1; done
     carrel rm "$id" >/dev/null 2>&1
 }
+
+# Waits up to $3 seconds for a session's state to be $2.
+wait_state_for() {
+    for _ in $(seq 1 "$3"); do
+        [ "$(carrel show "$1" --json 2>/dev/null | jq -r .state)" = "$2" ] && return 0
+        sleep 1
+    done
+    return 1
+}
+
+# Time limits: a TTL destroys (collecting first), an idle timeout hibernates, and a TTL set
+# before a carreld restart still acts after it.
+timeout_checks() {
+    local a b c pid
+    a="$(carrel create --template tiny --name ttl-a --ttl 20 --on-expiry destroy \
+        --artifact /etc/hostname --json 2>/dev/null | jq -r .id)"
+    b="$(carrel create --template tiny --name idle-b --idle 15 --on-expiry hibernate \
+        --json 2>/dev/null | jq -r .id)"
+    c="$(carrel create --template tiny --name ttl-c --ttl 30 --on-expiry pause \
+        --json 2>/dev/null | jq -r .id)"
+    pid="$DAEMON_PID"
+    kill -KILL "$pid"
+    wait "$pid" 2>/dev/null || true
+    start_daemon
+    check "a TTL destroys the session" wait_state_for "$a" destroyed 120
+    check "...after collecting its exit artifacts" json_true \
+        '[.extractions[] | select(.reason == "destroy")] | length == 1' \
+        "$(carrel artifacts "$a" --json 2>/dev/null)"
+    check "an idle timeout hibernates the session" wait_state_for "$b" hibernated 120
+    check "a TTL set before a carreld restart pauses after it" wait_state_for "$c" paused 120
+    carrel rm "$b" "$c" >/dev/null 2>&1
+}

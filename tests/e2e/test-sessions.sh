@@ -124,6 +124,7 @@ artifacts_checks
 # Pause, resume, hibernate across a carreld restart; snapshots with memory and revert.
 lifecycle_checks
 snapshot_checks
+timeout_checks
 
 # A guest without carrel's tools or a guest agent (here: tiny's image booted into a bare shell)
 # is ready once its screen shows something and holds still.

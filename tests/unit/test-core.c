@@ -979,6 +979,39 @@ test_fork(void **state)
     assert_non_null(refused);
 }
 
+static void
+test_time_limits(void **state)
+{
+    Fixture *fx = *state;
+    g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = import(fx, "tiny");
+    g_autoptr(GError) error = NULL;
+    CarrelSessionRequest ttl_req = {.template_name = (char *)"tiny",
+                                    .name = (char *)"short",
+                                    .ttl_s = 1,
+                                    .expiry_action = (char *)"destroy"};
+    CarrelSessionRequest idle_req = {.template_name = (char *)"tiny",
+                                     .name = (char *)"idle",
+                                     .idle_timeout_s = 1,
+                                     .expiry_action = (char *)"pause"};
+    g_autoptr(CarrelSession) a = carrel_manager_session_create(fx->mgr, &ttl_req, &error);
+    g_autoptr(CarrelSession) b = carrel_manager_session_create(fx->mgr, &idle_req, &error);
+    g_autoptr(CarrelSession) a2 = NULL, b2 = NULL;
+
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_true(a->expires_at > 0);
+    for (guint acted = 0, i = 0; acted < 2 && i < 50; i++) {
+        acted += carrel_manager_watch(fx->mgr);
+        g_usleep(100 * 1000);
+    }
+    a2 = carrel_manager_session_get(fx->mgr, a->id, &error);
+    b2 = carrel_manager_session_get(fx->mgr, b->id, &error);
+    assert_int_equal(a2->state, CARREL_SESSION_DESTROYED);
+    assert_int_equal(b2->state, CARREL_SESSION_PAUSED);
+    /* Limits act once: the paused session stays paused. */
+    assert_int_equal(carrel_manager_watch(fx->mgr), 0);
+}
+
 int
 main(void)
 {
@@ -1000,6 +1033,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_pause_hibernate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_snapshots, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fork, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_time_limits, setup, teardown),
         cmocka_unit_test(test_passwd),
         cmocka_unit_test(test_diff_plan),
     };
