@@ -107,6 +107,57 @@ tool_sandbox_resume(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args,
 }
 
 static JsonNode *
+tool_sandbox_hibernate(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GError **error)
+{
+    g_autoptr(GError) local = NULL;
+    CarrelSession *session =
+        carrel_manager_session_hibernate(req->mgr, arg(args, "session"), &local);
+
+    return session_result(session, local);
+}
+
+static JsonNode *
+tool_sandbox_fork(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GError **error)
+{
+    g_autoptr(GError) local = NULL;
+    gint64 count = json_object_get_int_member_with_default(args, "count", 1);
+    g_autoptr(GPtrArray) forks = carrel_manager_session_fork(
+        req->mgr, arg(args, "session"),
+        json_object_get_string_member_with_default(args, "snapshot", NULL),
+        (guint)CLAMP(count, 0, G_MAXINT), &local);
+    g_autoptr(JsonObject) obj = json_object_new();
+    g_autoptr(JsonNode) node = NULL;
+    JsonArray *list = json_array_new();
+
+    json_object_set_array_member(obj, "sessions", list);
+    if (!forks)
+        return carrel_mcp_error_result(local);
+    for (guint i = 0; i < forks->len; i++)
+        json_array_add_element(list, carrel_session_to_json(g_ptr_array_index(forks, i)));
+    node = json_node_init_object(json_node_alloc(), obj);
+    return carrel_mcp_json_result(node);
+}
+
+static JsonNode *
+tool_snapshot_list(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GError **error)
+{
+    g_autoptr(GError) local = NULL;
+    g_autoptr(GPtrArray) snaps =
+        carrel_manager_snapshot_list(req->mgr, arg(args, "session"), &local);
+    g_autoptr(JsonObject) obj = json_object_new();
+    g_autoptr(JsonNode) node = NULL;
+    JsonArray *list = json_array_new();
+
+    json_object_set_array_member(obj, "snapshots", list);
+    if (!snaps)
+        return carrel_mcp_error_result(local);
+    for (guint i = 0; i < snaps->len; i++)
+        json_array_add_element(list, carrel_snapshot_to_json(g_ptr_array_index(snaps, i)));
+    node = json_node_init_object(json_node_alloc(), obj);
+    return carrel_mcp_json_result(node);
+}
+
+static JsonNode *
 tool_snapshot_create(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GError **error)
 {
     g_autoptr(GError) local = NULL;
@@ -227,6 +278,9 @@ static const ToolFunc tool_funcs[CARREL_MCP_TOOL_LAST] = {
     [CARREL_MCP_TOOL_SANDBOX_RESUME] = tool_sandbox_resume,
     [CARREL_MCP_TOOL_SNAPSHOT_CREATE] = tool_snapshot_create,
     [CARREL_MCP_TOOL_SNAPSHOT_REVERT] = tool_snapshot_revert,
+    [CARREL_MCP_TOOL_SANDBOX_HIBERNATE] = tool_sandbox_hibernate,
+    [CARREL_MCP_TOOL_SANDBOX_FORK] = tool_sandbox_fork,
+    [CARREL_MCP_TOOL_SNAPSHOT_LIST] = tool_snapshot_list,
     [CARREL_MCP_TOOL_COMPUTER] = tool_computer,
     [CARREL_MCP_TOOL_SCREENSHOT] = tool_screenshot,
     [CARREL_MCP_TOOL_COMMAND_RUN] = tool_command_run,

@@ -71,6 +71,15 @@ static const Param snapshot_params[] = {
     PARAM_END,
 };
 
+static const Param fork_params[] = {
+    SESSION_PARAM,
+    {"snapshot", PARAM_STRING, FALSE,
+     "Snapshot to fork from (default: one taken now, the sandbox pausing a few seconds)", 0, 0,
+     NULL},
+    {"count", PARAM_INTEGER, FALSE, "How many sandboxes (default 1)", 1, CARREL_LIMIT_FORKS, NULL},
+    PARAM_END,
+};
+
 static const Param computer_params[] = {
     SESSION_PARAM,
     {"action", PARAM_STRING, TRUE,
@@ -153,6 +162,19 @@ static const Tool tools[CARREL_MCP_TOOL_LAST] = {
                                          "Puts a sandbox back to a named snapshot, disk and "
                                          "memory, losing what happened since.",
                                          snapshot_params, FALSE, FALSE, TRUE},
+    [CARREL_MCP_TOOL_SANDBOX_HIBERNATE] = {"sandbox_hibernate", "Hibernate a sandbox",
+                                           "Saves a sandbox's memory to disk and ends its VM "
+                                           "process: it holds no CPU or RAM until "
+                                           "sandbox_resume restores it.",
+                                           session_params, FALSE, FALSE, FALSE},
+    [CARREL_MCP_TOOL_SANDBOX_FORK] = {"sandbox_fork", "Fork a sandbox",
+                                      "Starts new sandboxes from a snapshot's memory, each on "
+                                      "its own disk, running side by side. Returns them.",
+                                      fork_params, FALSE, FALSE, FALSE},
+    [CARREL_MCP_TOOL_SNAPSHOT_LIST] = {"snapshot_list", "List a sandbox's snapshots",
+                                       "Lists a sandbox's snapshots: id, name, parent, whether "
+                                       "it has memory, size.",
+                                       session_params, FALSE, TRUE, FALSE},
     [CARREL_MCP_TOOL_COMPUTER] =
         {"computer", "Use the sandbox's desktop",
          "Sees and drives the sandbox's screen, mouse and keyboard, like Anthropic's computer "

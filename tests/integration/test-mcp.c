@@ -27,19 +27,10 @@ typedef struct {
 static Fixture fx;
 
 static const char *const all_tools[] = {
-    "sandbox_create",
-    "sandbox_list",
-    "sandbox_destroy",
-    "sandbox_pause",
-    "sandbox_resume",
-    "snapshot_create",
-    "snapshot_revert",
-    "computer",
-    "screenshot",
-    "command_run",
-    "file_read",
-    "file_write",
-    NULL,
+    "sandbox_create",    "sandbox_list",    "sandbox_destroy", "sandbox_pause",
+    "sandbox_resume",    "snapshot_create", "snapshot_revert", "computer",
+    "screenshot",        "command_run",     "file_read",       "file_write",
+    "sandbox_hibernate", "sandbox_fork",    "snapshot_list",   NULL,
 };
 
 static void
