@@ -38,29 +38,20 @@ print_extraction(JsonObject *x)
 int
 carrel_cli_artifacts(CarrelCli *cli, int argc, char **argv)
 {
-    g_autofree char *path = NULL;
     g_autoptr(JsonNode) reply = NULL;
-    g_autoptr(GError) error = NULL;
     JsonArray *list;
+    int exit_code;
 
     if (!carrel_cli_parse_options(cli, "ID",
                                   "Lists a session's extractions (asked for, or collected when it "
                                   "stopped, crashed or was destroyed) and their artifacts.",
                                   NULL, 1, 1, &argc, &argv))
         return CARREL_CLI_EXIT_USAGE;
-    path = carrel_cli_item_path("sessions", argv[1], "artifacts");
-    if (!path)
-        return carrel_cli_usage(cli, "invalid session '%s'", argv[1]);
-    if (!carrel_cli_call(cli, "GET", path, NULL, &reply, &error))
-        return carrel_cli_fail(cli, error);
-    if (cli->json) {
-        carrel_cli_print_json(cli, reply);
-        return CARREL_CLI_EXIT_OK;
-    }
-    list = json_object_get_array_member(json_node_get_object(reply), "extractions");
+    list =
+        carrel_cli_get_session_list(cli, argv[1], "artifacts", "extractions", &reply, &exit_code);
     for (guint i = 0; list && i < json_array_get_length(list); i++)
         print_extraction(json_array_get_object_element(list, i));
-    return CARREL_CLI_EXIT_OK;
+    return exit_code;
 }
 
 int

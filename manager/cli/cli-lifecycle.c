@@ -120,23 +120,15 @@ int
 carrel_cli_snapshots(CarrelCli *cli, int argc, char **argv)
 {
     g_autoptr(JsonNode) reply = NULL;
-    g_autoptr(GError) error = NULL;
-    g_autofree char *path = NULL;
     JsonArray *list;
+    int exit_code;
 
     if (!carrel_cli_parse_options(cli, "snapshots ID", "Lists a session's snapshots.", NULL, 1, 1,
                                   &argc, &argv))
         return CARREL_CLI_EXIT_USAGE;
-    path = carrel_cli_item_path("sessions", argv[1], "snapshots");
-    if (!path)
-        return carrel_cli_usage(cli, "invalid session '%s'", argv[1]);
-    if (!carrel_cli_call(cli, "GET", path, NULL, &reply, &error))
-        return carrel_cli_fail(cli, error);
-    if (cli->json) {
-        carrel_cli_print_json(cli, reply);
-        return CARREL_CLI_EXIT_OK;
-    }
-    list = json_object_get_array_member(json_node_get_object(reply), "snapshots");
+    list = carrel_cli_get_session_list(cli, argv[1], "snapshots", "snapshots", &reply, &exit_code);
+    if (!list)
+        return exit_code;
     carrel_cli_print_text(
         "ID              NAME              PARENT          MEMORY  SIZE  CREATED\n");
     for (guint i = 0; list && i < json_array_get_length(list); i++) {

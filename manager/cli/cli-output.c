@@ -201,3 +201,26 @@ carrel_cli_print_fields(CarrelCli *cli, JsonNode *node)
     text = carrel_cli_format_fields(carrel_cli_json_object(node, NULL));
     carrel_cli_print_text(text);
 }
+
+JsonArray *
+carrel_cli_get_session_list(CarrelCli *cli, const char *id, const char *action, const char *member,
+                            JsonNode **ret_reply, int *ret_exit)
+{
+    g_autofree char *path = carrel_cli_item_path("sessions", id, action);
+    g_autoptr(GError) error = NULL;
+
+    *ret_exit = CARREL_CLI_EXIT_OK;
+    if (!path) {
+        *ret_exit = carrel_cli_usage(cli, "invalid session '%s'", id);
+        return NULL;
+    }
+    if (!carrel_cli_call(cli, "GET", path, NULL, ret_reply, &error)) {
+        *ret_exit = carrel_cli_fail(cli, error);
+        return NULL;
+    }
+    if (cli->json) {
+        carrel_cli_print_json(cli, *ret_reply);
+        return NULL;
+    }
+    return json_object_get_array_member(json_node_get_object(*ret_reply), member);
+}

@@ -102,6 +102,13 @@ gboolean carrel_cli_call(CarrelCli *cli, const char *method, const char *path, J
 /* "/v1/<collection>/<escaped item>[/<action>]"; NULL when item is "", "." or "..". */
 char *carrel_cli_item_path(const char *collection, const char *item, const char *action);
 
+/*
+ * GETs /v1/sessions/ID/ACTION and returns its array member for a table; NULL when it printed
+ * already (--json) or failed, with *ret_exit the exit code. *ret_reply owns the array.
+ */
+JsonArray *carrel_cli_get_session_list(CarrelCli *cli, const char *id, const char *action,
+                                       const char *member, JsonNode **ret_reply, int *ret_exit);
+
 /* Prints one session: its row in a table, or its JSON object with --json. */
 void carrel_cli_print_session(CarrelCli *cli, JsonNode *session);
 

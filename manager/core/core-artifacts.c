@@ -338,27 +338,6 @@ carrel_manager_collect(CarrelManager *mgr, const CarrelSession *session, char **
     return g_steal_pointer(&x);
 }
 
-static gboolean
-check_extractable(const CarrelSession *session, GError **error)
-{
-    switch (session->state) {
-    case CARREL_SESSION_RUNNING:
-    case CARREL_SESSION_PAUSED:
-    case CARREL_SESSION_HIBERNATED:
-    case CARREL_SESSION_STOPPED:
-    case CARREL_SESSION_CRASHED:
-        return TRUE;
-    case CARREL_SESSION_CREATING:
-    case CARREL_SESSION_DESTROYED:
-    case CARREL_SESSION_LAST:
-        break;
-    }
-    g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE,
-                "cannot extract from a session that is %s",
-                carrel_session_state_to_string(session->state));
-    return FALSE;
-}
-
 static JsonNode *
 extraction_params(const CarrelExtractRequest *req)
 {
@@ -408,7 +387,7 @@ carrel_manager_session_extract(CarrelManager *mgr, const char *id_or_name,
         return NULL;
     /* Under the claim no verb can stop or destroy the session half-way through. */
     fresh = carrel_store_session_get(mgr->store, session->id, &local);
-    if (fresh && check_extractable(fresh, &local))
+    if (fresh && carrel_manager_check_has_disk(fresh, "extract from", &local))
         x = carrel_manager_collect(mgr, fresh, req->paths, req->max_bytes, req->max_files,
                                    "request", fresh->state == CARREL_SESSION_RUNNING, &local);
     carrel_manager_release(mgr, session->id);
@@ -446,4 +425,24 @@ carrel_manager_artifact_get(CarrelManager *mgr, const char *id, char **ret_host_
         *ret_host_path = g_build_filename(dir, "files", a->path, NULL);
     }
     return g_steal_pointer(&a);
+}
+
+gboolean
+carrel_manager_check_has_disk(const CarrelSession *session, const char *what, GError **error)
+{
+    switch (session->state) {
+    case CARREL_SESSION_RUNNING:
+    case CARREL_SESSION_PAUSED:
+    case CARREL_SESSION_HIBERNATED:
+    case CARREL_SESSION_STOPPED:
+    case CARREL_SESSION_CRASHED:
+        return TRUE;
+    case CARREL_SESSION_CREATING:
+    case CARREL_SESSION_DESTROYED:
+    case CARREL_SESSION_LAST:
+        break;
+    }
+    g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE, "cannot %s a session that is %s",
+                what, carrel_session_state_to_string(session->state));
+    return FALSE;
 }

@@ -207,26 +207,6 @@ diff_session(CarrelManager *mgr, const CarrelSession *session, const char *under
     return entries;
 }
 
-static gboolean
-check_diffable(const CarrelSession *session, GError **error)
-{
-    switch (session->state) {
-    case CARREL_SESSION_RUNNING:
-    case CARREL_SESSION_PAUSED:
-    case CARREL_SESSION_HIBERNATED:
-    case CARREL_SESSION_STOPPED:
-    case CARREL_SESSION_CRASHED:
-        return TRUE;
-    case CARREL_SESSION_CREATING:
-    case CARREL_SESSION_DESTROYED:
-    case CARREL_SESSION_LAST:
-        break;
-    }
-    g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE, "cannot diff a session that is %s",
-                carrel_session_state_to_string(session->state));
-    return FALSE;
-}
-
 GPtrArray *
 carrel_manager_session_diff(CarrelManager *mgr, const char *id_or_name, const char *under,
                             const char *actor, GError **error)
@@ -241,7 +221,7 @@ carrel_manager_session_diff(CarrelManager *mgr, const char *id_or_name, const ch
         !carrel_manager_claim(mgr, session->id, "diff", error))
         return NULL;
     fresh = carrel_store_session_get(mgr->store, session->id, &local);
-    if (fresh && check_diffable(fresh, &local))
+    if (fresh && carrel_manager_check_has_disk(fresh, "diff", &local))
         entries = diff_session(mgr, fresh, under ? under + 1 : "", &local);
     carrel_manager_release(mgr, session->id);
     carrel_manager_record(mgr, session->id, actor, "artifacts", "diff", NULL, NULL,

@@ -156,3 +156,8 @@ GPtrArray *carrel_diff_plan(GHashTable *base, GHashTable *top, const char *under
 
 /* Sets a restored guest's clock (date(1) through the agent, else the agent's guest-set-time). */
 gboolean carrel_manager_set_guest_clock(CarrelManager *mgr, const char *domain, GError **error);
+
+/* A session whose disk can be read (every state but creating and destroyed); WRONG_STATE
+ * "cannot WHAT a session that is STATE" otherwise. */
+gboolean carrel_manager_check_has_disk(const CarrelSession *session, const char *what,
+                                       GError **error);

@@ -53,6 +53,20 @@ restore_onto(CarrelManager *mgr, CarrelSession *session, const char *memory, con
            (by_screen || carrel_manager_set_guest_clock(mgr, domain, error));
 }
 
+/* Defines the (stopped) session's domain on the disk top. */
+static gboolean
+define_on(CarrelManager *mgr, CarrelSession *session, const char *top, GError **error)
+{
+    g_autoptr(CarrelTemplate) tmpl = carrel_store_template_get(mgr->store, session->template_name,
+                                                               session->template_version, error);
+    g_autofree char *xml = NULL;
+
+    g_free(session->overlay_path);
+    session->overlay_path = g_strdup(top);
+    xml = tmpl ? carrel_manager_session_xml(mgr, session, tmpl, error) : NULL;
+    return xml && carrel_hypervisor_define(mgr->hv, xml, error);
+}
+
 static gboolean
 take_snapshot(CarrelManager *mgr, CarrelSession *session, CarrelSnapshot *snap,
               gboolean *ret_domain_gone, GError **error)
@@ -80,17 +94,9 @@ take_snapshot(CarrelManager *mgr, CarrelSession *session, CarrelSnapshot *snap,
     if (running && !restore_onto(mgr, session, snap->memory_path, top, error))
         return FALSE;
     *ret_domain_gone = FALSE;
-    if (!running) {
-        /* A stopped session keeps its definition: point it at the new top. */
-        g_autoptr(CarrelTemplate) tmpl = carrel_store_template_get(
-            mgr->store, session->template_name, session->template_version, error);
-        g_autofree char *xml = NULL;
-        g_free(session->overlay_path);
-        session->overlay_path = g_strdup(top);
-        xml = tmpl ? carrel_manager_session_xml(mgr, session, tmpl, error) : NULL;
-        if (!xml || !carrel_hypervisor_define(mgr->hv, xml, error))
-            return FALSE;
-    }
+    /* A stopped session keeps its definition: point it at the new top. */
+    if (!running && !define_on(mgr, session, top, error))
+        return FALSE;
     return carrel_store_snapshot_insert(mgr->store, snap, error) &&
            carrel_store_session_set_disk(mgr->store, session->id, top, snap->id, error);
 }
@@ -197,13 +203,7 @@ do_revert(CarrelManager *mgr, CarrelSession *session, const CarrelSnapshot *snap
             return FALSE;
         *ret_state = CARREL_SESSION_RUNNING;
     } else {
-        g_autoptr(CarrelTemplate) tmpl = carrel_store_template_get(
-            mgr->store, session->template_name, session->template_version, error);
-        g_autofree char *xml = NULL;
-        g_free(session->overlay_path);
-        session->overlay_path = g_strdup(top);
-        xml = tmpl ? carrel_manager_session_xml(mgr, session, tmpl, error) : NULL;
-        if (!xml || !carrel_hypervisor_define(mgr->hv, xml, error))
+        if (!define_on(mgr, session, top, error))
             return FALSE;
         *ret_state = CARREL_SESSION_STOPPED;
     }
