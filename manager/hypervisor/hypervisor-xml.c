@@ -308,7 +308,13 @@ static const char desktop_devices[] =
     "    </video>\n"
     /* No USB controller: nothing needs it (virtio input), so no UHCI for a guest to poke at. */
     "    <controller type='usb' model='none'/>\n"
-    "    <memballoon model='virtio'/>\n"
+    /*
+     * Free page reporting: the guest hands free 2 MiB blocks back and QEMU discards them. QEMU
+     * backs guest RAM with transparent huge pages, so restoring a warm state that has one stale
+     * page in a block makes the whole 2 MiB resident; discarded blocks are saved as zero pages and
+     * restore skips them. Measured on tiny: warm clone 1.30 GB -> 0.48 GB of host RAM.
+     */
+    "    <memballoon model='virtio' freePageReporting='on'/>\n"
     "    <rng model='virtio'>\n"
     "      <backend model='random'>/dev/urandom</backend>\n"
     "    </rng>\n";
