@@ -21,6 +21,7 @@ carrel_session_free(CarrelSession *session)
     g_free(session->state_reason);
     g_free(session->dir);
     g_free(session->overlay_path);
+    g_free(session->mac);
     g_free(session);
 }
 
@@ -56,6 +57,7 @@ carrel_session_to_json(const CarrelSession *session)
     json_builder_add_int_value(b, session->memory_mib);
     json_builder_set_member_name(b, "origin");
     json_builder_add_string_value(b, session->from_warm ? "warm" : "cold");
+    carrel_conf_add_optional_string(b, "mac", session->mac);
     json_builder_set_member_name(b, "domain");
     json_builder_add_string_value(b, domain);
     json_builder_set_member_name(b, "created_at");

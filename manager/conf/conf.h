@@ -133,6 +133,7 @@ typedef struct {
     char *dir;          /* sessions/<id> */
     char *overlay_path; /* sessions/<id>/disk.qcow2 */
     gboolean from_warm; /* restored from the template's warm state rather than booted */
+    char *mac;          /* of its NIC (see carrel_net_new_mac); NULL: made before NICs */
     gint64 created_at;
     gint64 updated_at;
 } CarrelSession;

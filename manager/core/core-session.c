@@ -2,6 +2,7 @@
 
 #include "core/core-priv.h"
 #include "disk/disk.h"
+#include "net/net.h"
 
 char *
 carrel_manager_session_xml(CarrelManager *mgr, const CarrelSession *session,
@@ -29,6 +30,8 @@ carrel_manager_session_xml(CarrelManager *mgr, const CarrelSession *session,
         .disk_format = "qcow2",
         .console_log_path = log,
         .tb_cache_mib = mgr->accel == CARREL_ACCEL_TCG ? mgr->tb_cache_mib : 0,
+        .mac = session->mac,
+        .network = CARREL_NET_ISOLATED_NAME,
     };
 
     return carrel_hypervisor_build_domain_xml(&spec, error);
@@ -60,6 +63,7 @@ session_from_request(CarrelManager *mgr, const CarrelSessionRequest *req,
     session->memory_mib = req->memory_mib ? req->memory_mib : CARREL_DEFAULT_MEMORY_MIB;
     session->dir = g_build_filename(mgr->state_dir, "sessions", session->id, NULL);
     session->overlay_path = g_build_filename(session->dir, "disk.qcow2", NULL);
+    session->mac = carrel_net_new_mac();
     session->created_at = session->updated_at = carrel_util_now();
     return g_steal_pointer(&session);
 }
@@ -86,6 +90,21 @@ set_guest_clock(CarrelManager *mgr, const char *domain, GError **error)
         exit_code == 0)
         return TRUE;
     return carrel_hypervisor_set_time(mgr->hv, domain, error);
+}
+
+/*
+ * A restored clone's NIC still has the MAC of the saved template (QEMU's virtio-net state
+ * carries it) while its domain XML has the session's own: the guest sets its own, which also
+ * updates QEMU's device. A guest without carrel-guest keeps the old one; that costs it nothing
+ * on an isolated network, so it is a warning, not a failed session.
+ */
+static void
+set_clone_mac(CarrelManager *mgr, const char *domain, const char *mac)
+{
+    g_autoptr(GError) local = NULL;
+
+    if (mac && !carrel_manager_set_guest_mac(mgr, domain, mac, &local))
+        g_warning("%s: the guest keeps the template's MAC: %s", domain, local->message);
 }
 
 /*
@@ -127,7 +146,7 @@ bring_up(CarrelManager *mgr, CarrelSession *session, const CarrelTemplate *tmpl,
         !carrel_disk_create_overlay(session->overlay_path, backing, backing_format, error))
         return FALSE;
     xml = carrel_manager_session_xml(mgr, session, tmpl, error);
-    if (!xml)
+    if (!xml || !carrel_manager_ensure_network(mgr, error))
         return FALSE;
     if (warm ? !restore_warm(mgr, warm, domain, xml, error)
              : !carrel_hypervisor_define_start(mgr->hv, xml, error))
@@ -137,6 +156,8 @@ bring_up(CarrelManager *mgr, CarrelSession *session, const CarrelTemplate *tmpl,
     if (!carrel_manager_wait_agent(mgr, domain, &by_screen, error) ||
         (warm && !set_guest_clock(mgr, domain, error)))
         return FALSE;
+    if (warm)
+        set_clone_mac(mgr, domain, session->mac);
     /* A booted guest whose agent answers may still be drawing its desktop; a restored one was
      * saved ready, and a guest found ready by its screen is so already. */
     if (!warm && !by_screen &&

@@ -2,6 +2,7 @@
 
 #include "core/core-priv.h"
 #include "disk/disk.h"
+#include "net/net.h"
 
 /*
  * Warm start: a template version is booted once, waited for, and its memory saved together
@@ -42,6 +43,8 @@ warm_session(CarrelManager *mgr, const CarrelTemplate *tmpl, const char *dir)
     s->memory_mib = CARREL_DEFAULT_MEMORY_MIB;
     s->dir = g_strdup(dir);
     s->overlay_path = g_build_filename(dir, "disk.qcow2", NULL);
+    /* Clones restore the device set saved here: the NIC must be part of it. */
+    s->mac = carrel_net_new_mac();
     return g_steal_pointer(&s);
 }
 
@@ -56,7 +59,7 @@ boot_and_save(CarrelManager *mgr, CarrelJob *job, const CarrelTemplate *tmpl, Ca
     if (!carrel_disk_create_overlay(ws->overlay_path, tmpl->disk_path, tmpl->format, error))
         return FALSE;
     xml = carrel_manager_session_xml(mgr, ws, tmpl, error);
-    if (!xml)
+    if (!xml || !carrel_manager_ensure_network(mgr, error))
         return FALSE;
     carrel_job_progress(job, "booting the template");
     if (!carrel_hypervisor_define_start(mgr->hv, xml, error))

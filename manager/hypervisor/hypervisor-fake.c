@@ -33,16 +33,17 @@ typedef struct {
     char *exec_stdout;
     char *exec_stderr;
     gboolean exec_hang;
-    char **exec_argv;  /* of the last agent_exec */
-    GBytes *screen;    /* NULL: the default screen */
-    GHashTable *files; /* guest path -> GBytes, shared by every fake domain */
-    GPtrArray *input;  /* QMP commands received, in order */
+    char **exec_argv;     /* of the last agent_exec */
+    GBytes *screen;       /* NULL: the default screen */
+    GHashTable *files;    /* guest path -> GBytes, shared by every fake domain */
+    GPtrArray *input;     /* QMP commands received, in order */
+    GHashTable *networks; /* name -> XML */
 } FakeBackend;
 
 static const char *const fake_op_names[] = {
     "define_start", "start",      "shutdown",  "destroy",    "undefine",   "get_state",
     "agent_ping",   "list",       "define",    "save",       "restore",    "set_time",
-    "agent_exec",   "screenshot", "file_read", "file_write", "input_send",
+    "agent_exec",   "screenshot", "file_read", "file_write", "input_send", "ensure_network",
 };
 
 static void
@@ -529,6 +530,7 @@ fake_close(CarrelHypervisor *hv)
     g_hash_table_unref(be->fail_next);
     g_hash_table_unref(be->files);
     g_ptr_array_unref(be->input);
+    g_hash_table_unref(be->networks);
     g_free(be->exec_stdout);
     g_free(be->exec_stderr);
     g_strfreev(be->exec_argv);
@@ -536,6 +538,21 @@ fake_close(CarrelHypervisor *hv)
     g_mutex_clear(&be->lock);
     g_free(be);
     hv->backend_data = NULL;
+}
+
+static gboolean
+fake_ensure_network(CarrelHypervisor *hv, const char *name, const char *xml, char **ret_xml,
+                    GError **error)
+{
+    FakeBackend *be = hv->backend_data;
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
+
+    if (take_failure(be, "ensure_network", error))
+        return FALSE;
+    if (!g_hash_table_contains(be->networks, name))
+        g_hash_table_insert(be->networks, g_strdup(name), g_strdup(xml));
+    *ret_xml = g_strdup(g_hash_table_lookup(be->networks, name));
+    return TRUE;
 }
 
 static const CarrelHypervisorOps fake_ops = {
@@ -558,6 +575,7 @@ static const CarrelHypervisorOps fake_ops = {
     .file_read = fake_file_read,
     .file_write = fake_file_write,
     .input_send = fake_input_send,
+    .ensure_network = fake_ensure_network,
 };
 
 CarrelHypervisor *
@@ -571,6 +589,7 @@ carrel_hypervisor_new_fake(void)
     be->files =
         g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)g_bytes_unref);
     be->input = g_ptr_array_new_with_free_func(g_free);
+    be->networks = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     return carrel_hypervisor_new_backend(&fake_ops, "fake://", be);
 }
 
@@ -674,4 +693,15 @@ carrel_hypervisor_fake_set_screen(CarrelHypervisor *hv, GBytes *image)
     locker = g_mutex_locker_new(&be->lock);
     g_clear_pointer(&be->screen, g_bytes_unref);
     be->screen = image ? g_bytes_ref(image) : NULL;
+}
+
+void
+carrel_hypervisor_fake_set_network(CarrelHypervisor *hv, const char *name, const char *xml)
+{
+    FakeBackend *be = fake_backend_of(hv);
+
+    g_return_if_fail(be != NULL && name != NULL && xml != NULL);
+    g_mutex_lock(&be->lock);
+    g_hash_table_insert(be->networks, g_strdup(name), g_strdup(xml));
+    g_mutex_unlock(&be->lock);
 }

@@ -18,6 +18,7 @@
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(virDomain, virDomainFree)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(virStream, virStreamFree)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(virNetwork, virNetworkFree)
 
 #define POLL_INTERVAL_US (100 * 1000)
 #define AGENT_MAX_TIMEOUT_S 300
@@ -564,6 +565,60 @@ lv_set_time(CarrelHypervisor *hv, const char *name, GError **error)
     return TRUE;
 }
 
+/* The network, defined from xml when absent; NULL with error set otherwise. */
+static virNetworkPtr
+lookup_or_define_network(LibvirtBackend *be, const char *name, const char *xml, GError **error)
+{
+    virNetworkPtr net = virNetworkLookupByName(be->conn, name);
+
+    if (net)
+        return net;
+    if (virGetLastErrorCode() != VIR_ERR_NO_NETWORK) {
+        set_libvirt_error(error, "looking up network");
+        return NULL;
+    }
+    virResetLastError();
+    net = virNetworkDefineXML(be->conn, xml);
+    if (net) {
+        /* Best effort: carrel ensures it again before every session anyway. */
+        (void)virNetworkSetAutostart(net, 1);
+        virResetLastError();
+        return net;
+    }
+    /* Another carreld may have defined it in between: use that one. */
+    virResetLastError();
+    net = virNetworkLookupByName(be->conn, name);
+    if (!net)
+        set_libvirt_error(error, "defining network");
+    return net;
+}
+
+static gboolean
+lv_ensure_network(CarrelHypervisor *hv, const char *name, const char *xml, char **ret_xml,
+                  GError **error)
+{
+    LibvirtBackend *be = hv->backend_data;
+    g_autoptr(virNetwork) net = lookup_or_define_network(be, name, xml, error);
+    char *desc;
+
+    if (!net)
+        return FALSE;
+    /* Started by another process in between is as good as started here. */
+    if (virNetworkIsActive(net) != 1 && virNetworkCreate(net) < 0 && virNetworkIsActive(net) != 1) {
+        set_libvirt_error(error, "starting network");
+        return FALSE;
+    }
+    virResetLastError();
+    desc = virNetworkGetXMLDesc(net, 0);
+    if (!desc) {
+        set_libvirt_error(error, "reading network xml");
+        return FALSE;
+    }
+    *ret_xml = g_strdup(desc);
+    free(desc);
+    return TRUE;
+}
+
 /* One agent command with carrel's response timeout; the reply is the guest's, untrusted. */
 static char *
 agent_command(virDomainPtr dom, const char *command, const char *what, GError **error)
@@ -927,6 +982,7 @@ static const CarrelHypervisorOps libvirt_ops = {
     .file_read = lv_file_read,
     .file_write = lv_file_write,
     .input_send = lv_input_send,
+    .ensure_network = lv_ensure_network,
 };
 
 static void

@@ -266,6 +266,17 @@ carrel_hypervisor_set_time(CarrelHypervisor *hv, const char *name, GError **erro
 }
 
 gboolean
+carrel_hypervisor_ensure_network(CarrelHypervisor *hv, const char *name, const char *xml,
+                                 char **ret_xml, GError **error)
+{
+    g_return_val_if_fail(hv != NULL && name != NULL && xml != NULL && ret_xml != NULL, FALSE);
+    if (hv->ops->ensure_network(hv, name, xml, ret_xml, error))
+        return TRUE;
+    g_prefix_error(error, "network '%s': ", name);
+    return FALSE;
+}
+
+gboolean
 carrel_hypervisor_agent_exec(CarrelHypervisor *hv, const char *name, const char *const *argv,
                              GBytes *stdin_bytes, guint timeout_s, gsize max_output,
                              int *ret_exit_code, GBytes **ret_stdout, GBytes **ret_stderr,

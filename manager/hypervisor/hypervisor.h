@@ -45,6 +45,13 @@ typedef struct {
      * one (the device set must match); the value given here is used by cold starts.
      */
     const char *genid;
+    /*
+     * The session's NIC: a virtio interface with this MAC (lowercase, unicast, see
+     * carrel_util_is_mac) on the libvirt network `network`. NULL mac = no NIC (sessions made
+     * before NICs existed); network is required with a mac.
+     */
+    const char *mac;
+    const char *network;
 } CarrelDomainSpec;
 
 /*
@@ -172,6 +179,15 @@ typedef struct {
     /* Sends one QMP input-send-event command (from carrel_hypervisor_input_command) to QEMU. */
     gboolean (*input_send)(CarrelHypervisor *hv, const char *name, const char *command,
                            GError **error);
+    /*
+     * Makes sure the libvirt network `name` exists and is active: defines it from xml
+     * (persistent, autostarted) when absent, starts it when inactive, and leaves an existing
+     * definition as it is. *ret_xml gets the XML of the network as it now runs, which the
+     * caller must check (another tool may have made a network of that name). Safe against
+     * another process doing the same at once.
+     */
+    gboolean (*ensure_network)(CarrelHypervisor *hv, const char *name, const char *xml,
+                               char **ret_xml, GError **error);
 } CarrelHypervisorOps;
 
 /*
@@ -194,7 +210,7 @@ CarrelHypervisor *carrel_hypervisor_new_fake(void);
  * Makes the fake fail the next call of the given op once with CARREL_ERROR_HYPERVISOR. op is a
  * member name of CarrelHypervisorOps: "define_start", "start", "shutdown", "destroy",
  * "undefine", "get_state", "agent_ping", "list", "define", "save", "restore", "set_time",
- * "agent_exec", "screenshot", "file_read", "file_write" or "input_send".
+ * "agent_exec", "screenshot", "file_read", "file_write", "input_send" or "ensure_network".
  */
 void carrel_hypervisor_fake_fail_next(CarrelHypervisor *hv, const char *op);
 
@@ -231,6 +247,10 @@ char **carrel_hypervisor_fake_get_exec_argv(CarrelHypervisor *hv);
  * black 4x3 PPM). It is not validated here, so tests can feed hostile images. */
 void carrel_hypervisor_fake_set_screen(CarrelHypervisor *hv, GBytes *image);
 
+/* Makes the fake hold network name with xml as it is (to test a foreign network of carrel's
+ * name); ensure_network then leaves it as it is. */
+void carrel_hypervisor_fake_set_network(CarrelHypervisor *hv, const char *name, const char *xml);
+
 /* The URI the backend was opened with ("fake://" for the fake). */
 const char *carrel_hypervisor_get_uri(CarrelHypervisor *hv);
 
@@ -253,6 +273,8 @@ gboolean carrel_hypervisor_save(CarrelHypervisor *hv, const char *name, const ch
 gboolean carrel_hypervisor_restore(CarrelHypervisor *hv, const char *path, const char *xml,
                                    GError **error);
 gboolean carrel_hypervisor_set_time(CarrelHypervisor *hv, const char *name, GError **error);
+gboolean carrel_hypervisor_ensure_network(CarrelHypervisor *hv, const char *name, const char *xml,
+                                          char **ret_xml, GError **error);
 
 /* Response timeout of every single guest-agent command carrel sends (a hung agent never hangs
  * the daemon longer than this per command). */

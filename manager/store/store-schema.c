@@ -150,6 +150,10 @@ static const StoreMigration migrations[] = {
      "ALTER TABLE sessions ADD COLUMN origin TEXT NOT NULL DEFAULT 'cold'"
      "  CHECK (origin IN ('cold', 'warm'));",
      FALSE},
+    /* v3: the MAC of the session's NIC (NULL for sessions made before NICs). */
+    {"ALTER TABLE sessions ADD COLUMN mac TEXT"
+     "  CHECK (mac IS NULL OR (length(mac) = 17 AND mac NOT GLOB '*[^0-9a-f:]*'));",
+     FALSE},
 };
 
 int

@@ -3,7 +3,7 @@
 
 #define SESSION_COLUMNS                                                                            \
     "id, name, template_name, template_version, state, state_reason, vcpus, memory_mib, dir, "     \
-    "overlay_path, created_at, updated_at, origin"
+    "overlay_path, created_at, updated_at, origin, mac"
 
 static gboolean
 bind_session(CarrelStore *store, sqlite3_stmt *stmt, const CarrelSession *s, GError **error)
@@ -21,7 +21,8 @@ bind_session(CarrelStore *store, sqlite3_stmt *stmt, const CarrelSession *s, GEr
            carrel_store_bind_text(store, stmt, 10, s->overlay_path, error) &&
            carrel_store_bind_int64(store, stmt, 11, s->created_at, error) &&
            carrel_store_bind_int64(store, stmt, 12, s->updated_at, error) &&
-           carrel_store_bind_text(store, stmt, 13, s->from_warm ? "warm" : "cold", error);
+           carrel_store_bind_text(store, stmt, 13, s->from_warm ? "warm" : "cold", error) &&
+           carrel_store_bind_text(store, stmt, 14, s->mac, error);
 }
 
 static CarrelSession *
@@ -43,6 +44,7 @@ session_from_row(sqlite3_stmt *stmt, GError **error)
     s->created_at = sqlite3_column_int64(stmt, 10);
     s->updated_at = sqlite3_column_int64(stmt, 11);
     s->from_warm = g_strcmp0((const char *)sqlite3_column_text(stmt, 12), "warm") == 0;
+    s->mac = carrel_store_column_dup(stmt, 13);
     if (s->state == CARREL_SESSION_LAST) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_STORE,
                     "session '%s' has an unknown state '%s'", s->id, state ? state : "");
@@ -85,7 +87,7 @@ insert_session(CarrelStore *store, const CarrelSession *session, GError **error)
         return FALSE;
     stmt = carrel_store_prepare(store,
                                 "INSERT INTO sessions (" SESSION_COLUMNS ") "
-                                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                                 error);
     return stmt && bind_session(store, stmt, session, error) &&
            carrel_store_step_done(store, stmt, &conflict, "inserting session", error);
