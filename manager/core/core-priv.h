@@ -71,6 +71,9 @@ gboolean carrel_manager_ensure_network(CarrelManager *mgr, GError **error);
 gboolean carrel_manager_set_guest_mac(CarrelManager *mgr, const char *domain, const char *mac,
                                       GError **error);
 
+/* Starts the job that gives a restored clone's free memory back to the host (core-warm.c). */
+CarrelJob *carrel_manager_reclaim_restored(CarrelManager *mgr, const CarrelSession *session);
+
 /* Removes domain and files of a session, collecting no error (best effort cleanup paths). */
 void carrel_manager_session_teardown(CarrelManager *mgr, const CarrelSession *session);
 

@@ -226,6 +226,8 @@ carrel_manager_session_create(CarrelManager *mgr, const CarrelSessionRequest *re
     }
     result = create_claimed(mgr, session, tmpl, warm, error);
     carrel_manager_release(mgr, session->id);
+    if (result && warm)
+        carrel_job_unref(carrel_manager_reclaim_restored(mgr, result));
     if (!result)
         g_prefix_error(error, "creating session '%s': ", session->name);
     return result;

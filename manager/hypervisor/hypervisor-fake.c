@@ -38,12 +38,14 @@ typedef struct {
     GHashTable *files;    /* guest path -> GBytes, shared by every fake domain */
     GPtrArray *input;     /* QMP commands received, in order */
     GHashTable *networks; /* name -> XML */
+    guint balloon_calls;
 } FakeBackend;
 
 static const char *const fake_op_names[] = {
-    "define_start", "start",      "shutdown",  "destroy",    "undefine",   "get_state",
-    "agent_ping",   "list",       "define",    "save",       "restore",    "set_time",
-    "agent_exec",   "screenshot", "file_read", "file_write", "input_send", "ensure_network",
+    "define_start", "start",      "shutdown",       "destroy",     "undefine",
+    "get_state",    "agent_ping", "list",           "define",      "save",
+    "restore",      "set_time",   "agent_exec",     "screenshot",  "file_read",
+    "file_write",   "input_send", "ensure_network", "set_balloon",
 };
 
 static void
@@ -555,6 +557,25 @@ fake_ensure_network(CarrelHypervisor *hv, const char *name, const char *xml, cha
     return TRUE;
 }
 
+static gboolean
+fake_set_balloon(CarrelHypervisor *hv, const char *name, guint target_mib, guint timeout_s,
+                 guint *ret_actual_mib, GError **error)
+{
+    FakeBackend *be = hv->backend_data;
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
+    FakeDomain *dom = NULL;
+
+    if (take_failure(be, "set_balloon", error) || !(dom = find_domain(be, name, error)))
+        return FALSE;
+    if (dom->state != CARREL_DOMAIN_RUNNING) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE, "domain is not running");
+        return FALSE;
+    }
+    be->balloon_calls++;
+    *ret_actual_mib = target_mib;
+    return TRUE;
+}
+
 static const CarrelHypervisorOps fake_ops = {
     .define_start = fake_define_start,
     .start = fake_start,
@@ -576,6 +597,7 @@ static const CarrelHypervisorOps fake_ops = {
     .file_write = fake_file_write,
     .input_send = fake_input_send,
     .ensure_network = fake_ensure_network,
+    .set_balloon = fake_set_balloon,
 };
 
 CarrelHypervisor *
@@ -704,4 +726,17 @@ carrel_hypervisor_fake_set_network(CarrelHypervisor *hv, const char *name, const
     g_mutex_lock(&be->lock);
     g_hash_table_insert(be->networks, g_strdup(name), g_strdup(xml));
     g_mutex_unlock(&be->lock);
+}
+
+guint
+carrel_hypervisor_fake_get_balloon_calls(CarrelHypervisor *hv)
+{
+    FakeBackend *be = fake_backend_of(hv);
+    guint calls;
+
+    g_return_val_if_fail(be != NULL, 0);
+    g_mutex_lock(&be->lock);
+    calls = be->balloon_calls;
+    g_mutex_unlock(&be->lock);
+    return calls;
 }

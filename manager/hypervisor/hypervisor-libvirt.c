@@ -619,6 +619,59 @@ lv_ensure_network(CarrelHypervisor *hv, const char *name, const char *xml, char 
     return TRUE;
 }
 
+/* The balloon's current size (QEMU's query-balloon, no guest statistics needed). */
+static gboolean
+balloon_actual_kib(virDomainPtr dom, unsigned long long *ret_kib, GError **error)
+{
+    virDomainMemoryStatStruct stats[VIR_DOMAIN_MEMORY_STAT_NR];
+    int n = virDomainMemoryStats(dom, stats, VIR_DOMAIN_MEMORY_STAT_NR, 0);
+
+    if (n < 0) {
+        set_libvirt_error(error, "reading balloon size");
+        return FALSE;
+    }
+    for (int i = 0; i < n; i++) {
+        if (stats[i].tag == VIR_DOMAIN_MEMORY_STAT_ACTUAL_BALLOON) {
+            *ret_kib = stats[i].val;
+            return TRUE;
+        }
+    }
+    g_set_error(error, CARREL_ERROR, CARREL_ERROR_HYPERVISOR, "the domain reports no balloon size");
+    return FALSE;
+}
+
+static gboolean
+lv_set_balloon(CarrelHypervisor *hv, const char *name, guint target_mib, guint timeout_s,
+               guint *ret_actual_mib, GError **error)
+{
+    LibvirtBackend *be = hv->backend_data;
+    g_autoptr(virDomain) dom = NULL;
+    unsigned long long target = (unsigned long long)target_mib * 1024, actual = 0, last = 0;
+    gint64 now = g_get_monotonic_time(), deadline = now + (gint64)timeout_s * G_USEC_PER_SEC;
+    gint64 moved = now;
+
+    if (refuse_on_test(be, "ballooning", error) || !(dom = lookup_domain(be, name, error)))
+        return FALSE;
+    if (virDomainSetMemoryFlags(dom, (unsigned long)target, VIR_DOMAIN_AFFECT_LIVE) < 0) {
+        set_libvirt_error(error, "setting the balloon target");
+        return FALSE;
+    }
+    /* The guest moves the balloon at its own pace (~80 MB/s inflating under TCG). */
+    while (balloon_actual_kib(dom, &actual, error)) {
+        now = g_get_monotonic_time();
+        if (actual != last)
+            moved = now;
+        last = actual;
+        if ((actual > target ? actual - target : target - actual) <= 1024 || now >= deadline ||
+            now - moved > 3 * G_USEC_PER_SEC) {
+            *ret_actual_mib = (guint)(actual / 1024);
+            return TRUE;
+        }
+        g_usleep(200 * 1000);
+    }
+    return FALSE;
+}
+
 /* One agent command with carrel's response timeout; the reply is the guest's, untrusted. */
 static char *
 agent_command(virDomainPtr dom, const char *command, const char *what, GError **error)
@@ -983,6 +1036,7 @@ static const CarrelHypervisorOps libvirt_ops = {
     .file_write = lv_file_write,
     .input_send = lv_input_send,
     .ensure_network = lv_ensure_network,
+    .set_balloon = lv_set_balloon,
 };
 
 static void

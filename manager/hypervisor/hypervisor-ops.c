@@ -266,6 +266,17 @@ carrel_hypervisor_set_time(CarrelHypervisor *hv, const char *name, GError **erro
 }
 
 gboolean
+carrel_hypervisor_set_balloon(CarrelHypervisor *hv, const char *name, guint target_mib,
+                              guint timeout_s, guint *ret_actual_mib, GError **error)
+{
+    g_return_val_if_fail(hv != NULL && name != NULL && ret_actual_mib != NULL, FALSE);
+    if (hv->ops->set_balloon(hv, name, target_mib, timeout_s, ret_actual_mib, error))
+        return TRUE;
+    g_prefix_error(error, "domain '%s': ", name);
+    return FALSE;
+}
+
+gboolean
 carrel_hypervisor_ensure_network(CarrelHypervisor *hv, const char *name, const char *xml,
                                  char **ret_xml, GError **error)
 {

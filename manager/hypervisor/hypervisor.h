@@ -188,6 +188,14 @@ typedef struct {
      */
     gboolean (*ensure_network)(CarrelHypervisor *hv, const char *name, const char *xml,
                                char **ret_xml, GError **error);
+    /*
+     * Sets the live balloon target of a running domain to target_mib and waits (up to
+     * timeout_s) until the balloon is there or the guest stops moving it for 3 s (it gives no
+     * more than it has free). *ret_actual_mib gets the guest's memory at the end. UNSUPPORTED on
+     * test:///, WRONG_STATE when not running.
+     */
+    gboolean (*set_balloon)(CarrelHypervisor *hv, const char *name, guint target_mib,
+                            guint timeout_s, guint *ret_actual_mib, GError **error);
 } CarrelHypervisorOps;
 
 /*
@@ -210,7 +218,8 @@ CarrelHypervisor *carrel_hypervisor_new_fake(void);
  * Makes the fake fail the next call of the given op once with CARREL_ERROR_HYPERVISOR. op is a
  * member name of CarrelHypervisorOps: "define_start", "start", "shutdown", "destroy",
  * "undefine", "get_state", "agent_ping", "list", "define", "save", "restore", "set_time",
- * "agent_exec", "screenshot", "file_read", "file_write", "input_send" or "ensure_network".
+ * "agent_exec", "screenshot", "file_read", "file_write", "input_send", "ensure_network" or
+ * "set_balloon".
  */
 void carrel_hypervisor_fake_fail_next(CarrelHypervisor *hv, const char *op);
 
@@ -251,6 +260,9 @@ void carrel_hypervisor_fake_set_screen(CarrelHypervisor *hv, GBytes *image);
  * name); ensure_network then leaves it as it is. */
 void carrel_hypervisor_fake_set_network(CarrelHypervisor *hv, const char *name, const char *xml);
 
+/* How many set_balloon calls the fake has served. */
+guint carrel_hypervisor_fake_get_balloon_calls(CarrelHypervisor *hv);
+
 /* The URI the backend was opened with ("fake://" for the fake). */
 const char *carrel_hypervisor_get_uri(CarrelHypervisor *hv);
 
@@ -273,6 +285,8 @@ gboolean carrel_hypervisor_save(CarrelHypervisor *hv, const char *name, const ch
 gboolean carrel_hypervisor_restore(CarrelHypervisor *hv, const char *path, const char *xml,
                                    GError **error);
 gboolean carrel_hypervisor_set_time(CarrelHypervisor *hv, const char *name, GError **error);
+gboolean carrel_hypervisor_set_balloon(CarrelHypervisor *hv, const char *name, guint target_mib,
+                                       guint timeout_s, guint *ret_actual_mib, GError **error);
 gboolean carrel_hypervisor_ensure_network(CarrelHypervisor *hv, const char *name, const char *xml,
                                           char **ret_xml, GError **error);
 
