@@ -66,9 +66,6 @@ boot_and_save(CarrelManager *mgr, CarrelJob *job, const CarrelTemplate *tmpl, Ca
         return FALSE;
     ok = carrel_manager_wait_agent(mgr, domain, NULL, error) &&
          carrel_manager_wait_ready(mgr, job, domain, WARM_READY_TIMEOUT_S, error);
-    /* No drop_caches before the save: the restored guest reads those files again into fresh
-     * pages scattered over discarded blocks, each then 2 MiB of host RAM (measured: 0.48 GB
-     * with the cache kept, 1.20-1.25 GB with it dropped). */
     if (ok) {
         carrel_job_progress(job, "saving the memory state");
         ok = carrel_hypervisor_save(mgr->hv, domain, memory_path, error);

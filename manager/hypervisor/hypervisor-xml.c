@@ -346,10 +346,10 @@ static const char desktop_devices[] =
     /* No USB controller: nothing needs it (virtio input), so no UHCI for a guest to poke at. */
     "    <controller type='usb' model='none'/>\n"
     /*
-     * Free page reporting: the guest hands free 2 MiB blocks back and QEMU discards them. QEMU
-     * backs guest RAM with transparent huge pages, so restoring a warm state that has one stale
-     * page in a block makes the whole 2 MiB resident; discarded blocks are saved as zero pages and
-     * restore skips them. Measured on tiny: warm clone 1.30 GB -> 0.48 GB of host RAM.
+     * Free page reporting: memory the guest frees goes back to the host (QEMU discards it), so
+     * a session's RSS follows what its guest uses instead of its peak (measured on tiny: 300 MB
+     * freed in the guest, host RSS 270 MB lower 6 s later). The balloon itself gives a restored
+     * clone's RAM back (core-warm.c).
      */
     "    <memballoon model='virtio' freePageReporting='on'/>\n"
     "    <rng model='virtio'>\n"
