@@ -29,6 +29,7 @@ static const CommandSpec commands[] = {
     {"clipboard", "set", CARREL_GUEST_COMMAND_CLIPBOARD_SET, OPT_X | OPT_TIMEOUT | OPT_STDIN, 0, 1},
     {"launch", NULL, CARREL_GUEST_COMMAND_LAUNCH, OPT_X | OPT_USER, 1, CARREL_GUEST_LIMIT_ARGS},
     {"open", NULL, CARREL_GUEST_COMMAND_OPEN, OPT_X | OPT_USER, 1, 1},
+    {"set-mac", NULL, CARREL_GUEST_COMMAND_SET_MAC, 0, 1, 1},
     {"version", NULL, CARREL_GUEST_COMMAND_VERSION, 0, 0, 0},
     {"help", NULL, CARREL_GUEST_COMMAND_HELP, 0, 0, 0},
 };
@@ -61,6 +62,7 @@ static const char usage_text[] =
     "  clipboard set TEXT|--stdin   own CLIPBOARD and PRIMARY (a background process serves them)\n"
     "  launch [--user U] APP [ARGS...]  start a program in the desktop session\n"
     "  open [--user U] PATH|URL     open a file or URL with the desktop's default program\n"
+    "  set-mac MAC                  give the one network device this MAC (as root)\n"
     "  version                      print the version\n"
     "\n"
     "Options:\n"

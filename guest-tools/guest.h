@@ -72,6 +72,7 @@ typedef enum {
     CARREL_GUEST_COMMAND_CLIPBOARD_SET,
     CARREL_GUEST_COMMAND_LAUNCH,
     CARREL_GUEST_COMMAND_OPEN,
+    CARREL_GUEST_COMMAND_SET_MAC,
     CARREL_GUEST_COMMAND_VERSION,
     CARREL_GUEST_COMMAND_HELP,
     CARREL_GUEST_COMMAND_LAST
@@ -88,7 +89,7 @@ typedef struct {
     gint64 timeout_ms; /* the command's default when not given */
     gboolean use_stdin;
     char *text; /* clipboard set TEXT */
-    GStrv argv; /* launch: program and arguments; open: the one target */
+    GStrv argv; /* launch: program and arguments; open: the one target; set-mac: the MAC */
 } CarrelGuestOptions;
 
 void carrel_guest_options_free(CarrelGuestOptions *options);
@@ -196,5 +197,25 @@ JsonNode *carrel_guest_cmd_clipboard_get(const CarrelGuestOptions *options, GErr
 JsonNode *carrel_guest_cmd_clipboard_set(const CarrelGuestOptions *options, GError **error);
 JsonNode *carrel_guest_cmd_launch(const CarrelGuestOptions *options, GError **error);
 JsonNode *carrel_guest_cmd_open(const CarrelGuestOptions *options, GError **error);
+JsonNode *carrel_guest_cmd_set_mac(const CarrelGuestOptions *options, GError **error);
+
+/* set-mac (guest-net.c). */
+
+/* Parses "xx:xx:xx:xx:xx:xx" (either case) into ret_mac; refuses multicast and all-zero. */
+gboolean carrel_guest_mac_parse(const char *text, guint8 ret_mac[6], GError **error);
+
+/* A network interface as /sys/class/net shows it. */
+typedef struct {
+    char *name;
+    int type;            /* ARPHRD_*: 1 is Ethernet */
+    gboolean has_device; /* backed by a device (PCI, virtio), not a virtual interface */
+} CarrelGuestNic;
+
+void carrel_guest_nic_free(CarrelGuestNic *nic);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelGuestNic, carrel_guest_nic_free)
+
+/* The name of the one Ethernet interface with a device among nics (of CarrelGuestNic);
+ * NOT_FOUND when there is none, INVALID_ARG when there are several. */
+const char *carrel_guest_pick_nic(GPtrArray *nics, GError **error);
 
 G_END_DECLS

@@ -162,6 +162,9 @@ test_errors(void **state)
         {{"launch", "--user", "", "x", NULL}, "invalid value"},
         {{"launch", NULL}, "takes 1 to"},
         {{"open", "a", "b", NULL}, "takes 1 to 1"},
+        {{"set-mac", NULL}, "takes 1 to 1"},
+        {{"set-mac", "02:00:00:00:00:01", "x", NULL}, "takes 1 to 1"},
+        {{"set-mac", "--display", ":1", "02:00:00:00:00:01", NULL}, "does not apply to 'set-mac'"},
         {{"ready", "--stdin=yes", NULL}, "takes no value"},
         {{"ready", "-x", NULL}, "unknown option '-x'"},
         {{"ready", "--nope", NULL}, "unknown option '--nope'"},
@@ -217,6 +220,7 @@ test_help_and_names(void **state)
     assert_string_equal(carrel_guest_command_to_string(CARREL_GUEST_COMMAND_CLIPBOARD_SET),
                         "clipboard set");
     assert_string_equal(carrel_guest_command_to_string(CARREL_GUEST_COMMAND_OPEN), "open");
+    assert_string_equal(carrel_guest_command_to_string(CARREL_GUEST_COMMAND_SET_MAC), "set-mac");
     assert_string_equal(carrel_guest_command_to_string(CARREL_GUEST_COMMAND_LAST), "unknown");
 }
 

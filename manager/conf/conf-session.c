@@ -25,6 +25,7 @@ carrel_session_free(CarrelSession *session)
     g_free(session->head_snapshot);
     g_free(session->origin_session);
     g_free(session->expiry_action);
+    g_free(session->mac);
     g_free(session);
 }
 
@@ -60,6 +61,7 @@ carrel_session_to_json(const CarrelSession *session)
     json_builder_add_int_value(b, session->memory_mib);
     json_builder_set_member_name(b, "origin");
     json_builder_add_string_value(b, session->from_warm ? "warm" : "cold");
+    carrel_conf_add_optional_string(b, "mac", session->mac);
     json_builder_set_member_name(b, "domain");
     json_builder_add_string_value(b, domain);
     carrel_conf_add_optional_string(b, "head_snapshot", session->head_snapshot);

@@ -139,6 +139,7 @@ typedef struct {
     gint64 expires_at;    /* unix seconds when its time limit acts, 0 = none */
     guint idle_timeout_s; /* no activity for this long acts, 0 = none */
     char *expiry_action;  /* "destroy", "stop", "hibernate" or "pause" */
+    char *mac;            /* of its NIC (see carrel_net_new_mac); NULL: made before NICs */
     gint64 created_at;
     gint64 updated_at;
 } CarrelSession;

@@ -6,6 +6,7 @@
  */
 #include "core/core-priv.h"
 #include "disk/disk.h"
+#include "net/net.h"
 
 static CarrelSession *
 fork_row(CarrelManager *mgr, const CarrelSession *origin, const CarrelSnapshot *snap)
@@ -25,6 +26,7 @@ fork_row(CarrelManager *mgr, const CarrelSession *origin, const CarrelSnapshot *
     s->exit_paths = g_strdupv(origin->exit_paths);
     s->head_snapshot = g_strdup(snap->id);
     s->origin_session = g_strdup(origin->id);
+    s->mac = carrel_net_new_mac();
     s->created_at = s->updated_at = carrel_util_now();
     return g_steal_pointer(&s);
 }
@@ -46,10 +48,12 @@ bring_up_fork(CarrelManager *mgr, CarrelSession *s, const CarrelSnapshot *snap, 
     g_mutex_lock(&mgr->warm_lock);
     ok = carrel_hypervisor_restore(mgr->hv, snap->memory_path, xml, error);
     g_mutex_unlock(&mgr->warm_lock);
-    return ok && carrel_hypervisor_define(mgr->hv, xml, error) &&
-           carrel_manager_wait_agent(mgr, domain, &by_screen, error) &&
-           (by_screen || carrel_manager_set_guest_clock(mgr, domain, error)) &&
-           carrel_store_session_set_state(mgr->store, s->id, CARREL_SESSION_RUNNING, NULL, error);
+    if (!ok || !carrel_hypervisor_define(mgr->hv, xml, error) ||
+        !carrel_manager_wait_agent(mgr, domain, &by_screen, error) ||
+        (!by_screen && !carrel_manager_set_guest_clock(mgr, domain, error)))
+        return FALSE;
+    carrel_manager_set_clone_mac(mgr, domain, s->mac);
+    return carrel_store_session_set_state(mgr->store, s->id, CARREL_SESSION_RUNNING, NULL, error);
 }
 
 /* One fork, all or nothing. */
@@ -62,12 +66,16 @@ fork_one(CarrelManager *mgr, const CarrelSession *origin, const CarrelSnapshot *
 
     if (!carrel_manager_claim(mgr, s->id, "fork", error))
         return NULL;
-    ok = carrel_store_session_insert(mgr->store, s, error) && bring_up_fork(mgr, s, snap, error);
+    ok = carrel_manager_ensure_network(mgr, error) &&
+         carrel_store_session_insert(mgr->store, s, error) && bring_up_fork(mgr, s, snap, error);
     if (!ok) {
         carrel_manager_session_teardown(mgr, s);
         (void)carrel_store_session_delete(mgr->store, s->id, NULL);
     }
     carrel_manager_release(mgr, s->id);
+    /* Like a warm clone: its free memory goes back to the host. */
+    if (ok)
+        carrel_job_unref(carrel_manager_reclaim_restored(mgr, s));
     return ok ? carrel_store_session_get(mgr->store, s->id, error) : NULL;
 }
 

@@ -45,6 +45,9 @@ do_start(CarrelManager *mgr, CarrelSession *session, gpointer data, GError **err
     g_autoptr(GError) local = NULL;
     gboolean by_screen = FALSE;
 
+    /* The network may be down since the host rebooted; a domain on it would not start. */
+    if (session->mac && !carrel_manager_ensure_network(mgr, error))
+        return FALSE;
     if (carrel_hypervisor_get_state(mgr->hv, domain, &state, &local)) {
         if (state != CARREL_DOMAIN_RUNNING && !carrel_hypervisor_start(mgr->hv, domain, error))
             return FALSE;

@@ -67,6 +67,23 @@ gboolean carrel_manager_wait_agent(CarrelManager *mgr, const char *domain, gbool
 char *carrel_manager_session_xml(CarrelManager *mgr, const CarrelSession *session,
                                  const CarrelTemplate *tmpl, GError **error);
 
+/* Makes sure carrel's isolated network exists, runs, and is really isolated (core-net.c). */
+gboolean carrel_manager_ensure_network(CarrelManager *mgr, GError **error);
+
+/*
+ * Sets the MAC of the guest's NIC from inside (carrel-guest set-mac). A restored clone needs it:
+ * QEMU's virtio-net state in the save image carries the MAC the template was saved with.
+ */
+gboolean carrel_manager_set_guest_mac(CarrelManager *mgr, const char *domain, const char *mac,
+                                      GError **error);
+
+/* A restored clone takes its own MAC inside the guest; a failure is logged (the old MAC costs
+ * nothing on the isolated network), never fatal. */
+void carrel_manager_set_clone_mac(CarrelManager *mgr, const char *domain, const char *mac);
+
+/* Starts the job that gives a restored clone's free memory back to the host (core-warm.c). */
+CarrelJob *carrel_manager_reclaim_restored(CarrelManager *mgr, const CarrelSession *session);
+
 /* Removes domain and files of a session, collecting no error (best effort cleanup paths). */
 void carrel_manager_session_teardown(CarrelManager *mgr, const CarrelSession *session);
 

@@ -2,6 +2,7 @@
 
 #include "core/core-priv.h"
 #include "disk/disk.h"
+#include "net/net.h"
 
 char *
 carrel_manager_session_xml(CarrelManager *mgr, const CarrelSession *session,
@@ -29,6 +30,8 @@ carrel_manager_session_xml(CarrelManager *mgr, const CarrelSession *session,
         .disk_format = "qcow2",
         .console_log_path = log,
         .tb_cache_mib = mgr->accel == CARREL_ACCEL_TCG ? mgr->tb_cache_mib : 0,
+        .mac = session->mac,
+        .network = CARREL_NET_ISOLATED_NAME,
     };
 
     return carrel_hypervisor_build_domain_xml(&spec, error);
@@ -73,6 +76,7 @@ session_from_request(CarrelManager *mgr, const CarrelSessionRequest *req,
     session->memory_mib = req->memory_mib ? req->memory_mib : CARREL_DEFAULT_MEMORY_MIB;
     session->dir = g_build_filename(mgr->state_dir, "sessions", session->id, NULL);
     session->overlay_path = g_build_filename(session->dir, "disk.qcow2", NULL);
+    session->mac = carrel_net_new_mac();
     session->created_at = session->updated_at = carrel_util_now();
     session->exit_paths = carrel_policy_exit_paths(mgr->policy, req->exit_paths);
     set_time_limits(mgr, req, session);
@@ -101,6 +105,21 @@ carrel_manager_set_guest_clock(CarrelManager *mgr, const char *domain, GError **
         exit_code == 0)
         return TRUE;
     return carrel_hypervisor_set_time(mgr->hv, domain, error);
+}
+
+/*
+ * A restored clone's NIC still has the MAC of the saved template (QEMU's virtio-net state
+ * carries it) while its domain XML has the session's own: the guest sets its own, which also
+ * updates QEMU's device. A guest without carrel-guest keeps the old one; that costs it nothing
+ * on an isolated network, so it is a warning, not a failed session.
+ */
+void
+carrel_manager_set_clone_mac(CarrelManager *mgr, const char *domain, const char *mac)
+{
+    g_autoptr(GError) local = NULL;
+
+    if (mac && !carrel_manager_set_guest_mac(mgr, domain, mac, &local))
+        g_warning("%s: the guest keeps the template's MAC: %s", domain, local->message);
 }
 
 /*
@@ -145,7 +164,7 @@ bring_up(CarrelManager *mgr, CarrelSession *session, const CarrelTemplate *tmpl,
     if (!warm && inputs && inputs->len && !carrel_manager_inject_cold(mgr, session, inputs, error))
         return FALSE;
     xml = carrel_manager_session_xml(mgr, session, tmpl, error);
-    if (!xml)
+    if (!xml || !carrel_manager_ensure_network(mgr, error))
         return FALSE;
     if (warm ? !restore_warm(mgr, warm, domain, xml, error)
              : !carrel_hypervisor_define_start(mgr->hv, xml, error))
@@ -158,6 +177,8 @@ bring_up(CarrelManager *mgr, CarrelSession *session, const CarrelTemplate *tmpl,
     if (warm && inputs && inputs->len &&
         !carrel_manager_inject_by_agent(mgr, session, inputs, error))
         return FALSE;
+    if (warm)
+        carrel_manager_set_clone_mac(mgr, domain, session->mac);
     /* A booted guest whose agent answers may still be drawing its desktop; a restored one was
      * saved ready, and a guest found ready by its screen is so already. */
     if (!warm && !by_screen &&
@@ -229,6 +250,8 @@ carrel_manager_session_create(CarrelManager *mgr, const CarrelSessionRequest *re
     carrel_manager_release(mgr, session->id);
     if (result)
         carrel_manager_forget_uploads(mgr, req->inputs);
+    if (result && warm)
+        carrel_job_unref(carrel_manager_reclaim_restored(mgr, result));
     if (!result)
         g_prefix_error(error, "creating session '%s': ", session->name);
     return result;

@@ -2,6 +2,7 @@
 
 #include "core/core-priv.h"
 #include "disk/disk.h"
+#include "net/net.h"
 
 /*
  * Warm start: a template version is booted once, waited for, and its memory saved together
@@ -42,6 +43,8 @@ warm_session(CarrelManager *mgr, const CarrelTemplate *tmpl, const char *dir)
     s->memory_mib = CARREL_DEFAULT_MEMORY_MIB;
     s->dir = g_strdup(dir);
     s->overlay_path = g_build_filename(dir, "disk.qcow2", NULL);
+    /* Clones restore the device set saved here: the NIC must be part of it. */
+    s->mac = carrel_net_new_mac();
     return g_steal_pointer(&s);
 }
 
@@ -56,7 +59,7 @@ boot_and_save(CarrelManager *mgr, CarrelJob *job, const CarrelTemplate *tmpl, Ca
     if (!carrel_disk_create_overlay(ws->overlay_path, tmpl->disk_path, tmpl->format, error))
         return FALSE;
     xml = carrel_manager_session_xml(mgr, ws, tmpl, error);
-    if (!xml)
+    if (!xml || !carrel_manager_ensure_network(mgr, error))
         return FALSE;
     carrel_job_progress(job, "booting the template");
     if (!carrel_hypervisor_define_start(mgr->hv, xml, error))
@@ -159,6 +162,73 @@ carrel_manager_template_warm(CarrelManager *mgr, const char *name, guint version
     wd->version = tmpl->version;
     carrel_manager_add_job(mgr, job);
     carrel_job_run(job, warm_job, wd, warm_data_free);
+    return job;
+}
+
+/*
+ * Host RAM of a restored clone. Restoring makes every page of guest RAM resident: QEMU reads
+ * each page it loads to see whether it is zero already, and on this kind of host reading
+ * untouched anonymous memory allocates it (measured: a 1 GiB clone at 1.23-1.30 GB against a
+ * cold boot's 0.43 GB). The balloon gets it back: inflated, the guest hands its free pages to
+ * the host, which discards them; deflated, they return to the guest untouched. Measured on
+ * tiny: 1.23 GB -> 0.45 GB, ~8 s inflating and ~2 s deflating under TCG. It runs as a job
+ * after create returns, so a warm create stays fast; meanwhile the guest has less memory.
+ */
+#define RECLAIM_FLOOR_MIB 256
+#define RECLAIM_TIMEOUT_S 60
+
+typedef struct {
+    CarrelManager *mgr;
+    char *domain;
+    guint memory_mib;
+} ReclaimData;
+
+static void
+reclaim_data_free(gpointer data)
+{
+    ReclaimData *rd = data;
+
+    g_free(rd->domain);
+    g_free(rd);
+}
+
+static gboolean
+reclaim_job(CarrelJob *job, gpointer data, JsonNode **ret_result, GError **error)
+{
+    ReclaimData *rd = data;
+    guint target = MAX(RECLAIM_FLOOR_MIB, rd->memory_mib / 4), low = 0, back = 0;
+    g_autoptr(JsonBuilder) b = json_builder_new();
+
+    carrel_job_progress(job, "inflating the balloon");
+    if (!carrel_hypervisor_set_balloon(rd->mgr->hv, rd->domain, target, RECLAIM_TIMEOUT_S, &low,
+                                       error))
+        return FALSE;
+    carrel_job_progress(job, "deflating the balloon");
+    /* Always try to give the guest all its memory back, whatever the inflating did. */
+    if (!carrel_hypervisor_set_balloon(rd->mgr->hv, rd->domain, rd->memory_mib, RECLAIM_TIMEOUT_S,
+                                       &back, error))
+        return FALSE;
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "lowest_mib");
+    json_builder_add_int_value(b, low);
+    json_builder_set_member_name(b, "memory_mib");
+    json_builder_add_int_value(b, back);
+    json_builder_end_object(b);
+    *ret_result = json_builder_get_root(b);
+    return TRUE;
+}
+
+CarrelJob *
+carrel_manager_reclaim_restored(CarrelManager *mgr, const CarrelSession *session)
+{
+    CarrelJob *job = carrel_job_new("memory-reclaim", session->id);
+    ReclaimData *rd = g_new0(ReclaimData, 1);
+
+    rd->mgr = mgr;
+    rd->domain = carrel_session_domain_name(session->id);
+    rd->memory_mib = session->memory_mib;
+    carrel_manager_add_job(mgr, job);
+    carrel_job_run(job, reclaim_job, rd, reclaim_data_free);
     return job;
 }
 

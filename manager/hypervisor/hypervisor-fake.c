@@ -38,12 +38,15 @@ typedef struct {
     GHashTable *files;     /* guest path -> GBytes, shared by every fake domain */
     GBytes *read_fallback; /* what reading any other path gives, or NULL */
     GPtrArray *input;      /* QMP commands received, in order */
+    GHashTable *networks;  /* name -> XML */
+    guint balloon_calls;
 } FakeBackend;
 
 static const char *const fake_op_names[] = {
-    "define_start", "start",      "shutdown",   "destroy",   "undefine", "get_state",  "agent_ping",
-    "list",         "define",     "save",       "restore",   "set_time", "agent_exec", "screenshot",
-    "file_read",    "file_write", "input_send", "fs_freeze", "pause",
+    "define_start", "start",          "shutdown",    "destroy",    "undefine",   "get_state",
+    "agent_ping",   "list",           "define",      "save",       "restore",    "set_time",
+    "agent_exec",   "screenshot",     "file_read",   "file_write", "input_send", "fs_freeze",
+    "pause",        "ensure_network", "set_balloon",
 };
 
 static void
@@ -559,6 +562,7 @@ fake_close(CarrelHypervisor *hv)
     g_hash_table_unref(be->files);
     g_clear_pointer(&be->read_fallback, g_bytes_unref);
     g_ptr_array_unref(be->input);
+    g_hash_table_unref(be->networks);
     g_free(be->exec_stdout);
     g_free(be->exec_stderr);
     g_strfreev(be->exec_argv);
@@ -566,6 +570,40 @@ fake_close(CarrelHypervisor *hv)
     g_mutex_clear(&be->lock);
     g_free(be);
     hv->backend_data = NULL;
+}
+
+static gboolean
+fake_ensure_network(CarrelHypervisor *hv, const char *name, const char *xml, char **ret_xml,
+                    GError **error)
+{
+    FakeBackend *be = hv->backend_data;
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
+
+    if (take_failure(be, "ensure_network", error))
+        return FALSE;
+    if (!g_hash_table_contains(be->networks, name))
+        g_hash_table_insert(be->networks, g_strdup(name), g_strdup(xml));
+    *ret_xml = g_strdup(g_hash_table_lookup(be->networks, name));
+    return TRUE;
+}
+
+static gboolean
+fake_set_balloon(CarrelHypervisor *hv, const char *name, guint target_mib, guint timeout_s,
+                 guint *ret_actual_mib, GError **error)
+{
+    FakeBackend *be = hv->backend_data;
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
+    FakeDomain *dom = NULL;
+
+    if (take_failure(be, "set_balloon", error) || !(dom = find_domain(be, name, error)))
+        return FALSE;
+    if (dom->state != CARREL_DOMAIN_RUNNING) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE, "domain is not running");
+        return FALSE;
+    }
+    be->balloon_calls++;
+    *ret_actual_mib = target_mib;
+    return TRUE;
 }
 
 static const CarrelHypervisorOps fake_ops = {
@@ -590,6 +628,8 @@ static const CarrelHypervisorOps fake_ops = {
     .file_read = fake_file_read,
     .file_write = fake_file_write,
     .input_send = fake_input_send,
+    .ensure_network = fake_ensure_network,
+    .set_balloon = fake_set_balloon,
 };
 
 CarrelHypervisor *
@@ -603,6 +643,7 @@ carrel_hypervisor_new_fake(void)
     be->files =
         g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)g_bytes_unref);
     be->input = g_ptr_array_new_with_free_func(g_free);
+    be->networks = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     return carrel_hypervisor_new_backend(&fake_ops, "fake://", be);
 }
 
@@ -718,4 +759,28 @@ carrel_hypervisor_fake_set_read_fallback(CarrelHypervisor *hv, GBytes *data)
     locker = g_mutex_locker_new(&be->lock);
     g_clear_pointer(&be->read_fallback, g_bytes_unref);
     be->read_fallback = data ? g_bytes_ref(data) : NULL;
+}
+
+void
+carrel_hypervisor_fake_set_network(CarrelHypervisor *hv, const char *name, const char *xml)
+{
+    FakeBackend *be = fake_backend_of(hv);
+
+    g_return_if_fail(be != NULL && name != NULL && xml != NULL);
+    g_mutex_lock(&be->lock);
+    g_hash_table_insert(be->networks, g_strdup(name), g_strdup(xml));
+    g_mutex_unlock(&be->lock);
+}
+
+guint
+carrel_hypervisor_fake_get_balloon_calls(CarrelHypervisor *hv)
+{
+    FakeBackend *be = fake_backend_of(hv);
+    guint calls;
+
+    g_return_val_if_fail(be != NULL, 0);
+    g_mutex_lock(&be->lock);
+    calls = be->balloon_calls;
+    g_mutex_unlock(&be->lock);
+    return calls;
 }

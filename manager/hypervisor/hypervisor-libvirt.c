@@ -18,6 +18,7 @@
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(virDomain, virDomainFree)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(virStream, virStreamFree)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(virNetwork, virNetworkFree)
 
 #define POLL_INTERVAL_US (100 * 1000)
 #define AGENT_MAX_TIMEOUT_S 300
@@ -605,6 +606,113 @@ lv_set_time(CarrelHypervisor *hv, const char *name, GError **error)
     return TRUE;
 }
 
+/* The network, defined from xml when absent; NULL with error set otherwise. */
+static virNetworkPtr
+lookup_or_define_network(LibvirtBackend *be, const char *name, const char *xml, GError **error)
+{
+    virNetworkPtr net = virNetworkLookupByName(be->conn, name);
+
+    if (net)
+        return net;
+    if (virGetLastErrorCode() != VIR_ERR_NO_NETWORK) {
+        set_libvirt_error(error, "looking up network");
+        return NULL;
+    }
+    virResetLastError();
+    net = virNetworkDefineXML(be->conn, xml);
+    if (net) {
+        /* Best effort: carrel ensures it again before every session anyway. */
+        (void)virNetworkSetAutostart(net, 1);
+        virResetLastError();
+        return net;
+    }
+    /* Another carreld may have defined it in between: use that one. */
+    virResetLastError();
+    net = virNetworkLookupByName(be->conn, name);
+    if (!net)
+        set_libvirt_error(error, "defining network");
+    return net;
+}
+
+static gboolean
+lv_ensure_network(CarrelHypervisor *hv, const char *name, const char *xml, char **ret_xml,
+                  GError **error)
+{
+    LibvirtBackend *be = hv->backend_data;
+    g_autoptr(virNetwork) net = lookup_or_define_network(be, name, xml, error);
+    char *desc;
+
+    if (!net)
+        return FALSE;
+    /* Started by another process in between is as good as started here. */
+    if (virNetworkIsActive(net) != 1 && virNetworkCreate(net) < 0 && virNetworkIsActive(net) != 1) {
+        set_libvirt_error(error, "starting network");
+        return FALSE;
+    }
+    virResetLastError();
+    desc = virNetworkGetXMLDesc(net, 0);
+    if (!desc) {
+        set_libvirt_error(error, "reading network xml");
+        return FALSE;
+    }
+    *ret_xml = g_strdup(desc);
+    free(desc);
+    return TRUE;
+}
+
+/* The balloon's current size (QEMU's query-balloon, no guest statistics needed). */
+static gboolean
+balloon_actual_kib(virDomainPtr dom, unsigned long long *ret_kib, GError **error)
+{
+    virDomainMemoryStatStruct stats[VIR_DOMAIN_MEMORY_STAT_NR];
+    int n = virDomainMemoryStats(dom, stats, VIR_DOMAIN_MEMORY_STAT_NR, 0);
+
+    if (n < 0) {
+        set_libvirt_error(error, "reading balloon size");
+        return FALSE;
+    }
+    for (int i = 0; i < n; i++) {
+        if (stats[i].tag == VIR_DOMAIN_MEMORY_STAT_ACTUAL_BALLOON) {
+            *ret_kib = stats[i].val;
+            return TRUE;
+        }
+    }
+    g_set_error(error, CARREL_ERROR, CARREL_ERROR_HYPERVISOR, "the domain reports no balloon size");
+    return FALSE;
+}
+
+static gboolean
+lv_set_balloon(CarrelHypervisor *hv, const char *name, guint target_mib, guint timeout_s,
+               guint *ret_actual_mib, GError **error)
+{
+    LibvirtBackend *be = hv->backend_data;
+    g_autoptr(virDomain) dom = NULL;
+    unsigned long long target = (unsigned long long)target_mib * 1024, actual = 0, last = 0;
+    gint64 now = g_get_monotonic_time(), deadline = now + (gint64)timeout_s * G_USEC_PER_SEC;
+    gint64 moved = now;
+
+    if (refuse_on_test(be, "ballooning", error) || !(dom = lookup_domain(be, name, error)))
+        return FALSE;
+    if (virDomainSetMemoryFlags(dom, (unsigned long)target, VIR_DOMAIN_AFFECT_LIVE) < 0) {
+        set_libvirt_error(error, "setting the balloon target");
+        return FALSE;
+    }
+    /* The guest moves the balloon at its own pace (~80 MB/s inflating under TCG). */
+    while (balloon_actual_kib(dom, &actual, error)) {
+        now = g_get_monotonic_time();
+        if (actual != last)
+            moved = now;
+        last = actual;
+        if ((actual > target ? actual - target : target - actual) <= 1024 || now >= deadline ||
+            now - moved > 3 * G_USEC_PER_SEC) {
+            *ret_actual_mib = (guint)(actual / 1024);
+            return TRUE;
+        }
+        g_usleep(200 * 1000);
+    }
+    return FALSE;
+}
+
 /* One agent command with carrel's response timeout; the reply is the guest's, untrusted. */
 static char *
 agent_command(virDomainPtr dom, const char *command, const char *what, GError **error)
@@ -971,6 +1079,8 @@ static const CarrelHypervisorOps libvirt_ops = {
     .file_read = lv_file_read,
     .file_write = lv_file_write,
     .input_send = lv_input_send,
+    .ensure_network = lv_ensure_network,
+    .set_balloon = lv_set_balloon,
 };
 
 static void

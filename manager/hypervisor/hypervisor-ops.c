@@ -278,6 +278,17 @@ carrel_hypervisor_pause(CarrelHypervisor *hv, const char *name, gboolean pause, 
 }
 
 gboolean
+carrel_hypervisor_set_balloon(CarrelHypervisor *hv, const char *name, guint target_mib,
+                              guint timeout_s, guint *ret_actual_mib, GError **error)
+{
+    g_return_val_if_fail(hv != NULL && name != NULL && ret_actual_mib != NULL, FALSE);
+    if (hv->ops->set_balloon(hv, name, target_mib, timeout_s, ret_actual_mib, error))
+        return TRUE;
+    g_prefix_error(error, "domain '%s': ", name);
+    return FALSE;
+}
+
+gboolean
 carrel_hypervisor_fs_freeze(CarrelHypervisor *hv, const char *name, gboolean freeze, GError **error)
 {
     g_return_val_if_fail(hv != NULL && name != NULL, FALSE);
@@ -285,6 +296,17 @@ carrel_hypervisor_fs_freeze(CarrelHypervisor *hv, const char *name, gboolean fre
         return TRUE;
     g_prefix_error(error, "domain '%s': %s its filesystems: ", name,
                    freeze ? "freezing" : "thawing");
+    return FALSE;
+}
+
+gboolean
+carrel_hypervisor_ensure_network(CarrelHypervisor *hv, const char *name, const char *xml,
+                                 char **ret_xml, GError **error)
+{
+    g_return_val_if_fail(hv != NULL && name != NULL && xml != NULL && ret_xml != NULL, FALSE);
+    if (hv->ops->ensure_network(hv, name, xml, ret_xml, error))
+        return TRUE;
+    g_prefix_error(error, "network '%s': ", name);
     return FALSE;
 }
 

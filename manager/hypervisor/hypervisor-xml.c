@@ -157,6 +157,24 @@ validate_storage(const CarrelDomainSpec *spec, GError **error)
     return check_path("console log path", spec->console_log_path, TRUE, error);
 }
 
+static gboolean
+validate_network(const CarrelDomainSpec *spec, GError **error)
+{
+    if (!spec->mac)
+        return TRUE;
+    if (!carrel_util_is_mac(spec->mac)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "mac is not a unicast address of the form 02:1a:2b:3c:4d:5e");
+        return FALSE;
+    }
+    if (!carrel_util_is_valid_name(spec->network)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "a NIC needs a network with a valid name");
+        return FALSE;
+    }
+    return TRUE;
+}
+
 static void append_markup(GString *out, const char *format, ...) G_GNUC_PRINTF(2, 3);
 
 /* Appends format with every string argument XML-escaped. */
@@ -282,6 +300,25 @@ append_storage(GString *xml, const CarrelDomainSpec *spec)
                   spec->console_log_path, spec->console_log_path);
 }
 
+static void
+append_interface(GString *xml, const CarrelDomainSpec *spec)
+{
+    if (!spec->mac)
+        return;
+    /*
+     * The network is carrel's isolated one (no forward: egress none). No option ROM: no guest
+     * boots from the network, and iPXE would only add memory and a PXE attempt under firmware.
+     */
+    append_markup(xml,
+                  "    <interface type='network'>\n"
+                  "      <mac address='%s'/>\n"
+                  "      <source network='%s'/>\n"
+                  "      <model type='virtio'/>\n"
+                  "      <rom enabled='no'/>\n"
+                  "    </interface>\n",
+                  spec->mac, spec->network);
+}
+
 /* Devices that do not depend on the spec: the same desktop hardware for every session. */
 static const char desktop_devices[] =
     "    <channel type='unix'>\n"
@@ -308,7 +345,13 @@ static const char desktop_devices[] =
     "    </video>\n"
     /* No USB controller: nothing needs it (virtio input), so no UHCI for a guest to poke at. */
     "    <controller type='usb' model='none'/>\n"
-    "    <memballoon model='virtio'/>\n"
+    /*
+     * Free page reporting: memory the guest frees goes back to the host (QEMU discards it), so
+     * a session's RSS follows what its guest uses instead of its peak (measured on tiny: 300 MB
+     * freed in the guest, host RSS 270 MB lower 6 s later). The balloon itself gives a restored
+     * clone's RAM back (core-warm.c).
+     */
+    "    <memballoon model='virtio' freePageReporting='on'/>\n"
     "    <rng model='virtio'>\n"
     "      <backend model='random'>/dev/urandom</backend>\n"
     "    </rng>\n";
@@ -323,7 +366,8 @@ carrel_hypervisor_build_domain_xml(const CarrelDomainSpec *spec, GError **error)
         return NULL;
     }
     if (!validate_identity(spec, error) || !validate_resources(spec, error) ||
-        !validate_boot(spec, error) || !validate_storage(spec, error))
+        !validate_boot(spec, error) || !validate_storage(spec, error) ||
+        !validate_network(spec, error))
         return NULL;
 
     xml = g_string_sized_new(4096);
@@ -332,7 +376,7 @@ carrel_hypervisor_build_domain_xml(const CarrelDomainSpec *spec, GError **error)
     append_platform(xml, spec);
     g_string_append(xml, "  <devices>\n");
     append_storage(xml, spec);
-    /* No network interface yet: sessions get isolated networks with the egress proxy later. */
+    append_interface(xml, spec);
     g_string_append(xml, desktop_devices);
     g_string_append(xml, "  </devices>\n</domain>\n");
     return g_string_free(g_steal_pointer(&xml), FALSE);

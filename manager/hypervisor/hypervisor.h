@@ -45,6 +45,13 @@ typedef struct {
      * one (the device set must match); the value given here is used by cold starts.
      */
     const char *genid;
+    /*
+     * The session's NIC: a virtio interface with this MAC (lowercase, unicast, see
+     * carrel_util_is_mac) on the libvirt network `network`. NULL mac = no NIC (sessions made
+     * before NICs existed); network is required with a mac.
+     */
+    const char *mac;
+    const char *network;
 } CarrelDomainSpec;
 
 /*
@@ -179,6 +186,23 @@ typedef struct {
     /* Sends one QMP input-send-event command (from carrel_hypervisor_input_command) to QEMU. */
     gboolean (*input_send)(CarrelHypervisor *hv, const char *name, const char *command,
                            GError **error);
+    /*
+     * Makes sure the libvirt network `name` exists and is active: defines it from xml
+     * (persistent, autostarted) when absent, starts it when inactive, and leaves an existing
+     * definition as it is. *ret_xml gets the XML of the network as it now runs, which the
+     * caller must check (another tool may have made a network of that name). Safe against
+     * another process doing the same at once.
+     */
+    gboolean (*ensure_network)(CarrelHypervisor *hv, const char *name, const char *xml,
+                               char **ret_xml, GError **error);
+    /*
+     * Sets the live balloon target of a running domain to target_mib and waits (up to
+     * timeout_s) until the balloon is there or the guest stops moving it for 3 s (it gives no
+     * more than it has free). *ret_actual_mib gets the guest's memory at the end. UNSUPPORTED on
+     * test:///, WRONG_STATE when not running.
+     */
+    gboolean (*set_balloon)(CarrelHypervisor *hv, const char *name, guint target_mib,
+                            guint timeout_s, guint *ret_actual_mib, GError **error);
 } CarrelHypervisorOps;
 
 /*
@@ -201,7 +225,8 @@ CarrelHypervisor *carrel_hypervisor_new_fake(void);
  * Makes the fake fail the next call of the given op once with CARREL_ERROR_HYPERVISOR. op is a
  * member name of CarrelHypervisorOps: "define_start", "start", "shutdown", "destroy",
  * "undefine", "get_state", "agent_ping", "list", "define", "save", "restore", "set_time",
- * "agent_exec", "screenshot", "file_read", "file_write", "input_send", "fs_freeze" or "pause".
+ * "agent_exec", "screenshot", "file_read", "file_write", "input_send", "fs_freeze", "pause",
+ * "ensure_network" or "set_balloon".
  */
 void carrel_hypervisor_fake_fail_next(CarrelHypervisor *hv, const char *op);
 
@@ -242,6 +267,13 @@ char **carrel_hypervisor_fake_get_exec_argv(CarrelHypervisor *hv);
  * black 4x3 PPM). It is not validated here, so tests can feed hostile images. */
 void carrel_hypervisor_fake_set_screen(CarrelHypervisor *hv, GBytes *image);
 
+/* Makes the fake hold network name with xml as it is (to test a foreign network of carrel's
+ * name); ensure_network then leaves it as it is. */
+void carrel_hypervisor_fake_set_network(CarrelHypervisor *hv, const char *name, const char *xml);
+
+/* How many set_balloon calls the fake has served. */
+guint carrel_hypervisor_fake_get_balloon_calls(CarrelHypervisor *hv);
+
 /* The URI the backend was opened with ("fake://" for the fake). */
 const char *carrel_hypervisor_get_uri(CarrelHypervisor *hv);
 
@@ -275,6 +307,10 @@ gboolean carrel_hypervisor_fs_freeze(CarrelHypervisor *hv, const char *name, gbo
  * paused respectively. QEMU flushes the disks when it pauses. */
 gboolean carrel_hypervisor_pause(CarrelHypervisor *hv, const char *name, gboolean pause,
                                  GError **error);
+gboolean carrel_hypervisor_set_balloon(CarrelHypervisor *hv, const char *name, guint target_mib,
+                                       guint timeout_s, guint *ret_actual_mib, GError **error);
+gboolean carrel_hypervisor_ensure_network(CarrelHypervisor *hv, const char *name, const char *xml,
+                                          char **ret_xml, GError **error);
 
 /* Response timeout of every single guest-agent command carrel sends (a hung agent never hangs
  * the daemon longer than this per command). */

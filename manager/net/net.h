@@ -1,4 +1,5 @@
-/* net: address rules (loopback-only listeners); isolated networks and egress proxy later. */
+/* net: address rules (loopback-only listeners), the isolated session network and NIC MACs;
+ * the egress proxy later. */
 #pragma once
 
 #include <gio/gio.h>
@@ -12,5 +13,32 @@ G_BEGIN_DECLS
  * (127.0.0.0/8 or ::1), so the API is never exposed beyond the host by accident.
  */
 GSocketAddress *carrel_net_parse_loopback_listen(const char *text, GError **error);
+
+/* The libvirt network every session's NIC is on, and its bridge. */
+#define CARREL_NET_ISOLATED_NAME "carrel-isolated"
+#define CARREL_NET_ISOLATED_BRIDGE "carrel-iso0"
+
+/*
+ * A session NIC's MAC: "02:" and five random bytes. 02 is a locally administered unicast prefix
+ * (never a vendor's address); 40 random bits make a clash among even thousands of sessions on
+ * one network unlikely (about n^2 / 2^41).
+ */
+char *carrel_net_new_mac(void);
+
+/* The MAC carrel_net_new_mac makes from these five bytes (pure, for tests). */
+char *carrel_net_mac_from_bytes(const guint8 bytes[5]);
+
+/*
+ * Pure generator: the libvirt <network> XML of an isolated network named name on bridge
+ * (at most 15 bytes): no <forward>, no <ip>, isolated ports. INVALID_ARG for invalid names.
+ */
+char *carrel_net_isolated_network_xml(const char *name, const char *bridge, GError **error);
+
+/*
+ * Checks that a network's XML (as libvirt reports it, untrusted: another tool may have made a
+ * network of that name) is isolated: no <forward> and isolated ports. POLICY_DENIED if not,
+ * INVALID_ARG when it does not parse.
+ */
+gboolean carrel_net_check_isolated(const char *xml, GError **error);
 
 G_END_DECLS

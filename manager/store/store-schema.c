@@ -193,7 +193,10 @@ static const StoreMigration migrations[] = {
      /* Time limits, kept here so they survive restarts. */
      "ALTER TABLE sessions ADD COLUMN expires_at INTEGER;"
      "ALTER TABLE sessions ADD COLUMN idle_timeout_s INTEGER;"
-     "ALTER TABLE sessions ADD COLUMN expiry_action TEXT;",
+     "ALTER TABLE sessions ADD COLUMN expiry_action TEXT;"
+     /* The MAC of the session's NIC (NULL for sessions made before NICs). */
+     "ALTER TABLE sessions ADD COLUMN mac TEXT"
+     "  CHECK (mac IS NULL OR (length(mac) = 17 AND mac NOT GLOB '*[^0-9a-f:]*'));",
      FALSE},
 };
 

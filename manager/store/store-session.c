@@ -4,7 +4,7 @@
 #define SESSION_COLUMNS                                                                            \
     "id, name, template_name, template_version, state, state_reason, vcpus, memory_mib, dir, "     \
     "overlay_path, created_at, updated_at, origin, exit_paths, head_snapshot, origin_session, "    \
-    "expires_at, idle_timeout_s, expiry_action"
+    "expires_at, idle_timeout_s, expiry_action, mac"
 
 /* exit_paths as a JSON array of strings (NULL when there are none). */
 static char *
@@ -78,7 +78,8 @@ bind_session(CarrelStore *store, sqlite3_stmt *stmt, const CarrelSession *s, GEr
            carrel_store_bind_text(store, stmt, 16, s->origin_session, error) &&
            bind_int_or_null(store, stmt, 17, s->expires_at, error) &&
            bind_int_or_null(store, stmt, 18, s->idle_timeout_s, error) &&
-           carrel_store_bind_text(store, stmt, 19, s->expiry_action, error);
+           carrel_store_bind_text(store, stmt, 19, s->expiry_action, error) &&
+           carrel_store_bind_text(store, stmt, 20, s->mac, error);
 }
 
 static CarrelSession *
@@ -106,6 +107,7 @@ session_from_row(sqlite3_stmt *stmt, GError **error)
     s->expires_at = sqlite3_column_int64(stmt, 16);
     s->idle_timeout_s = (guint)sqlite3_column_int64(stmt, 17);
     s->expiry_action = carrel_store_column_dup(stmt, 18);
+    s->mac = carrel_store_column_dup(stmt, 19);
     if (s->state == CARREL_SESSION_LAST) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_STORE,
                     "session '%s' has an unknown state '%s'", s->id, state ? state : "");
@@ -146,10 +148,11 @@ insert_session(CarrelStore *store, const CarrelSession *session, GError **error)
     if (session->state != CARREL_SESSION_DESTROYED &&
         !template_exists(store, session->template_name, session->template_version, error))
         return FALSE;
-    stmt = carrel_store_prepare(store,
-                                "INSERT INTO sessions (" SESSION_COLUMNS ") "
-                                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                                error);
+    stmt =
+        carrel_store_prepare(store,
+                             "INSERT INTO sessions (" SESSION_COLUMNS ") "
+                             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                             error);
     return stmt && bind_session(store, stmt, session, error) &&
            carrel_store_step_done(store, stmt, &conflict, "inserting session", error);
 }

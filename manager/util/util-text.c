@@ -3,8 +3,8 @@
 
 #include "util/util.h"
 
-static void
-fill_random(guint8 *buf, gsize len)
+void
+carrel_util_random_bytes(guint8 *buf, gsize len)
 {
     gsize done = 0;
 
@@ -22,7 +22,7 @@ hex_random(gsize bytes)
     g_autofree guint8 *buf = g_malloc(bytes);
     GString *out = g_string_sized_new(bytes * 2);
 
-    fill_random(buf, bytes);
+    carrel_util_random_bytes(buf, bytes);
     for (gsize i = 0; i < bytes; i++)
         g_string_append_printf(out, "%02x", buf[i]);
     return g_string_free(out, FALSE);
@@ -237,4 +237,27 @@ carrel_util_clean_text(const char *data, gsize len, gsize max)
             g_string_append_c(out, *p);
     }
     return g_string_free(out, FALSE);
+}
+
+gboolean
+carrel_util_is_mac(const char *text)
+{
+    guint64 value = 0;
+
+    if (!text || strlen(text) != 17)
+        return FALSE;
+    for (int i = 0; i < 17; i++) {
+        char c = text[i];
+
+        if (i % 3 == 2) {
+            if (c != ':')
+                return FALSE;
+            continue;
+        }
+        if (!g_ascii_isdigit(c) && !(c >= 'a' && c <= 'f'))
+            return FALSE;
+        value = (value << 4) | (guint64)g_ascii_xdigit_value(c);
+    }
+    /* Bit 0 of the first octet marks multicast: a NIC address must be unicast. */
+    return value != 0 && (value & (G_GUINT64_CONSTANT(1) << 40)) == 0;
 }

@@ -69,6 +69,9 @@ CarrelErrorCode carrel_error_code_from_string(const char *name);
 const char *carrel_util_enum_to_string(const char *const *names, int count, int value);
 int carrel_util_enum_from_string(const char *const *names, int count, const char *name);
 
+/* Fills buf with len bytes from the kernel's random source (getrandom). */
+void carrel_util_random_bytes(guint8 *buf, gsize len);
+
 /* Returns a new random id with a prefix: "s-" + 12 lowercase hex characters. */
 char *carrel_util_new_id(const char *prefix);
 
@@ -147,5 +150,8 @@ gboolean carrel_util_is_clean_text(const char *text);
 /* Untrusted bytes (a guest's stderr) as one line of clean text: at most max bytes read, invalid
  * UTF-8 replaced, line breaks as "; ", other control characters dropped. */
 char *carrel_util_clean_text(const char *data, gsize len, gsize max);
+/* True when text is a unicast, non-zero MAC address written as six lowercase hex pairs with ':'
+ * ("02:1a:2b:3c:4d:5e"): the one form carrel stores and puts into domain XML. */
+gboolean carrel_util_is_mac(const char *text);
 
 G_END_DECLS

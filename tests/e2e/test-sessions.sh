@@ -104,6 +104,33 @@ check "clock is right after restore (within 5 s)" \
 cold_json="$(carrel create --template tiny --name cold-one --cold --json)"
 check_eq "--cold boots even from a warm template" "cold" "$(jq -r .origin <<<"$cold_json")"
 
+# A NIC per session on carrel's isolated network, each with its own MAC: the guest's address
+# must be the one in its domain XML, also for warm clones (QEMU's saved device state carries
+# the template's MAC; carrel-guest set-mac replaces it after the restore).
+net_xml="$("${VIRSH[@]}" net-dumpxml carrel-isolated 2>/dev/null)"
+check "the session network exists and is active" bash -c \
+    "${VIRSH[*]} net-info carrel-isolated | grep -Eq '^Active: +yes'"
+check "the session network forwards nowhere (no <forward>)" bash -c "! grep -q '<forward' <<<\"\$1\"" _ "$net_xml"
+check "the session network's ports are isolated" grep -q "<port isolated='yes'/>" <<<"$net_xml"
+guest_mac() { # the address of every device-backed NIC in the guest
+    # shellcheck disable=SC2016 # expanded by the guest's shell
+    carrel exec "$1" -- sh -c 'for d in /sys/class/net/*; do [ -e "$d/device" ] && cat "$d/address"; done'
+}
+xml_mac() {
+    "${VIRSH[@]}" dumpxml "carrel-$1" | sed -n "s/.*<mac address='\([^']*\)'.*/\1/p"
+}
+cold="$(jq -r .id <<<"$cold_json")"
+for s in "$a" "$b" "$cold"; do
+    want="$(xml_mac "$s")"
+    check "session $s: its domain XML has one MAC on carrel-isolated" bash -c \
+        "[ \"\$(${VIRSH[*]} domiflist carrel-$s | grep -c carrel-isolated)\" = 1 ] && [ -n '$want' ]"
+    check_eq "session $s: carrel show reports that MAC" "$want" "$(carrel show "$s" --json | jq -r .mac)"
+    check_eq "session $s: the guest's NIC has that MAC" "$want" "$(guest_mac "$s")"
+    check "session $s: QEMU's device has that MAC too" grep -q "macaddr=$want" \
+        <<<"$("${VIRSH[@]}" qemu-monitor-command --hmp "carrel-$s" 'info network')"
+done
+check "the two warm clones have different MACs" test "$(xml_mac "$a")" != "$(xml_mac "$b")"
+
 # exec: exit codes, stderr, timeout kill.
 out="$(carrel exec "$a" -- sh -c 'echo out; echo err >&2; exit 3' 2>"$E2E_DIR/err")"
 check_eq "exec exit code" "3" "$?"
@@ -143,7 +170,6 @@ check "...ready by its screen, and says so" \
 carrel rm "$na" >/dev/null
 check "template rm noagent" carrel template rm noagent
 
-cold="$(jq -r .id <<<"$cold_json")"
 for s in "$a" "$b" "$cold"; do
     carrel rm "$s" >/dev/null
 done

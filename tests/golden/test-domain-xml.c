@@ -19,6 +19,7 @@ static const char *const spec_members[] = {
     "cmdline",      "disk_path",
     "disk_format",  "console_log_path",
     "tb_cache_mib", "genid",
+    "mac",          "network",
     NULL,
 };
 
@@ -50,6 +51,8 @@ spec_from_json(JsonObject *obj, CarrelDomainSpec *spec)
     spec->console_log_path = get_string(obj, "console_log_path");
     spec->tb_cache_mib = (guint)json_object_get_int_member_with_default(obj, "tb_cache_mib", 0);
     spec->genid = get_string(obj, "genid");
+    spec->mac = get_string(obj, "mac");
+    spec->network = get_string(obj, "network");
 }
 
 /* Runs virt-xml-validate on xml; a missing validator is a failure, not a skip (CI has it). */

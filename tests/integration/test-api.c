@@ -308,6 +308,9 @@ create_session(const char *name)
     assert_int_equal(raw(fx.client, "POST", "/v1/sessions", req, &body, NULL), 201);
     assert_string_equal(member(body, "state"), "running");
     assert_string_equal(member(body, "name"), name);
+    /* Its own NIC address, as carrel_net_new_mac makes them. */
+    assert_true(g_str_has_prefix(member(body, "mac"), "02:"));
+    assert_int_equal(strlen(member(body, "mac")), 17);
     return g_strdup(member(body, "id"));
 }
 

@@ -301,14 +301,60 @@ test_warm_start(void **state)
     w = carrel_manager_session_create(fx->mgr, &plain, &error);
     assert_non_null(w);
     assert_true(w->from_warm);
+    /* The clone's guest is given the clone's own MAC after the restore. */
+    {
+        g_auto(GStrv) argv = carrel_hypervisor_fake_get_exec_argv(fx->hv);
+        assert_non_null(argv);
+        assert_int_equal(g_strv_length(argv), 3);
+        assert_string_equal(argv[1], "set-mac");
+        assert_string_equal(argv[2], w->mac);
+    }
+    /* A job then inflates and deflates the clone's balloon (its RAM back to the host). */
+    for (int i = 0; i < 100 && carrel_hypervisor_fake_get_balloon_calls(fx->hv) < 2; i++)
+        g_usleep(20 * 1000);
+    assert_int_equal(carrel_hypervisor_fake_get_balloon_calls(fx->hv), 2);
+    g_usleep(100 * 1000); /* the job's last steps, before the fixture goes */
     c = carrel_manager_session_create(fx->mgr, &cold, &error);
     assert_non_null(c);
     assert_false(c->from_warm);
+    /* A booted session needs no balloon. */
+    assert_int_equal(carrel_hypervisor_fake_get_balloon_calls(fx->hv), 2);
     /* The saved memory fixes the machine's shape: another size boots. */
     b = carrel_manager_session_create(fx->mgr, &bigger, &error);
     assert_non_null(b);
     assert_false(b->from_warm);
     assert_int_equal(b->memory_mib, 2048);
+}
+
+/* Every session gets its own MAC on carrel's isolated network, which must really be isolated. */
+static void
+test_session_network(void **state)
+{
+    Fixture *fx = *state;
+    g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = import(fx, "tiny");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelSession) a = create(fx, "net-a", &error);
+    g_autoptr(CarrelSession) b = create(fx, "net-b", &error);
+    g_autoptr(CarrelSession) stored = NULL;
+    g_autoptr(GPtrArray) all = NULL;
+
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_true(carrel_util_is_mac(a->mac));
+    assert_true(g_str_has_prefix(a->mac, "02:"));
+    assert_string_not_equal(a->mac, b->mac);
+    stored = carrel_manager_session_get(fx->mgr, "net-a", &error);
+    assert_string_equal(stored->mac, a->mac);
+
+    /* A network of carrel's name that forwards (someone else's) is never used. */
+    carrel_hypervisor_fake_set_network(fx->hv, "carrel-isolated",
+                                       "<network><name>carrel-isolated</name>"
+                                       "<forward mode='nat'/><port isolated='yes'/></network>");
+    assert_null(create(fx, "net-c", &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_POLICY_DENIED));
+    assert_non_null(strstr(error->message, "session network 'carrel-isolated'"));
+    all = carrel_manager_session_list(fx->mgr, FALSE, NULL);
+    assert_int_equal(all->len, 2);
 }
 
 static void
@@ -1022,6 +1068,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_agent_never_answers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ready_by_screen, setup, teardown),
         cmocka_unit_test_setup_teardown(test_warm_start, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_session_network, setup, teardown),
         cmocka_unit_test_setup_teardown(test_policy_and_unknowns, setup, teardown),
         cmocka_unit_test_setup_teardown(test_busy_session, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reconcile, setup, teardown),

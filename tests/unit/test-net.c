@@ -128,6 +128,100 @@ test_message_names_input(void **state)
                         "another host");
 }
 
+static void
+test_mac_from_bytes(void **state)
+{
+    const guint8 bytes[5] = {0x00, 0xab, 0x10, 0xff, 0x7e};
+    g_autofree char *mac = carrel_net_mac_from_bytes(bytes);
+
+    assert_string_equal(mac, "02:00:ab:10:ff:7e");
+    assert_true(carrel_util_is_mac(mac));
+}
+
+static void
+test_new_mac(void **state)
+{
+    g_autoptr(GHashTable) seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+
+    for (int i = 0; i < 1000; i++) {
+        char *mac = carrel_net_new_mac();
+
+        assert_true(carrel_util_is_mac(mac));
+        assert_true(g_str_has_prefix(mac, "02:"));
+        assert_false(g_hash_table_contains(seen, mac));
+        g_hash_table_add(seen, mac);
+    }
+}
+
+static void
+test_network_xml(void **state)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree char *xml =
+        carrel_net_isolated_network_xml("carrel-isolated", "carrel-iso0", &error);
+
+    assert_non_null(xml);
+    assert_string_equal(xml, "<network>\n"
+                             "  <name>carrel-isolated</name>\n"
+                             "  <bridge name='carrel-iso0' stp='off' delay='0'/>\n"
+                             "  <port isolated='yes'/>\n"
+                             "</network>\n");
+    assert_true(carrel_net_check_isolated(xml, &error));
+    assert_null(carrel_net_isolated_network_xml("n", "a-bridge-name-too-long", &error));
+    assert_int_equal(error->code, CARREL_ERROR_INVALID_ARG);
+    g_clear_error(&error);
+    assert_null(carrel_net_isolated_network_xml("bad name", "br0", &error));
+}
+
+typedef struct {
+    const char *xml;
+    int code; /* -1: accepted */
+} IsolatedCase;
+
+static const IsolatedCase isolated_cases[] = {
+    /* what libvirt reports for carrel's network */
+    {"<network><name>carrel-isolated</name><uuid>ad514279-4bc2-428b-b31b-d8a23eea4fb1</uuid>"
+     "<bridge name='carrel-iso0' stp='off' delay='0'/><mac address='52:54:00:6c:27:12'/>"
+     "<port isolated='yes'/></network>",
+     -1},
+    /* a host-only address is still isolated */
+    {"<network><name>n</name><port isolated='yes'/><ip address='10.9.0.1' prefix='24'/>"
+     "</network>",
+     -1},
+    {"<network><name>n</name><forward mode='nat'/><port isolated='yes'/></network>",
+     CARREL_ERROR_POLICY_DENIED},
+    {"<network><name>n</name><forward mode='bridge'/><bridge name='br0'/></network>",
+     CARREL_ERROR_POLICY_DENIED},
+    {"<network><name>n</name><bridge name='b'/></network>", CARREL_ERROR_POLICY_DENIED},
+    {"<network><name>n</name><port isolated='no'/></network>", CARREL_ERROR_POLICY_DENIED},
+    /* a <port> or <forward> nested elsewhere is not the network's */
+    {"<network><name>n</name><portgroup name='p'><port isolated='yes'/></portgroup></network>",
+     CARREL_ERROR_POLICY_DENIED},
+    {"<network><name>n</name><port isolated='yes'/><x><forward/></x></network>", -1},
+    {"<network><name>n</name>", G_MARKUP_ERROR_PARSE},
+    {"<network", G_MARKUP_ERROR_PARSE},
+};
+
+static void
+test_check_isolated(void **state)
+{
+    for (gsize i = 0; i < G_N_ELEMENTS(isolated_cases); i++) {
+        g_autoptr(GError) error = NULL;
+        gboolean ok = carrel_net_check_isolated(isolated_cases[i].xml, &error);
+
+        if (isolated_cases[i].code < 0) {
+            assert_true(ok);
+            continue;
+        }
+        assert_false(ok);
+        assert_non_null(error);
+        if (isolated_cases[i].code == G_MARKUP_ERROR_PARSE)
+            assert_true(g_str_has_prefix(error->message, "parsing network xml: "));
+        else
+            assert_int_equal(error->code, isolated_cases[i].code);
+    }
+}
+
 int
 main(void)
 {
@@ -135,6 +229,10 @@ main(void)
         cmocka_unit_test(test_cases),
         cmocka_unit_test(test_null_refused),
         cmocka_unit_test(test_message_names_input),
+        cmocka_unit_test(test_mac_from_bytes),
+        cmocka_unit_test(test_new_mac),
+        cmocka_unit_test(test_network_xml),
+        cmocka_unit_test(test_check_isolated),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

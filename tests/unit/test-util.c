@@ -210,6 +210,25 @@ test_time(void **state)
     assert_true(carrel_util_now() > 1700000000);
 }
 
+static void
+test_is_mac(void **state)
+{
+    assert_true(carrel_util_is_mac("02:1a:2b:3c:4d:5e"));
+    assert_true(carrel_util_is_mac("52:54:00:00:00:01"));
+    assert_false(carrel_util_is_mac(NULL));
+    assert_false(carrel_util_is_mac(""));
+    assert_false(carrel_util_is_mac("00:00:00:00:00:00"));
+    /* multicast and broadcast */
+    assert_false(carrel_util_is_mac("01:00:5e:00:00:01"));
+    assert_false(carrel_util_is_mac("ff:ff:ff:ff:ff:ff"));
+    assert_false(carrel_util_is_mac("02:1A:2b:3c:4d:5e"));
+    assert_false(carrel_util_is_mac("02-1a-2b-3c-4d-5e"));
+    assert_false(carrel_util_is_mac("02:1a:2b:3c:4d:5e:"));
+    assert_false(carrel_util_is_mac("02:1a:2b:3c:4d:5"));
+    assert_false(carrel_util_is_mac("02:1a:2b:3c:4d:5g"));
+    assert_false(carrel_util_is_mac("021a:2b:3c:4d:5e:"));
+}
+
 int
 main(void)
 {
@@ -227,6 +246,7 @@ main(void)
         cmocka_unit_test(test_run_status),
         cmocka_unit_test(test_enum_tables),
         cmocka_unit_test(test_time),
+        cmocka_unit_test(test_is_mac),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
