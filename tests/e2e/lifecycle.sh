@@ -122,6 +122,13 @@ snapshot_checks() {
     check_eq "the forks run side by side" "running running running " "$states"
     check_eq "each fork runs s1's process with its memory" "$t1 $t1 $t1 " "$tokens"
     check_eq "writes in the forks are independent" "own own own " "$own"
+    local macs="" mac_ok=""
+    for f in "$id" "${fork_ids[@]}"; do macs+="$(xml_mac "$f")"$'\n'; done
+    for f in "${fork_ids[@]}"; do
+        mac_ok+="$([ "$(guest_mac "$f")" = "$(xml_mac "$f")" ] && echo same || echo differs) "
+    done
+    check_eq "the origin and its forks have four different MACs" "4" "$(sort -u <<<"$macs" | grep -c .)"
+    check_eq "each fork's guest took its own MAC" "same same same " "$mac_ok"
     check "the origin cannot go while its forks stand on its snapshots" \
         bash -c "! $CARREL_BIN rm $id"
     for f in "${fork_ids[@]}"; do carrel rm "$f" >/dev/null 2>&1; done
