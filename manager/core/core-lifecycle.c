@@ -58,6 +58,8 @@ do_start(CarrelManager *mgr, CarrelSession *session, gpointer data, GError **err
         return FALSE;
     }
     /* The definition is gone (vanished while we were down): define it again. */
+    if (!carrel_manager_unfreeze_top(mgr, session, error))
+        return FALSE;
     tmpl = carrel_store_template_get(mgr->store, session->template_name, session->template_version,
                                      error);
     xml = tmpl ? carrel_manager_session_xml(mgr, session, tmpl, error) : NULL;

@@ -178,3 +178,7 @@ gboolean carrel_manager_set_guest_clock(CarrelManager *mgr, const char *domain, 
  * "cannot WHAT a session that is STATE" otherwise. */
 gboolean carrel_manager_check_has_disk(const CarrelSession *session, const char *what,
                                        GError **error);
+
+/* When a session's top overlay is frozen (a snapshot cut short by a carreld crash), stacks a
+ * writable top on it and records it; nothing to do otherwise. */
+gboolean carrel_manager_unfreeze_top(CarrelManager *mgr, CarrelSession *session, GError **error);

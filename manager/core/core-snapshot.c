@@ -249,3 +249,21 @@ carrel_manager_snapshot_revert(CarrelManager *mgr, const char *id_or_name, const
     }
     return carrel_store_session_get(mgr->store, session->id, error);
 }
+
+gboolean
+carrel_manager_unfreeze_top(CarrelManager *mgr, CarrelSession *session, GError **error)
+{
+    g_autofree char *top = NULL;
+    struct stat st;
+
+    if (stat(session->overlay_path, &st) != 0 || (st.st_mode & 0222) != 0)
+        return TRUE;
+    /* A snapshot cut short froze the top it stood on: stack a writable one on it. */
+    if (!(top = new_top(session, session->overlay_path, error)) ||
+        !carrel_store_session_set_disk(mgr->store, session->id, top, session->head_snapshot,
+                                       error))
+        return FALSE;
+    g_free(session->overlay_path);
+    session->overlay_path = g_steal_pointer(&top);
+    return TRUE;
+}

@@ -151,6 +151,7 @@ artifacts_checks
 # Pause, resume, hibernate across a carreld restart; snapshots with memory and revert.
 lifecycle_checks
 snapshot_checks
+snapshot_crash_checks
 timeout_checks
 
 # A guest without carrel's tools or a guest agent (here: tiny's image booted into a bare shell)
