@@ -332,6 +332,23 @@ get_session_snapshots(CarrelApiRequest *req, guint *ret_status, GError **error)
 }
 
 static JsonNode *
+delete_session_snapshot(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    gboolean kept = FALSE;
+
+    if (!carrel_manager_snapshot_delete(req->mgr, param(req, 0), param(req, 1), &kept, error))
+        return NULL;
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "deleted");
+    json_builder_add_string_value(b, param(req, 1));
+    json_builder_set_member_name(b, "layer_kept");
+    json_builder_add_boolean_value(b, kept);
+    json_builder_end_object(b);
+    return json_builder_get_root(b);
+}
+
+static JsonNode *
 post_session_revert(CarrelApiRequest *req, guint *ret_status, GError **error)
 {
     g_autofree char *snapshot = body_string(req, "snapshot", error);
@@ -628,6 +645,7 @@ const CarrelApiRoute carrel_api_routes[] = {
     {"POST", "/v1/sessions/*/hibernate", post_session_hibernate, NULL, 0},
     {"POST", "/v1/sessions/*/snapshots", post_session_snapshots, NULL, 0},
     {"GET", "/v1/sessions/*/snapshots", get_session_snapshots, NULL, 0},
+    {"DELETE", "/v1/sessions/*/snapshots/*", delete_session_snapshot, NULL, 0},
     {"POST", "/v1/sessions/*/revert", post_session_revert, NULL, 0},
     {"POST", "/v1/sessions/*/fork", post_session_fork, NULL, 0},
     {"POST", "/v1/sessions/*/stop", post_session_stop, NULL, 0},

@@ -89,9 +89,33 @@ carrel_cli_hibernate(CarrelCli *cli, int argc, char **argv)
                        "survives daemon restarts and host reboots. 'resume' restores it.");
 }
 
+/* DELETE /v1/sessions/ID/snapshots/NAME. */
+static int
+delete_snapshot(CarrelCli *cli, const char *id, const char *name)
+{
+    g_autofree char *base = carrel_cli_item_path("sessions", id, "snapshots");
+    g_autofree char *escaped = g_uri_escape_string(name, NULL, FALSE);
+    g_autofree char *path = base ? g_strdup_printf("%s/%s", base, escaped) : NULL;
+    g_autoptr(JsonNode) reply = NULL;
+    g_autoptr(GError) error = NULL;
+
+    if (!path)
+        return carrel_cli_usage(cli, "invalid session '%s'", id);
+    if (!carrel_cli_call(cli, "DELETE", path, NULL, &reply, &error))
+        return carrel_cli_fail(cli, error);
+    carrel_cli_print_fields(cli, reply);
+    return CARREL_CLI_EXIT_OK;
+}
+
 int
 carrel_cli_snapshot(CarrelCli *cli, int argc, char **argv)
 {
+    gboolean delete = FALSE;
+    const GOptionEntry entries[] = {
+        {"delete", 0, 0, G_OPTION_ARG_NONE, &delete,
+         "Delete the snapshot NAME instead (its disk layer stays while others stand on it)", NULL},
+        G_OPTION_ENTRY_NULL,
+    };
     g_autoptr(JsonNode) body = NULL;
     g_autoptr(JsonNode) reply = NULL;
     g_autoptr(GError) error = NULL;
@@ -101,8 +125,10 @@ carrel_cli_snapshot(CarrelCli *cli, int argc, char **argv)
     if (!carrel_cli_parse_options(cli, "snapshot ID NAME",
                                   "Snapshots a session: a running one with its memory (it pauses "
                                   "for a few seconds, then runs on), a stopped one disk only.",
-                                  NULL, 2, 2, &argc, &argv))
+                                  entries, 2, 2, &argc, &argv))
         return CARREL_CLI_EXIT_USAGE;
+    if (delete)
+        return delete_snapshot(cli, argv[1], argv[2]);
     path = carrel_cli_item_path("sessions", argv[1], "snapshots");
     if (!path)
         return carrel_cli_usage(cli, "invalid session '%s'", argv[1]);

@@ -38,7 +38,7 @@ static const char cli_help[] =
     "  stop ID [--timeout S]          stop a session (forced off after S s, default 30)\n"
     "  pause ID | resume ID           stop / continue the vCPUs (memory stays in QEMU)\n"
     "  hibernate ID                   save the memory to disk, end QEMU; resume restores it\n"
-    "  snapshot ID NAME               snapshot disk + memory (stopped: disk only)\n"
+    "  snapshot ID NAME [--delete]    snapshot disk + memory (stopped: disk only), or delete\n"
     "  snapshots ID                   list a session's snapshots\n"
     "  revert ID SNAPSHOT             back to any snapshot, any number of times\n"
     "  fork ID [--snapshot S] [--count N]\n"

@@ -260,10 +260,82 @@ carrel_manager_unfreeze_top(CarrelManager *mgr, CarrelSession *session, GError *
         return TRUE;
     /* A snapshot cut short froze the top it stood on: stack a writable one on it. */
     if (!(top = new_top(session, session->overlay_path, error)) ||
-        !carrel_store_session_set_disk(mgr->store, session->id, top, session->head_snapshot,
-                                       error))
+        !carrel_store_session_set_disk(mgr->store, session->id, top, session->head_snapshot, error))
         return FALSE;
     g_free(session->overlay_path);
     session->overlay_path = g_steal_pointer(&top);
+    return TRUE;
+}
+
+/* TRUE when some disk still stands on snap's layer: a child snapshot, the session's own disk
+ * (its head descends from snap) or forks of the session. */
+static gboolean
+layer_in_use(CarrelManager *mgr, const CarrelSession *session, const CarrelSnapshot *snap,
+             GPtrArray *all)
+{
+    const char *at = session->head_snapshot;
+
+    for (guint i = 0; i < all->len; i++)
+        if (g_strcmp0(((CarrelSnapshot *)g_ptr_array_index(all, i))->parent, snap->id) == 0)
+            return TRUE;
+    /* Walk the head's ancestry. */
+    for (guint guard = 0; at && guard <= all->len; guard++) {
+        const char *next = NULL;
+        if (g_str_equal(at, snap->id))
+            return TRUE;
+        for (guint i = 0; i < all->len; i++) {
+            CarrelSnapshot *s = g_ptr_array_index(all, i);
+            if (g_str_equal(s->id, at))
+                next = s->parent;
+        }
+        at = next;
+    }
+    return carrel_store_session_count_forks(mgr->store, session->id, NULL) > 0;
+}
+
+static gboolean
+delete_snapshot(CarrelManager *mgr, const CarrelSession *session, const CarrelSnapshot *snap,
+                gboolean *ret_layer_kept, GError **error)
+{
+    g_autoptr(GPtrArray) all = carrel_store_snapshot_list(mgr->store, session->id, error);
+    g_autofree char *dir = snapshot_dir(session, snap->id);
+
+    if (!all)
+        return FALSE;
+    *ret_layer_kept = layer_in_use(mgr, session, snap, all);
+    if (!carrel_store_snapshot_delete(mgr->store, snap, error))
+        return FALSE;
+    /* The memory goes; the layer only when no disk stands on it (else it stays, unlisted, as
+     * part of the chains that need it). */
+    (void)carrel_util_remove_tree(dir, NULL);
+    if (!*ret_layer_kept)
+        (void)g_unlink(snap->layer_path);
+    return TRUE;
+}
+
+gboolean
+carrel_manager_snapshot_delete(CarrelManager *mgr, const char *id_or_name, const char *snapshot,
+                               gboolean *ret_layer_kept, GError **error)
+{
+    g_autoptr(CarrelSession) session = carrel_store_session_get(mgr->store, id_or_name, error);
+    g_autoptr(CarrelSession) fresh = NULL;
+    g_autoptr(CarrelSnapshot) snap = NULL;
+    g_autoptr(GError) local = NULL;
+    gboolean ok = FALSE, kept = FALSE;
+
+    if (!session || !carrel_manager_claim(mgr, session->id, "snapshot delete", error))
+        return FALSE;
+    fresh = carrel_store_session_get(mgr->store, session->id, &local);
+    snap = fresh ? carrel_store_snapshot_get(mgr->store, fresh->id, snapshot, &local) : NULL;
+    if (snap)
+        ok = delete_snapshot(mgr, fresh, snap, &kept, &local);
+    carrel_manager_release(mgr, session->id);
+    if (!ok) {
+        g_propagate_prefixed_error(error, g_steal_pointer(&local),
+                                   "deleting a snapshot of '%s': ", session->id);
+        return FALSE;
+    }
+    if (ret_layer_kept)
+        *ret_layer_kept = kept;
     return TRUE;
 }

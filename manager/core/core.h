@@ -216,6 +216,12 @@ GPtrArray *carrel_manager_session_diff(CarrelManager *mgr, const char *id_or_nam
 CarrelSnapshot *carrel_manager_snapshot_create(CarrelManager *mgr, const char *id_or_name,
                                                const char *name, GError **error);
 GPtrArray *carrel_manager_snapshot_list(CarrelManager *mgr, const char *id_or_name, GError **error);
+/* Deletes a snapshot: its memory always, its disk layer only when no other snapshot, the
+ * session's disk or a fork stands on it (*ret_layer_kept says which); its children re-link to
+ * its parent, so every chain stays valid. */
+gboolean carrel_manager_snapshot_delete(CarrelManager *mgr, const char *id_or_name,
+                                        const char *snapshot, gboolean *ret_layer_kept,
+                                        GError **error);
 CarrelSession *carrel_manager_snapshot_revert(CarrelManager *mgr, const char *id_or_name,
                                               const char *snapshot, GError **error);
 

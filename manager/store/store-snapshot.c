@@ -87,3 +87,33 @@ carrel_store_snapshot_list(CarrelStore *store, const char *session_id, GError **
     }
     return g_steal_pointer(&list);
 }
+
+gboolean
+carrel_store_snapshot_delete(CarrelStore *store, const CarrelSnapshot *snap, GError **error)
+{
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&store->lock);
+    g_autoptr(sqlite3_stmt) children = NULL, head = NULL, del = NULL;
+    gboolean ok;
+
+    /* Its children and a session descending from it now descend from its parent. */
+    if (!carrel_store_begin(store, error))
+        return FALSE;
+    children =
+        carrel_store_prepare(store, "UPDATE snapshots SET parent = ?2 WHERE parent = ?1", error);
+    head = carrel_store_prepare(
+        store, "UPDATE sessions SET head_snapshot = ?2 WHERE head_snapshot = ?1", error);
+    del = carrel_store_prepare(store, "DELETE FROM snapshots WHERE id = ?1", error);
+    ok = children && head && del && carrel_store_bind_text(store, children, 1, snap->id, error) &&
+         carrel_store_bind_text(store, children, 2, snap->parent, error) &&
+         carrel_store_step_done(store, children, NULL, "re-linking snapshots", error) &&
+         carrel_store_bind_text(store, head, 1, snap->id, error) &&
+         carrel_store_bind_text(store, head, 2, snap->parent, error) &&
+         carrel_store_step_done(store, head, NULL, "re-linking sessions", error) &&
+         carrel_store_bind_text(store, del, 1, snap->id, error) &&
+         carrel_store_step_done(store, del, NULL, "deleting a snapshot", error);
+    if (!ok) {
+        carrel_store_rollback(store);
+        return FALSE;
+    }
+    return carrel_store_commit(store, error);
+}

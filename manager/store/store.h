@@ -110,6 +110,10 @@ gboolean carrel_store_snapshot_insert(CarrelStore *store, const CarrelSnapshot *
 /* By id or by name within the session; NOT_FOUND otherwise. */
 CarrelSnapshot *carrel_store_snapshot_get(CarrelStore *store, const char *session_id,
                                           const char *id_or_name, GError **error);
+/* Deletes a snapshot row; its children and sessions that descended from it now descend from its
+ * parent (one transaction). */
+gboolean carrel_store_snapshot_delete(CarrelStore *store, const CarrelSnapshot *snap,
+                                      GError **error);
 /* A session's snapshots, oldest first. */
 GPtrArray *carrel_store_snapshot_list(CarrelStore *store, const char *session_id, GError **error);
 

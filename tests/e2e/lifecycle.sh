@@ -105,6 +105,11 @@ snapshot_checks() {
         '(.snapshots | length == 2) and .snapshots[1].parent == .snapshots[0].id and all(.snapshots[]; .memory)' "$tree"
     check "every disk layer passes qemu-img check" bash -c \
         "for f in \$(find '$STATE_DIR/sessions/$id' -name '*.qcow2'); do qemu-img check -U -q \"\$f\" || exit 1; done"
+    # s2 is a leaf nothing stands on (the session descends from s1): its layer goes too.
+    check "delete snapshot s2: memory and layer go" json_true '.layer_kept == false' \
+        "$(carrel snapshot "$id" s2 --delete --json 2>/dev/null)"
+    check "s1 is still there, and every chain still checks" bash -c \
+        "[ \"\$($CARREL_BIN snapshots $id --json | jq -r '[.snapshots[].name] | join(\" \")')\" = s1 ] && for f in \$(find '$STATE_DIR/sessions/$id' -name '*.qcow2'); do qemu-img check -U -q \"\$f\" || exit 1; done"
 
     # Fork 3 from s1: all run side by side from s1's memory, each writes on its own disk.
     forks="$(carrel fork "$id" --snapshot s1 --count 3 --json 2>/dev/null | jq -r '.sessions[].id' | tr '\n' ' ')"

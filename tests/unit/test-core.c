@@ -981,6 +981,27 @@ test_snapshots(void **state)
     disk_only = carrel_manager_snapshot_revert(fx->mgr, "snap", "off", &error);
     assert_non_null(disk_only);
     assert_int_equal(disk_only->state, CARREL_SESSION_STOPPED);
+
+    /* Delete: a leaf nothing stands on loses its layer; s1 carries "off" and keeps its layer,
+     * and "off" now hangs from s1's parent. */
+    {
+        gboolean kept = TRUE;
+        g_autoptr(CarrelSnapshot) off_after = NULL;
+        assert_true(carrel_manager_snapshot_delete(fx->mgr, "snap", "s2", &kept, &error));
+        assert_false(kept);
+        assert_false(g_file_test(s2->layer_path, G_FILE_TEST_EXISTS));
+        assert_false(g_file_test(s2->memory_path, G_FILE_TEST_EXISTS));
+        assert_true(carrel_manager_snapshot_delete(fx->mgr, "snap", "s1", &kept, &error));
+        assert_true(kept);
+        assert_true(g_file_test(s1->layer_path, G_FILE_TEST_EXISTS));
+        g_clear_pointer(&list, g_ptr_array_unref);
+        list = carrel_manager_snapshot_list(fx->mgr, "snap", &error);
+        assert_int_equal(list->len, 1);
+        off_after = carrel_store_snapshot_get(fx->mgr->store, s->id, "off", &error);
+        assert_null(off_after->parent);
+        assert_false(carrel_manager_snapshot_delete(fx->mgr, "snap", "s1", &kept, &error));
+        assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND));
+    }
 }
 
 static void
