@@ -206,6 +206,32 @@ post_template_warm(CarrelApiRequest *req, guint *ret_status, GError **error)
 }
 
 static JsonNode *
+put_template_pool(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    static const char *const allowed[] = {"size", NULL};
+    JsonObject *obj = req->body ? json_node_get_object(req->body) : NULL;
+    gint64 size;
+
+    if (!obj || !carrel_conf_check_members(obj, allowed, error))
+        return NULL;
+    size = json_object_get_int_member_with_default(obj, "size", -1);
+    if (size < 0 || size > CARREL_LIMIT_POOL) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "'size' must be between 0 and %d", CARREL_LIMIT_POOL);
+        return NULL;
+    }
+    if (!carrel_manager_pool_set(req->mgr, param(req, 0), (guint)size, error))
+        return NULL;
+    return carrel_manager_pool_list(req->mgr, error);
+}
+
+static JsonNode *
+get_pools(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    return carrel_manager_pool_list(req->mgr, error);
+}
+
+static JsonNode *
 get_job(CarrelApiRequest *req, guint *ret_status, GError **error)
 {
     g_autoptr(CarrelJob) job = carrel_manager_job_get(req->mgr, param(req, 0), error);
@@ -634,6 +660,8 @@ const CarrelApiRoute carrel_api_routes[] = {
     {"DELETE", "/v1/templates/*", delete_template, "admin", 0},
     {"POST", "/v1/templates/*/build", post_template_build, "admin", 0},
     {"POST", "/v1/templates/*/warm", post_template_warm, "admin", 0},
+    {"PUT", "/v1/templates/*/pool", put_template_pool, "admin", 0},
+    {"GET", "/v1/pools", get_pools, NULL, 0},
     {"GET", "/v1/jobs/*", get_job, NULL, 0},
     {"GET", "/v1/sessions", get_sessions, NULL, 0},
     {"POST", "/v1/sessions", post_sessions, NULL, 0},

@@ -24,6 +24,7 @@ static const char cli_help[] =
     "                  [--kernel FILE [--initrd FILE] [--cmdline TEXT]]\n"
     "                                 import a disk image as a new template version\n"
     "  template build NAME            build a template from its recipe, showing progress\n"
+    "  template pool [NAME --size N]  keep N paused sessions ready for instant creates\n"
     "  template warm NAME[@VERSION]   boot it once and save the running desktop: sessions\n"
     "                                 then restore instead of booting\n"
     "  template rm NAME[@VERSION]     delete one version, or every version (once unused)\n"

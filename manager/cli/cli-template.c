@@ -10,7 +10,9 @@ static const char template_usage[] =
     "                              import a disk image as a new template version\n"
     "  build NAME                  build a template from its recipe\n"
     "  warm NAME[@VERSION]         save a booted desktop so sessions restore instead of boot\n"
-    "  rm NAME[@VERSION]           delete one version, or every version\n";
+    "  rm NAME[@VERSION]           delete one version, or every version\n"
+    "  pool [NAME --size N]        keep N paused sessions of NAME for instant creates (0: none);\n"
+    "                              without arguments: show the pools\n";
 
 static int
 template_ls(CarrelCli *cli, int argc, char **argv)
@@ -196,6 +198,46 @@ template_import(CarrelCli *cli, int argc, char **argv)
 }
 
 static int
+template_pool(CarrelCli *cli, int argc, char **argv)
+{
+    int size = -1;
+    const GOptionEntry entries[] = {
+        {"size", 's', 0, G_OPTION_ARG_INT, &size, "Sessions to keep ready (0 = none)", "N"},
+        G_OPTION_ENTRY_NULL,
+    };
+    g_autoptr(JsonNode) reply = NULL;
+    g_autoptr(JsonNode) body = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autofree char *path = NULL;
+    JsonObject *obj;
+
+    if (!carrel_cli_parse_options(cli, "template pool [NAME --size N]",
+                                  "Sets or shows warm pools: paused sessions kept ready, claimed "
+                                  "at once by a create, refilled in the background.",
+                                  entries, 0, 1, &argc, &argv))
+        return CARREL_CLI_EXIT_USAGE;
+    if (argc < 2) {
+        if (!carrel_cli_call(cli, "GET", "/v1/pools", NULL, &reply, &error))
+            return carrel_cli_fail(cli, error);
+        carrel_cli_print_json(cli, reply);
+        return CARREL_CLI_EXIT_OK;
+    }
+    if (size < 0)
+        return carrel_cli_usage(cli, "template pool NAME needs --size N");
+    path = carrel_cli_item_path("templates", argv[1], "pool");
+    if (!path)
+        return carrel_cli_usage(cli, "invalid template '%s'", argv[1]);
+    obj = json_object_new();
+    json_object_set_int_member(obj, "size", size);
+    body = json_node_init_object(json_node_alloc(), obj);
+    json_object_unref(obj);
+    if (!carrel_cli_call(cli, "PUT", path, body, &reply, &error))
+        return carrel_cli_fail(cli, error);
+    carrel_cli_print_json(cli, reply);
+    return CARREL_CLI_EXIT_OK;
+}
+
+static int
 template_rm(CarrelCli *cli, int argc, char **argv)
 {
     g_autoptr(JsonNode) reply = NULL;
@@ -240,6 +282,7 @@ carrel_cli_template(CarrelCli *cli, int argc, char **argv)
         {"build", carrel_cli_template_build},
         {"warm", carrel_cli_template_warm},
         {"rm", template_rm},
+        {"pool", template_pool},
     };
     const char *name = argc > 1 ? argv[1] : NULL;
 

@@ -26,6 +26,7 @@ carrel_session_free(CarrelSession *session)
     g_free(session->origin_session);
     g_free(session->expiry_action);
     g_free(session->mac);
+    g_free(session->pool);
     g_free(session);
 }
 
@@ -64,6 +65,8 @@ carrel_session_to_json(const CarrelSession *session)
     carrel_conf_add_optional_string(b, "mac", session->mac);
     json_builder_set_member_name(b, "domain");
     json_builder_add_string_value(b, domain);
+    json_builder_set_member_name(b, "from_pool");
+    json_builder_add_boolean_value(b, session->from_pool);
     carrel_conf_add_optional_string(b, "head_snapshot", session->head_snapshot);
     carrel_conf_add_optional_string(b, "forked_from", session->origin_session);
     if (session->expires_at) {

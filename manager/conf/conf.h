@@ -140,6 +140,8 @@ typedef struct {
     guint idle_timeout_s; /* no activity for this long acts, 0 = none */
     char *expiry_action;  /* "destroy", "stop", "hibernate" or "pause" */
     char *mac;            /* of its NIC (see carrel_net_new_mac); NULL: made before NICs */
+    char *pool;           /* a warm pool member (its template's name) until claimed, else NULL */
+    gboolean from_pool;   /* it was claimed from a warm pool */
     gint64 created_at;
     gint64 updated_at;
 } CarrelSession;

@@ -182,3 +182,14 @@ gboolean carrel_manager_check_has_disk(const CarrelSession *session, const char 
 /* When a session's top overlay is frozen (a snapshot cut short by a carreld crash), stacks a
  * writable top on it and records it; nothing to do otherwise. */
 gboolean carrel_manager_unfreeze_top(CarrelManager *mgr, CarrelSession *session, GError **error);
+
+/* Creates a session; with pool (a template name) as a member of that template's warm pool
+ * (not listed, no pool claim tried). */
+CarrelSession *carrel_manager_create_into(CarrelManager *mgr, const CarrelSessionRequest *req,
+                                          const char *pool, GError **error);
+/* A ready (paused) member of tmpl's warm pool, resumed and handed to req; NULL when none fits
+ * or the hand-over failed (logged; the create then boots or restores as usual). */
+CarrelSession *carrel_manager_pool_claim(CarrelManager *mgr, const CarrelSessionRequest *req,
+                                         const CarrelTemplate *tmpl);
+/* One refill step per pool whose members are fewer than its size (the watcher calls it). */
+void carrel_manager_pool_refill(CarrelManager *mgr);

@@ -221,7 +221,8 @@ pick_warm(CarrelManager *mgr, const CarrelSessionRequest *req, const CarrelTempl
 }
 
 CarrelSession *
-carrel_manager_session_create(CarrelManager *mgr, const CarrelSessionRequest *req, GError **error)
+carrel_manager_create_into(CarrelManager *mgr, const CarrelSessionRequest *req, const char *pool,
+                           GError **error)
 {
     g_autoptr(CarrelTemplate) tmpl = NULL;
     g_autoptr(CarrelSession) session = NULL;
@@ -233,7 +234,11 @@ carrel_manager_session_create(CarrelManager *mgr, const CarrelSessionRequest *re
         g_prefix_error(error, "creating session: ");
         return NULL;
     }
+    /* A ready member of the template's warm pool: claimed at once, refilled later. */
+    if (!pool && (result = carrel_manager_pool_claim(mgr, req, tmpl)))
+        return result;
     session = session_from_request(mgr, req, tmpl);
+    session->pool = g_strdup(pool);
     warm = pick_warm(mgr, req, tmpl);
     if (warm) {
         session->vcpus = warm->vcpus;
@@ -257,10 +262,22 @@ carrel_manager_session_create(CarrelManager *mgr, const CarrelSessionRequest *re
     return result;
 }
 
+CarrelSession *
+carrel_manager_session_create(CarrelManager *mgr, const CarrelSessionRequest *req, GError **error)
+{
+    return carrel_manager_create_into(mgr, req, NULL, error);
+}
+
 GPtrArray *
 carrel_manager_session_list(CarrelManager *mgr, gboolean include_destroyed, GError **error)
 {
-    return carrel_store_session_list(mgr->store, include_destroyed, error);
+    GPtrArray *all = carrel_store_session_list(mgr->store, include_destroyed, error);
+
+    /* Warm pool members are no one's sessions until a create claims them. */
+    for (guint i = all ? all->len : 0; i > 0; i--)
+        if (((CarrelSession *)g_ptr_array_index(all, i - 1))->pool)
+            g_ptr_array_remove_index(all, i - 1);
+    return all;
 }
 
 CarrelSession *

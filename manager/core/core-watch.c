@@ -178,6 +178,7 @@ carrel_manager_watch(CarrelManager *mgr)
     guint changed = 0;
 
     collect_pending(mgr);
+    carrel_manager_pool_refill(mgr);
     sessions = carrel_store_session_list(mgr->store, FALSE, NULL);
 
     for (guint i = 0; sessions && i < sessions->len; i++) {

@@ -233,4 +233,10 @@ CarrelSession *carrel_manager_snapshot_revert(CarrelManager *mgr, const char *id
 GPtrArray *carrel_manager_session_fork(CarrelManager *mgr, const char *id_or_name,
                                        const char *snapshot, guint count, GError **error);
 
+/* Warm pools: size (0..CARREL_LIMIT_POOL, 0 = none) per template name; the watcher fills them
+ * with paused sessions that creates claim. list: {pools: [{template, size, ready, members}]}. */
+gboolean carrel_manager_pool_set(CarrelManager *mgr, const char *template_name, guint size,
+                                 GError **error);
+JsonNode *carrel_manager_pool_list(CarrelManager *mgr, GError **error);
+
 G_END_DECLS

@@ -4,7 +4,7 @@
 #define SESSION_COLUMNS                                                                            \
     "id, name, template_name, template_version, state, state_reason, vcpus, memory_mib, dir, "     \
     "overlay_path, created_at, updated_at, origin, exit_paths, head_snapshot, origin_session, "    \
-    "expires_at, idle_timeout_s, expiry_action, mac"
+    "expires_at, idle_timeout_s, expiry_action, mac, pool, from_pool"
 
 /* exit_paths as a JSON array of strings (NULL when there are none). */
 static char *
@@ -79,7 +79,9 @@ bind_session(CarrelStore *store, sqlite3_stmt *stmt, const CarrelSession *s, GEr
            bind_int_or_null(store, stmt, 17, s->expires_at, error) &&
            bind_int_or_null(store, stmt, 18, s->idle_timeout_s, error) &&
            carrel_store_bind_text(store, stmt, 19, s->expiry_action, error) &&
-           carrel_store_bind_text(store, stmt, 20, s->mac, error);
+           carrel_store_bind_text(store, stmt, 20, s->mac, error) &&
+           carrel_store_bind_text(store, stmt, 21, s->pool, error) &&
+           carrel_store_bind_int64(store, stmt, 22, s->from_pool, error);
 }
 
 static CarrelSession *
@@ -108,6 +110,8 @@ session_from_row(sqlite3_stmt *stmt, GError **error)
     s->idle_timeout_s = (guint)sqlite3_column_int64(stmt, 17);
     s->expiry_action = carrel_store_column_dup(stmt, 18);
     s->mac = carrel_store_column_dup(stmt, 19);
+    s->pool = carrel_store_column_dup(stmt, 20);
+    s->from_pool = sqlite3_column_int64(stmt, 21) != 0;
     if (s->state == CARREL_SESSION_LAST) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_STORE,
                     "session '%s' has an unknown state '%s'", s->id, state ? state : "");
@@ -148,11 +152,11 @@ insert_session(CarrelStore *store, const CarrelSession *session, GError **error)
     if (session->state != CARREL_SESSION_DESTROYED &&
         !template_exists(store, session->template_name, session->template_version, error))
         return FALSE;
-    stmt =
-        carrel_store_prepare(store,
-                             "INSERT INTO sessions (" SESSION_COLUMNS ") "
-                             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                             error);
+    stmt = carrel_store_prepare(
+        store,
+        "INSERT INTO sessions (" SESSION_COLUMNS ") "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        error);
     return stmt && bind_session(store, stmt, session, error) &&
            carrel_store_step_done(store, stmt, &conflict, "inserting session", error);
 }
@@ -334,4 +338,97 @@ carrel_store_session_clear_limits(CarrelStore *store, const char *id, GError **e
                                 error);
     return stmt && carrel_store_bind_text(store, stmt, 1, id, error) &&
            carrel_store_step_done(store, stmt, NULL, "clearing a session's time limits", error);
+}
+
+gboolean
+carrel_store_pool_set(CarrelStore *store, const char *template_name, guint size, GError **error)
+{
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&store->lock);
+    g_autoptr(sqlite3_stmt) stmt = NULL;
+
+    stmt = carrel_store_prepare(
+        store, "INSERT OR REPLACE INTO pools (template_name, size) VALUES (?1, ?2)", error);
+    return stmt && carrel_store_bind_text(store, stmt, 1, template_name, error) &&
+           carrel_store_bind_int64(store, stmt, 2, size, error) &&
+           carrel_store_step_done(store, stmt, NULL, "storing a pool", error);
+}
+
+GHashTable *
+carrel_store_pool_list(CarrelStore *store, GError **error)
+{
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&store->lock);
+    g_autoptr(sqlite3_stmt) stmt = NULL;
+    g_autoptr(GHashTable) pools = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+
+    stmt = carrel_store_prepare(store, "SELECT template_name, size FROM pools", error);
+    if (!stmt)
+        return NULL;
+    for (;;) {
+        gboolean row = FALSE;
+        if (!carrel_store_step_row(store, stmt, "reading pools", &row, error))
+            return NULL;
+        if (!row)
+            break;
+        g_hash_table_insert(pools, carrel_store_column_dup(stmt, 0),
+                            GUINT_TO_POINTER((guint)sqlite3_column_int64(stmt, 1)));
+    }
+    return g_steal_pointer(&pools);
+}
+
+GPtrArray *
+carrel_store_pool_members(CarrelStore *store, const char *template_name, GError **error)
+{
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&store->lock);
+    g_autoptr(sqlite3_stmt) stmt = NULL;
+    g_autoptr(GPtrArray) list = g_ptr_array_new_with_free_func((GDestroyNotify)carrel_session_free);
+
+    stmt = carrel_store_prepare(store,
+                                "SELECT " SESSION_COLUMNS " FROM sessions WHERE pool = ?1 "
+                                "AND state != 'destroyed' ORDER BY created_at, rowid",
+                                error);
+    if (!stmt || !carrel_store_bind_text(store, stmt, 1, template_name, error))
+        return NULL;
+    for (;;) {
+        gboolean row = FALSE;
+        CarrelSession *s;
+        if (!carrel_store_step_row(store, stmt, "reading pool members", &row, error))
+            return NULL;
+        if (!row)
+            break;
+        if (!(s = session_from_row(stmt, error)))
+            return NULL;
+        g_ptr_array_add(list, s);
+    }
+    return g_steal_pointer(&list);
+}
+
+gboolean
+carrel_store_session_claim(CarrelStore *store, const CarrelSession *s, GError **error)
+{
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&store->lock);
+    g_autofree char *exit_paths = paths_to_text(s->exit_paths);
+    g_autofree char *name_used = g_strdup_printf("session name '%s' is already used", s->name);
+    const CarrelStoreConflict conflict = {.unique = name_used};
+    g_autoptr(sqlite3_stmt) stmt = NULL;
+
+    stmt = carrel_store_prepare(
+        store,
+        "UPDATE sessions SET pool = NULL, from_pool = 1, name = ?2, exit_paths = ?3, "
+        "expires_at = ?4, idle_timeout_s = ?5, expiry_action = ?6, updated_at = ?7 "
+        "WHERE id = ?1 AND pool IS NOT NULL",
+        error);
+    if (!stmt || !carrel_store_bind_text(store, stmt, 1, s->id, error) ||
+        !carrel_store_bind_text(store, stmt, 2, s->name, error) ||
+        !carrel_store_bind_text(store, stmt, 3, exit_paths, error) ||
+        !bind_int_or_null(store, stmt, 4, s->expires_at, error) ||
+        !bind_int_or_null(store, stmt, 5, s->idle_timeout_s, error) ||
+        !carrel_store_bind_text(store, stmt, 6, s->expiry_action, error) ||
+        !carrel_store_bind_int64(store, stmt, 7, carrel_util_now(), error) ||
+        !carrel_store_step_done(store, stmt, &conflict, "claiming a pool member", error))
+        return FALSE;
+    if (sqlite3_changes(store->db) == 0) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND, "pool member '%s' is gone", s->id);
+        return FALSE;
+    }
+    return TRUE;
 }

@@ -102,6 +102,16 @@ gboolean carrel_store_session_set_disk(CarrelStore *store, const char *id, const
 gint64 carrel_store_event_last_ts(CarrelStore *store, const char *session_id, GError **error);
 /* A session's time limits acted: they do not act again. */
 gboolean carrel_store_session_clear_limits(CarrelStore *store, const char *id, GError **error);
+/* Warm pools: size per template name (0 = none). */
+gboolean carrel_store_pool_set(CarrelStore *store, const char *template_name, guint size,
+                               GError **error);
+/* template name -> GUINT_TO_POINTER(size). */
+GHashTable *carrel_store_pool_list(CarrelStore *store, GError **error);
+/* A pool's members that are not destroyed (any state: creating ones count too). */
+GPtrArray *carrel_store_pool_members(CarrelStore *store, const char *template_name, GError **error);
+/* Hands a pool member to a create: pool cleared, from_pool set, and the request's name, exit
+ * paths and time limits (from s) stored. NOT_FOUND when it was claimed already. */
+gboolean carrel_store_session_claim(CarrelStore *store, const CarrelSession *s, GError **error);
 /* Live (not destroyed) sessions forked from session id. */
 guint carrel_store_session_count_forks(CarrelStore *store, const char *id, GError **error);
 /* Snapshots: EXISTS for a name the session already has. */

@@ -52,6 +52,8 @@ CarrelErrorCode carrel_error_code_from_string(const char *name);
 #define CARREL_LIMIT_VCPUS 16
 /* Longest time limit or idle timeout (30 days). */
 #define CARREL_LIMIT_TTL_S (30 * 24 * 3600)
+/* Sessions a template's warm pool keeps. */
+#define CARREL_LIMIT_POOL 8
 /* Sessions one fork request makes. */
 #define CARREL_LIMIT_FORKS 16
 #define CARREL_LIMIT_MEMORY_MIB (64 * 1024)

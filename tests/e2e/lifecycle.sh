@@ -198,3 +198,33 @@ snapshot_crash_checks() {
     check_eq "...and is usable: it runs commands" "ok" "$(carrel exec "$id" -- echo ok 2>/dev/null)"
     carrel rm "$id" >/dev/null 2>&1
 }
+
+# A pool's ready count (0 when there is no such pool).
+pool_ready() {
+    carrel template pool --json 2>/dev/null | jq -r --arg t "$1" '[.pools[] | select(.template == $t) | .ready] | add // 0'
+}
+
+wait_pool_ready() {
+    for _ in $(seq 1 150); do
+        [ "$(pool_ready "$1")" -ge "$2" ] && return 0
+        sleep 1
+    done
+    return 1
+}
+
+# Warm pool: paused sessions kept ready and unlisted; a create claims one, the pool refills.
+pool_checks() {
+    local before s
+    check "set a warm pool of 1 for tiny" carrel template pool tiny --size 1
+    check "the pool fills" wait_pool_ready tiny 1
+    before="$(carrel ls --json | jq '.sessions | length')"
+    s="$(carrel create --template tiny --name pooled --json 2>/dev/null)"
+    check "a create claims the pool member" json_true '.from_pool and .state == "running"' "$s"
+    check_eq "pool members are not listed; the claimed one is" "$((before + 1))" \
+        "$(carrel ls --json | jq '.sessions | length')"
+    check_eq "the claimed session runs commands" "ok" \
+        "$(carrel exec pooled -- echo ok 2>/dev/null)"
+    check "the pool refills in the background" wait_pool_ready tiny 1
+    carrel template pool tiny --size 0 >/dev/null 2>&1
+    carrel rm pooled >/dev/null 2>&1
+}

@@ -153,6 +153,7 @@ lifecycle_checks
 snapshot_checks
 snapshot_crash_checks
 timeout_checks
+pool_checks
 
 # A guest without carrel's tools or a guest agent (here: tiny's image booted into a bare shell)
 # is ready once its screen shows something and holds still.

@@ -1079,6 +1079,54 @@ test_time_limits(void **state)
     assert_int_equal(carrel_manager_watch(fx->mgr), 0);
 }
 
+static void
+test_warm_pool(void **state)
+{
+    Fixture *fx = *state;
+    g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = import(fx, "tiny");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) listed = NULL;
+    g_autoptr(GPtrArray) members = NULL;
+    g_autoptr(CarrelSession) claimed = NULL;
+    g_autoptr(CarrelSession) plain = NULL;
+    CarrelSessionRequest cold = {
+        .template_name = (char *)"tiny", .name = (char *)"c", .cold = TRUE};
+
+    assert_false(carrel_manager_pool_set(fx->mgr, "tiny", CARREL_LIMIT_POOL + 1, &error));
+    g_clear_error(&error);
+    assert_true(carrel_manager_pool_set(fx->mgr, "tiny", 1, &error));
+    carrel_manager_watch(fx->mgr);
+    members = carrel_store_pool_members(fx->mgr->store, "tiny", &error);
+    assert_int_equal(members->len, 1);
+    assert_int_equal(((CarrelSession *)g_ptr_array_index(members, 0))->state,
+                     CARREL_SESSION_PAUSED);
+    /* Members are nobody's sessions: not listed. */
+    listed = carrel_manager_session_list(fx->mgr, FALSE, &error);
+    assert_int_equal(listed->len, 0);
+    /* A cold create does not take from the pool; a plain one does, at once. */
+    plain = carrel_manager_session_create(fx->mgr, &cold, &error);
+    assert_non_null(plain);
+    assert_false(plain->from_pool);
+    claimed = create(fx, "from-pool", &error);
+    assert_non_null(claimed);
+    assert_true(claimed->from_pool);
+    assert_null(claimed->pool);
+    assert_string_equal(claimed->name, "from-pool");
+    assert_int_equal(claimed->state, CARREL_SESSION_RUNNING);
+    assert_string_equal(claimed->id, ((CarrelSession *)g_ptr_array_index(members, 0))->id);
+    /* The watcher refills. */
+    g_clear_pointer(&members, g_ptr_array_unref);
+    carrel_manager_watch(fx->mgr);
+    members = carrel_store_pool_members(fx->mgr->store, "tiny", &error);
+    assert_int_equal(members->len, 1);
+    /* Shrinking to 0 removes the member. */
+    assert_true(carrel_manager_pool_set(fx->mgr, "tiny", 0, &error));
+    carrel_manager_watch(fx->mgr);
+    g_clear_pointer(&members, g_ptr_array_unref);
+    members = carrel_store_pool_members(fx->mgr->store, "tiny", &error);
+    assert_int_equal(members->len, 0);
+}
+
 int
 main(void)
 {
@@ -1102,6 +1150,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_snapshots, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fork, setup, teardown),
         cmocka_unit_test_setup_teardown(test_time_limits, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_warm_pool, setup, teardown),
         cmocka_unit_test(test_passwd),
         cmocka_unit_test(test_diff_plan),
     };

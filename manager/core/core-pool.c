@@ -1,0 +1,171 @@
+/*
+ * Warm pools: per template, N sessions kept created and paused, invisible to listings. A
+ * create that fits claims one (resume, clock, the request's name, limits and inputs) instead of
+ * restoring or booting, and the watcher creates a replacement in the background.
+ */
+#include "core/core-priv.h"
+
+gboolean
+carrel_manager_pool_set(CarrelManager *mgr, const char *template_name, guint size, GError **error)
+{
+    g_autoptr(CarrelTemplate) tmpl = carrel_store_template_get(mgr->store, template_name, 0, error);
+
+    if (!tmpl)
+        return FALSE;
+    if (size > CARREL_LIMIT_POOL) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "a pool holds at most %d sessions", CARREL_LIMIT_POOL);
+        return FALSE;
+    }
+    return carrel_store_pool_set(mgr->store, template_name, size, error);
+}
+
+JsonNode *
+carrel_manager_pool_list(CarrelManager *mgr, GError **error)
+{
+    g_autoptr(GHashTable) pools = carrel_store_pool_list(mgr->store, error);
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    GHashTableIter iter;
+    gpointer key, value;
+
+    if (!pools)
+        return NULL;
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "pools");
+    json_builder_begin_array(b);
+    g_hash_table_iter_init(&iter, pools);
+    while (g_hash_table_iter_next(&iter, &key, &value)) {
+        g_autoptr(GPtrArray) members = carrel_store_pool_members(mgr->store, key, NULL);
+        guint ready = 0;
+        for (guint i = 0; members && i < members->len; i++)
+            ready +=
+                ((CarrelSession *)g_ptr_array_index(members, i))->state == CARREL_SESSION_PAUSED;
+        json_builder_begin_object(b);
+        json_builder_set_member_name(b, "template");
+        json_builder_add_string_value(b, key);
+        json_builder_set_member_name(b, "size");
+        json_builder_add_int_value(b, GPOINTER_TO_UINT(value));
+        json_builder_set_member_name(b, "ready");
+        json_builder_add_int_value(b, ready);
+        json_builder_set_member_name(b, "members");
+        json_builder_add_int_value(b, members ? members->len : 0);
+        json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+    json_builder_end_object(b);
+    return json_builder_get_root(b);
+}
+
+/* The request fits the pool's members: same version, same shape, no cold boot asked for. */
+static gboolean
+fits(const CarrelSessionRequest *req, const CarrelTemplate *tmpl, const CarrelSession *m)
+{
+    return !req->cold && m->state == CARREL_SESSION_PAUSED &&
+           m->template_version == tmpl->version && (!req->vcpus || req->vcpus == m->vcpus) &&
+           (!req->memory_mib || req->memory_mib == m->memory_mib);
+}
+
+/* The member becomes the request's session: running, clock set, named, limits and inputs. */
+static gboolean
+hand_over(CarrelManager *mgr, CarrelSession *m, const CarrelSessionRequest *req, GError **error)
+{
+    g_autofree char *domain = carrel_session_domain_name(m->id);
+    guint ttl_s = 0, idle_s = 0;
+    const char *action = NULL;
+
+    g_free(m->name);
+    m->name = g_strdup(req->name ? req->name : m->id);
+    g_strfreev(m->exit_paths);
+    m->exit_paths = carrel_policy_exit_paths(mgr->policy, req->exit_paths);
+    carrel_policy_time_limits(mgr->policy, req->ttl_s, req->idle_timeout_s, req->expiry_action,
+                              &ttl_s, &idle_s, &action);
+    m->expires_at = ttl_s ? carrel_util_now() + ttl_s : 0;
+    m->idle_timeout_s = idle_s;
+    g_free(m->expiry_action);
+    m->expiry_action = g_strdup(action);
+    return carrel_store_session_claim(mgr->store, m, error) &&
+           carrel_hypervisor_pause(mgr->hv, domain, FALSE, error) &&
+           carrel_manager_set_guest_clock(mgr, domain, error) &&
+           carrel_store_session_set_state(mgr->store, m->id, CARREL_SESSION_RUNNING, NULL, error) &&
+           (!req->inputs || !req->inputs->len ||
+            carrel_manager_inject_by_agent(mgr, m, req->inputs, error));
+}
+
+CarrelSession *
+carrel_manager_pool_claim(CarrelManager *mgr, const CarrelSessionRequest *req,
+                          const CarrelTemplate *tmpl)
+{
+    g_autoptr(GPtrArray) members = carrel_store_pool_members(mgr->store, tmpl->name, NULL);
+    g_autoptr(GError) error = NULL;
+
+    /* A bad request takes the normal path, which says what is wrong. */
+    g_autoptr(CarrelSession) same_name =
+        req->name ? carrel_store_session_get(mgr->store, req->name, NULL) : NULL;
+
+    if ((req->name && !carrel_util_is_valid_name(req->name)) || same_name ||
+        !carrel_manager_check_inputs(mgr, req->inputs, NULL))
+        return NULL;
+    for (guint i = 0; members && i < members->len; i++) {
+        CarrelSession *m = g_ptr_array_index(members, i);
+        g_autoptr(CarrelSession) fresh = NULL;
+        gboolean ok;
+        if (!fits(req, tmpl, m) || !carrel_manager_claim(mgr, m->id, "claim", NULL))
+            continue;
+        fresh = carrel_store_session_get(mgr->store, m->id, NULL);
+        ok = fresh && fresh->pool && fits(req, tmpl, fresh) && hand_over(mgr, fresh, req, &error);
+        carrel_manager_release(mgr, m->id);
+        if (ok) {
+            carrel_manager_forget_uploads(mgr, req->inputs);
+            return carrel_store_session_get(mgr->store, m->id, NULL);
+        }
+        if (error) {
+            /* A member that failed its hand-over is no member: it goes. */
+            g_warning("warm pool of %s: handing over %s failed: %s", tmpl->name, m->id,
+                      error->message);
+            carrel_session_free(carrel_manager_session_destroy(mgr, m->id, NULL));
+            return NULL;
+        }
+    }
+    return NULL;
+}
+
+/* A new member: created like any session (warm when the template is), then paused. */
+static void
+add_member(CarrelManager *mgr, const char *template_name)
+{
+    CarrelSessionRequest req = {.template_name = (char *)template_name};
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelSession) s = carrel_manager_create_into(mgr, &req, template_name, &error);
+    g_autoptr(CarrelSession) paused = NULL;
+
+    if (s)
+        paused = carrel_manager_session_pause(mgr, s->id, &error);
+    if (!paused)
+        g_warning("warm pool of %s: adding a member failed: %s", template_name,
+                  error ? error->message : "?");
+}
+
+void
+carrel_manager_pool_refill(CarrelManager *mgr)
+{
+    g_autoptr(GHashTable) pools = carrel_store_pool_list(mgr->store, NULL);
+    GHashTableIter iter;
+    gpointer key, value;
+
+    if (!pools)
+        return;
+    g_hash_table_iter_init(&iter, pools);
+    while (g_hash_table_iter_next(&iter, &key, &value)) {
+        g_autoptr(GPtrArray) members = carrel_store_pool_members(mgr->store, key, NULL);
+        guint size = GPOINTER_TO_UINT(value);
+        if (!members)
+            continue;
+        /* Shrunk: the extra members go, newest first. */
+        if (members->len > size) {
+            CarrelSession *extra = g_ptr_array_index(members, members->len - 1);
+            carrel_session_free(carrel_manager_session_destroy(mgr, extra->id, NULL));
+        } else if (members->len < size) {
+            add_member(mgr, key);
+        }
+    }
+}
