@@ -3,6 +3,8 @@
  * the guest powered itself off), records the new state and collects the session's exit
  * artifacts from its disk before anything else can touch it.
  */
+#include <string.h>
+
 #include "core/core-priv.h"
 
 /* The exit path: collects a session's exit paths (if any) with reason. Failures are in the
@@ -113,12 +115,15 @@ collect_pending(CarrelManager *mgr)
     }
 }
 
-/* Why a session's time is up ("ttl", "idle"), or NULL. */
+/* Why a session's time is up ("ttl", "idle"), or NULL. A TTL also catches a session whose
+ * expiry action was cut short by a carreld crash (found stopped or crashed since). */
 static const char *
 expired(CarrelManager *mgr, const CarrelSession *s)
 {
     gint64 now = carrel_util_now(), last_us;
 
+    if (s->pool || s->state == CARREL_SESSION_CREATING || s->state == CARREL_SESSION_DESTROYED)
+        return NULL;
     if (s->expires_at && now >= s->expires_at)
         return "ttl";
     if (!s->idle_timeout_s || s->state != CARREL_SESSION_RUNNING)
@@ -131,35 +136,53 @@ expired(CarrelManager *mgr, const CarrelSession *s)
                                                                                            : NULL;
 }
 
-/* A time limit acts: the exit paths are collected first (through the agent while the guest
- * runs), then the session's action; the limits never act twice. */
+/* Runs the expiry action where the session's state calls for it; FALSE with error when it
+ * failed. A session already past what the action does (stopped for "stop") needs nothing. */
+static gboolean
+act(CarrelManager *mgr, const CarrelSession *s, const char *action, const char *why, GError **error)
+{
+    g_autoptr(CarrelSession) after = NULL;
+    gboolean running = s->state == CARREL_SESSION_RUNNING;
+
+    if (g_str_equal(action, "destroy"))
+        return (after = carrel_manager_session_destroy(mgr, s->id, error)) != NULL;
+    if (g_str_equal(action, "stop"))
+        return !(running || s->state == CARREL_SESSION_PAUSED) ||
+               (after = carrel_manager_session_stop(mgr, s->id, 30, error)) != NULL;
+    if (!running)
+        return TRUE;
+    /* pause and hibernate keep the guest: its exit paths are collected first, by the agent. */
+    if (carrel_manager_claim(mgr, s->id, "expire", error)) {
+        carrel_manager_collect_exit(mgr, s, why, TRUE);
+        carrel_manager_release(mgr, s->id);
+    } else
+        return FALSE;
+    if (g_str_equal(action, "hibernate"))
+        return (after = carrel_manager_session_hibernate(mgr, s->id, error)) != NULL;
+    return (after = carrel_manager_session_pause(mgr, s->id, error)) != NULL;
+}
+
+/*
+ * A time limit acts: the exit paths are collected first (stop and destroy collect on their own
+ * once the guest is off), then the action. The limits are cleared only once it is done, so an
+ * action that another verb held up, or that a carreld crash cut short, runs again next round.
+ */
 static void
 expire(CarrelManager *mgr, const CarrelSession *s, const char *why)
 {
     g_autoptr(GError) error = NULL;
-    g_autoptr(CarrelSession) after = NULL;
     g_autoptr(JsonBuilder) b = json_builder_new();
     g_autoptr(JsonNode) params = NULL;
     const char *action = s->expiry_action ? s->expiry_action : "destroy";
     gint64 t0 = g_get_monotonic_time();
+    gboolean ok = act(mgr, s, action, why, &error);
 
-    if (!carrel_store_session_clear_limits(mgr->store, s->id, NULL))
+    /* Busy with another verb: try again next round. */
+    if (!ok && g_error_matches(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE) &&
+        strstr(error->message, "is busy"))
         return;
-    if (g_str_equal(action, "pause") || g_str_equal(action, "hibernate")) {
-        if (carrel_manager_claim(mgr, s->id, "expire", NULL)) {
-            carrel_manager_collect_exit(mgr, s, why, s->state == CARREL_SESSION_RUNNING);
-            carrel_manager_release(mgr, s->id);
-        }
-    }
-    /* destroy and stop collect on their own, once the guest is off. */
-    if (g_str_equal(action, "destroy"))
-        after = carrel_manager_session_destroy(mgr, s->id, &error);
-    else if (g_str_equal(action, "stop"))
-        after = carrel_manager_session_stop(mgr, s->id, 30, &error);
-    else if (g_str_equal(action, "hibernate"))
-        after = carrel_manager_session_hibernate(mgr, s->id, &error);
-    else if (s->state == CARREL_SESSION_RUNNING)
-        after = carrel_manager_session_pause(mgr, s->id, &error);
+    if (!g_str_equal(action, "destroy") || !ok)
+        (void)carrel_store_session_clear_limits(mgr->store, s->id, NULL);
     json_builder_begin_object(b);
     json_builder_set_member_name(b, "reason");
     json_builder_add_string_value(b, why);
@@ -184,9 +207,7 @@ carrel_manager_watch(CarrelManager *mgr)
     for (guint i = 0; sessions && i < sessions->len; i++) {
         CarrelSession *s = g_ptr_array_index(sessions, i);
         g_autoptr(CarrelSession) after = NULL;
-        const char *why = NULL;
-        if (s->state == CARREL_SESSION_RUNNING || s->state == CARREL_SESSION_PAUSED)
-            why = expired(mgr, s);
+        const char *why = expired(mgr, s);
         if (why) {
             expire(mgr, s, why);
             changed++;

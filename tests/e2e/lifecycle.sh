@@ -24,8 +24,12 @@ lifecycle_checks() {
             ! carrel resume "$id" >/dev/null 2>&1; then
             break
         fi
-        sleep 0.3
-        after="$(counter "$id")"
+        # Under load the guest may need a moment to run its loop again.
+        for _ in $(seq 1 25); do
+            after="$(counter "$id")"
+            [ -n "$after" ] && [ "$after" -gt "${before:-0}" ] && break
+            sleep 0.2
+        done
         if [ -z "$after" ] || [ "$after" -le "${before:-0}" ]; then
             break
         fi
