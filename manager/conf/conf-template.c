@@ -274,6 +274,8 @@ carrel_warm_state_to_json(const CarrelWarmState *warm)
     json_builder_add_int_value(b, warm->memory_mib);
     json_builder_set_member_name(b, "memory_bytes");
     json_builder_add_int_value(b, (gint64)warm->memory_bytes);
+    json_builder_set_member_name(b, "machine_revision");
+    json_builder_add_int_value(b, warm->machine_revision);
     json_builder_set_member_name(b, "created_at");
     json_builder_add_string_value(b, created);
     json_builder_end_object(b);

@@ -110,6 +110,7 @@ typedef struct {
     guint vcpus;       /* the machine shape the memory was saved with */
     guint memory_mib;
     guint64 memory_bytes;
+    guint machine_revision; /* of the machine saved (CARREL_HYPERVISOR_MACHINE_REVISION) */
     gint64 created_at;
 } CarrelWarmState;
 

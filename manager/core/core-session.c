@@ -213,8 +213,10 @@ pick_warm(CarrelManager *mgr, const CarrelSessionRequest *req, const CarrelTempl
     if (req->cold)
         return NULL;
     warm = carrel_store_warm_get(mgr->store, tmpl->name, tmpl->version, NULL);
-    /* The saved memory fixes the machine's shape: another size has to boot. */
-    if (!warm || (req->vcpus && req->vcpus != warm->vcpus) ||
+    /* The saved memory fixes the machine's shape: another size, or a machine of an older
+     * revision (until the template is warmed again), has to boot. */
+    if (!warm || warm->machine_revision != CARREL_HYPERVISOR_MACHINE_REVISION ||
+        (req->vcpus && req->vcpus != warm->vcpus) ||
         (req->memory_mib && req->memory_mib != warm->memory_mib))
         return NULL;
     return g_steal_pointer(&warm);

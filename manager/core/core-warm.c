@@ -79,7 +79,9 @@ static CarrelWarmState *
 make_warm(CarrelManager *mgr, CarrelJob *job, const CarrelTemplate *tmpl, GError **error)
 {
     g_autofree char *tmp = g_build_filename(tmpl->dir, "warm.tmp", NULL);
-    g_autofree char *final = g_build_filename(tmpl->dir, "warm", NULL);
+    /* One folder per machine revision: sessions of an older warm state stand on its layer. */
+    g_autofree char *name = g_strdup_printf("warm-r%d", CARREL_HYPERVISOR_MACHINE_REVISION);
+    g_autofree char *final = g_build_filename(tmpl->dir, name, NULL);
     g_autofree char *memory_tmp = g_build_filename(tmp, "memory.save", NULL);
     g_autoptr(CarrelSession) ws = warm_session(mgr, tmpl, tmp);
     g_autoptr(CarrelWarmState) warm = carrel_warm_state_new();
@@ -102,6 +104,7 @@ make_warm(CarrelManager *mgr, CarrelJob *job, const CarrelTemplate *tmpl, GError
     warm->vcpus = ws->vcpus;
     warm->memory_mib = ws->memory_mib;
     warm->memory_bytes = (guint64)st.st_size;
+    warm->machine_revision = CARREL_HYPERVISOR_MACHINE_REVISION;
     warm->created_at = carrel_util_now();
     return g_steal_pointer(&warm);
 }
@@ -117,6 +120,10 @@ warm_locked(CarrelJob *job, gpointer data, JsonNode **ret_result, GError **error
     if (!tmpl)
         return FALSE;
     warm = carrel_store_warm_get(wd->mgr->store, tmpl->name, tmpl->version, NULL);
+    if (warm && warm->machine_revision != CARREL_HYPERVISOR_MACHINE_REVISION) {
+        carrel_job_progress(job, "the warm state is of an older machine: warming again");
+        g_clear_pointer(&warm, carrel_warm_state_free);
+    }
     if (warm) {
         /* Sessions may stand on the existing warm layer: it is never replaced under them. */
         carrel_job_progress(job, "this template version is already warm");

@@ -63,6 +63,14 @@ typedef struct {
  */
 char *carrel_hypervisor_build_domain_xml(const CarrelDomainSpec *spec, GError **error);
 
+/*
+ * The revision of the machine the builder describes (its device set). Saved memory can only be
+ * restored into the machine it was saved from: bump this whenever a device comes or goes, so
+ * warm states of an older machine are redone instead of failing in QEMU ("Unknown savevm
+ * section"). 2: every session has a NIC and a balloon with free page reporting.
+ */
+#define CARREL_HYPERVISOR_MACHINE_REVISION 2
+
 /* XML namespace of carrel's <metadata> element. */
 #define CARREL_XMLNS_SESSION "https://carrel.dev/xmlns/session/1"
 

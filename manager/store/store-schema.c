@@ -206,6 +206,8 @@ static const StoreMigration migrations[] = {
      "  size INTEGER NOT NULL CHECK (size >= 0)"
      ") STRICT;",
      FALSE},
+    /* v5: the machine a warm state was saved from: an older one is redone, never restored. */
+    {"ALTER TABLE warm_states ADD COLUMN machine_revision INTEGER NOT NULL DEFAULT 1;", FALSE},
 };
 
 int

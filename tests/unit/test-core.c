@@ -1127,6 +1127,38 @@ test_warm_pool(void **state)
     assert_int_equal(members->len, 0);
 }
 
+static void
+test_warm_older_machine(void **state)
+{
+    Fixture *fx = *state;
+    g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = import(fx, "tiny");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelJob) job = carrel_manager_template_warm(fx->mgr, "tiny", 0, &error);
+    g_autoptr(CarrelJob) again = NULL;
+    g_autoptr(CarrelWarmState) warm = NULL;
+    g_autoptr(CarrelWarmState) redone = NULL;
+    g_autoptr(CarrelSession) booted = NULL;
+    g_autoptr(CarrelSession) restored = NULL;
+
+    assert_true(carrel_job_wait(job, &error));
+    warm = carrel_manager_template_warm_state(fx->mgr, "tiny", 1);
+    assert_int_equal(warm->machine_revision, CARREL_HYPERVISOR_MACHINE_REVISION);
+    /* A warm state of an older machine is never restored: creates boot... */
+    warm->machine_revision = CARREL_HYPERVISOR_MACHINE_REVISION - 1;
+    assert_true(carrel_store_warm_put(fx->mgr->store, warm, &error));
+    booted = create(fx, "booted", &error);
+    assert_non_null(booted);
+    assert_false(booted->from_warm);
+    /* ...until warming again redoes it. */
+    again = carrel_manager_template_warm(fx->mgr, "tiny", 0, &error);
+    assert_true(carrel_job_wait(again, &error));
+    redone = carrel_manager_template_warm_state(fx->mgr, "tiny", 1);
+    assert_int_equal(redone->machine_revision, CARREL_HYPERVISOR_MACHINE_REVISION);
+    restored = create(fx, "restored", &error);
+    assert_non_null(restored);
+    assert_true(restored->from_warm);
+}
+
 int
 main(void)
 {
@@ -1151,6 +1183,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_fork, setup, teardown),
         cmocka_unit_test_setup_teardown(test_time_limits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_warm_pool, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_warm_older_machine, setup, teardown),
         cmocka_unit_test(test_passwd),
         cmocka_unit_test(test_diff_plan),
     };
