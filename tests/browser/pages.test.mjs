@@ -1,0 +1,230 @@
+// The console's pages against mock-server.mjs (no VM, no SPICE): login, list, filters, session
+// page controls, dialogs, timeline, artifacts download, diff progress, lease buttons, approvals,
+// keyboard basics, CSP cleanliness, a 1366x768 screen. Prints ok / not ok lines; exit 1 on failure.
+//   node pages.test.mjs          (CARREL_TEST_OUT: where screenshots go)
+import { readFile } from 'node:fs/promises';
+import { createMock, MOCK_TOKEN } from './mock-server.mjs';
+import { check, fail, launch, outDir, shot, step, summary, waitFor, watchProblems } from './lib.mjs';
+
+const { server, state } = createMock();
+await new Promise((r) => server.listen(0, '127.0.0.1', r));
+const BASE = 'http://127.0.0.1:' + server.address().port;
+console.log('# mock carreld at ' + BASE + '; screenshots in ' + outDir());
+
+const browser = await launch();
+const context = await browser.newContext({ viewport: { width: 1366, height: 768 }, acceptDownloads: true });
+const page = await context.newPage();
+const problems = watchProblems(page, []);
+
+async function unlabelled() {
+    return page.evaluate(() => [...document.querySelectorAll('input, select, textarea')]
+        .filter((i) => i.type !== 'hidden' && !i.closest('dialog:not([open])') && i.labels.length === 0 &&
+            !i.getAttribute('aria-label'))
+        .map((i) => i.id || i.name || i.outerHTML.slice(0, 60)));
+}
+
+try {
+    await step('without a cookie, / sends the browser to the login page with next=/', async () => {
+        await page.goto(BASE + '/');
+        await page.waitForURL(/\/login\.html\?next=%2F$/, { timeout: 5000 });
+    });
+    await step('a wrong token shows the API error in an alert', async () => {
+        await page.fill('#token', 'wrong');
+        await page.press('#token', 'Enter');
+        await page.waitForSelector('#login-error:not([hidden])', { timeout: 5000 });
+        const text = await page.textContent('[role=alert]');
+        if (!/invalid token/.test(text))
+            throw new Error('alert says: ' + text);
+    });
+    await shot(page, 'login-error');
+    await step('logging in with the token lands on the session list', async () => {
+        await page.fill('#token', MOCK_TOKEN);
+        await page.click('#login-submit');
+        await page.waitForURL(BASE + '/', { timeout: 5000 });
+        await page.waitForSelector('#session-rows tr', { timeout: 5000 });
+    });
+    check('the token is in no URL and not in web storage',
+        !state.log.some((l) => l.includes(MOCK_TOKEN)) &&
+        await page.evaluate((t) => !JSON.stringify({ ...localStorage }).includes(t) &&
+            !JSON.stringify({ ...sessionStorage }).includes(t) && !document.cookie.includes('carrel_session'), MOCK_TOKEN));
+    await step('the list shows both sessions with state, template and version, age, labels', async () => {
+        const rows = await page.$$eval('#session-rows tr', (trs) => trs.map((tr) => tr.innerText));
+        if (rows.length !== 2)
+            throw new Error(rows.length + ' rows');
+        const run = rows.find((r) => r.includes('agent-run-1'));
+        if (!run || !/running/.test(run) || !/tiny v1/.test(run) || !/task=invoice/.test(run) || !/1 h/.test(run))
+            throw new Error(JSON.stringify(rows));
+    });
+    await step('a running session has a live thumbnail, a stopped one a placeholder', async () => {
+        await page.waitForFunction(() => {
+            const img = document.querySelector('tr[data-id="s-0a1b2c3d4e5f"] img');
+            return img && img.complete && img.naturalWidth > 0;
+        }, null, { timeout: 5000 });
+        return page.isVisible('tr[data-id="s-111122223333"] .placeholder');
+    });
+    await step('the pending approvals count links to the approvals page', async () => {
+        await page.waitForFunction(() => document.getElementById('approval-count').textContent === '1', null, { timeout: 5000 });
+        return (await page.getAttribute('#approvals-link', 'href')) === '/approvals.html';
+    });
+    await step('filters: state, template and text', async () => {
+        await page.selectOption('#filter-state', 'running');
+        let n = await page.$$eval('#session-rows tr', (t) => t.length);
+        if (n !== 1)
+            throw new Error('state filter: ' + n);
+        await page.selectOption('#filter-state', '');
+        await page.selectOption('#filter-template', 'desktop');
+        n = await page.$$eval('#session-rows tr', (t) => t.length);
+        if (n !== 1)
+            throw new Error('template filter: ' + n);
+        await page.selectOption('#filter-template', '');
+        await page.fill('#filter-text', 'team=ops');
+        n = await page.$$eval('#session-rows tr', (t) => t.length);
+        await page.fill('#filter-text', '');
+        return n === 1;
+    });
+    await step('the list updates live from the stream', async () => {
+        state.sessions[1].state = 'running';
+        const { push } = { push: (e, d) => { for (const s of state.streams) s.res.write('event: ' + e + '\ndata: ' + JSON.stringify(d) + '\n\n'); } };
+        push('sessions', { sessions: state.sessions });
+        await page.waitForFunction(() => document.querySelector('tr[data-id="s-111122223333"] .state').textContent === 'running',
+            null, { timeout: 5000 });
+        state.sessions[1].state = 'stopped';
+        push('sessions', { sessions: state.sessions });
+    });
+    await step('the skip link is the first thing Tab reaches', async () => {
+        await page.reload();
+        await page.waitForSelector('#session-rows tr');
+        await page.keyboard.press('Tab');
+        const skipped = await page.evaluate(() => document.activeElement.classList.contains('skip-link'));
+        await page.keyboard.press('Enter');
+        return skipped && page.evaluate(() => location.hash === '#main');
+    });
+    check('every form field of the list has a label', (await unlabelled()).length === 0, JSON.stringify(await unlabelled()));
+    check('no horizontal scrolling at 1366x768 (list)',
+        await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth));
+    await shot(page, 'list');
+
+    await step('a row opens the session page', async () => {
+        await page.click('a[href="/session.html?id=s-0a1b2c3d4e5f"]');
+        await page.waitForURL(/session\.html\?id=s-0a1b2c3d4e5f/);
+        await page.waitForSelector('#timeline li', { timeout: 5000 });
+    });
+    await step('view only by default: the badge says so', async () => {
+        return /View only/.test(await page.textContent('#control-badge')) && await page.isHidden('#download-vv');
+    });
+    await step('the timeline shows time, actor, kind, action, duration, exit code, errors, screenshots', async () => {
+        const text = await page.innerText('#timeline');
+        for (const want of ['by agent', 'command', 'exit code 3', 'error: permission denied', '5.20 s', 'lifecycle'])
+            if (!text.includes(want))
+                throw new Error('missing "' + want + '" in ' + text);
+        return (await page.getAttribute('#timeline img', 'src')) === '/v1/sessions/s-0a1b2c3d4e5f/screenshots/shot-2.png';
+    });
+    await step('pause from the page: state and timeline follow (with the reviewer)', async () => {
+        await page.click('button[data-action=pause]');
+        await page.waitForFunction(() => document.getElementById('session-state').textContent === 'paused', null, { timeout: 5000 });
+        await page.waitForFunction(() => /lifecycle pause[\s\S]*by admin/.test(document.getElementById('timeline').innerText),
+            null, { timeout: 5000 });
+        return (await page.isDisabled('button[data-action=pause]')) && !(await page.isDisabled('button[data-action=resume]'));
+    });
+    await shot(page, 'session-paused');
+    await step('resume', async () => {
+        await page.click('button[data-action=resume]');
+        await page.waitForFunction(() => document.getElementById('session-state').textContent === 'running', null, { timeout: 5000 });
+    });
+    await step('take over: the badge and the .vv link follow; release hands back', async () => {
+        await page.click('#take-over');
+        await page.waitForFunction(() => /You control/.test(document.getElementById('control-badge').textContent), null, { timeout: 5000 });
+        if (await page.isHidden('#download-vv'))
+            throw new Error('.vv link hidden while holding the lease');
+        await shot(page, 'session-in-control');
+        await page.click('#release');
+        await page.waitForFunction(() => /^View only$/.test(document.getElementById('control-badge').textContent), null, { timeout: 5000 });
+        return page.isHidden('#download-vv');
+    });
+    await step('snapshot asks a name in a dialog and takes it', async () => {
+        await page.click('button[data-action=snapshot]');
+        await page.waitForSelector('#dlg-snapshot[open]');
+        await shot(page, 'dialog-snapshot');
+        await page.fill('#snapshot-name', 'from-test');
+        await page.click('#dlg-snapshot button.primary');
+        await page.waitForFunction(() => /Snapshot from-test taken/.test(document.getElementById('action-status').textContent), null, { timeout: 5000 });
+        return state.snapshots.some((s) => s.name === 'from-test');
+    });
+    await step('revert offers the session\'s snapshots', async () => {
+        await page.click('button[data-action=revert]');
+        await page.waitForSelector('#dlg-revert[open]');
+        const opts = await page.$$eval('#revert-name option', (o) => o.map((x) => x.value));
+        await page.selectOption('#revert-name', 'before-login');
+        await page.click('#revert-ok');
+        await page.waitForFunction(() => /lifecycle revert/.test(document.getElementById('timeline').innerText), null, { timeout: 5000 });
+        return opts.includes('before-login') && opts.includes('from-test');
+    });
+    await step('extract asks paths, then the artifact downloads from the list', async () => {
+        await page.click('button[data-action=extract]');
+        await page.fill('#extract-paths', '/home/user/out');
+        await page.click('#dlg-extract button.primary');
+        await page.waitForSelector('#artifacts a[download]', { timeout: 5000 });
+        const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#artifacts a[download]')]);
+        const bytes = await readFile(await dl.path(), 'utf8');
+        const missingShown = /\/nope: no such file/.test(await page.innerText('#artifacts'));
+        return bytes === 'artifact f-1\n' && missingShown;
+    });
+    await step('the diff shows a progress indicator, then added/changed/removed', async () => {
+        await page.click('#diff-run');
+        await page.waitForSelector('#diff-progress:not([hidden]) progress', { timeout: 2000 });
+        await shot(page, 'diff-progress');
+        await page.waitForSelector('#diff-result h3', { timeout: 10000 });
+        const text = await page.innerText('#diff-result');
+        return /Added \(1\)/.test(text) && /\+ \/home\/user\/new.txt/.test(text) && /Removed \(0\)/.test(text);
+    });
+    await step('an API error is shown in an alert (resume while running)', async () => {
+        await page.evaluate(() => { document.querySelector('button[data-action=resume]').disabled = false; });
+        await page.click('button[data-action=resume]');
+        await page.waitForSelector('#action-error:not([hidden])', { timeout: 5000 });
+        return /wrong_state/.test(await page.textContent('#action-error'));
+    });
+    check('every form field of the session page has a label', (await unlabelled()).length === 0, JSON.stringify(await unlabelled()));
+    await shot(page, 'session');
+    await step('destroy asks for confirmation; cancel keeps the session', async () => {
+        await page.click('button[data-action=destroy]');
+        await page.waitForSelector('#dlg-destroy[open]');
+        await shot(page, 'dialog-destroy');
+        await page.keyboard.press('Escape');
+        await page.waitForSelector('#dlg-destroy:not([open])', { state: 'attached' });
+        return state.sessions[0].state !== 'destroyed';
+    });
+    await step('destroy confirmed', async () => {
+        await page.click('button[data-action=destroy]');
+        await page.click('#dlg-destroy-ok');
+        await page.waitForFunction(() => document.getElementById('session-state').textContent === 'destroyed', null, { timeout: 5000 });
+    });
+
+    await step('approvals: approve with a reason moves it to the decided list', async () => {
+        await page.goto(BASE + '/approvals.html');
+        await page.waitForSelector('#pending article', { timeout: 5000 });
+        await shot(page, 'approvals');
+        await page.fill('#reason-a-1', 'looks fine');
+        await page.click('#pending article button.primary');
+        await page.waitForFunction(() => /approved/.test(document.getElementById('decided').innerText) &&
+            /Nothing is waiting/.test(document.getElementById('pending').innerText), null, { timeout: 5000 });
+        return state.approvals[0].reason === 'looks fine';
+    });
+    await shot(page, 'approvals-decided');
+    check('every form field of the approvals page has a label', (await unlabelled()).length === 0);
+    await step('log out clears the cookie and goes to the login page', async () => {
+        await page.click('#logout');
+        await page.waitForURL(/login\.html/);
+    });
+
+    // The mock refuses the console's websocket and answers 401 before login: those are expected.
+    const real = problems.filter((p) => !/Failed to load resource|WebSocket connection to|Connection refused|Can't connect to websocket/.test(p));
+    check('no CSP violation and no script error on any page', real.length === 0, real.join(' | '));
+} catch (e) {
+    fail('browser test crashed', e.stack);
+} finally {
+    await browser.close();
+    server.close();
+    for (const s of state.streams)
+        s.res.destroy();
+}
+process.exit(summary());
