@@ -1,0 +1,416 @@
+// Browser test of the review console against a real carreld and a running `tiny` session, in
+// Debian's headless Chromium. Prints `ok - ...` / `not ok - ...` lines; exits 1 on any failure.
+//
+// Environment:
+//   CARREL_URL         http://127.0.0.1:PORT of carreld (--listen)
+//   CARREL_TOKEN_FILE  the admin token file
+//   CARREL_SESSION     id of a running `tiny` session (X, twm, a focused xterm, guest agent)
+//   CARREL_TEST_OUT    where page screenshots go (not the repo)
+//   CHROMIUM           the browser (default /usr/bin/chromium)
+import { readFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import { check, fail, launch, outDir, shot, sleep, step, summary, waitFor, watchProblems } from './lib.mjs';
+
+const BASE = (process.env.CARREL_URL || '').replace(/\/$/, '');
+const SID = process.env.CARREL_SESSION;
+if (!BASE || !SID || !process.env.CARREL_TOKEN_FILE) {
+    console.log('not ok - CARREL_URL, CARREL_TOKEN_FILE and CARREL_SESSION must be set');
+    process.exit(1);
+}
+const TOKEN = (await readFile(process.env.CARREL_TOKEN_FILE, 'utf8')).trim();
+const WS_BASE = BASE.replace(/^http/, 'ws');
+const KEY_DELAY_MS = 60; // MACHINE.md: keys faster than ~50 ms apart get dropped after 8
+
+// The API as an agent would use it: bearer token, no cookie.
+async function agent(method, path, body) {
+    const resp = await fetch(BASE + path, {
+        method,
+        headers: { Authorization: 'Bearer ' + TOKEN, ...(body ? { 'Content-Type': 'application/json' } : {}) },
+        body: body ? JSON.stringify(body) : undefined,
+    });
+    const text = await resp.text();
+    let json = null;
+    try {
+        json = JSON.parse(text);
+    } catch {
+        // not JSON
+    }
+    return { status: resp.status, json, text };
+}
+
+async function guestExec(argv) {
+    const r = await agent('POST', '/v1/sessions/' + SID + '/exec', { argv });
+    if (r.status !== 200)
+        throw new Error('exec ' + argv.join(' ') + ': ' + r.status + ' ' + r.text);
+    return r.json;
+}
+
+async function sessionState() {
+    const r = await agent('GET', '/v1/sessions/' + SID);
+    return r.json && r.json.state;
+}
+
+// Pixel statistics of the SPICE canvas, read in the page.
+async function canvasStats(page) {
+    return page.evaluate(() => {
+        const c = document.querySelector('#spice-screen canvas');
+        if (!c || !c.width || !c.height)
+            return null;
+        const data = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+        const colours = new Set();
+        let hash = 0;
+        let lit = 0;
+        for (let i = 0; i < data.length; i += 4) {
+            const v = (data[i] << 16) | (data[i + 1] << 8) | data[i + 2];
+            if (colours.size < 4096)
+                colours.add(v);
+            if (v !== 0)
+                lit++;
+            hash = (Math.imul(hash, 31) + v) | 0;
+        }
+        return { width: c.width, height: c.height, colours: colours.size, lit, hash };
+    });
+}
+
+// Types text into the focused canvas with real key presses, paced; shifted characters are sent
+// with Shift held (spice-html5 sends scancodes: the key's code, not its character).
+const SHIFTED = { '>': 'Period', '<': 'Comma', '_': 'Minus', '|': 'Backslash', '~': 'Backquote', ':': 'Semicolon',
+    '"': 'Quote', '?': 'Slash', '+': 'Equal', '!': 'Digit1', '@': 'Digit2', '#': 'Digit3', '$': 'Digit4',
+    '%': 'Digit5', '^': 'Digit6', '&': 'Digit7', '*': 'Digit8', '(': 'Digit9', ')': 'Digit0', '{': 'BracketLeft',
+    '}': 'BracketRight' };
+const PLAIN = { ' ': 'Space', '.': 'Period', ',': 'Comma', '-': 'Minus', '/': 'Slash', '=': 'Equal', ';': 'Semicolon',
+    "'": 'Quote', '\\': 'Backslash', '`': 'Backquote', '[': 'BracketLeft', ']': 'BracketRight', '\n': 'Enter' };
+async function typeKeys(page, text) {
+    for (const ch of text) {
+        let key;
+        if (/[a-z]/.test(ch))
+            key = 'Key' + ch.toUpperCase();
+        else if (/[A-Z]/.test(ch))
+            key = 'Shift+Key' + ch;
+        else if (/[0-9]/.test(ch))
+            key = 'Digit' + ch;
+        else if (SHIFTED[ch])
+            key = 'Shift+' + SHIFTED[ch];
+        else if (PLAIN[ch])
+            key = PLAIN[ch];
+        else
+            throw new Error('no key for ' + JSON.stringify(ch));
+        await page.keyboard.press(key, { delay: 20 });
+        await sleep(KEY_DELAY_MS);
+    }
+}
+
+// Opens a websocket from inside a page; 'accepted' when it opened and stayed open 3 s,
+// 'refused' when it never opened or was closed within that time.
+async function wsProbe(page, url) {
+    return page.evaluate((u) => new Promise((resolve) => {
+        let opened = false;
+        let ws;
+        try {
+            ws = new WebSocket(u, ['binary']);
+        } catch (e) {
+            resolve('refused (' + e.message + ')');
+            return;
+        }
+        ws.binaryType = 'arraybuffer';
+        const timer = setTimeout(() => {
+            resolve(opened ? 'accepted' : 'refused (no answer)');
+            ws.close();
+        }, 3000);
+        ws.onopen = () => { opened = true; };
+        ws.onclose = (e) => {
+            clearTimeout(timer);
+            resolve('refused (' + (opened ? 'closed after open' : 'never opened') + ', code ' + e.code + ')');
+        };
+    }), url);
+}
+
+// A console ticket asked for by the logged-in page (its cookie).
+async function pageTicket(page) {
+    return page.evaluate(async (sid) => {
+        const r = await fetch('/v1/sessions/' + encodeURIComponent(sid) + '/console', {
+            method: 'POST', credentials: 'same-origin', headers: { 'Content-Type': 'application/json' }, body: '{}',
+        });
+        return { status: r.status, body: await r.json() };
+    }, SID);
+}
+
+async function waitConsole(page, viewOnly, timeout = 30000) {
+    await page.waitForFunction((vo) => document.body.dataset.console === 'connected' &&
+        document.body.dataset.viewOnly === String(vo), viewOnly, { timeout });
+}
+
+// A second origin for the cross-origin checks: a page on another port of 127.0.0.1.
+const foreign = createServer((req, res) => {
+    res.writeHead(200, { 'Content-Type': 'text/html' });
+    res.end('<!doctype html><title>elsewhere</title><p>another origin</p>');
+});
+await new Promise((r) => foreign.listen(0, '127.0.0.1', r));
+const FOREIGN = 'http://127.0.0.1:' + foreign.address().port;
+
+console.log('# carreld ' + BASE + ', session ' + SID + ', screenshots in ' + outDir());
+const browser = await launch();
+const context = await browser.newContext({ viewport: { width: 1366, height: 768 }, acceptDownloads: true });
+const page = await context.newPage();
+const problems = watchProblems(page, []);
+let me = null;
+let holding = false;
+
+try {
+    const st = await sessionState();
+    if (st !== 'running')
+        throw new Error('session ' + SID + ' is ' + st + ', not running');
+
+    /* ---- login, list, open ---- */
+    await step('without a cookie the console sends the browser to the login page', async () => {
+        await page.goto(BASE + '/');
+        await page.waitForURL(/\/login\.html\?next=/, { timeout: 10000 });
+    });
+    await shot(page, 'login');
+    await step('log in through the login page with the admin token', async () => {
+        await page.fill('#token', TOKEN);
+        await page.click('#login-submit');
+        await page.waitForURL(BASE + '/', { timeout: 10000 });
+    });
+    check('the token is not in the address bar', !page.url().includes(TOKEN));
+    me = await page.evaluate(async () => (await fetch('/v1/whoami')).json()).catch(() => null);
+    check('whoami answers with the cookie', me && me.name, JSON.stringify(me));
+    await step('the session list shows the running session', async () => {
+        await page.waitForSelector(`tr[data-id="${SID}"]`, { timeout: 15000 });
+        const state = await page.textContent(`tr[data-id="${SID}"] .state`);
+        if (state !== 'running')
+            throw new Error('state shown: ' + state);
+    });
+    await step('...with a live thumbnail', async () => {
+        await page.waitForFunction((sid) => {
+            const img = document.querySelector(`tr[data-id="${sid}"] img`);
+            return img && img.complete && img.naturalWidth > 0;
+        }, SID, { timeout: 15000 });
+    });
+    await shot(page, 'list');
+    await step('open the session from the list', async () => {
+        await page.click(`tr[data-id="${SID}"] td:nth-child(2) a`);
+        await page.waitForURL(/session\.html\?id=/, { timeout: 10000 });
+    });
+
+    /* ---- the live desktop, view only ---- */
+    let before = null;
+    await step('the SPICE console connects view-only', async () => {
+        await waitConsole(page, true);
+        return /View only/.test(await page.textContent('#control-badge'));
+    });
+    await step('the SPICE canvas shows the guest desktop (non-blank pixels)', async () => {
+        before = await waitFor(async () => {
+            const s = await canvasStats(page);
+            return s && s.colours >= 3 && s.lit > 1000 ? s : null;
+        }, 20000);
+        if (!before)
+            throw new Error('canvas: ' + JSON.stringify(await canvasStats(page)));
+        console.log('# canvas ' + before.width + 'x' + before.height + ', ' + before.colours + ' colours');
+    });
+    await shot(page, 'session-view-only');
+    await step('view only: keys typed into the page do not reach the guest', async () => {
+        await page.locator('#spice-screen canvas').focus();
+        await typeKeys(page, 'touch /tmp/viewonly\n');
+        await sleep(1500);
+        const r = await guestExec(['test', '-e', '/tmp/viewonly']);
+        return r.exit_code !== 0;
+    });
+    await step('the canvas changes when the agent types into the guest through the API', async () => {
+        const base = await canvasStats(page);
+        const r = await agent('POST', '/v1/sessions/' + SID + '/computer',
+            { action: 'type', text: 'echo typed-by-the-api-' + Date.now() + '\n' });
+        if (r.status !== 200)
+            throw new Error('computer type: ' + r.status + ' ' + r.text);
+        const after = await waitFor(async () => {
+            const s = await canvasStats(page);
+            return s && s.hash !== base.hash ? s : null;
+        }, 15000);
+        if (!after)
+            throw new Error('canvas did not change');
+    });
+    await shot(page, 'session-after-api-typing');
+
+    /* ---- take over ---- */
+    await step('take over from the page: the lease is mine and the console reconnects with input', async () => {
+        await page.click('#take-over');
+        await page.waitForFunction(() => /You control/.test(document.getElementById('control-badge').textContent),
+            null, { timeout: 15000 });
+        holding = true;
+        await waitConsole(page, false);
+        const c = await agent('GET', '/v1/sessions/' + SID + '/control');
+        if (!c.json || c.json.holder !== me.name)
+            throw new Error('control: ' + c.text);
+    });
+    check('the .vv download link is shown while holding the lease', await page.isVisible('#download-vv'));
+    await step('an agent action during the lease gets 409 "session under human control"', async () => {
+        const r = await agent('POST', '/v1/sessions/' + SID + '/computer', { action: 'type', text: 'x' });
+        if (r.status !== 409 || !/session under human control/.test(r.text))
+            throw new Error(r.status + ' ' + r.text);
+    });
+    await step('the .vv file downloads while holding the lease', async () => {
+        const r = await page.evaluate(async (sid) => {
+            const resp = await fetch('/v1/sessions/' + sid + '/console.vv');
+            return { status: resp.status, text: await resp.text() };
+        }, SID);
+        if (r.status !== 200 || !/\[virt-viewer\]/.test(r.text) || !/type=spice/.test(r.text))
+            throw new Error(r.status + ' ' + r.text.slice(0, 200));
+    });
+    await step('type into the terminal through the page (checked with exec)', async () => {
+        await guestExec(['rm', '-f', '/tmp/web-typed']);
+        await page.locator('#spice-screen canvas').focus();
+        await typeKeys(page, 'echo web-OK > /tmp/web-typed\n');
+        const got = await waitFor(async () => {
+            const r = await guestExec(['cat', '/tmp/web-typed']);
+            return r.exit_code === 0 && r.stdout.trim() ? r.stdout.trim() : null;
+        }, 15000, 500);
+        if (got !== 'web-OK')
+            throw new Error('/tmp/web-typed holds ' + JSON.stringify(got));
+    });
+    await shot(page, 'session-in-control');
+    await step('Shift+Esc moves the focus out of the desktop', async () => {
+        await page.keyboard.press('Shift+Escape');
+        return page.evaluate(() => document.activeElement && document.activeElement.id === 'release');
+    });
+    await step('release from the page: view only again, agents may act', async () => {
+        await page.click('#release');
+        await page.waitForFunction(() => /^View only$/.test(document.getElementById('control-badge').textContent),
+            null, { timeout: 15000 });
+        holding = false;
+        await waitConsole(page, true);
+        const r = await agent('POST', '/v1/sessions/' + SID + '/computer', { action: 'mouse_move', x: 500, y: 300 });
+        if (r.status !== 200)
+            throw new Error('agent input after release: ' + r.status + ' ' + r.text);
+        return page.isHidden('#download-vv');
+    });
+
+    /* ---- pause / resume ---- */
+    await step('pause from the page: the API shows paused', async () => {
+        await page.click('button[data-action=pause]');
+        const s = await waitFor(async () => ((await sessionState()) === 'paused' ? 'paused' : null), 20000);
+        if (s !== 'paused')
+            throw new Error('state: ' + (await sessionState()));
+        await page.waitForFunction(() => document.getElementById('session-state').textContent === 'paused', null,
+            { timeout: 10000 });
+    });
+    await shot(page, 'session-paused');
+    await step('resume from the page: the API shows running', async () => {
+        await page.click('button[data-action=resume]');
+        const s = await waitFor(async () => ((await sessionState()) === 'running' ? 'running' : null), 30000);
+        if (s !== 'running')
+            throw new Error('state: ' + (await sessionState()));
+    });
+
+    /* ---- timeline ---- */
+    await step('the timeline shows the reviewer\'s pause with their name', async () => {
+        await page.locator('#timeline-section').scrollIntoViewIfNeeded();
+        await page.waitForFunction((name) => [...document.querySelectorAll('#timeline li')]
+            .some((li) => /\bpause\b/.test(li.innerText) && li.innerText.includes('by ' + name)), me.name, { timeout: 15000 });
+    });
+    await step('the timeline shows the agent\'s typing and exec with its exit code', async () => {
+        const text = await page.innerText('#timeline');
+        return /\btype\b/.test(text) && /exit code \d+/.test(text);
+    });
+    await shot(page, 'timeline');
+
+    /* ---- artifacts ---- */
+    await step('extract an artifact from the page and download it (same bytes as in the guest)', async () => {
+        const path = '/home/user/web-artifact.txt';
+        const made = await guestExec(['sh', '-c', `head -c 3000 /dev/urandom | base64 > ${path} && cat ${path}`]);
+        await page.click('button[data-action=extract]');
+        await page.fill('#extract-paths', path);
+        await page.click('#dlg-extract button.primary');
+        const link = page.locator(`#artifacts a[data-guest-path="${path}"]`).first();
+        await link.waitFor({ timeout: 180000 });
+        await shot(page, 'artifacts');
+        const [dl] = await Promise.all([page.waitForEvent('download', { timeout: 30000 }), link.click()]);
+        const bytes = await readFile(await dl.path(), 'utf8');
+        if (bytes !== made.stdout)
+            throw new Error(`downloaded ${bytes.length} bytes, guest file has ${made.stdout.length}`);
+    });
+
+    /* ---- refusals ---- */
+    await step('a fresh ticket opens the console websocket (the probe works)', async () => {
+        const t = await pageTicket(page);
+        const r = await wsProbe(page, WS_BASE + t.body.url);
+        if (r !== 'accepted')
+            throw new Error(r);
+    });
+    await step('a reused ticket is refused', async () => {
+        const t = await pageTicket(page);
+        const first = await wsProbe(page, WS_BASE + t.body.url);
+        const second = await wsProbe(page, WS_BASE + t.body.url);
+        if (!second.startsWith('refused'))
+            throw new Error('first ' + first + ', second ' + second);
+    });
+    await step('an expired ticket is refused', async () => {
+        const t = await pageTicket(page);
+        const wait = Math.max(0, Date.parse(t.body.expires_at) - Date.now()) + 2000;
+        console.log('# waiting ' + Math.round(wait / 1000) + ' s for the ticket to expire');
+        await sleep(Math.min(wait, 120000));
+        const r = await wsProbe(page, WS_BASE + t.body.url);
+        if (!r.startsWith('refused'))
+            throw new Error(r);
+    });
+    const other = await context.newPage();
+    await other.goto(FOREIGN + '/');
+    await step('a websocket from another origin (with the cookie, a valid ticket) is refused', async () => {
+        const t = await pageTicket(page);
+        const r = await wsProbe(other, WS_BASE + t.body.url);
+        if (!r.startsWith('refused'))
+            throw new Error(r);
+    });
+    await step('a POST from another origin with the cookie does not act (session stays running)', async () => {
+        await other.evaluate(async (u) => {
+            try {
+                await fetch(u, { method: 'POST', credentials: 'include', mode: 'no-cors',
+                    headers: { 'Content-Type': 'text/plain' }, body: '{}' });
+            } catch {
+                // refused or opaque: what matters is the session's state
+            }
+        }, BASE + '/v1/sessions/' + SID + '/pause');
+        await sleep(1000);
+        const s = await sessionState();
+        if (s !== 'running')
+            throw new Error('state after the foreign POST: ' + s);
+    });
+    await other.close();
+    const bare = await browser.newContext();
+    const anon = await bare.newPage();
+    await anon.goto(BASE + '/login.html');
+    await step('without the cookie the API answers 401', async () => {
+        const status = await anon.evaluate(async () => (await fetch('/v1/sessions')).status);
+        if (status !== 401)
+            throw new Error('status ' + status);
+    });
+    await step('without the cookie the console websocket is refused (even with a valid ticket)', async () => {
+        const t = await pageTicket(page);
+        const r = await wsProbe(anon, WS_BASE + t.body.url);
+        if (!r.startsWith('refused'))
+            throw new Error(r);
+    });
+    await bare.close();
+
+    await step('the page still shows the live desktop after all this', async () => {
+        await page.click('#reconnect');
+        await waitConsole(page, true);
+        const s = await waitFor(async () => {
+            const x = await canvasStats(page);
+            return x && x.colours >= 3 ? x : null;
+        }, 20000);
+        return !!s;
+    });
+    await shot(page, 'session-end');
+    const real = problems.filter((p) => !/Failed to load resource|WebSocket connection to/.test(p));
+    check('no CSP violation and no script error in the pages', real.length === 0, real.join(' | '));
+} catch (e) {
+    fail('browser test stopped', e.stack);
+} finally {
+    if (holding)
+        await agent('POST', '/v1/sessions/' + SID + '/control', { action: 'release' }).catch(() => {});
+    if ((await sessionState().catch(() => null)) === 'paused')
+        await agent('POST', '/v1/sessions/' + SID + '/resume', {}).catch(() => {});
+    await browser.close();
+    foreign.close();
+}
+process.exit(summary());

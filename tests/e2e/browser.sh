@@ -1,0 +1,67 @@
+# The web console in real headless Chromium (Debian's chromium, playwright-core from npm) against
+# this run's carreld and a running `tiny` session. Needs carreld started with
+# `--listen 127.0.0.1:PORT` and CARREL_URL=http://127.0.0.1:PORT exported.
+# shellcheck shell=bash
+
+BROWSER_TEST_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/../browser" && pwd)"
+
+# browser_deps: node_modules for tests/browser, installed once per package-lock.json into
+# /var/cache/carrel/npm-<hash> (CARREL_CACHE_DIR) and linked into the test folder.
+browser_deps() {
+    local cache hash dir
+    cache="${CARREL_CACHE_DIR:-/var/cache/carrel}"
+    hash="$(sha256sum "$BROWSER_TEST_DIR/package-lock.json" | cut -c1-16)"
+    dir="$cache/npm-$hash"
+    if [ ! -f "$dir/.complete" ]; then
+        rm -rf "$dir"
+        mkdir -p "$dir"
+        cp "$BROWSER_TEST_DIR/package.json" "$BROWSER_TEST_DIR/package-lock.json" "$dir/"
+        # Never a browser download: the tests drive Debian's /usr/bin/chromium.
+        (cd "$dir" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund >npm.log 2>&1) ||
+            { tail -20 "$dir/npm.log" >&2; return 1; }
+        touch "$dir/.complete"
+    fi
+    # A symlink, so the repo holds no copy (node_modules/ is ignored by git).
+    if [ "$(readlink "$BROWSER_TEST_DIR/node_modules" 2>/dev/null)" != "$dir/node_modules" ]; then
+        rm -rf "$BROWSER_TEST_DIR/node_modules"
+        ln -s "$dir/node_modules" "$BROWSER_TEST_DIR/node_modules"
+    fi
+}
+
+# browser_checks SESSION_ID: runs tests/browser/console.test.mjs; each of its lines becomes a
+# pass or fail of this harness. Screenshots go to $E2E_DIR/browser (kept with CARREL_TEST_KEEP).
+browser_checks() {
+    local s="$1" out log line
+    out="${CARREL_TEST_OUT:-$E2E_DIR/browser}"
+    log="$E2E_DIR/browser-test.log"
+    mkdir -p "$out"
+    if [ -z "${CARREL_URL:-}" ]; then
+        fail "browser tests need carreld on TCP (CARREL_URL, --listen)"
+        return
+    fi
+    if ! command -v node >/dev/null || [ ! -x "${CHROMIUM:-/usr/bin/chromium}" ]; then
+        fail "browser tests need node and chromium (scripts/lib/common.sh installs them)"
+        return
+    fi
+    if ! browser_deps; then
+        fail "npm ci in tests/browser"
+        return
+    fi
+    pass "browser test dependencies (playwright-core) installed"
+    CARREL_SESSION="$s" CARREL_TEST_OUT="$out" \
+        CARREL_TOKEN_FILE="${CARREL_TOKEN_FILE:-$STATE_DIR/admin.token}" CARREL_BIN="${CARREL_BIN:-}" \
+        timeout 900 node "$BROWSER_TEST_DIR/console.test.mjs" >"$log" 2>&1
+    local rc=$?
+    while IFS= read -r line; do
+        case "$line" in
+        "ok - "*) pass "browser: ${line#ok - }" ;;
+        "not ok - "*) fail "browser: ${line#not ok - }" ;;
+        "#"*) echo "$line" ;;
+        esac
+    done <"$log"
+    if [ "$rc" -ne 0 ] && ! grep -q '^not ok - ' "$log"; then
+        fail "browser test exited $rc"
+        tail -20 "$log" >&2
+    fi
+    echo "# browser screenshots: $out"
+}
