@@ -132,7 +132,12 @@ async function pageTicket(page) {
             method: 'POST', credentials: 'same-origin', headers: { 'Content-Type': 'application/json' }, body: '{}',
         });
         return { status: r.status, body: await r.json() };
-    }, SID);
+    }, SID).then((t) => {
+        // Without a ticket the refusal checks below would prove nothing.
+        if (t.status !== 200 || !t.body || typeof t.body.url !== 'string' || !t.body.expires_at)
+            throw new Error('POST .../console gave no ticket: ' + t.status + ' ' + JSON.stringify(t.body));
+        return t;
+    });
 }
 
 async function waitConsole(page, viewOnly, timeout = 30000) {

@@ -1,7 +1,7 @@
 // Session list: rows keyed by id and updated in place (thumbnails keep loading smoothly),
 // filters, live updates from /v1/stream.
 import {
-    api, el, fmtAge, initHeader, labelList, openStream, sessionUrl, seg, setApprovalCount,
+    api, el, fmtAge, goLogin, initHeader, labelList, openStream, sessionUrl, seg, setApprovalCount,
     showError,
 } from './api.js';
 
@@ -21,8 +21,29 @@ function live(state) {
     return state === 'running' || state === 'paused';
 }
 
-function thumbUrl(id) {
-    return '/v1/sessions/' + seg(id) + '/screenshot?format=jpeg&max_edge=320&t=' + Date.now();
+// The screenshot route takes no cache-busting parameter: fetch it uncached, show it as a blob.
+async function loadThumb(row) {
+    const img = row.img;
+    if (!img || row.loading)
+        return;
+    row.loading = true;
+    try {
+        const resp = await fetch('/v1/sessions/' + seg(row.session.id) + '/screenshot?format=jpeg&max_edge=320',
+            { cache: 'no-store', credentials: 'same-origin' });
+        if (resp.status === 401)
+            goLogin();
+        if (!resp.ok)
+            throw new Error('HTTP ' + resp.status);
+        const url = URL.createObjectURL(await resp.blob());
+        if (img.src.startsWith('blob:'))
+            URL.revokeObjectURL(img.src);
+        img.src = url;
+        img.alt = 'Screen of ' + (row.session.name || row.session.id);
+    } catch {
+        img.alt = 'Screen of ' + (row.session.name || row.session.id) + ' (not available)';
+    } finally {
+        row.loading = false;
+    }
 }
 
 function makeRow(s) {
@@ -39,13 +60,12 @@ function fillThumb(row, s) {
             row.img = el('img', {
                 alt: 'Screen of ' + (s.name || s.id), width: 160, height: 120, decoding: 'async',
             });
-            row.img.addEventListener('error', () => {
-                row.img.alt = 'Screen of ' + (s.name || s.id) + ' (not available)';
-            });
             cell.replaceChildren(el('a', { href: sessionUrl(s.id), tabindex: '-1' }, row.img));
-            row.img.src = thumbUrl(s.id);
+            queueMicrotask(() => loadThumb(row));
         }
     } else {
+        if (row.img && row.img.src.startsWith('blob:'))
+            URL.revokeObjectURL(row.img.src);
         row.img = null;
         cell.replaceChildren(el('div', { class: 'placeholder' }, s.state));
     }
@@ -132,8 +152,8 @@ function refreshThumbs() {
         return;
     for (const row of rows.values()) {
         // A paused screen does not change: keep its picture.
-        if (row.img && row.session.state === 'running' && row.tr.isConnected && row.img.complete)
-            row.img.src = thumbUrl(row.session.id);
+        if (row.img && row.session.state === 'running' && row.tr.isConnected)
+            loadThumb(row);
     }
     for (const row of rows.values())
         row.tr.cells[4].textContent = fmtAge(row.session.created_at);
