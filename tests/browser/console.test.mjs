@@ -320,7 +320,7 @@ try {
 
     /* ---- artifacts ---- */
     await step('extract an artifact from the page and download it (same bytes as in the guest)', async () => {
-        const path = '/home/user/web-artifact.txt';
+        const path = '/home/user/web-artifact-' + Date.now() + '.txt';
         const made = await guestExec(['sh', '-c', `head -c 3000 /dev/urandom | base64 > ${path} && cat ${path}`]);
         await page.click('button[data-action=extract]');
         await page.fill('#extract-paths', path);
