@@ -158,6 +158,16 @@ const browser = await launch();
 const context = await browser.newContext({ viewport: { width: 1366, height: 768 }, acceptDownloads: true });
 const page = await context.newPage();
 const problems = watchProblems(page, []);
+const pageTickets = []; // the console URLs the page itself was given, in order
+page.on('response', async (r) => {
+    if (r.request().method() === 'POST' && /\/v1\/sessions\/[^/]+\/console$/.test(new URL(r.url()).pathname)) {
+        try {
+            pageTickets.push((await r.json()).url);
+        } catch {
+            // not a ticket
+        }
+    }
+});
 let me = null;
 let holding = false;
 
@@ -334,19 +344,84 @@ try {
             throw new Error(`downloaded ${bytes.length} bytes, guest file has ${made.stdout.length}`);
     });
 
+    /* ---- diff ---- */
+    await step('the diff against the template shows progress, then the new file as added', async () => {
+        await guestExec(['sync']);
+        await page.locator('#diff-section').scrollIntoViewIfNeeded();
+        await page.fill('#diff-path', '/home/user');
+        await page.click('#diff-run');
+        await page.waitForSelector('#diff-progress:not([hidden]) progress', { timeout: 5000 });
+        await shot(page, 'diff-progress');
+        await page.waitForSelector('#diff-result h3, #diff-error:not([hidden])', { timeout: 180000 });
+        const text = await page.innerText('#diff-section');
+        if (!/Added \(\d+\)[\s\S]*web-artifact-/.test(text))
+            throw new Error(text.slice(0, 400));
+    });
+    await shot(page, 'diff');
+
     /* ---- refusals ---- */
+    await step('a ticket the page already used is refused once its connection is gone', async () => {
+        const used = pageTickets[pageTickets.length - 1];
+        if (!used)
+            throw new Error('the page got no ticket');
+        await page.click('#reconnect');
+        await waitConsole(page, true);
+        if (pageTickets[pageTickets.length - 1] === used)
+            throw new Error('reconnecting did not take a new ticket');
+        const r = await wsProbe(page, WS_BASE + used);
+        if (!r.startsWith('refused'))
+            throw new Error(r);
+    });
     await step('a fresh ticket opens the console websocket (the probe works)', async () => {
         const t = await pageTicket(page);
         const r = await wsProbe(page, WS_BASE + t.body.url);
         if (r !== 'accepted')
             throw new Error(r);
     });
-    await step('a reused ticket is refused', async () => {
+    await step('a ticket is good for one SPICE session: a second main channel with it is refused', async () => {
         const t = await pageTicket(page);
-        const first = await wsProbe(page, WS_BASE + t.body.url);
-        const second = await wsProbe(page, WS_BASE + t.body.url);
-        if (!second.startsWith('refused'))
-            throw new Error('first ' + first + ', second ' + second);
+        const r = await page.evaluate(async (u) => {
+            // A SPICE link message for the main channel: what a viewer sends first.
+            function link() {
+                const buf = new ArrayBuffer(16 + 18);
+                const v = new DataView(buf);
+                v.setUint32(0, 0x51444552, true); // "REDQ"
+                v.setUint32(4, 2, true);
+                v.setUint32(8, 2, true);
+                v.setUint32(12, 18, true);
+                v.setUint32(16, 0, true); // connection id
+                v.setUint8(20, 1); // channel type: main
+                v.setUint8(21, 0);
+                v.setUint32(22, 0, true);
+                v.setUint32(26, 0, true);
+                v.setUint32(30, 18, true); // caps offset
+                return buf;
+            }
+            function open() {
+                return new Promise((resolve) => {
+                    const ws = new WebSocket(u, ['binary']);
+                    ws.binaryType = 'arraybuffer';
+                    const timer = setTimeout(() => resolve({ ws, result: 'no answer' }), 5000);
+                    ws.onopen = () => ws.send(link());
+                    ws.onmessage = (e) => {
+                        clearTimeout(timer);
+                        const magic = new TextDecoder().decode(new Uint8Array(e.data, 0, 4));
+                        resolve({ ws, result: magic === 'REDQ' ? 'spice' : 'data ' + magic });
+                    };
+                    ws.onclose = (e) => {
+                        clearTimeout(timer);
+                        resolve({ ws, result: 'closed ' + e.code });
+                    };
+                });
+            }
+            const first = await open();
+            const second = await open();
+            first.ws.close();
+            second.ws.close();
+            return first.result + ' / ' + second.result;
+        }, WS_BASE + t.body.url);
+        if (!/^spice \/ closed/.test(r))
+            throw new Error('first / second: ' + r);
     });
     await step('an expired ticket is refused', async () => {
         const t = await pageTicket(page);
@@ -396,8 +471,32 @@ try {
     });
     await bare.close();
 
+    /* ---- approvals (carreld --test-hooks) ---- */
+    await step('a pending approval shows in the header count, live', async () => {
+        const r = await agent('POST', '/v1/test/approvals',
+            { session_id: SID, action: 'file_download', detail: { url: 'https://example.com/report.pdf' } });
+        if (r.status !== 200 && r.status !== 201)
+            throw new Error('test hook: ' + r.status + ' ' + r.text + ' (carreld needs --test-hooks)');
+        await page.waitForFunction(() => Number(document.getElementById('approval-count').textContent) > 0, null,
+            { timeout: 15000 });
+    });
+    await step('approve it with a reason on the approvals page', async () => {
+        await page.click('#approvals-link');
+        await page.waitForSelector('#pending article', { timeout: 10000 });
+        await shot(page, 'approvals');
+        const id = await page.getAttribute('#pending article', 'data-id');
+        await page.fill('#reason-' + id, 'checked by the browser test');
+        await page.click(`#pending article[data-id="${id}"] button.primary`);
+        await page.waitForSelector(`#decided article[data-id="${id}"]`, { timeout: 10000 });
+        const all = await agent('GET', '/v1/approvals?state=all');
+        const a = (all.json.approvals || []).find((x) => x.id === id);
+        if (!a || a.state !== 'approved' || a.reason !== 'checked by the browser test' || a.decided_by !== me.name)
+            throw new Error(JSON.stringify(a));
+    });
+    await shot(page, 'approvals-decided');
+
     await step('the page still shows the live desktop after all this', async () => {
-        await page.click('#reconnect');
+        await page.goto(BASE + '/session.html?id=' + encodeURIComponent(SID));
         await waitConsole(page, true);
         const s = await waitFor(async () => {
             const x = await canvasStats(page);

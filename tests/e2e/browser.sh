@@ -1,6 +1,6 @@
 # The web console in real headless Chromium (Debian's chromium, playwright-core from npm) against
-# this run's carreld and a running `tiny` session. Needs carreld started with
-# `--listen 127.0.0.1:PORT` and CARREL_URL=http://127.0.0.1:PORT exported.
+# this run's carreld and a running `tiny` session. Needs carreld on loopback TCP (lib.sh's
+# start_daemon: --listen 127.0.0.1:$E2E_PORT, E2E_URL) with --test-hooks (the approvals check).
 # shellcheck shell=bash
 
 BROWSER_TEST_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/../browser" && pwd)"
@@ -31,12 +31,13 @@ browser_deps() {
 # browser_checks SESSION_ID: runs tests/browser/console.test.mjs; each of its lines becomes a
 # pass or fail of this harness. Screenshots go to $E2E_DIR/browser (kept with CARREL_TEST_KEEP).
 browser_checks() {
-    local s="$1" out log line
+    local s="$1" out log line url
     out="${CARREL_TEST_OUT:-$E2E_DIR/browser}"
     log="$E2E_DIR/browser-test.log"
+    url="${E2E_URL:-${CARREL_URL:-}}"
     mkdir -p "$out"
-    if [ -z "${CARREL_URL:-}" ]; then
-        fail "browser tests need carreld on TCP (CARREL_URL, --listen)"
+    if [ -z "$url" ]; then
+        fail "browser tests need carreld on TCP (--listen, E2E_URL)"
         return
     fi
     if ! command -v node >/dev/null || [ ! -x "${CHROMIUM:-/usr/bin/chromium}" ]; then
@@ -48,7 +49,8 @@ browser_checks() {
         return
     fi
     pass "browser test dependencies (playwright-core) installed"
-    CARREL_SESSION="$s" CARREL_TEST_OUT="$out" \
+    # CARREL_URL only for node: the CLI of the other checks keeps using the socket.
+    CARREL_URL="$url" CARREL_SESSION="$s" CARREL_TEST_OUT="$out" \
         CARREL_TOKEN_FILE="${CARREL_TOKEN_FILE:-$STATE_DIR/admin.token}" CARREL_BIN="${CARREL_BIN:-}" \
         timeout 900 node "$BROWSER_TEST_DIR/console.test.mjs" >"$log" 2>&1
     local rc=$?

@@ -87,6 +87,8 @@ function setHolder(h) {
     holder = h || null;
     const badge = $('control-badge');
     const mine = holder && me && holder === me.name;
+    // In control the desktop is shown 1:1 (mouse offsets): give it the whole width.
+    $('session-layout').classList.toggle('wide', !!mine);
     if (mine) {
         badge.textContent = 'You control the desktop';
         badge.className = 'badge in-control';
@@ -300,7 +302,7 @@ function addEvents(list) {
         ol.append(...fresh.map(renderEvent));
     else
         ol.replaceChildren(...[...events.values()].sort((a, b) => a.seq - b.seq).map(renderEvent));
-    $('timeline-status').textContent = events.size + ' events';
+    $('timeline-status').textContent = events.size + (events.size === 1 ? ' event' : ' events');
     if (atEnd)
         scroller.scrollTop = scroller.scrollHeight;
 }
