@@ -307,6 +307,7 @@ try {
             throw new Error('state: ' + (await sessionState()));
         await page.waitForFunction(() => document.getElementById('session-state').textContent === 'paused', null,
             { timeout: 10000 });
+        return page.isHidden('#action-error');
     });
     await shot(page, 'session-paused');
     await step('resume from the page: the API shows running', async () => {
@@ -492,6 +493,7 @@ try {
         const a = (all.json.approvals || []).find((x) => x.id === id);
         if (!a || a.state !== 'approved' || a.reason !== 'checked by the browser test' || a.decided_by !== me.name)
             throw new Error(JSON.stringify(a));
+        return page.isHidden('#approvals-error');
     });
     await shot(page, 'approvals-decided');
 

@@ -183,6 +183,8 @@ try {
         await page.waitForSelector('#action-error:not([hidden])', { timeout: 5000 });
         return /wrong_state/.test(await page.textContent('#action-error'));
     });
+    check('no horizontal scrolling at 1366x768 (session, view only)',
+        await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth));
     check('every form field of the session page has a label', (await unlabelled()).length === 0, JSON.stringify(await unlabelled()));
     await shot(page, 'session');
     await step('destroy asks for confirmation; cancel keeps the session', async () => {
@@ -211,6 +213,8 @@ try {
     });
     await shot(page, 'approvals-decided');
     check('every form field of the approvals page has a label', (await unlabelled()).length === 0);
+    check('no horizontal scrolling at 1366x768 (approvals)',
+        await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth));
     await step('log out clears the cookie and goes to the login page', async () => {
         await page.click('#logout');
         await page.waitForURL(/login\.html/);

@@ -28,10 +28,27 @@ browser_deps() {
     fi
 }
 
-# browser_checks SESSION_ID: runs tests/browser/console.test.mjs; each of its lines becomes a
+# browser_report PREFIX STATUS LOG: each ok / not ok line of LOG becomes a pass or fail.
+browser_report() {
+    local prefix="$1" rc="$2" log="$3" line
+    while IFS= read -r line; do
+        case "$line" in
+        "ok - "*) pass "$prefix: ${line#ok - }" ;;
+        "not ok - "*) fail "$prefix: ${line#not ok - }" ;;
+        "#"*) echo "$line" ;;
+        esac
+    done <"$log"
+    if [ "$rc" -ne 0 ] && ! grep -q '^not ok - ' "$log"; then
+        fail "$prefix test exited $rc"
+        tail -20 "$log" >&2
+    fi
+}
+
+# browser_checks SESSION_ID: runs tests/browser/pages.test.mjs (mock server) and console.test.mjs
+# (this carreld, this session); each of their lines becomes a
 # pass or fail of this harness. Screenshots go to $E2E_DIR/browser (kept with CARREL_TEST_KEEP).
 browser_checks() {
-    local s="$1" out log line url
+    local s="$1" out log url
     out="${CARREL_TEST_OUT:-$E2E_DIR/browser}"
     log="$E2E_DIR/browser-test.log"
     url="${E2E_URL:-${CARREL_URL:-}}"
@@ -49,21 +66,15 @@ browser_checks() {
         return
     fi
     pass "browser test dependencies (playwright-core) installed"
+    # The pages against the mock server (controls and dialogs the real run does not press), then
+    # the console against this run's carreld and session.
+    CARREL_TEST_OUT="$out/pages" timeout 300 node "$BROWSER_TEST_DIR/pages.test.mjs" \
+        >"$E2E_DIR/browser-pages.log" 2>&1
+    browser_report "pages" $? "$E2E_DIR/browser-pages.log"
     # CARREL_URL only for node: the CLI of the other checks keeps using the socket.
     CARREL_URL="$url" CARREL_SESSION="$s" CARREL_TEST_OUT="$out" \
         CARREL_TOKEN_FILE="${CARREL_TOKEN_FILE:-$STATE_DIR/admin.token}" CARREL_BIN="${CARREL_BIN:-}" \
         timeout 900 node "$BROWSER_TEST_DIR/console.test.mjs" >"$log" 2>&1
-    local rc=$?
-    while IFS= read -r line; do
-        case "$line" in
-        "ok - "*) pass "browser: ${line#ok - }" ;;
-        "not ok - "*) fail "browser: ${line#not ok - }" ;;
-        "#"*) echo "$line" ;;
-        esac
-    done <"$log"
-    if [ "$rc" -ne 0 ] && ! grep -q '^not ok - ' "$log"; then
-        fail "browser test exited $rc"
-        tail -20 "$log" >&2
-    fi
+    browser_report "browser" $? "$log"
     echo "# browser screenshots: $out"
 }

@@ -248,6 +248,8 @@ function summarize(ev) {
         return p.paths.join(', ');
     if (p.name)
         return p.name;
+    if (typeof p.action === 'string')
+        return p.action + (p.detail ? ' ' + JSON.stringify(p.detail) : '') + (p.state ? ' (' + p.state + ')' : '');
     const s = JSON.stringify(p);
     return s.length > 160 ? s.slice(0, 157) + '…' : s;
 }
