@@ -212,7 +212,27 @@ const view = new ConsoleView(id, {
 }, (state) => {
     document.body.dataset.console = state;
     document.body.dataset.viewOnly = String(view.viewOnly);
+    autoReconnect(state);
 });
+
+// A connection that drops while the desktop runs is opened again (a few times, then the
+// Reconnect button is left to the reviewer); a stop or hibernate is handled by setSession.
+let retries = 0;
+let retryTimer = null;
+function autoReconnect(state) {
+    if (state === 'connected') {
+        retries = 0;
+        return;
+    }
+    if (state !== 'disconnected' || retryTimer || retries >= 3)
+        return;
+    retries++;
+    retryTimer = setTimeout(() => {
+        retryTimer = null;
+        if (session && (session.state === 'running' || session.state === 'paused') && !view.connected)
+            view.connect();
+    }, 2000 * retries);
+}
 
 async function takeOver() {
     const r = await run('Taking over', 'POST', base + '/control', { action: 'take' });
