@@ -24,7 +24,15 @@ export function safeNext(raw) {
     }
 }
 
+let leaving = false;
+
+// True once a 401 sent the browser to the login page: callers stop there.
+export function isLeaving() {
+    return leaving;
+}
+
 export function goLogin() {
+    leaving = true;
     const next = location.pathname + location.search;
     location.assign('/login.html?next=' + encodeURIComponent(next));
 }
@@ -198,6 +206,7 @@ export function labelList(labels) {
 // EventSource reconnects by itself; `status` (an element) says when the stream is down.
 export function openStream(query, handlers, status) {
     const es = new EventSource('/v1/stream' + (query ? '?' + query : ''));
+    window.addEventListener('pagehide', () => es.close());
     for (const [name, fn] of Object.entries(handlers)) {
         es.addEventListener(name, (ev) => {
             let data;

@@ -1,6 +1,7 @@
 // Approvals: the pending queue with approve/deny and a reason; recently decided ones below.
 import {
-    api, el, fmtAge, fmtDateTime, initHeader, openStream, sessionUrl, seg, setApprovalCount, showError,
+    api, el, fmtAge, fmtDateTime, initHeader, isLeaving, openStream, sessionUrl, seg, setApprovalCount,
+    showError,
 } from './api.js';
 
 const $ = (x) => document.getElementById(x);
@@ -92,6 +93,8 @@ async function loadAll() {
 
 async function main() {
     await initHeader();
+    if (isLeaving())
+        return;
     await loadAll();
     openStream('', {
         approvals: (d) => {

@@ -20,6 +20,19 @@ export class ConsoleView {
         this.connected = false;
         for (const type of INPUT_EVENTS)
             this.el.frame.addEventListener(type, (e) => this.filterInput(e), true);
+        // spice-html5 focuses each canvas it makes: view only, that would only steal the page's
+        // keyboard focus, so the canvas leaves the tab order and gives the focus back.
+        new MutationObserver(() => this.tameCanvas()).observe(this.el.screen, { childList: true });
+    }
+
+    tameCanvas() {
+        if (!this.viewOnly)
+            return;
+        for (const c of this.el.screen.querySelectorAll('canvas')) {
+            c.tabIndex = -1;
+            if (document.activeElement === c)
+                c.blur();
+        }
     }
 
     filterInput(e) {

@@ -1,7 +1,7 @@
 // Session list: rows keyed by id and updated in place (thumbnails keep loading smoothly),
 // filters, live updates from /v1/stream.
 import {
-    api, el, fmtAge, goLogin, initHeader, labelList, openStream, sessionUrl, seg, setApprovalCount,
+    api, el, fmtAge, goLogin, initHeader, isLeaving, labelList, openStream, sessionUrl, seg, setApprovalCount,
     showError,
 } from './api.js';
 
@@ -171,6 +171,8 @@ document.getElementById('filters').addEventListener('submit', (ev) => ev.prevent
 
 async function main() {
     await initHeader();
+    if (isLeaving())
+        return;
     try {
         setSessions((await api('GET', '/v1/sessions')).sessions);
         showError(error, null);

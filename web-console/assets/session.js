@@ -1,6 +1,6 @@
 // Session page: live desktop, control lease, controls, timeline, artifacts, diff.
 import {
-    api, el, fmtAge, fmtBytes, fmtDateTime, fmtDuration, fmtTime, initHeader, labelList, openStream,
+    api, el, fmtAge, fmtBytes, fmtDateTime, fmtDuration, fmtTime, initHeader, isLeaving, labelList, openStream,
     seg, setApprovalCount, showError,
 } from './api.js';
 import { ConsoleView } from './console.js';
@@ -435,6 +435,8 @@ async function main() {
         return;
     }
     me = await initHeader();
+    if (isLeaving())
+        return;
     for (const b of document.querySelectorAll('#controls button'))
         b.addEventListener('click', () => actions[b.dataset.action]());
     $('take-over').addEventListener('click', takeOver);
@@ -455,6 +457,8 @@ async function main() {
     }
     if (session.state === 'running' || session.state === 'paused')
         view.connect();
+    // Leaving the page closes the desktop's websockets instead of letting them break.
+    window.addEventListener('pagehide', () => view.stop());
     await loadTimeline();
     loadArtifacts();
     const es = openStream('session=' + encodeURIComponent(session.id), {
