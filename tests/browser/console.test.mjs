@@ -317,6 +317,58 @@ try {
             throw new Error('state: ' + (await sessionState()));
     });
 
+    /* ---- hibernate, snapshot, revert: the console follows ---- */
+    await step('hibernate from the page: the API shows hibernated, the frame says so', async () => {
+        await page.click('button[data-action=hibernate]');
+        const s = await waitFor(async () => ((await sessionState()) === 'hibernated' ? 'hibernated' : null), 60000, 500);
+        if (s !== 'hibernated')
+            throw new Error('state: ' + (await sessionState()));
+        await page.waitForSelector('#spice-screen .console-placeholder', { timeout: 10000 });
+    });
+    await shot(page, 'session-hibernated');
+    await step('resume from the page: running again and the desktop reconnects by itself', async () => {
+        await page.waitForFunction(() => !document.querySelector('button[data-action=resume]').disabled, null,
+            { timeout: 10000 });
+        await page.click('button[data-action=resume]');
+        const s = await waitFor(async () => ((await sessionState()) === 'running' ? 'running' : null), 60000, 500);
+        if (s !== 'running')
+            throw new Error('state: ' + (await sessionState()));
+        await waitConsole(page, true, 60000);
+        const px = await waitFor(async () => {
+            const x = await canvasStats(page);
+            return x && x.colours >= 3 ? x : null;
+        }, 20000);
+        if (!px)
+            throw new Error('no desktop after resume');
+    });
+    const snapName = 'web-' + Date.now();
+    await step('snapshot from the page (asks a name)', async () => {
+        await page.waitForFunction(() => !document.querySelector('button[data-action=snapshot]').disabled, null,
+            { timeout: 10000 });
+        await page.click('button[data-action=snapshot]');
+        await page.waitForSelector('#dlg-snapshot[open]');
+        await page.fill('#snapshot-name', snapName);
+        await page.click('#dlg-snapshot button.primary');
+        await page.waitForFunction((n) => document.getElementById('action-status').textContent.includes('Snapshot ' + n),
+            snapName, { timeout: 60000 });
+        const list = await agent('GET', '/v1/sessions/' + SID + '/snapshots');
+        return (list.json.snapshots || []).some((x) => x.name === snapName) && page.isHidden('#action-error');
+    });
+    await step('revert from the page (picks the snapshot); the desktop comes back', async () => {
+        await page.click('button[data-action=revert]');
+        await page.waitForSelector('#dlg-revert[open]');
+        await page.selectOption('#revert-name', snapName);
+        await shot(page, 'dialog-revert');
+        await page.click('#revert-ok');
+        await page.waitForFunction(() => /Reverting to .*: done/.test(document.getElementById('action-status').textContent) ||
+            !document.getElementById('action-error').hidden, null, { timeout: 90000 });
+        if (!(await page.isHidden('#action-error')))
+            throw new Error(await page.textContent('#action-error'));
+        if ((await sessionState()) !== 'running')
+            throw new Error('state: ' + (await sessionState()));
+        await waitConsole(page, true, 60000);
+    });
+
     /* ---- timeline ---- */
     await step('the timeline shows the reviewer\'s pause with their name', async () => {
         await page.locator('#timeline-section').scrollIntoViewIfNeeded();

@@ -6,7 +6,7 @@ import { readFile } from 'node:fs/promises';
 import { createMock, MOCK_TOKEN } from './mock-server.mjs';
 import { check, fail, launch, outDir, shot, step, summary, waitFor, watchProblems } from './lib.mjs';
 
-const { server, state } = createMock();
+const { server, state, changed } = createMock();
 await new Promise((r) => server.listen(0, '127.0.0.1', r));
 const BASE = 'http://127.0.0.1:' + server.address().port;
 console.log('# mock carreld at ' + BASE + '; screenshots in ' + outDir());
@@ -84,12 +84,11 @@ try {
     });
     await step('the list updates live from the stream', async () => {
         state.sessions[1].state = 'running';
-        const { push } = { push: (e, d) => { for (const s of state.streams) s.res.write('event: ' + e + '\ndata: ' + JSON.stringify(d) + '\n\n'); } };
-        push('sessions', { sessions: state.sessions });
+        changed();
         await page.waitForFunction(() => document.querySelector('tr[data-id="s-111122223333"] .state').textContent === 'running',
             null, { timeout: 5000 });
         state.sessions[1].state = 'stopped';
-        push('sessions', { sessions: state.sessions });
+        changed();
     });
     await step('the skip link is the first thing Tab reaches', async () => {
         await page.reload();

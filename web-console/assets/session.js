@@ -180,7 +180,11 @@ const actions = {
             : 'This session has no snapshot.';
         if (await ask($('dlg-revert')) !== 'ok' || !select.value)
             return;
-        applySessionReply(await run('Reverting to ' + select.value, 'POST', base + '/revert', { snapshot: select.value }));
+        const reply = await run('Reverting to ' + select.value, 'POST', base + '/revert', { snapshot: select.value });
+        applySessionReply(reply);
+        // The desktop was replaced by the snapshot's: a new connection for it.
+        if (reply && (session.state === 'running' || session.state === 'paused'))
+            view.connect();
     },
     async extract() {
         const paths = $('extract-paths');
@@ -224,7 +228,7 @@ function autoReconnect(state) {
         retries = 0;
         return;
     }
-    if (state !== 'disconnected' || retryTimer || retries >= 3)
+    if ((state !== 'disconnected' && state !== 'error') || retryTimer || retries >= 3)
         return;
     retries++;
     retryTimer = setTimeout(() => {
