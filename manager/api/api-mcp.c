@@ -189,7 +189,7 @@ tool_computer(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GErro
     /* The rest is the action as Anthropic's computer tool (or another format) gives it. */
     json_object_remove_member(args, "session");
     body = json_node_init_object(json_node_alloc(), args);
-    reply = carrel_manager_session_computer(req->mgr, session, body, req->role, &local);
+    reply = carrel_manager_session_computer(req->mgr, session, body, req->principal, &local);
     return reply ? carrel_mcp_computer_result(reply) : carrel_mcp_error_result(local);
 }
 
@@ -203,8 +203,8 @@ tool_screenshot(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GEr
 
     if (!carrel_screenshot_request_parse(NULL, &shot, error))
         return NULL;
-    png =
-        carrel_manager_session_screenshot(req->mgr, arg(args, "session"), &shot, req->role, &local);
+    png = carrel_manager_session_screenshot(req->mgr, arg(args, "session"), &shot, req->principal,
+                                            &local);
     if (!png)
         return carrel_mcp_error_result(local);
     content = json_array_new();
@@ -222,7 +222,8 @@ tool_command_run(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GE
 
     if (!exec)
         return NULL;
-    if (!carrel_manager_session_exec(req->mgr, arg(args, "session"), exec, req->role, &result,
+    if (!carrel_api_check_agent_access(req, arg(args, "session"), &local) ||
+        !carrel_manager_session_exec(req->mgr, arg(args, "session"), exec, req->principal, &result,
                                      &local))
         return carrel_mcp_error_result(local);
     node = carrel_mcp_exec_result(&result);
@@ -237,7 +238,7 @@ tool_file_read(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GErr
     const char *path = arg(args, "path");
     g_autoptr(GError) local = NULL;
     g_autoptr(GBytes) data =
-        carrel_manager_session_file_read(req->mgr, session, path, req->role, &local);
+        carrel_manager_session_file_read(req->mgr, session, path, req->principal, &local);
     g_autofree char *s = NULL;
     g_autofree char *p = NULL;
     g_autofree char *uri = NULL;
@@ -261,8 +262,9 @@ tool_file_write(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GEr
 
     if (!data)
         return NULL;
-    if (!carrel_manager_session_file_write(req->mgr, arg(args, "session"), path, data, req->role,
-                                           &local))
+    if (!carrel_api_check_agent_access(req, arg(args, "session"), &local) ||
+        !carrel_manager_session_file_write(req->mgr, arg(args, "session"), path, data,
+                                           req->principal, &local))
         return carrel_mcp_error_result(local);
     json_object_set_string_member(obj, "path", path);
     json_object_set_int_member(obj, "bytes", (gint64)g_bytes_get_size(data));

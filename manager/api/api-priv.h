@@ -3,7 +3,20 @@
 
 #include "api/api.h"
 
+struct _CarrelApi {
+    SoupServer *server;
+    CarrelManager *mgr;
+    char *version_info;
+    gint in_flight;
+    char *web_dir;   /* web-console/, served at / */
+    char *spice_dir; /* spice-html5, served at /spice-html5/ */
+    gboolean test_hooks;
+    GMutex web_lock;          /* guards web_sessions */
+    GHashTable *web_sessions; /* cookie value -> CarrelApiWebSession (api-web.c) */
+};
+
 typedef struct {
+    CarrelApi *api;
     CarrelManager *mgr;
     const char *version_info;
     char *method;
@@ -16,6 +29,10 @@ typedef struct {
     GBytes *reply_bytes;
     const char *reply_type; /* a static string, e.g. "image/png" */
     char *role;
+    char *principal;      /* who: a token's name (its label, else its role); events name them */
+    gboolean by_cookie;   /* authenticated by the web console's cookie */
+    char *set_cookie;     /* a Set-Cookie value the reply carries (login, logout) */
+    char *reply_filename; /* with reply_bytes: sent as an attachment of this name */
     char *request_id;
     char *origin;               /* the Origin header, or NULL (checked by /mcp) */
     char *mcp_protocol_version; /* the MCP-Protocol-Version header, or NULL */
@@ -28,6 +45,12 @@ typedef enum {
     CARREL_API_ROUTE_RAW_BODY = 1 << 0,
     /* With RAW_BODY: up to CARREL_LIMIT_UPLOAD_BYTES instead (task inputs). */
     CARREL_API_ROUTE_UPLOAD = 1 << 1,
+    /* Needs no credentials (health, login). */
+    CARREL_API_ROUTE_PUBLIC = 1 << 2,
+    /* A session verb (params[0] is the session): recorded on its timeline with who did it. */
+    CARREL_API_ROUTE_LIFECYCLE = 1 << 3,
+    /* Exists only when carreld runs with --test-hooks. */
+    CARREL_API_ROUTE_TEST_HOOK = 1 << 4,
 } CarrelApiRouteFlags;
 
 typedef struct {
@@ -58,3 +81,44 @@ const char *carrel_api_query(CarrelApiRequest *req, const char *key);
  * JSON-RPC errors, not the error envelope; a foreign Origin is refused with 403.
  */
 JsonNode *carrel_api_mcp_post(CarrelApiRequest *req, guint *ret_status, GError **error);
+
+/* api-web.c: the web console's cookie sessions, static files and live stream. */
+#define CARREL_API_COOKIE "carrel_session"
+/* Starts a cookie session for a principal; returns the Set-Cookie header value. */
+char *carrel_api_web_login(CarrelApi *api, const char *name, const char *role);
+/* Ends the cookie session msg carries (if any); returns the Set-Cookie value that clears it. */
+char *carrel_api_web_logout(CarrelApi *api, SoupServerMessage *msg);
+/* The name and role of a valid cookie session msg carries; FALSE when none. */
+gboolean carrel_api_web_lookup(CarrelApi *api, SoupServerMessage *msg, char **ret_name,
+                               char **ret_role);
+/* The principal name of msg's valid cookie session, or NULL. */
+char *carrel_api_cookie_principal(CarrelApi *api, SoupServerMessage *msg);
+/* TRUE when msg's Origin header names this server (http(s):// + Host). */
+gboolean carrel_api_same_origin(SoupServerMessage *msg);
+/* Serves a file of web-console/ or spice-html5 for GET/HEAD of a path outside /v1 and /mcp. */
+void carrel_api_web_static(CarrelApi *api, SoupServerMessage *msg, const char *path);
+/* GET /v1/stream: server-sent events (sessions, approvals, a session's timeline). */
+void carrel_api_web_stream(CarrelApi *api, SoupServerMessage *msg, const char *session_id);
+/* A session as the API shows it: with its control lease. */
+JsonNode *carrel_api_session_json(CarrelManager *mgr, const CarrelSession *s);
+
+/* api-review.c: login, control lease, approvals, tokens, timeline screenshots. */
+JsonNode *carrel_api_post_login(CarrelApiRequest *req, guint *ret_status, GError **error);
+JsonNode *carrel_api_post_logout(CarrelApiRequest *req, guint *ret_status, GError **error);
+JsonNode *carrel_api_get_whoami(CarrelApiRequest *req, guint *ret_status, GError **error);
+JsonNode *carrel_api_get_control(CarrelApiRequest *req, guint *ret_status, GError **error);
+JsonNode *carrel_api_post_control(CarrelApiRequest *req, guint *ret_status, GError **error);
+JsonNode *carrel_api_get_approvals(CarrelApiRequest *req, guint *ret_status, GError **error);
+JsonNode *carrel_api_post_approval_approve(CarrelApiRequest *req, guint *ret_status,
+                                           GError **error);
+JsonNode *carrel_api_post_approval_deny(CarrelApiRequest *req, guint *ret_status, GError **error);
+JsonNode *carrel_api_post_test_approval(CarrelApiRequest *req, guint *ret_status, GError **error);
+JsonNode *carrel_api_post_tokens(CarrelApiRequest *req, guint *ret_status, GError **error);
+JsonNode *carrel_api_get_session_shot(CarrelApiRequest *req, guint *ret_status, GError **error);
+/* Records a CARREL_API_ROUTE_LIFECYCLE route's outcome on the session's timeline. */
+void carrel_api_record_lifecycle(CarrelApiRequest *req, const char *session_id,
+                                 const GError *failure, gint64 started_us);
+/* WRONG_STATE "under human control" for an agent's commands and file writes while a person
+ * holds the session (their input is refused in core). */
+gboolean carrel_api_check_agent_access(CarrelApiRequest *req, const char *id_or_name,
+                                       GError **error);

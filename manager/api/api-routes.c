@@ -242,12 +242,14 @@ get_job(CarrelApiRequest *req, guint *ret_status, GError **error)
 /* Sessions. */
 
 static JsonNode *
-session_reply(CarrelSession *session)
+session_reply_in(CarrelApiRequest *req, CarrelSession *session)
 {
     g_autoptr(CarrelSession) owned = session;
 
-    return owned ? carrel_session_to_json(owned) : NULL;
+    return owned ? carrel_api_session_json(req->mgr, owned) : NULL;
 }
+
+#define session_reply(s) session_reply_in(req, (s))
 
 static JsonNode *
 get_sessions(CarrelApiRequest *req, guint *ret_status, GError **error)
@@ -260,7 +262,7 @@ get_sessions(CarrelApiRequest *req, guint *ret_status, GError **error)
     if (!sessions)
         return NULL;
     for (guint i = 0; i < sessions->len; i++)
-        g_ptr_array_add(nodes, carrel_session_to_json(g_ptr_array_index(sessions, i)));
+        g_ptr_array_add(nodes, carrel_api_session_json(req->mgr, g_ptr_array_index(sessions, i)));
     return list_node("sessions", nodes);
 }
 
@@ -459,8 +461,8 @@ post_session_exec(CarrelApiRequest *req, guint *ret_status, GError **error)
     CarrelExecResult result = {0};
     JsonNode *node;
 
-    if (!exec ||
-        !carrel_manager_session_exec(req->mgr, param(req, 0), exec, req->role, &result, error))
+    if (!exec || !carrel_api_check_agent_access(req, param(req, 0), error) ||
+        !carrel_manager_session_exec(req->mgr, param(req, 0), exec, req->principal, &result, error))
         return NULL;
     node = carrel_exec_result_to_json(&result);
     carrel_exec_result_clear(&result);
@@ -483,10 +485,11 @@ get_session_file(CarrelApiRequest *req, guint *ret_status, GError **error)
 {
     const char *path = required_query(req, "path", error);
 
-    if (!path || !(req->reply_bytes = carrel_manager_session_file_read(req->mgr, param(req, 0),
-                                                                       path, req->role, error)))
+    if (!path || !(req->reply_bytes = carrel_manager_session_file_read(
+                       req->mgr, param(req, 0), path, req->principal, error)))
         return NULL;
     req->reply_type = "application/octet-stream";
+    req->reply_filename = g_path_get_basename(path);
     return NULL;
 }
 
@@ -498,8 +501,9 @@ put_session_file(CarrelApiRequest *req, guint *ret_status, GError **error)
     g_autoptr(JsonBuilder) b = json_builder_new();
     GBytes *data = req->raw_body ? req->raw_body : empty;
 
-    if (!path ||
-        !carrel_manager_session_file_write(req->mgr, param(req, 0), path, data, req->role, error))
+    if (!path || !carrel_api_check_agent_access(req, param(req, 0), error) ||
+        !carrel_manager_session_file_write(req->mgr, param(req, 0), path, data, req->principal,
+                                           error))
         return NULL;
     json_builder_begin_object(b);
     json_builder_set_member_name(b, "path");
@@ -550,8 +554,8 @@ get_session_screenshot(CarrelApiRequest *req, guint *ret_status, GError **error)
     CarrelScreenshotRequest shot;
 
     if (!carrel_screenshot_request_parse(req->query, &shot, error) ||
-        !(req->reply_bytes =
-              carrel_manager_session_screenshot(req->mgr, param(req, 0), &shot, req->role, error)))
+        !(req->reply_bytes = carrel_manager_session_screenshot(req->mgr, param(req, 0), &shot,
+                                                               req->principal, error)))
         return NULL;
     req->reply_type = shot.jpeg ? "image/jpeg" : "image/png";
     return NULL;
@@ -586,7 +590,7 @@ post_session_artifacts(CarrelApiRequest *req, guint *ret_status, GError **error)
     g_autoptr(CarrelExtraction) x = NULL;
 
     if (!xreq ||
-        !(x = carrel_manager_session_extract(req->mgr, param(req, 0), xreq, req->role, error)))
+        !(x = carrel_manager_session_extract(req->mgr, param(req, 0), xreq, req->principal, error)))
         return NULL;
     *ret_status = SOUP_STATUS_CREATED;
     return carrel_extraction_to_json(x);
@@ -609,7 +613,7 @@ static JsonNode *
 get_session_diff(CarrelApiRequest *req, guint *ret_status, GError **error)
 {
     g_autoptr(GPtrArray) entries = carrel_manager_session_diff(
-        req->mgr, param(req, 0), carrel_api_query(req, "path"), req->role, error);
+        req->mgr, param(req, 0), carrel_api_query(req, "path"), req->principal, error);
 
     return entries ? carrel_diff_to_json(entries) : NULL;
 }
@@ -637,6 +641,7 @@ get_artifact(CarrelApiRequest *req, guint *ret_status, GError **error)
         return NULL;
     req->reply_bytes = g_mapped_file_get_bytes(map);
     req->reply_type = "application/octet-stream";
+    req->reply_filename = g_path_get_basename(a->guest_path);
     return NULL;
 }
 
@@ -648,11 +653,25 @@ post_session_computer(CarrelApiRequest *req, guint *ret_status, GError **error)
                     "computer needs a JSON body: one action or {\"actions\": [...]}");
         return NULL;
     }
-    return carrel_manager_session_computer(req->mgr, param(req, 0), req->body, req->role, error);
+    return carrel_manager_session_computer(req->mgr, param(req, 0), req->body, req->principal,
+                                           error);
 }
 
 const CarrelApiRoute carrel_api_routes[] = {
-    {"GET", "/v1/healthz", get_healthz, NULL, 0},
+    {"GET", "/v1/healthz", get_healthz, NULL, CARREL_API_ROUTE_PUBLIC},
+    {"POST", "/v1/login", carrel_api_post_login, NULL, CARREL_API_ROUTE_PUBLIC},
+    {"POST", "/v1/logout", carrel_api_post_logout, NULL, 0},
+    {"GET", "/v1/whoami", carrel_api_get_whoami, NULL, 0},
+    {"POST", "/v1/tokens", carrel_api_post_tokens, "admin", 0},
+    {"GET", "/v1/stream", NULL, NULL, 0},
+    {"GET", "/v1/approvals", carrel_api_get_approvals, NULL, 0},
+    {"POST", "/v1/approvals/*/approve", carrel_api_post_approval_approve, "reviewer", 0},
+    {"POST", "/v1/approvals/*/deny", carrel_api_post_approval_deny, "reviewer", 0},
+    {"POST", "/v1/test/approvals", carrel_api_post_test_approval, "admin",
+     CARREL_API_ROUTE_TEST_HOOK},
+    {"GET", "/v1/sessions/*/control", carrel_api_get_control, NULL, 0},
+    {"POST", "/v1/sessions/*/control", carrel_api_post_control, NULL, 0},
+    {"GET", "/v1/sessions/*/screenshots/*", carrel_api_get_session_shot, NULL, 0},
     {"GET", "/v1/version", get_version, NULL, 0},
     {"GET", "/v1/templates", get_templates, NULL, 0},
     {"POST", "/v1/templates", post_templates, "admin", 0},
@@ -666,17 +685,18 @@ const CarrelApiRoute carrel_api_routes[] = {
     {"GET", "/v1/sessions", get_sessions, NULL, 0},
     {"POST", "/v1/sessions", post_sessions, NULL, 0},
     {"GET", "/v1/sessions/*", get_session, NULL, 0},
-    {"DELETE", "/v1/sessions/*", delete_session, NULL, 0},
-    {"POST", "/v1/sessions/*/start", post_session_start, NULL, 0},
-    {"POST", "/v1/sessions/*/pause", post_session_pause, NULL, 0},
-    {"POST", "/v1/sessions/*/resume", post_session_resume, NULL, 0},
-    {"POST", "/v1/sessions/*/hibernate", post_session_hibernate, NULL, 0},
-    {"POST", "/v1/sessions/*/snapshots", post_session_snapshots, NULL, 0},
+    {"DELETE", "/v1/sessions/*", delete_session, NULL, CARREL_API_ROUTE_LIFECYCLE},
+    {"POST", "/v1/sessions/*/start", post_session_start, NULL, CARREL_API_ROUTE_LIFECYCLE},
+    {"POST", "/v1/sessions/*/pause", post_session_pause, NULL, CARREL_API_ROUTE_LIFECYCLE},
+    {"POST", "/v1/sessions/*/resume", post_session_resume, NULL, CARREL_API_ROUTE_LIFECYCLE},
+    {"POST", "/v1/sessions/*/hibernate", post_session_hibernate, NULL, CARREL_API_ROUTE_LIFECYCLE},
+    {"POST", "/v1/sessions/*/snapshots", post_session_snapshots, NULL, CARREL_API_ROUTE_LIFECYCLE},
     {"GET", "/v1/sessions/*/snapshots", get_session_snapshots, NULL, 0},
-    {"DELETE", "/v1/sessions/*/snapshots/*", delete_session_snapshot, NULL, 0},
-    {"POST", "/v1/sessions/*/revert", post_session_revert, NULL, 0},
-    {"POST", "/v1/sessions/*/fork", post_session_fork, NULL, 0},
-    {"POST", "/v1/sessions/*/stop", post_session_stop, NULL, 0},
+    {"DELETE", "/v1/sessions/*/snapshots/*", delete_session_snapshot, NULL,
+     CARREL_API_ROUTE_LIFECYCLE},
+    {"POST", "/v1/sessions/*/revert", post_session_revert, NULL, CARREL_API_ROUTE_LIFECYCLE},
+    {"POST", "/v1/sessions/*/fork", post_session_fork, NULL, CARREL_API_ROUTE_LIFECYCLE},
+    {"POST", "/v1/sessions/*/stop", post_session_stop, NULL, CARREL_API_ROUTE_LIFECYCLE},
     {"POST", "/v1/sessions/*/exec", post_session_exec, NULL, 0},
     {"GET", "/v1/sessions/*/files", get_session_file, NULL, 0},
     {"PUT", "/v1/sessions/*/files", put_session_file, NULL, CARREL_API_ROUTE_RAW_BODY},

@@ -8,13 +8,6 @@
 
 #define REQUEST_ID_MAX 64
 
-struct _CarrelApi {
-    SoupServer *server;
-    CarrelManager *mgr;
-    char *version_info;
-    gint in_flight;
-};
-
 typedef struct {
     CarrelApi *api;
     SoupServerMessage *msg;
@@ -37,6 +30,9 @@ request_free(CarrelApiRequest *req)
     g_clear_pointer(&req->raw_body, g_bytes_unref);
     g_clear_pointer(&req->reply_bytes, g_bytes_unref);
     g_free(req->role);
+    g_free(req->principal);
+    g_free(req->set_cookie);
+    g_free(req->reply_filename);
     g_free(req->request_id);
     g_free(req->origin);
     g_free(req->mcp_protocol_version);
@@ -88,6 +84,13 @@ send_reply(Exchange *ex)
 
     soup_message_headers_replace(headers, "X-Request-Id", ex->req->request_id);
     soup_message_headers_replace(headers, "Cache-Control", "no-store");
+    if (ex->req->set_cookie)
+        soup_message_headers_append(headers, "Set-Cookie", ex->req->set_cookie);
+    if (ex->req->reply_filename && ex->status == SOUP_STATUS_OK) {
+        g_autoptr(GHashTable) params = g_hash_table_new(g_str_hash, g_str_equal);
+        g_hash_table_insert(params, (char *)"filename", ex->req->reply_filename);
+        soup_message_headers_set_content_disposition(headers, "attachment", params);
+    }
     soup_server_message_set_status(ex->msg, ex->status, NULL);
     if (data)
         soup_server_message_set_response(ex->msg,
@@ -109,15 +112,32 @@ reply_error(Exchange *ex, guint status, GError *error)
     ex->reply = json_bytes(env);
 }
 
+/* The id of the session a lifecycle route acts on, read before the verb (a destroy frees its
+ * name). NULL when unknown: the verb's own error says so. */
+static char *
+lifecycle_session_id(Exchange *ex)
+{
+    g_autoptr(CarrelSession) s = NULL;
+
+    if (!(ex->route->flags & CARREL_API_ROUTE_LIFECYCLE))
+        return NULL;
+    s = carrel_manager_session_get(ex->req->mgr, g_ptr_array_index(ex->req->params, 0), NULL);
+    return s ? g_strdup(s->id) : NULL;
+}
+
 static void
 run_handler(GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
 {
     Exchange *ex = task_data;
     g_autoptr(GError) error = NULL;
     g_autoptr(JsonNode) reply = NULL;
+    g_autofree char *session_id = lifecycle_session_id(ex);
+    gint64 started = g_get_monotonic_time();
     guint status = SOUP_STATUS_OK;
 
     reply = ex->route->handler(ex->req, &status, &error);
+    if (session_id)
+        carrel_api_record_lifecycle(ex->req, session_id, error, started);
     if (error) {
         reply_error(ex, 0, error);
     } else if (ex->req->reply_bytes) {
@@ -154,17 +174,34 @@ bearer_token(SoupServerMessage *msg)
 }
 
 static gboolean
-authenticate(Exchange *ex, GError **error)
+safe_method(const char *method)
+{
+    return g_str_equal(method, "GET") || g_str_equal(method, "HEAD");
+}
+
+/* A bearer token, else the web console's cookie (whose changes must come from its own pages). */
+static gboolean
+authenticate(Exchange *ex, const CarrelApiRoute *route, GError **error)
 {
     g_autofree char *token = NULL;
 
-    if (g_str_equal(ex->req->path, "/v1/healthz"))
+    if (route && (route->flags & CARREL_API_ROUTE_PUBLIC))
         return TRUE;
     token = bearer_token(ex->msg);
-    ex->req->role = carrel_manager_authenticate(ex->api->mgr, token);
+    if (token) {
+        ex->req->role = carrel_manager_authenticate(ex->api->mgr, token, &ex->req->principal);
+    } else if (carrel_api_web_lookup(ex->api, ex->msg, &ex->req->principal, &ex->req->role)) {
+        ex->req->by_cookie = TRUE;
+        if (!safe_method(ex->req->method) && !carrel_api_same_origin(ex->msg)) {
+            g_set_error(error, CARREL_ERROR, CARREL_ERROR_FORBIDDEN,
+                        "a console request that changes something must come from the "
+                        "console's own origin");
+            return FALSE;
+        }
+    }
     if (!ex->req->role) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_UNAUTHORIZED,
-                    token ? "invalid token" : "missing bearer token");
+                    token ? "invalid token" : "missing bearer token or console login");
         return FALSE;
     }
     return TRUE;
@@ -225,6 +262,7 @@ exchange_new(CarrelApi *api, SoupServerMessage *msg, const char *path, GHashTabl
     ex->msg = g_object_ref(msg);
     ex->started = g_get_monotonic_time();
     ex->req = g_new0(CarrelApiRequest, 1);
+    ex->req->api = api;
     ex->req->mgr = api->mgr;
     ex->req->version_info = api->version_info;
     ex->req->method = g_strdup(soup_server_message_get_method(msg));
@@ -245,12 +283,39 @@ handle_request(SoupServer *server, SoupServerMessage *msg, const char *path, GHa
     CarrelApi *api = user_data;
     Exchange *ex = exchange_new(api, msg, path, query);
     g_autoptr(GError) error = NULL;
+    g_autoptr(GError) route_error = NULL;
     g_autoptr(GTask) task = NULL;
+    const CarrelApiRoute *route;
     guint status = 0;
 
-    if (authenticate(ex, &error))
-        ex->route = carrel_api_route_match(ex->req->method, ex->req->path, &ex->req->params,
-                                           &status, &error);
+    if (!g_str_has_prefix(path, "/v1/") && !g_str_equal(path, "/mcp")) {
+        exchange_free(ex);
+        carrel_api_web_static(api, msg, path);
+        return;
+    }
+    route = carrel_api_route_match(ex->req->method, ex->req->path, &ex->req->params, &status,
+                                   &route_error);
+    /* Test hooks do not exist in a daemon started without --test-hooks. */
+    if (route && (route->flags & CARREL_API_ROUTE_TEST_HOOK) && !api->test_hooks) {
+        route = NULL;
+        status = SOUP_STATUS_NOT_FOUND;
+        g_set_error(&route_error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND, "no such route");
+    }
+    /* Unknown routes answer 401 too without credentials: nothing is learnt before auth. */
+    if (!authenticate(ex, route, &error)) {
+        status = 0;
+    } else if (!route) {
+        error = g_steal_pointer(&route_error);
+    } else if (g_str_equal(path, "/v1/stream") && g_str_equal(ex->req->method, "GET")) {
+        carrel_api_web_stream(api, msg, carrel_api_query(ex->req, "session"));
+        g_message("request %s: GET /v1/stream (stream opened)", ex->req->request_id);
+        exchange_free(ex);
+        return;
+    } else {
+        ex->route = route;
+        if (route->handler == carrel_api_post_logout)
+            ex->req->set_cookie = carrel_api_web_logout(api, msg);
+    }
     if (ex->route && authorize(ex, &error) && parse_body(ex, &error)) {
         /* Handlers may block (boots take seconds): run them off the main loop. */
         g_atomic_int_inc(&api->in_flight);
@@ -340,6 +405,7 @@ carrel_api_new(CarrelManager *mgr, const char *version_info, GError **error)
 
     api->mgr = mgr;
     api->version_info = g_strdup(version_info);
+    g_mutex_init(&api->web_lock);
     api->server = soup_server_new("server-header", header, NULL);
     g_signal_connect(api->server, "request-started", G_CALLBACK(on_request_started), NULL);
     soup_server_add_early_handler(api->server, NULL, check_request_size, api, NULL);
@@ -355,7 +421,21 @@ carrel_api_free(CarrelApi *api)
     soup_server_disconnect(api->server);
     g_clear_object(&api->server);
     g_free(api->version_info);
+    g_free(api->web_dir);
+    g_free(api->spice_dir);
+    g_clear_pointer(&api->web_sessions, g_hash_table_unref);
+    g_mutex_clear(&api->web_lock);
     g_free(api);
+}
+
+void
+carrel_api_set_web(CarrelApi *api, const char *web_dir, const char *spice_dir, gboolean test_hooks)
+{
+    g_free(api->web_dir);
+    g_free(api->spice_dir);
+    api->web_dir = g_strdup(web_dir);
+    api->spice_dir = g_strdup(spice_dir);
+    api->test_hooks = test_hooks;
 }
 
 guint

@@ -26,6 +26,11 @@ guint carrel_api_status_for_error(const GError *error);
 /* The error envelope {"error":{"code","message"}} for error. */
 JsonNode *carrel_api_error_envelope(const GError *error);
 
+/* The web console: web_dir served at /, spice_dir at /spice-html5/ (either may be NULL: not
+ * served); test_hooks enables the routes tests use to trigger what policies will (approvals). */
+void carrel_api_set_web(CarrelApi *api, const char *web_dir, const char *spice_dir,
+                        gboolean test_hooks);
+
 /* Requests being handled right now (the daemon waits for them on shutdown). */
 guint carrel_api_in_flight(CarrelApi *api);
 

@@ -787,4 +787,33 @@ JsonNode *carrel_snapshot_to_json(const CarrelSnapshot *snap);
 /* A snapshot name: like a session name ([a-z0-9._-], 1-63). */
 gboolean carrel_snapshot_check_name(const char *name, GError **error);
 
+/*
+ * An action waiting for a reviewer: requested by a policy (or the test hook), decided once by a
+ * person with a reason.
+ */
+#define CARREL_APPROVAL_REASON_MAX 1000
+typedef struct {
+    char *id; /* "ap-..." */
+    char *session_id;
+    char *action;     /* what waits, e.g. "network.egress", "artifacts.release" */
+    JsonNode *detail; /* an object, shown to the reviewer */
+    char *requested_by;
+    gint64 requested_at; /* unix seconds */
+    char *state;         /* "pending", "approved", "denied" */
+    char *decided_by;
+    gint64 decided_at;
+    char *reason;
+} CarrelApproval;
+
+CarrelApproval *carrel_approval_new(void);
+void carrel_approval_free(CarrelApproval *a);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelApproval, carrel_approval_free)
+/* {id, session_id, action, detail, state, requested_by, requested_at, decided_by, decided_at,
+ * reason}; times as RFC 3339 or null. */
+JsonNode *carrel_approval_to_json(const CarrelApproval *a);
+/* An action name: 1-64 of [A-Za-z0-9._:-]. */
+gboolean carrel_approval_check_action(const char *action, GError **error);
+/* NULL or clean text of at most CARREL_APPROVAL_REASON_MAX bytes. */
+gboolean carrel_approval_check_reason(const char *reason, GError **error);
+
 G_END_DECLS

@@ -336,6 +336,20 @@ run_batch(Run *run, CarrelInputState *state, JsonNode *body, CarrelActionBatch *
     return reply_node(run, state, results, final, started);
 }
 
+/* Whether a batch sends input (anything beyond looking and waiting). */
+static gboolean
+batch_sends_input(const CarrelActionBatch *batch)
+{
+    for (guint i = 0; i < batch->actions->len; i++) {
+        CarrelActionKind kind = ((CarrelAction *)g_ptr_array_index(batch->actions, i))->kind;
+        if (kind != CARREL_ACTION_SCREENSHOT && kind != CARREL_ACTION_ZOOM &&
+            kind != CARREL_ACTION_CURSOR_POSITION && kind != CARREL_ACTION_SCREEN_SIZE &&
+            kind != CARREL_ACTION_WAIT)
+            return TRUE;
+    }
+    return FALSE;
+}
+
 JsonNode *
 carrel_manager_session_computer(CarrelManager *mgr, const char *id_or_name, JsonNode *body,
                                 const char *actor, GError **error)
@@ -350,6 +364,9 @@ carrel_manager_session_computer(CarrelManager *mgr, const char *id_or_name, Json
     run.session =
         carrel_manager_running_session(mgr, id_or_name, "send input to", &run.domain, error);
     if (!run.session)
+        return NULL;
+    /* A person holds the session: their input must not race an agent's. */
+    if (batch_sends_input(batch) && !carrel_manager_check_agent_input(mgr, run.session, error))
         return NULL;
     state = carrel_manager_input_state(mgr, run.session->id);
     g_mutex_lock(&state->lock);

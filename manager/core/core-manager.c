@@ -204,27 +204,3 @@ carrel_manager_release(CarrelManager *mgr, const char *key)
 
     g_hash_table_remove(mgr->busy, key);
 }
-
-char *
-carrel_manager_authenticate(CarrelManager *mgr, const char *token)
-{
-    g_autofree char *hash = NULL;
-    g_autoptr(GError) local = NULL;
-
-    if (!token || !*token || strlen(token) > 256)
-        return NULL;
-    /* Only hashes are stored, so a leaked database does not leak usable tokens. */
-    hash = carrel_util_sha256_string(token);
-    return carrel_store_token_lookup(mgr->store, hash, &local);
-}
-
-gboolean
-carrel_manager_add_token(CarrelManager *mgr, const char *token, const char *role, GError **error)
-{
-    g_autofree char *hash = carrel_util_sha256_string(token);
-    g_autofree char *known = carrel_store_token_lookup(mgr->store, hash, NULL);
-
-    if (known)
-        return TRUE;
-    return carrel_store_token_insert(mgr->store, hash, role, role, error);
-}

@@ -1,3 +1,4 @@
+#include <string.h>
 #include <glib/gstdio.h>
 
 #include "core/core-priv.h"
@@ -113,4 +114,45 @@ carrel_manager_session_screenshot(CarrelManager *mgr, const char *id_or_name,
         return NULL;
     }
     return g_steal_pointer(&image);
+}
+
+/* A kept screenshot's name: "shot-" id, then .png or .jpg; nothing that could leave the folder. */
+static gboolean
+shot_name_ok(const char *name)
+{
+    gsize len = strlen(name);
+
+    if (len < 10 || len > 80 || !g_str_has_prefix(name, "shot-") ||
+        (!g_str_has_suffix(name, ".png") && !g_str_has_suffix(name, ".jpg")))
+        return FALSE;
+    for (gsize i = 0; i < len - 4; i++) {
+        if (!g_ascii_isalnum(name[i]) && name[i] != '-')
+            return FALSE;
+    }
+    return TRUE;
+}
+
+GBytes *
+carrel_manager_session_kept_screenshot(CarrelManager *mgr, const char *id_or_name, const char *name,
+                                       const char **ret_type, GError **error)
+{
+    g_autoptr(CarrelSession) session = carrel_store_session_get(mgr->store, id_or_name, error);
+    g_autofree char *path = NULL;
+    g_autofree char *data = NULL;
+    gsize len = 0;
+
+    if (!session)
+        return NULL;
+    if (!shot_name_ok(name)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "malformed screenshot name");
+        return NULL;
+    }
+    path = g_build_filename(session->dir, "screenshots", name, NULL);
+    if (!g_file_get_contents(path, &data, &len, NULL)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND,
+                    "session '%s' has no screenshot '%s'", session->id, name);
+        return NULL;
+    }
+    *ret_type = g_str_has_suffix(name, ".png") ? "image/png" : "image/jpeg";
+    return g_bytes_new_take(g_steal_pointer(&data), len);
 }

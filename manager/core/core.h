@@ -53,11 +53,46 @@ typedef struct {
 gboolean carrel_manager_reconcile(CarrelManager *mgr, CarrelReconcileReport *ret_report,
                                   GError **error);
 
-/* Checks the admin token (or any stored token) and returns its role, or NULL if unknown. */
-char *carrel_manager_authenticate(CarrelManager *mgr, const char *token);
-/* Stores a token (hashed) with a role. */
+/* Checks a token and returns its role, or NULL if unknown; ret_name (may be NULL) gets the
+ * principal's name: the token's label, else its role. (core-review.c) */
+char *carrel_manager_authenticate(CarrelManager *mgr, const char *token, char **ret_name);
+/* Stores a token (hashed) with a role, labelled with the role. */
 gboolean carrel_manager_add_token(CarrelManager *mgr, const char *token, const char *role,
                                   GError **error);
+/* Makes a new token for role (admin, agent, reviewer) named name ([A-Za-z0-9._@-], 1-64):
+ * events by its holder carry that name. Returns the token; only its hash is kept. */
+char *carrel_manager_create_token(CarrelManager *mgr, const char *role, const char *name,
+                                  GError **error);
+/* Records an event on a session's timeline (kind "lifecycle", "control", ...); a failure is the
+ * error the action ended with. Never fails: a timeline that cannot be written is logged. */
+void carrel_manager_note(CarrelManager *mgr, const char *session_id, const char *actor,
+                         const char *kind, const char *action, JsonNode *params, JsonNode *result,
+                         const GError *failure, gint64 started_us);
+
+/*
+ * The control lease: while a person holds it, agent input is refused (WRONG_STATE, "session
+ * under human control"). Take: WRONG_STATE when someone else holds it. Release: FORBIDDEN when
+ * someone else holds it, unless force (admins). Both answer {holder, since} and are recorded.
+ */
+JsonNode *carrel_manager_lease_get(CarrelManager *mgr, const char *id_or_name, GError **error);
+JsonNode *carrel_manager_lease_take(CarrelManager *mgr, const char *id_or_name, const char *who,
+                                    GError **error);
+JsonNode *carrel_manager_lease_release(CarrelManager *mgr, const char *id_or_name, const char *who,
+                                       gboolean force, GError **error);
+/* The holder's name, or NULL when nobody holds it (or the session is unknown). */
+char *carrel_manager_lease_holder(CarrelManager *mgr, const char *id_or_name);
+/* TRUE when agents may send input to s; the "under human control" error otherwise. */
+gboolean carrel_manager_check_agent_input(CarrelManager *mgr, const CarrelSession *s,
+                                          GError **error);
+
+/* Approvals: actions waiting for a reviewer (requested by policies; the API's test hook). */
+CarrelApproval *carrel_manager_approval_request(CarrelManager *mgr, const char *id_or_name,
+                                                const char *action, JsonNode *detail,
+                                                const char *requested_by, GError **error);
+GPtrArray *carrel_manager_approval_list(CarrelManager *mgr, gboolean pending_only, GError **error);
+/* WRONG_STATE when decided already; reason may be NULL. */
+CarrelApproval *carrel_manager_approval_decide(CarrelManager *mgr, const char *id, gboolean approve,
+                                               const char *who, const char *reason, GError **error);
 
 /* Templates. */
 CarrelTemplate *carrel_manager_template_import(CarrelManager *mgr, const CarrelTemplateImport *req,
@@ -153,6 +188,10 @@ gboolean carrel_manager_session_file_write(CarrelManager *mgr, const char *id_or
  * A screenshot of a running or paused session, taken by the hypervisor (never the guest),
  * cropped, scaled and encoded as req says; kept for the timeline and recorded as an event.
  */
+/* A screenshot kept with a timeline event (its "screenshot" name); ret_type: its MIME type. */
+GBytes *carrel_manager_session_kept_screenshot(CarrelManager *mgr, const char *id_or_name,
+                                               const char *name, const char **ret_type,
+                                               GError **error);
 GBytes *carrel_manager_session_screenshot(CarrelManager *mgr, const char *id_or_name,
                                           const CarrelScreenshotRequest *req, const char *actor,
                                           GError **error);

@@ -20,6 +20,9 @@ typedef struct {
     char *probe_kernel;
     char *policy;
     char *guest_tool;
+    char *web_dir;
+    char *spice_dir;
+    gboolean test_hooks;
     int agent_timeout_s;
 } Options;
 
@@ -36,6 +39,8 @@ options_clear(Options *opts)
     g_free(opts->probe_kernel);
     g_free(opts->policy);
     g_free(opts->guest_tool);
+    g_free(opts->web_dir);
+    g_free(opts->spice_dir);
 }
 
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Options, options_clear)
@@ -49,6 +54,17 @@ default_recipes_dir(void)
     if (g_file_test(source, G_FILE_TEST_IS_DIR))
         return g_steal_pointer(&source);
     return g_build_filename(CARREL_DATA_DIR, "templates", NULL);
+}
+
+/* The source tree's web-console/ (a checkout), else the installed copy. */
+static char *
+default_web_dir(void)
+{
+    g_autofree char *source = g_build_filename(CARREL_SOURCE_DIR, "web-console", NULL);
+
+    if (g_file_test(source, G_FILE_TEST_IS_DIR))
+        return g_steal_pointer(&source);
+    return g_build_filename(CARREL_DATA_DIR, "web-console", NULL);
 }
 
 static gboolean
@@ -75,6 +91,12 @@ parse_options(int argc, char **argv, Options *opts, GError **error)
          "Policy file (default: built-in, as policies/default.policy)", "FILE"},
         {"guest-tool", 0, 0, G_OPTION_ARG_FILENAME, &opts->guest_tool,
          "carrel-guest binary installed by template recipes (default: this build's)", "FILE"},
+        {"web-dir", 0, 0, G_OPTION_ARG_FILENAME, &opts->web_dir,
+         "Web console files served at / (default: the source tree's web-console/)", "DIR"},
+        {"spice-html5-dir", 0, 0, G_OPTION_ARG_FILENAME, &opts->spice_dir,
+         "spice-html5 served at /spice-html5/ (default /usr/share/spice-html5)", "DIR"},
+        {"test-hooks", 0, 0, G_OPTION_ARG_NONE, &opts->test_hooks,
+         "Enable routes only tests use (POST /v1/test/approvals); never in production", NULL},
         {"agent-timeout", 0, 0, G_OPTION_ARG_INT, &opts->agent_timeout_s,
          "Seconds to wait for a guest agent (default 300)", "S"},
         {NULL},
@@ -102,7 +124,10 @@ parse_options(int argc, char **argv, Options *opts, GError **error)
     DEFAULT(libvirt_uri, "qemu:///system");
     DEFAULT(accel, "auto");
     DEFAULT(cache_dir, "/var/cache/carrel");
+    DEFAULT(spice_dir, "/usr/share/spice-html5");
 #undef DEFAULT
+    if (!opts->web_dir)
+        opts->web_dir = default_web_dir();
     if (!opts->recipes_dir)
         opts->recipes_dir = default_recipes_dir();
     if (!opts->guest_tool)
@@ -212,6 +237,9 @@ start_api(CarrelApi *api, const Options *opts, GError **error)
 {
     g_autofree char *socket_dir = g_path_get_dirname(opts->socket_path);
 
+    carrel_api_set_web(api, opts->web_dir, opts->spice_dir, opts->test_hooks);
+    if (opts->test_hooks)
+        g_warning("test hooks are enabled: this daemon is for tests only");
     if (!carrel_util_ensure_dir(socket_dir, 0755, error) ||
         !carrel_api_listen_unix(api, opts->socket_path, error))
         return FALSE;

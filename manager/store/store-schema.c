@@ -208,6 +208,28 @@ static const StoreMigration migrations[] = {
      FALSE},
     /* v5: the machine a warm state was saved from: an older one is redone, never restored. */
     {"ALTER TABLE warm_states ADD COLUMN machine_revision INTEGER NOT NULL DEFAULT 1;", FALSE},
+    /* v6: actions waiting for a reviewer, and who holds a session's input (the control lease):
+     * both survive restarts, so a human's hold is never lost to one. */
+    {"CREATE TABLE approvals ("
+     "  id TEXT PRIMARY KEY NOT NULL,"
+     "  session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,"
+     "  action TEXT NOT NULL,"
+     "  detail TEXT NOT NULL,"
+     "  requested_by TEXT NOT NULL,"
+     "  requested_at INTEGER NOT NULL,"
+     "  state TEXT NOT NULL DEFAULT 'pending'"
+     "    CHECK (state IN ('pending', 'approved', 'denied')),"
+     "  decided_by TEXT,"
+     "  decided_at INTEGER,"
+     "  reason TEXT"
+     ") STRICT;"
+     "CREATE INDEX approvals_state ON approvals (state, requested_at);"
+     "CREATE TABLE leases ("
+     "  session_id TEXT PRIMARY KEY NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,"
+     "  holder TEXT NOT NULL,"
+     "  since INTEGER NOT NULL"
+     ") STRICT;",
+     FALSE},
 };
 
 int

@@ -20,15 +20,18 @@ carrel_store_token_insert(CarrelStore *store, const char *token_hash, const char
 }
 
 char *
-carrel_store_token_lookup(CarrelStore *store, const char *token_hash, GError **error)
+carrel_store_token_lookup(CarrelStore *store, const char *token_hash, char **ret_label,
+                          GError **error)
 {
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&store->lock);
     g_autoptr(sqlite3_stmt) stmt = NULL;
     gboolean row = FALSE;
 
-    stmt = carrel_store_prepare(store, "SELECT role FROM tokens WHERE hash = ?1", error);
+    stmt = carrel_store_prepare(store, "SELECT role, label FROM tokens WHERE hash = ?1", error);
     if (!stmt || !carrel_store_bind_text(store, stmt, 1, token_hash, error) ||
-        !carrel_store_step_row(store, stmt, "looking up token", &row, error))
+        !carrel_store_step_row(store, stmt, "looking up token", &row, error) || !row)
         return NULL;
-    return row ? carrel_store_column_dup(stmt, 0) : NULL;
+    if (ret_label)
+        *ret_label = carrel_store_column_dup(stmt, 1);
+    return carrel_store_column_dup(stmt, 0);
 }

@@ -83,8 +83,9 @@ GPtrArray *carrel_store_event_list(CarrelStore *store, const char *session_id, g
 /* API tokens, stored as sha256 hashes only. */
 gboolean carrel_store_token_insert(CarrelStore *store, const char *token_hash, const char *role,
                                    const char *label, GError **error);
-/* The role of a token hash, or NULL (no error) when unknown. */
-char *carrel_store_token_lookup(CarrelStore *store, const char *token_hash, GError **error);
+/* The role of a token hash, or NULL (no error) when unknown; its label (may be NULL) too. */
+char *carrel_store_token_lookup(CarrelStore *store, const char *token_hash, char **ret_label,
+                                GError **error);
 
 /* Extractions, stored with all their artifacts in one transaction. */
 gboolean carrel_store_extraction_insert(CarrelStore *store, const CarrelExtraction *x,
@@ -126,5 +127,21 @@ gboolean carrel_store_snapshot_delete(CarrelStore *store, const CarrelSnapshot *
                                       GError **error);
 /* A session's snapshots, oldest first. */
 GPtrArray *carrel_store_snapshot_list(CarrelStore *store, const char *session_id, GError **error);
+
+/* Approvals. List: pending only, or pending plus the latest decided ones (GPtrArray of
+ * CarrelApproval). Decide: WRONG_STATE unless it exists and is pending. */
+gboolean carrel_store_approval_insert(CarrelStore *store, const CarrelApproval *a, GError **error);
+CarrelApproval *carrel_store_approval_get(CarrelStore *store, const char *id, GError **error);
+GPtrArray *carrel_store_approval_list(CarrelStore *store, gboolean pending_only, GError **error);
+gboolean carrel_store_approval_decide(CarrelStore *store, const char *id, gboolean approve,
+                                      const char *decided_by, const char *reason, GError **error);
+
+/* Control leases: take keeps an existing holder and returns whoever holds it after the call;
+ * get gives NULL when nobody does. */
+gboolean carrel_store_lease_take(CarrelStore *store, const char *session_id, const char *holder,
+                                 char **ret_holder, gint64 *ret_since, GError **error);
+gboolean carrel_store_lease_get(CarrelStore *store, const char *session_id, char **ret_holder,
+                                gint64 *ret_since, GError **error);
+gboolean carrel_store_lease_release(CarrelStore *store, const char *session_id, GError **error);
 
 G_END_DECLS

@@ -473,13 +473,15 @@ test_tokens(void **state)
     g_autoptr(CarrelStore) store = open_memory();
     g_autoptr(GError) error = NULL;
     g_autofree char *role = NULL;
+    g_autofree char *label = NULL;
     g_autofree char *none = NULL;
 
     assert_true(carrel_store_token_insert(store, "aaaa", "admin", "first start", &error));
     assert_true(carrel_store_token_insert(store, "bbbb", "agent", NULL, &error));
-    role = carrel_store_token_lookup(store, "aaaa", &error);
+    role = carrel_store_token_lookup(store, "aaaa", &label, &error);
     assert_string_equal(role, "admin");
-    none = carrel_store_token_lookup(store, "cccc", &error);
+    assert_string_equal(label, "first start");
+    none = carrel_store_token_lookup(store, "cccc", NULL, &error);
     assert_null(none);
     assert_null(error);
     assert_false(carrel_store_token_insert(store, "aaaa", "agent", NULL, &error));
@@ -526,7 +528,7 @@ test_hostile_strings(void **state)
         assert_string_equal(sback->state_reason, hostile[i]);
 
         assert_true(carrel_store_token_insert(store, hostile[i], hostile[i], hostile[i], &error));
-        role = carrel_store_token_lookup(store, hostile[i], &error);
+        role = carrel_store_token_lookup(store, hostile[i], NULL, &error);
         assert_string_equal(role, hostile[i]);
     }
     /* Every table is still there and complete. */

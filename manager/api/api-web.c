@@ -1,0 +1,429 @@
+/*
+ * api: what the web console needs beyond JSON routes: cookie sessions (the browser never holds
+ * the token after login), static files and a server-sent event stream.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "api/api-priv.h"
+
+#define WEB_SESSION_TTL_US (12 * G_TIME_SPAN_HOUR)
+#define WEB_SESSIONS_MAX 1024
+#define STATIC_FILE_MAX (8 * 1024 * 1024)
+#define STREAM_INTERVAL_MS 1000
+#define STREAM_KEEPALIVE_TICKS 15
+#define STREAM_EVENTS_MAX 200
+
+/* Scripts, styles and images only from here; no inline code; sockets only back to carreld. */
+#define WEB_CSP                                                                                    \
+    "default-src 'self'; img-src 'self' data: blob:; connect-src 'self' ws: wss:; "                \
+    "style-src 'self'; script-src 'self'; media-src 'self' blob:; object-src 'none'; "             \
+    "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+typedef struct {
+    char *name;
+    char *role;
+    gint64 expires_us;
+} CarrelApiWebSession;
+
+static void
+web_session_free(gpointer data)
+{
+    CarrelApiWebSession *ws = data;
+
+    g_free(ws->name);
+    g_free(ws->role);
+    g_free(ws);
+}
+
+static void
+ensure_table(CarrelApi *api)
+{
+    if (!api->web_sessions)
+        api->web_sessions =
+            g_hash_table_new_full(g_str_hash, g_str_equal, g_free, web_session_free);
+}
+
+static gboolean
+expired(gpointer key, gpointer value, gpointer now)
+{
+    return ((CarrelApiWebSession *)value)->expires_us <= *(gint64 *)now;
+}
+
+char *
+carrel_api_web_login(CarrelApi *api, const char *name, const char *role)
+{
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&api->web_lock);
+    CarrelApiWebSession *ws = g_new0(CarrelApiWebSession, 1);
+    char *value = carrel_util_new_token();
+    gint64 now = g_get_monotonic_time();
+
+    ensure_table(api);
+    g_hash_table_foreach_remove(api->web_sessions, expired, &now);
+    /* A flood of logins must not grow memory without end: the table is bounded. */
+    if (g_hash_table_size(api->web_sessions) >= WEB_SESSIONS_MAX)
+        g_hash_table_remove_all(api->web_sessions);
+    ws->name = g_strdup(name);
+    ws->role = g_strdup(role);
+    ws->expires_us = now + WEB_SESSION_TTL_US;
+    g_hash_table_replace(api->web_sessions, g_strdup(value), ws);
+    return g_strdup_printf(CARREL_API_COOKIE "=%s; HttpOnly; SameSite=Strict; Path=/; Max-Age=%d",
+                           g_steal_pointer(&value), (int)(WEB_SESSION_TTL_US / G_USEC_PER_SEC));
+}
+
+/* The cookie's value in msg's Cookie header, or NULL. */
+static char *
+cookie_value(SoupServerMessage *msg)
+{
+    SoupMessageHeaders *headers = soup_server_message_get_request_headers(msg);
+    const char *header = soup_message_headers_get_list(headers, "Cookie");
+    g_autoptr(GHashTable) pairs = NULL;
+    const char *value;
+
+    if (!header)
+        return NULL;
+    pairs = soup_header_parse_semi_param_list(header);
+    value = g_hash_table_lookup(pairs, CARREL_API_COOKIE);
+    return value && *value ? g_strdup(value) : NULL;
+}
+
+gboolean
+carrel_api_web_lookup(CarrelApi *api, SoupServerMessage *msg, char **ret_name, char **ret_role)
+{
+    g_autofree char *value = cookie_value(msg);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&api->web_lock);
+    CarrelApiWebSession *ws;
+
+    if (!value || !api->web_sessions)
+        return FALSE;
+    ws = g_hash_table_lookup(api->web_sessions, value);
+    if (!ws || ws->expires_us <= g_get_monotonic_time())
+        return FALSE;
+    if (ret_name)
+        *ret_name = g_strdup(ws->name);
+    if (ret_role)
+        *ret_role = g_strdup(ws->role);
+    return TRUE;
+}
+
+char *
+carrel_api_cookie_principal(CarrelApi *api, SoupServerMessage *msg)
+{
+    char *name = NULL;
+
+    return carrel_api_web_lookup(api, msg, &name, NULL) ? name : NULL;
+}
+
+char *
+carrel_api_web_logout(CarrelApi *api, SoupServerMessage *msg)
+{
+    g_autofree char *value = cookie_value(msg);
+
+    if (value) {
+        g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&api->web_lock);
+        if (api->web_sessions)
+            g_hash_table_remove(api->web_sessions, value);
+    }
+    return g_strdup(CARREL_API_COOKIE "=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0");
+}
+
+gboolean
+carrel_api_same_origin(SoupServerMessage *msg)
+{
+    SoupMessageHeaders *headers = soup_server_message_get_request_headers(msg);
+    const char *origin = soup_message_headers_get_one(headers, "Origin");
+    const char *host = soup_message_headers_get_one(headers, "Host");
+    g_autofree char *http = NULL;
+    g_autofree char *https = NULL;
+
+    if (!origin || !host)
+        return FALSE;
+    http = g_strconcat("http://", host, NULL);
+    https = g_strconcat("https://", host, NULL);
+    return g_str_equal(origin, http) || g_str_equal(origin, https);
+}
+
+/* ---- static files ---- */
+
+static const char *
+content_type(const char *path)
+{
+    static const char *const table[][2] = {
+        {".html", "text/html; charset=utf-8"},
+        {".js", "text/javascript; charset=utf-8"},
+        {".mjs", "text/javascript; charset=utf-8"},
+        {".css", "text/css; charset=utf-8"},
+        {".svg", "image/svg+xml"},
+        {".png", "image/png"},
+        {".ico", "image/x-icon"},
+        {".json", "application/json"},
+        {".txt", "text/plain; charset=utf-8"},
+    };
+
+    for (gsize i = 0; i < G_N_ELEMENTS(table); i++) {
+        if (g_str_has_suffix(path, table[i][0]))
+            return table[i][1];
+    }
+    return NULL;
+}
+
+/* Path segments that stay inside the served folder: no dot files, no '..', no backslashes. */
+static gboolean
+static_path_ok(const char *rel)
+{
+    g_auto(GStrv) parts = g_strsplit(rel, "/", -1);
+
+    if (!*rel || strlen(rel) > 256)
+        return FALSE;
+    for (guint i = 0; parts[i]; i++) {
+        if (parts[i][0] == '\0' || parts[i][0] == '.' || strchr(parts[i], '\\') ||
+            !carrel_util_is_clean_text(parts[i]))
+            return FALSE;
+    }
+    return TRUE;
+}
+
+/* Reads root/rel: a regular file, opened without following a symlink at its last component. */
+static GBytes *
+read_static(const char *root, const char *rel)
+{
+    g_autofree char *path = g_build_filename(root, rel, NULL);
+    g_autofree char *data = NULL;
+    struct stat st;
+    gssize got;
+    int fd;
+
+    fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > STATIC_FILE_MAX) {
+        close(fd);
+        return NULL;
+    }
+    data = g_malloc(st.st_size + 1);
+    got = read(fd, data, st.st_size);
+    close(fd);
+    if (got != st.st_size)
+        return NULL;
+    return g_bytes_new_take(g_steal_pointer(&data), st.st_size);
+}
+
+static void
+static_error(SoupServerMessage *msg, guint status, const char *text)
+{
+    soup_server_message_set_status(msg, status, NULL);
+    soup_server_message_set_response(msg, "text/plain; charset=utf-8", SOUP_MEMORY_COPY, text,
+                                     strlen(text));
+}
+
+void
+carrel_api_web_static(CarrelApi *api, SoupServerMessage *msg, const char *path)
+{
+    SoupMessageHeaders *out = soup_server_message_get_response_headers(msg);
+    const char *method = soup_server_message_get_method(msg);
+    g_autofree char *decoded = g_uri_unescape_string(path, NULL);
+    const char *root = api->web_dir;
+    const char *rel;
+    const char *type;
+    g_autoptr(GBytes) body = NULL;
+
+    if (!g_str_equal(method, "GET") && !g_str_equal(method, "HEAD")) {
+        static_error(msg, SOUP_STATUS_METHOD_NOT_ALLOWED, "method not allowed\n");
+        return;
+    }
+    rel = decoded ? decoded + 1 : "";
+    if (g_str_equal(rel, ""))
+        rel = "index.html";
+    if (g_str_has_prefix(rel, "spice-html5/")) {
+        root = api->spice_dir;
+        rel += strlen("spice-html5/");
+    }
+    type = content_type(rel);
+    if (!root || !decoded || !static_path_ok(rel) || !type || !(body = read_static(root, rel))) {
+        static_error(msg, SOUP_STATUS_NOT_FOUND, "not found\n");
+        return;
+    }
+    soup_message_headers_replace(out, "Content-Security-Policy", WEB_CSP);
+    soup_message_headers_replace(out, "X-Content-Type-Options", "nosniff");
+    soup_message_headers_replace(out, "Referrer-Policy", "no-referrer");
+    soup_message_headers_replace(out, "Cache-Control", "no-cache");
+    soup_server_message_set_status(msg, SOUP_STATUS_OK, NULL);
+    soup_server_message_set_response(msg, type, SOUP_MEMORY_COPY, g_bytes_get_data(body, NULL),
+                                     g_bytes_get_size(body));
+}
+
+/* ---- sessions as shown, with their control lease ---- */
+
+JsonNode *
+carrel_api_session_json(CarrelManager *mgr, const CarrelSession *s)
+{
+    JsonNode *node = carrel_session_to_json(s);
+    g_autoptr(JsonNode) lease = carrel_manager_lease_get(mgr, s->id, NULL);
+    JsonObject *l = lease ? json_node_get_object(lease) : NULL;
+
+    if (l && !json_object_get_null_member(l, "holder"))
+        json_object_set_member(json_node_get_object(node), "control", json_node_copy(lease));
+    else
+        json_object_set_null_member(json_node_get_object(node), "control");
+    return node;
+}
+
+/* ---- the event stream ---- */
+
+typedef struct {
+    CarrelApi *api;
+    SoupServerMessage *msg;
+    char *session_id; /* NULL = no timeline */
+    char *last_sessions;
+    char *last_approvals;
+    gint64 last_seq;
+    guint ticks;
+    guint timer;
+} Stream;
+
+static void
+stream_free(Stream *st)
+{
+    if (st->timer)
+        g_source_remove(st->timer);
+    g_free(st->session_id);
+    g_free(st->last_sessions);
+    g_free(st->last_approvals);
+    g_free(st);
+}
+
+static void
+stream_send(Stream *st, const char *event, const char *data)
+{
+    SoupMessageBody *body = soup_server_message_get_response_body(st->msg);
+    g_autofree char *chunk = event ? g_strdup_printf("event: %s\ndata: %s\n\n", event, data)
+                                   : g_strdup(": keepalive\n\n");
+
+    soup_message_body_append(body, SOUP_MEMORY_COPY, chunk, strlen(chunk));
+    soup_server_message_unpause(st->msg);
+}
+
+static char *
+sessions_text(CarrelManager *mgr)
+{
+    g_autoptr(GPtrArray) list = carrel_manager_session_list(mgr, FALSE, NULL);
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    g_autoptr(JsonNode) root = NULL;
+
+    if (!list)
+        return NULL;
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "sessions");
+    json_builder_begin_array(b);
+    for (guint i = 0; i < list->len; i++)
+        json_builder_add_value(b, carrel_api_session_json(mgr, g_ptr_array_index(list, i)));
+    json_builder_end_array(b);
+    json_builder_end_object(b);
+    root = json_builder_get_root(b);
+    return json_to_string(root, FALSE);
+}
+
+static char *
+approvals_text(CarrelManager *mgr)
+{
+    g_autoptr(GPtrArray) list = carrel_manager_approval_list(mgr, TRUE, NULL);
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    g_autoptr(JsonNode) root = NULL;
+
+    if (!list)
+        return NULL;
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "approvals");
+    json_builder_begin_array(b);
+    for (guint i = 0; i < list->len; i++)
+        json_builder_add_value(b, carrel_approval_to_json(g_ptr_array_index(list, i)));
+    json_builder_end_array(b);
+    json_builder_end_object(b);
+    root = json_builder_get_root(b);
+    return json_to_string(root, FALSE);
+}
+
+static char *
+timeline_text(Stream *st)
+{
+    g_autoptr(GPtrArray) events = carrel_manager_session_events(
+        st->api->mgr, st->session_id, st->last_seq, STREAM_EVENTS_MAX, NULL);
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    g_autoptr(JsonNode) root = NULL;
+
+    if (!events || events->len == 0)
+        return NULL;
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "events");
+    json_builder_begin_array(b);
+    for (guint i = 0; i < events->len; i++) {
+        CarrelEvent *e = g_ptr_array_index(events, i);
+        json_builder_add_value(b, carrel_event_to_json(e));
+        st->last_seq = MAX(st->last_seq, e->seq);
+    }
+    json_builder_end_array(b);
+    json_builder_end_object(b);
+    root = json_builder_get_root(b);
+    return json_to_string(root, FALSE);
+}
+
+/* Sends what changed since the last tick: a poll of the store, cheap at one per second. */
+static gboolean
+stream_tick(gpointer data)
+{
+    Stream *st = data;
+    g_autofree char *sessions = sessions_text(st->api->mgr);
+    g_autofree char *approvals = approvals_text(st->api->mgr);
+    g_autofree char *timeline = st->session_id ? timeline_text(st) : NULL;
+    gboolean sent = FALSE;
+
+    if (sessions && g_strcmp0(sessions, st->last_sessions) != 0) {
+        stream_send(st, "sessions", sessions);
+        g_free(st->last_sessions);
+        st->last_sessions = g_steal_pointer(&sessions);
+        sent = TRUE;
+    }
+    if (approvals && g_strcmp0(approvals, st->last_approvals) != 0) {
+        stream_send(st, "approvals", approvals);
+        g_free(st->last_approvals);
+        st->last_approvals = g_steal_pointer(&approvals);
+        sent = TRUE;
+    }
+    if (timeline) {
+        stream_send(st, "timeline", timeline);
+        sent = TRUE;
+    }
+    /* Proxies and browsers drop a silent stream: a comment now and then keeps it open. */
+    if (!sent && ++st->ticks >= STREAM_KEEPALIVE_TICKS) {
+        stream_send(st, NULL, NULL);
+        st->ticks = 0;
+    }
+    return G_SOURCE_CONTINUE;
+}
+
+static void
+on_stream_finished(SoupServerMessage *msg, gpointer data)
+{
+    stream_free(data);
+}
+
+void
+carrel_api_web_stream(CarrelApi *api, SoupServerMessage *msg, const char *session_id)
+{
+    SoupMessageHeaders *out = soup_server_message_get_response_headers(msg);
+    Stream *st = g_new0(Stream, 1);
+
+    st->api = api;
+    st->msg = msg;
+    st->session_id = g_strdup(session_id);
+    soup_server_message_set_status(msg, SOUP_STATUS_OK, NULL);
+    soup_message_headers_set_encoding(out, SOUP_ENCODING_CHUNKED);
+    soup_message_headers_replace(out, "Content-Type", "text/event-stream");
+    soup_message_headers_replace(out, "Cache-Control", "no-store");
+    g_signal_connect(msg, "finished", G_CALLBACK(on_stream_finished), st);
+    stream_tick(st);
+    st->timer = g_timeout_add(STREAM_INTERVAL_MS, stream_tick, st);
+}
