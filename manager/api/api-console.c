@@ -281,8 +281,10 @@ proxy_close(Proxy *p, gushort code, const char *reason)
         carrel_console_tickets_main_closed(p->api->console_tickets, p->ticket);
     if (soup_websocket_connection_get_state(p->ws) == SOUP_WEBSOCKET_STATE_OPEN)
         soup_websocket_connection_close(p->ws, code, reason);
-    g_message("console: session %s channel %u of %s closed%s%s", p->session_id, p->channel_type,
-              p->principal, reason ? ": " : "", reason ? reason : "");
+    g_message("console: session %s channel %u of %s closed (%" G_GUINT64_FORMAT
+              " input messages dropped)%s%s",
+              p->session_id, p->channel_type, p->principal,
+              carrel_spice_filter_get_dropped(p->filter), reason ? ": " : "", reason ? reason : "");
 }
 
 static void flush_to_server(Proxy *p);

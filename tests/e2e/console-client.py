@@ -10,7 +10,10 @@ usage: console-client.py URL TOKEN SESSION SCENARIO
   link     main link + auth, a display channel on the same ticket, a second main link (refused),
            then the ticket after its main closed; prints key=value words
   expired  a ticket left unused for 11 s; prints the handshake status
+  badpw    main link + auth with a wrong password; prints SPICE's auth result
   refusals handshakes without cookie, with a foreign origin, with an unknown ticket
+  type TEXT  main + inputs channels, then TEXT typed as SPICE key events (dropped by the proxy
+           unless the viewer holds the control lease); prints key=value words
 """
 import base64
 import hashlib
@@ -23,7 +26,14 @@ import time
 import urllib.error
 import urllib.request
 
-SPICE_CHANNEL_MAIN, SPICE_CHANNEL_DISPLAY = 1, 2
+SPICE_CHANNEL_MAIN, SPICE_CHANNEL_DISPLAY, SPICE_CHANNEL_INPUTS = 1, 2, 3
+SPICE_MSGC_INPUTS_KEY_DOWN, SPICE_MSGC_INPUTS_KEY_UP = 101, 102
+# PC/AT set 1 scancodes of what `type` can send.
+SCANCODES = dict(zip("1234567890-", range(0x02, 0x0d)))
+SCANCODES.update(zip("qwertyuiop", range(0x10, 0x1a)))
+SCANCODES.update(zip("asdfghjkl", range(0x1e, 0x27)))
+SCANCODES.update(zip("zxcvbnm", range(0x2c, 0x33)))
+SCANCODES.update({" ": 0x39, "/": 0x35, ".": 0x34, "\n": 0x1c})
 CAPS = (1 << 0) | (1 << 3)  # auth selection, mini header
 
 
@@ -196,13 +206,32 @@ def spice_channel(api, ticket, password, channel_type, connection_id=0):
     return ws, stream, "0", struct.unpack("<I", stream.read(4))[0]
 
 
-def main_init_session(stream):
-    """The session id from SPICE_MSG_MAIN_INIT (mini header type 103)."""
+def read_message(stream):
+    msg_type, size = struct.unpack("<HI", stream.read(6))
+    return msg_type, stream.read(size)
+
+
+def main_init_session(main, stream):
+    """As spice-html5: the session id from SPICE_MSG_MAIN_INIT, then ATTACH_CHANNELS and wait
+    for the channel list before any other channel links."""
     while True:
-        msg_type, size = struct.unpack("<HI", stream.read(6))
-        body = stream.read(size)
-        if msg_type == 103:
-            return struct.unpack("<I", body[:4])[0]
+        msg_type, body = read_message(stream)
+        if msg_type == 103:  # SPICE_MSG_MAIN_INIT
+            session_id = struct.unpack("<I", body[:4])[0]
+            main.send(struct.pack("<HI", 104, 0))  # SPICE_MSGC_MAIN_ATTACH_CHANNELS
+        elif msg_type == 104:  # SPICE_MSG_MAIN_CHANNELS_LIST
+            return session_id
+
+
+def display_start(disp, stream):
+    """As spice-html5: DISPLAY_INIT, acks, until the display sends its first mark or surface."""
+    disp.send(struct.pack("<HIBQBi", 101, 14, 1, 10 * 1024 * 1024, 0, 0))
+    while True:
+        msg_type, body = read_message(stream)
+        if msg_type == 3:  # SPICE_MSG_SET_ACK: answer with ACK_SYNC(generation)
+            disp.send(struct.pack("<HII", 1, 4, struct.unpack("<I", body[:4])[0]))
+        elif msg_type in (102, 314):  # MARK, SURFACE_CREATE
+            return "shown"
 
 
 def scenario_link(api, session):
@@ -212,9 +241,11 @@ def scenario_link(api, session):
     main, stream, out["link"], out["auth"] = spice_channel(api, t["ticket"], t["password"],
                                                            SPICE_CHANNEL_MAIN)
     if out["link"] == "0" and out["auth"] == 0:
-        conn_id = main_init_session(stream)
-        disp, _, out["display_link"], out["display_auth"] = spice_channel(
+        conn_id = main_init_session(main, stream)
+        disp, disp_stream, out["display_link"], out["display_auth"] = spice_channel(
             api, t["ticket"], t["password"], SPICE_CHANNEL_DISPLAY, conn_id)
+        if out["display_auth"] == 0:
+            out["display"] = display_start(disp, disp_stream)
         disp.close()
         again, _, out["reuse"], _ = spice_channel(api, t["ticket"], t["password"],
                                                   SPICE_CHANNEL_MAIN)
@@ -225,6 +256,13 @@ def scenario_link(api, session):
     out["after_close"] = after.status
     after.close()
     print(" ".join("%s=%s" % kv for kv in sorted(out.items())))
+
+
+def scenario_badpw(api, session):
+    t = api.ticket(session)
+    ws, _, link, auth = spice_channel(api, t["ticket"], "not-the-password", SPICE_CHANNEL_MAIN)
+    ws.close()
+    print(auth if link == "0" else "link=" + link)
 
 
 def scenario_expired(api, session):
@@ -244,10 +282,36 @@ def scenario_refusals(api, session):
         WebSocket(api, "/v1/console/" + "0" * 64).status))
 
 
+def send_key(ws, code):
+    for msg_type, value in ((SPICE_MSGC_INPUTS_KEY_DOWN, code), (SPICE_MSGC_INPUTS_KEY_UP, code | 0x80)):
+        ws.send(struct.pack("<HII", msg_type, 4, value))
+        time.sleep(0.02)
+
+
+def scenario_type(api, session, text):
+    out = {}
+    t = api.ticket(session)
+    out["view_only"] = str(t["view_only"]).lower()
+    main, stream, out["link"], out["auth"] = spice_channel(api, t["ticket"], t["password"],
+                                                           SPICE_CHANNEL_MAIN)
+    conn_id = main_init_session(main, stream)
+    inputs, _, out["inputs_link"], out["inputs_auth"] = spice_channel(
+        api, t["ticket"], t["password"], SPICE_CHANNEL_INPUTS, conn_id)
+    for char in text:
+        send_key(inputs, SCANCODES[char])
+    time.sleep(1)
+    inputs.close()
+    main.close()
+    print(" ".join("%s=%s" % kv for kv in sorted(out.items())))
+
+
 def main():
     url, token, session, scenario = sys.argv[1:5]
     api = Api(url, token)
-    {"link": scenario_link, "expired": scenario_expired,
+    if scenario == "type":
+        scenario_type(api, session, sys.argv[5])
+        return
+    {"link": scenario_link, "expired": scenario_expired, "badpw": scenario_badpw,
      "refusals": scenario_refusals}[scenario](api, session)
 
 
