@@ -45,6 +45,11 @@ static const char cli_help[] =
     "  fork ID [--snapshot S] [--count N]\n"
     "                                 new sessions from a snapshot's memory, side by side\n"
     "  rm ID...                       destroy sessions and their disks\n"
+    "  control ID take|release        hold a session's input (agents get 409) or hand it back\n"
+    "  approvals [--all]              actions waiting for a reviewer\n"
+    "  approve|deny AID [--reason R]  decide one (once)\n"
+    "  token add NAME [--role R]      a token for a person or agent (reviewer by default);\n"
+    "                                 events name them; shown once\n"
     "  exec ID [--timeout S] [--cwd DIR] [--env K=V] -- COMMAND [ARG...]\n"
     "                                 run a command in the guest; exits with its code\n"
     "  cp SRC DEST                    copy a file in or out: one side ID:/PATH, the other a\n"
@@ -125,6 +130,11 @@ static const CliVerb cli_verbs[] = {
     {"scroll", carrel_cli_scroll},
     {"do", carrel_cli_do},
     {"mcp", carrel_cli_mcp},
+    {"token", carrel_cli_token},
+    {"control", carrel_cli_control},
+    {"approvals", carrel_cli_approvals},
+    {"approve", carrel_cli_decide},
+    {"deny", carrel_cli_decide},
     {"console", carrel_cli_console},
 };
 

@@ -63,6 +63,12 @@ int carrel_cli_type(CarrelCli *cli, int argc, char **argv);
 int carrel_cli_key(CarrelCli *cli, int argc, char **argv);
 int carrel_cli_scroll(CarrelCli *cli, int argc, char **argv);
 int carrel_cli_do(CarrelCli *cli, int argc, char **argv);
+/* Named tokens, the control lease, approvals (cli-review.c). */
+int carrel_cli_token(CarrelCli *cli, int argc, char **argv);
+int carrel_cli_control(CarrelCli *cli, int argc, char **argv);
+int carrel_cli_approvals(CarrelCli *cli, int argc, char **argv);
+/* argv[0] is "approve" or "deny". */
+int carrel_cli_decide(CarrelCli *cli, int argc, char **argv);
 /* The web console's URL, or a .vv file for remote-viewer (cli-console.c). */
 int carrel_cli_console(CarrelCli *cli, int argc, char **argv);
 /* MCP over stdio, relayed to POST /mcp (cli-mcp.c). */

@@ -366,8 +366,12 @@ carrel_manager_session_computer(CarrelManager *mgr, const char *id_or_name, Json
     if (!run.session)
         return NULL;
     /* A person holds the session: their input must not race an agent's. */
-    if (batch_sends_input(batch) && !carrel_manager_check_agent_input(mgr, run.session, error))
+    if (batch_sends_input(batch) && !carrel_manager_check_agent_input(mgr, run.session, error)) {
+        /* Kept on the timeline: the reviewer sees what the agent tried while they held it. */
+        carrel_manager_record(mgr, run.session->id, actor, "action", "computer", body, NULL, *error,
+                              g_get_monotonic_time(), NULL);
         return NULL;
+    }
     state = carrel_manager_input_state(mgr, run.session->id);
     g_mutex_lock(&state->lock);
     reply = run_batch(&run, state, body, batch, error);

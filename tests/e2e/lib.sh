@@ -14,6 +14,13 @@ DAEMON_LOG="$E2E_DIR/carreld.log"
 DAEMON_PID=""
 export CARREL_SOCKET="$SOCKET" CARREL_STATE_DIR="$STATE_DIR"
 
+E2E_SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+export E2E_SRC
+# carreld also listens on loopback TCP for the web console and the browser tests.
+E2E_PORT="${E2E_PORT:-$((20000 + RANDOM % 20000))}"
+E2E_URL="http://127.0.0.1:$E2E_PORT"
+export E2E_URL
+
 PASSED=0
 FAILED=0
 
@@ -42,7 +49,7 @@ json_true() {
 # shellcheck disable=SC2120 # extra carreld options are optional
 start_daemon() {
     "$CARRELD_BIN" --state-dir "$STATE_DIR" --socket "$SOCKET" --accel "${E2E_ACCEL:-auto}" \
-        "$@" >>"$DAEMON_LOG" 2>&1 &
+        --listen "127.0.0.1:$E2E_PORT" --test-hooks "$@" >>"$DAEMON_LOG" 2>&1 &
     DAEMON_PID=$!
     for _ in $(seq 1 600); do
         carrel version >/dev/null 2>&1 && return 0

@@ -10,6 +10,8 @@ source "$(dirname "$0")/computer.sh"
 source "$(dirname "$0")/artifacts.sh"
 # shellcheck source=tests/e2e/lifecycle.sh
 source "$(dirname "$0")/lifecycle.sh"
+# shellcheck source=tests/e2e/review.sh
+source "$(dirname "$0")/review.sh"
 trap 'finish; exit $?' EXIT
 
 start_daemon || exit 1
@@ -144,6 +146,9 @@ check_eq "exec output is capped at 1 MiB and says so" "1048576 true" \
 
 # Computer use on the restored desktop: screenshots, keyboard, mouse, files, the timeline.
 computer_checks "$a"
+
+# What reviewers use: the control lease against agent input, approvals, the named timeline.
+review_checks "$a"
 
 # Task inputs in, artifacts out (libguestfs and the agent), the exit path, the diff.
 artifacts_checks

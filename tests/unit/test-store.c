@@ -488,6 +488,62 @@ test_tokens(void **state)
     assert_error(error, CARREL_ERROR_EXISTS, "this token is already registered");
 }
 
+/* Approvals are decided once; leases keep their first holder; both go with their session. */
+static void
+test_approvals_and_leases(void **state)
+{
+    g_autoptr(CarrelStore) store = open_memory();
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelTemplate) t = make_template("tiny", 1);
+    g_autoptr(CarrelSession) s = make_session("s-000000000001", "one", "tiny", 1);
+    g_autoptr(CarrelApproval) a = carrel_approval_new();
+    g_autoptr(CarrelApproval) back = NULL;
+    g_autoptr(GPtrArray) pending = NULL;
+    g_autoptr(GPtrArray) all = NULL;
+    g_autofree char *holder = NULL;
+    g_autofree char *holder2 = NULL;
+    g_autofree char *none = NULL;
+    gint64 since = 0;
+
+    assert_true(carrel_store_template_insert(store, t, &error));
+    assert_true(carrel_store_session_insert(store, s, &error));
+    a->id = g_strdup("ap-1");
+    a->session_id = g_strdup(s->id);
+    a->action = g_strdup("network.egress");
+    a->detail = json_from_string("{\"host\":\"a.test\"}", NULL);
+    a->requested_by = g_strdup("policy");
+    a->requested_at = 100;
+    assert_true(carrel_store_approval_insert(store, a, &error));
+    pending = carrel_store_approval_list(store, TRUE, &error);
+    assert_int_equal(pending->len, 1);
+    assert_true(carrel_store_approval_decide(store, "ap-1", FALSE, "alice", "not now", &error));
+    assert_false(carrel_store_approval_decide(store, "ap-1", TRUE, "bob", NULL, &error));
+    assert_error(error, CARREL_ERROR_WRONG_STATE, NULL);
+    g_clear_error(&error);
+    assert_false(carrel_store_approval_decide(store, "ap-none", TRUE, "bob", NULL, &error));
+    g_clear_error(&error);
+    back = carrel_store_approval_get(store, "ap-1", &error);
+    assert_string_equal(back->state, "denied");
+    assert_string_equal(back->decided_by, "alice");
+    assert_string_equal(back->reason, "not now");
+    assert_string_equal(json_object_get_string_member(json_node_get_object(back->detail), "host"),
+                        "a.test");
+    g_clear_pointer(&pending, g_ptr_array_unref);
+    pending = carrel_store_approval_list(store, TRUE, &error);
+    assert_int_equal(pending->len, 0);
+    all = carrel_store_approval_list(store, FALSE, &error);
+    assert_int_equal(all->len, 1);
+
+    assert_true(carrel_store_lease_take(store, s->id, "alice", &holder, &since, &error));
+    assert_string_equal(holder, "alice");
+    assert_true(since > 0);
+    assert_true(carrel_store_lease_take(store, s->id, "bob", &holder2, &since, &error));
+    assert_string_equal(holder2, "alice");
+    assert_true(carrel_store_lease_release(store, s->id, &error));
+    assert_true(carrel_store_lease_get(store, s->id, &none, NULL, &error));
+    assert_null(none);
+}
+
 static const char *const hostile[] = {
     "it's \"quoted\"",
     "'; DROP TABLE sessions; --",
@@ -689,6 +745,7 @@ main(void)
         cmocka_unit_test(test_session_names),
         cmocka_unit_test(test_session_id_beats_name),
         cmocka_unit_test(test_tokens),
+        cmocka_unit_test(test_approvals_and_leases),
         cmocka_unit_test(test_hostile_strings),
         cmocka_unit_test(test_unknown_state_in_db),
         cmocka_unit_test(test_audit_append_only),
