@@ -33,7 +33,7 @@ SCANCODES = dict(zip("1234567890-", range(0x02, 0x0d)))
 SCANCODES.update(zip("qwertyuiop", range(0x10, 0x1a)))
 SCANCODES.update(zip("asdfghjkl", range(0x1e, 0x27)))
 SCANCODES.update(zip("zxcvbnm", range(0x2c, 0x33)))
-SCANCODES.update({" ": 0x39, "/": 0x35, ".": 0x34, "\n": 0x1c})
+SCANCODES.update({" ": 0x39, "/": 0x35, ".": 0x34, "\n": 0x1c, "^": 0x2a})  # ^: left shift
 CAPS = (1 << 0) | (1 << 3)  # auth selection, mini header
 
 
