@@ -98,6 +98,9 @@ carrel_api_get_console_vv(CarrelApiRequest *req, guint *ret_status, GError **err
     text = carrel_spice_vv_file(&spec, error);
     if (!text)
         return NULL;
+    /* The file opens the display past the proxy: on the timeline, naming who took it. */
+    carrel_manager_note(req->mgr, session->id, req->principal, "control", "console_file", NULL,
+                        NULL, NULL, 0);
     req->reply_bytes = g_bytes_new_take(text, strlen(text));
     req->reply_type = "application/x-virt-viewer";
     req->reply_filename = g_strdup_printf("carrel-%s.vv", session->id);
@@ -279,8 +282,11 @@ proxy_close(Proxy *p, gushort code, const char *reason)
         g_io_stream_close(G_IO_STREAM(p->tcp), NULL, NULL);
     if (p->is_main)
         carrel_console_tickets_main_closed(p->api->console_tickets, p->ticket);
-    if (soup_websocket_connection_get_state(p->ws) == SOUP_WEBSOCKET_STATE_OPEN)
-        soup_websocket_connection_close(p->ws, code, reason);
+    if (soup_websocket_connection_get_state(p->ws) == SOUP_WEBSOCKET_STATE_OPEN) {
+        /* A close frame holds at most 123 bytes of reason. */
+        g_autofree char *cut = reason ? g_utf8_make_valid(reason, MIN(strlen(reason), 120)) : NULL;
+        soup_websocket_connection_close(p->ws, code, cut);
+    }
     g_message("console: session %s channel %u of %s closed (%" G_GUINT64_FORMAT
               " input messages dropped)%s%s",
               p->session_id, p->channel_type, p->principal,
@@ -332,6 +338,8 @@ on_read(GObject *source, GAsyncResult *res, gpointer user_data)
     if (!data || g_bytes_get_size(data) == 0) {
         proxy_close(p, data ? SOUP_WEBSOCKET_CLOSE_NORMAL : WS_CLOSE_ERROR,
                     "the SPICE server closed");
+    } else if (soup_websocket_connection_get_state(p->ws) != SOUP_WEBSOCKET_STATE_OPEN) {
+        proxy_close(p, SOUP_WEBSOCKET_CLOSE_NORMAL, NULL); /* the viewer is leaving */
     } else {
         /* SPICE's own flow control (acks per message window) bounds what is queued here. */
         soup_websocket_connection_send_binary(p->ws, g_bytes_get_data(data, NULL),

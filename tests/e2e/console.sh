@@ -87,6 +87,9 @@ console_checks() {
         bash -c 'grep -qx "\[virt-viewer\]" <<<"$1" && grep -qx "host=127.0.0.1" <<<"$1" &&
                  grep -Eqx "password=[0-9a-f]{32}" <<<"$1" && grep -qx "delete-this-file=1" <<<"$1"' \
         _ "$vv"
+    console_api GET "/v1/sessions/$s/events?limit=1000" >/dev/null
+    check_eq "the .vv download is on the timeline, naming who took it" "admin" \
+        "$(jq -r '[.events[] | select(.action == "console_file")][0].actor' "$E2E_DIR/console-reply")"
     check "carrel console --vv writes the file" \
         env CARREL_URL="$E2E_URL" "$CARREL_BIN" console "$s" --vv "$E2E_DIR/c.vv"
     check "...a remote-viewer file" grep -qx 'type=spice' "$E2E_DIR/c.vv"
