@@ -28,6 +28,7 @@
 /* Client messages 101 and up are specific to their channel. */
 #define CARREL_SPICE_MSGC_FIRST_CHANNEL 101
 #define CARREL_SPICE_MSGC_MAIN_AGENT_DATA 107
+#define CARREL_SPICE_MSGC_DISPLAY_INIT 101
 
 /* What the first message of a SPICE channel says. */
 typedef struct {
@@ -77,6 +78,15 @@ gboolean carrel_spice_filter_feed(CarrelSpiceFilter *filter, const guint8 *data,
 
 /* The link message once the filter has read it, else NULL. */
 const CarrelSpiceLink *carrel_spice_filter_get_link(CarrelSpiceFilter *filter);
+
+/*
+ * spice-server 0.15 (Debian 12) crashes QEMU (a NULL dereference in its display worker) when an
+ * authenticated display channel goes away before its client sent DISPLAY_INIT, and a viewer may
+ * close at any moment. When the filter's channel is a display channel past its ticket that sent
+ * no message yet, at a message boundary, this appends the DISPLAY_INIT spice-html5 would send
+ * to out and returns TRUE (the proxy sends it before closing); else FALSE.
+ */
+gboolean carrel_spice_filter_append_display_init(CarrelSpiceFilter *filter, GByteArray *out);
 
 /* How many input messages were dropped so far. */
 guint64 carrel_spice_filter_get_dropped(CarrelSpiceFilter *filter);

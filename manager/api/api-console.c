@@ -239,7 +239,9 @@ typedef struct {
     GByteArray *to_server; /* filtered bytes not yet written */
     GBytes *writing;       /* the bytes being written */
     gboolean closed;
+    gboolean draining; /* closed, but bytes still go to the SPICE server first */
     guint link_timeout;
+    guint drain_timeout;
 } Proxy;
 
 static Proxy *
@@ -266,6 +268,43 @@ proxy_unref(Proxy *p)
     g_free(p);
 }
 
+static void flush_to_server(Proxy *p);
+
+/* Ends the TCP side: pending reads and writes are cancelled. */
+static void
+proxy_close_tcp(Proxy *p)
+{
+    g_cancellable_cancel(p->cancel);
+    if (p->tcp)
+        g_io_stream_close(G_IO_STREAM(p->tcp), NULL, NULL);
+}
+
+static void
+proxy_end_drain(Proxy *p)
+{
+    if (!p->draining)
+        return;
+    p->draining = FALSE;
+    if (p->drain_timeout) {
+        g_source_remove(p->drain_timeout);
+        p->drain_timeout = 0;
+        proxy_unref(p); /* the timeout's; the caller holds another */
+    }
+    proxy_close_tcp(p);
+}
+
+static gboolean
+on_drain_timeout(gpointer user_data)
+{
+    Proxy *p = user_data;
+
+    p->drain_timeout = 0;
+    p->draining = FALSE;
+    proxy_close_tcp(p);
+    proxy_unref(p);
+    return G_SOURCE_REMOVE;
+}
+
 /* Closes both sides once; reason goes to the viewer (never a secret). */
 static void
 proxy_close(Proxy *p, gushort code, const char *reason)
@@ -273,13 +312,19 @@ proxy_close(Proxy *p, gushort code, const char *reason)
     if (p->closed)
         return;
     p->closed = TRUE;
-    g_cancellable_cancel(p->cancel);
     if (p->link_timeout) {
         g_source_remove(p->link_timeout);
         p->link_timeout = 0;
     }
-    if (p->tcp)
-        g_io_stream_close(G_IO_STREAM(p->tcp), NULL, NULL);
+    /* A display channel that leaves before its DISPLAY_INIT crashes spice-server 0.15: send it
+     * for the viewer, then close (within 2 s whatever happens). */
+    if (p->tcp && carrel_spice_filter_append_display_init(p->filter, p->to_server)) {
+        p->draining = TRUE;
+        p->drain_timeout = g_timeout_add_seconds(2, on_drain_timeout, proxy_ref(p));
+        flush_to_server(p);
+    } else {
+        proxy_close_tcp(p);
+    }
     if (p->is_main)
         carrel_console_tickets_main_closed(p->api->console_tickets, p->ticket);
     if (soup_websocket_connection_get_state(p->ws) == SOUP_WEBSOCKET_STATE_OPEN) {
@@ -293,16 +338,17 @@ proxy_close(Proxy *p, gushort code, const char *reason)
               carrel_spice_filter_get_dropped(p->filter), reason ? ": " : "", reason ? reason : "");
 }
 
-static void flush_to_server(Proxy *p);
-
 static void
 on_written(GObject *source, GAsyncResult *res, gpointer user_data)
 {
     Proxy *p = user_data;
     g_autoptr(GError) error = NULL;
+    gboolean ok = g_output_stream_write_all_finish(G_OUTPUT_STREAM(source), res, NULL, &error);
 
     g_clear_pointer(&p->writing, g_bytes_unref);
-    if (!g_output_stream_write_all_finish(G_OUTPUT_STREAM(source), res, NULL, &error))
+    if (p->draining && (!ok || p->to_server->len == 0))
+        proxy_end_drain(p);
+    else if (!ok)
         proxy_close(p, WS_CLOSE_ERROR, "the SPICE server closed");
     else
         flush_to_server(p);
@@ -312,7 +358,7 @@ on_written(GObject *source, GAsyncResult *res, gpointer user_data)
 static void
 flush_to_server(Proxy *p)
 {
-    if (p->closed || !p->tcp || p->writing || p->to_server->len == 0)
+    if ((p->closed && !p->draining) || !p->tcp || p->writing || p->to_server->len == 0)
         return;
     /* One write at a time; its bytes live in p->writing until it ends. */
     p->writing = g_byte_array_free_to_bytes(g_steal_pointer(&p->to_server));

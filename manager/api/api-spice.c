@@ -128,6 +128,7 @@ struct _CarrelSpiceFilter {
     guint64 remaining; /* of the ticket or the body */
     gboolean dropping; /* the body belongs to a dropped message */
     guint64 dropped;
+    guint64 messages; /* headers read after the ticket */
 };
 
 CarrelSpiceFilter *
@@ -221,6 +222,7 @@ step_header(CarrelSpiceFilter *filter, GByteArray *out)
     guint16 type = read_u16(h + at);
 
     filter->remaining = read_u32(h + at + 2);
+    filter->messages++;
     /* Asked at the moment the message arrives: a lease taken or released counts at once. */
     filter->dropping = carrel_spice_msg_is_input(filter->link.channel_type, type) &&
                        !(filter->may_input && filter->may_input(filter->user_data));
@@ -297,6 +299,25 @@ carrel_spice_filter_feed(CarrelSpiceFilter *filter, const guint8 *data, gsize le
         }
         at += (gsize)n;
     }
+    return TRUE;
+}
+
+gboolean
+carrel_spice_filter_append_display_init(CarrelSpiceFilter *filter, GByteArray *out)
+{
+    /* SpiceMsgcDisplayInit as spice-html5 fills it: pixmap cache 1 of 10 MiB, no glz window. */
+    static const guint8 body[14] = {1, 0, 0, 0xa0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    guint8 header[FULL_HEADER_SIZE] = {0};
+    gsize at = filter->link.mini_header ? 0 : 8;
+
+    if (!filter->have_link || filter->link.channel_type != CARREL_SPICE_CHANNEL_DISPLAY ||
+        filter->state != FILTER_HEADER || filter->buf->len != 0 || filter->messages != 0)
+        return FALSE;
+    header[at] = CARREL_SPICE_MSGC_DISPLAY_INIT;
+    header[at + 2] = sizeof(body);
+    g_byte_array_append(out, header, (guint)header_size(filter));
+    g_byte_array_append(out, body, sizeof(body));
+    filter->messages++;
     return TRUE;
 }
 

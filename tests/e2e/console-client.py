@@ -11,6 +11,7 @@ usage: console-client.py URL TOKEN SESSION SCENARIO
            then the ticket after its main closed; prints key=value words
   expired  a ticket left unused for 11 s; prints the handshake status
   badpw    main link + auth with a wrong password; prints SPICE's auth result
+  abrupt   display channels closed right after their authentication; prints auth results
   refusals handshakes without cookie, with a foreign origin, with an unknown ticket
   type TEXT  main + inputs channels, then TEXT typed as SPICE key events (dropped by the proxy
            unless the viewer holds the control lease); prints key=value words
@@ -258,6 +259,32 @@ def scenario_link(api, session):
     print(" ".join("%s=%s" % kv for kv in sorted(out.items())))
 
 
+def scenario_abrupt(api, session):
+    """Display channels that leave right after authenticating, before DISPLAY_INIT (with and
+    without ATTACH_CHANNELS first): without the proxy's help this crashed QEMU (spice-server
+    0.15) at the first or second try."""
+    results = []
+    for i in range(4):
+        t = api.ticket(session)
+        main, stream, link, auth = spice_channel(api, t["ticket"], t["password"],
+                                                 SPICE_CHANNEL_MAIN)
+        if i % 2:
+            conn_id = main_init_session(main, stream)
+        else:
+            while True:
+                msg_type, body = read_message(stream)
+                if msg_type == 103:
+                    conn_id = struct.unpack("<I", body[:4])[0]
+                    break
+        disp, _, _, disp_auth = spice_channel(api, t["ticket"], t["password"],
+                                              SPICE_CHANNEL_DISPLAY, conn_id)
+        disp.close()
+        main.close()
+        results.append("%s/%s" % (auth, disp_auth))
+        time.sleep(3)
+    print(" ".join(results))
+
+
 def scenario_badpw(api, session):
     t = api.ticket(session)
     ws, _, link, auth = spice_channel(api, t["ticket"], "not-the-password", SPICE_CHANNEL_MAIN)
@@ -311,7 +338,7 @@ def main():
     if scenario == "type":
         scenario_type(api, session, sys.argv[5])
         return
-    {"link": scenario_link, "expired": scenario_expired, "badpw": scenario_badpw,
+    {"link": scenario_link, "expired": scenario_expired, "badpw": scenario_badpw, "abrupt": scenario_abrupt,
      "refusals": scenario_refusals}[scenario](api, session)
 
 

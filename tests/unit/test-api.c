@@ -276,6 +276,40 @@ test_filter_refusals(void **state)
     assert_null(carrel_spice_filter_get_link(f2));
 }
 
+static void
+test_filter_display_init(void **state)
+{
+    g_autoptr(GByteArray) link = link_message(CARREL_SPICE_CHANNEL_DISPLAY, SPICE_HTML5_CAPS);
+    g_autoptr(GByteArray) ticket = g_byte_array_new();
+    g_autoptr(GByteArray) out = g_byte_array_new();
+    g_autoptr(GByteArray) expected = g_byte_array_new();
+    g_autoptr(CarrelSpiceFilter) display = carrel_spice_filter_new(NULL, NULL);
+    g_autoptr(CarrelSpiceFilter) inputs = carrel_spice_filter_new(NULL, NULL);
+    g_autoptr(GByteArray) inputs_link = link_message(CARREL_SPICE_CHANNEL_INPUTS, SPICE_HTML5_CAPS);
+    static const guint8 init_body[14] = {1, 0, 0, 0xa0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+
+    /* Not before the ticket is through: the server would read it as the ticket. */
+    assert_true(carrel_spice_filter_feed(display, link->data, link->len, out, NULL));
+    assert_false(carrel_spice_filter_append_display_init(display, out));
+    put_ticket(ticket);
+    assert_true(carrel_spice_filter_feed(display, ticket->data, ticket->len - 1, out, NULL));
+    assert_false(carrel_spice_filter_append_display_init(display, out));
+    assert_true(carrel_spice_filter_feed(display, ticket->data + ticket->len - 1, 1, out, NULL));
+    g_byte_array_set_size(out, 0);
+    /* Right after it: DISPLAY_INIT as spice-html5 sends it, once. */
+    assert_true(carrel_spice_filter_append_display_init(display, out));
+    put_u16(expected, 101);
+    put_u32(expected, 14);
+    g_byte_array_append(expected, init_body, sizeof(init_body));
+    assert_int_equal(out->len, expected->len);
+    assert_memory_equal(out->data, expected->data, expected->len);
+    assert_false(carrel_spice_filter_append_display_init(display, out));
+    /* Never on other channels. */
+    assert_true(carrel_spice_filter_feed(inputs, inputs_link->data, inputs_link->len, out, NULL));
+    assert_true(carrel_spice_filter_feed(inputs, ticket->data, ticket->len, out, NULL));
+    assert_false(carrel_spice_filter_append_display_init(inputs, out));
+}
+
 /* The ticket store's clock, moved by the tests. */
 static gint64 fake_now = 1000000;
 
@@ -390,6 +424,7 @@ main(void)
         cmocka_unit_test(test_filter_other_channels),
         cmocka_unit_test(test_filter_full_header_and_no_selection),
         cmocka_unit_test(test_filter_refusals),
+        cmocka_unit_test(test_filter_display_init),
         cmocka_unit_test(test_tickets_expiry),
         cmocka_unit_test(test_tickets_main_once),
         cmocka_unit_test(test_tickets_limit),
