@@ -13,6 +13,7 @@ struct _CarrelApi {
     gboolean test_hooks;
     GMutex web_lock;          /* guards web_sessions */
     GHashTable *web_sessions; /* cookie value -> CarrelApiWebSession (api-web.c) */
+    struct _CarrelConsoleTickets *console_tickets; /* api-console.c */
 };
 
 typedef struct {

@@ -1,4 +1,4 @@
-#include "api/api-priv.h"
+#include "api/api-console-priv.h"
 
 static const char *
 param(CarrelApiRequest *req, guint i)
@@ -709,5 +709,8 @@ const CarrelApiRoute carrel_api_routes[] = {
     {"GET", "/v1/artifacts/*", get_artifact, NULL, 0},
     {"GET", "/v1/sessions/*/diff", get_session_diff, NULL, 0},
     {"POST", "/mcp", carrel_api_mcp_post, NULL, CARREL_API_ROUTE_RAW_BODY},
+    /* The console (api-console.c); WS /v1/console/{ticket} is registered by it. */
+    {"POST", "/v1/sessions/*/console", carrel_api_post_console, NULL, 0},
+    {"GET", "/v1/sessions/*/console.vv", carrel_api_get_console_vv, NULL, 0},
     {NULL, NULL, NULL, NULL, 0},
 };

@@ -4,7 +4,7 @@
 #include <gio/gunixsocketaddress.h>
 #include <sys/stat.h>
 
-#include "api/api-priv.h"
+#include "api/api-console-priv.h"
 
 #define REQUEST_ID_MAX 64
 
@@ -410,6 +410,7 @@ carrel_api_new(CarrelManager *mgr, const char *version_info, GError **error)
     g_signal_connect(api->server, "request-started", G_CALLBACK(on_request_started), NULL);
     soup_server_add_early_handler(api->server, NULL, check_request_size, api, NULL);
     soup_server_add_handler(api->server, NULL, handle_request, api, NULL);
+    carrel_api_console_init(api);
     return api;
 }
 
@@ -420,6 +421,7 @@ carrel_api_free(CarrelApi *api)
         return;
     soup_server_disconnect(api->server);
     g_clear_object(&api->server);
+    carrel_api_console_clear(api);
     g_free(api->version_info);
     g_free(api->web_dir);
     g_free(api->spice_dir);

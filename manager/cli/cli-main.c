@@ -67,6 +67,10 @@ static const char cli_help[] =
     "  scroll ID X Y --dy N [--dx N] [-o FILE]\n"
     "  do ID JSON|- [-o FILE]         raw action JSON (Anthropic, OpenAI, OSWorld or carrel\n"
     "                                 format, or a batch); -o saves the final screenshot\n"
+    "  console ID [--vv FILE | --viewer]\n"
+    "                                 the web console's URL (carreld on TCP); --vv writes a\n"
+    "                                 remote-viewer file, --viewer opens remote-viewer (both\n"
+    "                                 need the control lease)\n"
     "  mcp                            serve MCP (Model Context Protocol) on stdin/stdout for\n"
     "                                 local clients (Claude Desktop...): one JSON-RPC message\n"
     "                                 per line, relayed to carreld's POST /mcp\n"
@@ -131,6 +135,7 @@ static const CliVerb cli_verbs[] = {
     {"approvals", carrel_cli_approvals},
     {"approve", carrel_cli_decide},
     {"deny", carrel_cli_decide},
+    {"console", carrel_cli_console},
 };
 
 typedef struct {
@@ -268,6 +273,7 @@ client_open(CarrelCli *cli, const CliGlobals *globals, int *ret_exit)
         return NULL;
     }
     cli->has_token = token != NULL;
+    cli->url = url;
     client = carrel_client_new(url ? NULL : socket_path, url, token, 0, &error);
     if (token)
         explicit_bzero(token, strlen(token));

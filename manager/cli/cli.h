@@ -22,6 +22,7 @@ typedef struct {
     gboolean stdout_tty; /* pretty JSON on a terminal, one line per object otherwise */
     gboolean stderr_tty; /* progress and "waiting" lines only on a terminal */
     gboolean has_token;  /* to hint at --token-file on "unauthorized" */
+    const char *url;     /* carreld's TCP address (--url, CARREL_URL); NULL on the Unix socket */
 } CarrelCli;
 
 /*
@@ -68,6 +69,8 @@ int carrel_cli_control(CarrelCli *cli, int argc, char **argv);
 int carrel_cli_approvals(CarrelCli *cli, int argc, char **argv);
 /* argv[0] is "approve" or "deny". */
 int carrel_cli_decide(CarrelCli *cli, int argc, char **argv);
+/* The web console's URL, or a .vv file for remote-viewer (cli-console.c). */
+int carrel_cli_console(CarrelCli *cli, int argc, char **argv);
 /* MCP over stdio, relayed to POST /mcp (cli-mcp.c). */
 int carrel_cli_mcp(CarrelCli *cli, int argc, char **argv);
 

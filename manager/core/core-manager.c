@@ -97,6 +97,9 @@ carrel_manager_new(const CarrelManagerConfig *config, CarrelHypervisor *hv, GErr
     mgr->busy = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     mgr->pending_exit = g_ptr_array_new_with_free_func(g_free);
     mgr->inputs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, input_state_free);
+    g_mutex_init(&mgr->console_lock);
+    mgr->consoles =
+        g_hash_table_new_full(g_str_hash, g_str_equal, g_free, carrel_console_password_free);
     mgr->jobs =
         g_hash_table_new_full(g_str_hash, g_str_equal, NULL, (GDestroyNotify)carrel_job_unref);
     mgr->hv = g_steal_pointer(&owned_hv);
@@ -138,6 +141,8 @@ carrel_manager_free(CarrelManager *mgr)
     g_clear_pointer(&mgr->pending_exit, g_ptr_array_unref);
     g_clear_pointer(&mgr->busy, g_hash_table_unref);
     g_clear_pointer(&mgr->inputs, g_hash_table_unref);
+    g_clear_pointer(&mgr->consoles, g_hash_table_unref);
+    g_mutex_clear(&mgr->console_lock);
     g_clear_pointer(&mgr->store, carrel_store_free);
     g_clear_pointer(&mgr->hv, carrel_hypervisor_free);
     g_clear_pointer(&mgr->policy, carrel_policy_free);

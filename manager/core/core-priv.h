@@ -35,7 +35,12 @@ struct _CarrelManager {
     gboolean watch_stop;
     guint watch_interval_ms;
     GPtrArray *pending_exit; /* session ids whose exit path reconcile left to the watcher; lock */
+    GMutex console_lock;     /* guards consoles */
+    GHashTable *consoles;    /* session id -> its current SPICE password (core-console.c) */
 };
+
+/* Frees an entry of mgr->consoles. */
+void carrel_console_password_free(gpointer data);
 
 /* Per session: input is sent by one batch at a time, from where the last one left the pointer. */
 typedef struct {

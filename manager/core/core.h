@@ -278,4 +278,30 @@ gboolean carrel_manager_pool_set(CarrelManager *mgr, const char *template_name, 
                                  GError **error);
 JsonNode *carrel_manager_pool_list(CarrelManager *mgr, GError **error);
 
+/* Console access (core-console.c). */
+#define CARREL_CONSOLE_PASSWORD_TTL_S 30
+/* A password with at least this much life left is handed out again instead of replaced. */
+#define CARREL_CONSOLE_PASSWORD_REUSE_S 15
+
+/* A way into a session's SPICE display. */
+typedef struct {
+    char *session_id;
+    char *domain;
+    guint port;        /* SPICE on 127.0.0.1 */
+    char *password;    /* the SPICE password (secret: never log it) */
+    gint64 expires_at; /* Unix seconds: new connections need the password until then */
+} CarrelConsoleAccess;
+
+void carrel_console_access_free(CarrelConsoleAccess *access);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelConsoleAccess, carrel_console_access_free)
+
+/*
+ * The SPICE port of a running or paused session and a password valid for
+ * CARREL_CONSOLE_PASSWORD_TTL_S: the current one while it has at least
+ * CARREL_CONSOLE_PASSWORD_REUSE_S left (for the same QEMU), else a new random one set on the
+ * domain. WRONG_STATE for sessions in other states, UNSUPPORTED where passwords cannot be set.
+ */
+CarrelConsoleAccess *carrel_manager_console_open(CarrelManager *mgr, const char *id_or_name,
+                                                 GError **error);
+
 G_END_DECLS

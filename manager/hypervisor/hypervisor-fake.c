@@ -22,6 +22,9 @@ typedef struct {
     char *xml; /* as defined or restored: what a save writes into the image */
     CarrelDomainState state;
     gboolean persistent;
+    gint64 run_id; /* a new one at every start, as libvirt's domain id */
+    char *spice_password;
+    gint64 spice_valid_until;
 } FakeDomain;
 
 typedef struct {
@@ -40,13 +43,14 @@ typedef struct {
     GPtrArray *input;      /* QMP commands received, in order */
     GHashTable *networks;  /* name -> XML */
     guint balloon_calls;
+    gint64 next_run_id;
 } FakeBackend;
 
 static const char *const fake_op_names[] = {
-    "define_start", "start",          "shutdown",    "destroy",    "undefine",   "get_state",
-    "agent_ping",   "list",           "define",      "save",       "restore",    "set_time",
-    "agent_exec",   "screenshot",     "file_read",   "file_write", "input_send", "fs_freeze",
-    "pause",        "ensure_network", "set_balloon",
+    "define_start", "start",          "shutdown",    "destroy",    "undefine",       "get_state",
+    "agent_ping",   "list",           "define",      "save",       "restore",        "set_time",
+    "agent_exec",   "screenshot",     "file_read",   "file_write", "input_send",     "fs_freeze",
+    "pause",        "ensure_network", "set_balloon", "spice_info", "spice_password",
 };
 
 static void
@@ -57,6 +61,7 @@ fake_domain_free(gpointer data)
     g_free(dom->session_id);
     g_free(dom->instance_id);
     g_free(dom->xml);
+    g_free(dom->spice_password);
     g_free(dom);
 }
 
@@ -111,6 +116,16 @@ power_off(FakeBackend *be, const char *name, FakeDomain *dom)
         g_hash_table_remove(be->domains, name);
 }
 
+/* Called with the lock held: QEMU starts, with a new run id and no SPICE password. */
+static void
+run(FakeBackend *be, FakeDomain *dom)
+{
+    dom->state = CARREL_DOMAIN_RUNNING;
+    dom->run_id = ++be->next_run_id;
+    g_clear_pointer(&dom->spice_password, g_free);
+    dom->spice_valid_until = 0;
+}
+
 static gboolean
 fake_define_start(CarrelHypervisor *hv, const char *xml, GError **error)
 {
@@ -131,7 +146,7 @@ fake_define_start(CarrelHypervisor *hv, const char *xml, GError **error)
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_EXISTS, "domain already exists");
         return FALSE;
     }
-    dom->state = CARREL_DOMAIN_RUNNING;
+    run(be, dom);
     dom->persistent = TRUE;
     g_hash_table_insert(be->domains, g_steal_pointer(&name), dom);
     return TRUE;
@@ -151,7 +166,7 @@ fake_start(CarrelHypervisor *hv, const char *name, GError **error)
                     carrel_domain_state_to_string(dom->state));
         return FALSE;
     }
-    dom->state = CARREL_DOMAIN_RUNNING;
+    run(be, dom);
     return TRUE;
 }
 
@@ -323,7 +338,7 @@ fake_restore(CarrelHypervisor *hv, const char *path, const char *xml, GError **e
         fake_domain_free(dom);
         return FALSE;
     }
-    dom->state = CARREL_DOMAIN_RUNNING;
+    run(be, dom);
     dom->persistent = FALSE;
     g_hash_table_insert(be->domains, g_steal_pointer(&name), dom);
     return TRUE;
@@ -606,6 +621,49 @@ fake_set_balloon(CarrelHypervisor *hv, const char *name, guint target_mib, guint
     return TRUE;
 }
 
+/* Called with the lock held: a domain whose QEMU runs (SPICE is there while paused too). */
+static FakeDomain *
+find_live_domain(FakeBackend *be, const char *name, GError **error)
+{
+    FakeDomain *dom = find_domain(be, name, error);
+
+    if (dom && dom->state != CARREL_DOMAIN_RUNNING && dom->state != CARREL_DOMAIN_PAUSED) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE, "domain is not running");
+        return NULL;
+    }
+    return dom;
+}
+
+static gboolean
+fake_spice_info(CarrelHypervisor *hv, const char *name, CarrelSpiceInfo *ret_info, GError **error)
+{
+    FakeBackend *be = hv->backend_data;
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
+    FakeDomain *dom = NULL;
+
+    if (take_failure(be, "spice_info", error) || !(dom = find_live_domain(be, name, error)))
+        return FALSE;
+    ret_info->port = 5900 + (guint)(dom->run_id % 1000);
+    ret_info->run_id = dom->run_id;
+    return TRUE;
+}
+
+static gboolean
+fake_spice_password(CarrelHypervisor *hv, const char *name, const char *password,
+                    gint64 valid_until, GError **error)
+{
+    FakeBackend *be = hv->backend_data;
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
+    FakeDomain *dom = NULL;
+
+    if (take_failure(be, "spice_password", error) || !(dom = find_live_domain(be, name, error)))
+        return FALSE;
+    g_free(dom->spice_password);
+    dom->spice_password = g_strdup(password);
+    dom->spice_valid_until = valid_until;
+    return TRUE;
+}
+
 static const CarrelHypervisorOps fake_ops = {
     .define_start = fake_define_start,
     .start = fake_start,
@@ -630,6 +688,8 @@ static const CarrelHypervisorOps fake_ops = {
     .input_send = fake_input_send,
     .ensure_network = fake_ensure_network,
     .set_balloon = fake_set_balloon,
+    .spice_info = fake_spice_info,
+    .spice_password = fake_spice_password,
 };
 
 CarrelHypervisor *
@@ -783,4 +843,22 @@ carrel_hypervisor_fake_get_balloon_calls(CarrelHypervisor *hv)
     calls = be->balloon_calls;
     g_mutex_unlock(&be->lock);
     return calls;
+}
+
+char *
+carrel_hypervisor_fake_get_spice_password(CarrelHypervisor *hv, const char *name,
+                                          gint64 *ret_valid_until)
+{
+    FakeBackend *be = fake_backend_of(hv);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = NULL;
+    FakeDomain *dom;
+
+    g_return_val_if_fail(be != NULL, NULL);
+    locker = g_mutex_locker_new(&be->lock);
+    dom = g_hash_table_lookup(be->domains, name);
+    if (!dom || !dom->spice_password)
+        return NULL;
+    if (ret_valid_until)
+        *ret_valid_until = dom->spice_valid_until;
+    return g_strdup(dom->spice_password);
 }

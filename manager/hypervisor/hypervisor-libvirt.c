@@ -713,6 +713,53 @@ lv_set_balloon(CarrelHypervisor *hv, const char *name, guint target_mib, guint t
     return FALSE;
 }
 
+/* The live XML of a domain (without secrets). */
+static char *
+live_xml(virDomainPtr dom, GError **error)
+{
+    char *desc = virDomainGetXMLDesc(dom, 0);
+    char *copy;
+
+    if (!desc) {
+        set_libvirt_error(error, "reading domain xml");
+        return NULL;
+    }
+    copy = g_strdup(desc);
+    free(desc);
+    return copy;
+}
+
+static gboolean
+lv_spice_info(CarrelHypervisor *hv, const char *name, CarrelSpiceInfo *ret_info, GError **error)
+{
+    LibvirtBackend *be = hv->backend_data;
+    g_autoptr(virDomain) dom = lookup_domain(be, name, error);
+    g_autofree char *xml = dom ? live_xml(dom, error) : NULL;
+
+    return xml && carrel_hypervisor_spice_scan(xml, NULL, 0, ret_info, NULL, error);
+}
+
+static gboolean
+lv_spice_password(CarrelHypervisor *hv, const char *name, const char *password, gint64 valid_until,
+                  GError **error)
+{
+    LibvirtBackend *be = hv->backend_data;
+    g_autoptr(virDomain) dom = NULL;
+    g_autofree char *xml = NULL;
+    g_autofree char *graphics = NULL;
+
+    if (refuse_on_test(be, "setting a SPICE password", error) ||
+        !(dom = lookup_domain(be, name, error)) || !(xml = live_xml(dom, error)) ||
+        !carrel_hypervisor_spice_scan(xml, password, valid_until, NULL, &graphics, error))
+        return FALSE;
+    /* The live element as it is (libvirt refuses changes of listen or port), plus the password. */
+    if (virDomainUpdateDeviceFlags(dom, graphics, VIR_DOMAIN_AFFECT_LIVE) < 0) {
+        set_libvirt_error(error, "updating the graphics device");
+        return FALSE;
+    }
+    return TRUE;
+}
+
 /* One agent command with carrel's response timeout; the reply is the guest's, untrusted. */
 static char *
 agent_command(virDomainPtr dom, const char *command, const char *what, GError **error)
@@ -1081,6 +1128,8 @@ static const CarrelHypervisorOps libvirt_ops = {
     .input_send = lv_input_send,
     .ensure_network = lv_ensure_network,
     .set_balloon = lv_set_balloon,
+    .spice_info = lv_spice_info,
+    .spice_password = lv_spice_password,
 };
 
 static void

@@ -145,3 +145,15 @@ gboolean carrel_hypervisor_agent_parse_file_write(const char *reply, gsize max, 
 
 /* Sets a CARREL_ERROR for errno errsv: NOT_FOUND, EXISTS or HYPERVISOR, "what: strerror". */
 void carrel_hypervisor_set_errno_error(GError **error, int errsv, const char *what);
+
+/*
+ * Pure: from a domain's live XML (bounded, parsed with GMarkup), its SPICE port (0 while QEMU
+ * has not started: libvirt says -1) and run id (<domain id>, -1 when inactive) into *ret_info,
+ * and in *ret_graphics its <graphics type='spice'> element re-serialised with passwd,
+ * passwdValidTo (valid_until as UTC) and connected='keep' in place of any such attributes
+ * (password NULL: none added). UNSUPPORTED without a SPICE display, HYPERVISOR with two,
+ * INVALID_ARG for malformed XML. Every output is optional.
+ */
+gboolean carrel_hypervisor_spice_scan(const char *xml, const char *password, gint64 valid_until,
+                                      CarrelSpiceInfo *ret_info, char **ret_graphics,
+                                      GError **error);

@@ -333,9 +333,12 @@ static const char desktop_devices[] =
     /*
      * SPICE listens on loopback only; remote viewers come through the daemon's authenticated
      * websocket proxy. File transfer is off so files enter the guest only through the audited
-     * API.
+     * API. The display is locked from the start: this password expired in 1970, so nobody can
+     * connect until carrel sets a real one, valid for seconds, for a viewer (without a password
+     * libvirt turns SPICE ticketing off, and QEMU then refuses to set one at all).
      */
-    "    <graphics type='spice' autoport='yes' listen='127.0.0.1'>\n"
+    "    <graphics type='spice' autoport='yes' listen='127.0.0.1' passwd='locked'"
+    " passwdValidTo='1970-01-01T00:00:01'>\n"
     "      <listen type='address' address='127.0.0.1'/>\n"
     "      <image compression='off'/>\n"
     "      <filetransfer enable='no'/>\n"

@@ -100,6 +100,15 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelDomainInfo, carrel_domain_info_free)
 
 typedef struct _CarrelHypervisor CarrelHypervisor;
 
+/* Where a running domain's SPICE server listens (always 127.0.0.1, see the XML builder). */
+typedef struct {
+    guint port;
+    gint64 run_id; /* libvirt's id of the running domain: a new one each time QEMU starts */
+} CarrelSpiceInfo;
+
+/* Longest SPICE password carrel sets (SPICE tickets hold at most 60 bytes). */
+#define CARREL_SPICE_PASSWORD_MAX 60
+
 /*
  * The backend interface. Every call is synchronous and thread-safe. Errors: NOT_FOUND when the
  * domain does not exist, EXISTS when define_start finds one of that name, WRONG_STATE when the
@@ -211,6 +220,11 @@ typedef struct {
      */
     gboolean (*set_balloon)(CarrelHypervisor *hv, const char *name, guint target_mib,
                             guint timeout_s, guint *ret_actual_mib, GError **error);
+    /* See carrel_hypervisor_spice_info and carrel_hypervisor_spice_password. */
+    gboolean (*spice_info)(CarrelHypervisor *hv, const char *name, CarrelSpiceInfo *ret_info,
+                           GError **error);
+    gboolean (*spice_password)(CarrelHypervisor *hv, const char *name, const char *password,
+                               gint64 valid_until, GError **error);
 } CarrelHypervisorOps;
 
 /*
@@ -234,7 +248,7 @@ CarrelHypervisor *carrel_hypervisor_new_fake(void);
  * member name of CarrelHypervisorOps: "define_start", "start", "shutdown", "destroy",
  * "undefine", "get_state", "agent_ping", "list", "define", "save", "restore", "set_time",
  * "agent_exec", "screenshot", "file_read", "file_write", "input_send", "fs_freeze", "pause",
- * "ensure_network" or "set_balloon".
+ * "ensure_network", "set_balloon", "spice_info" or "spice_password".
  */
 void carrel_hypervisor_fake_fail_next(CarrelHypervisor *hv, const char *op);
 
@@ -279,6 +293,10 @@ void carrel_hypervisor_fake_set_screen(CarrelHypervisor *hv, GBytes *image);
  * name); ensure_network then leaves it as it is. */
 void carrel_hypervisor_fake_set_network(CarrelHypervisor *hv, const char *name, const char *xml);
 
+/* The SPICE password the fake's domain name was given last (NULL: none) and its expiry. */
+char *carrel_hypervisor_fake_get_spice_password(CarrelHypervisor *hv, const char *name,
+                                                gint64 *ret_valid_until);
+
 /* How many set_balloon calls the fake has served. */
 guint carrel_hypervisor_fake_get_balloon_calls(CarrelHypervisor *hv);
 
@@ -319,6 +337,23 @@ gboolean carrel_hypervisor_set_balloon(CarrelHypervisor *hv, const char *name, g
                                        guint timeout_s, guint *ret_actual_mib, GError **error);
 gboolean carrel_hypervisor_ensure_network(CarrelHypervisor *hv, const char *name, const char *xml,
                                           char **ret_xml, GError **error);
+
+/*
+ * Where the SPICE server of a running or paused domain listens on 127.0.0.1, read from its
+ * live XML. WRONG_STATE when the domain does not run (no port yet), UNSUPPORTED when it has no
+ * SPICE display.
+ */
+gboolean carrel_hypervisor_spice_info(CarrelHypervisor *hv, const char *name,
+                                      CarrelSpiceInfo *ret_info, GError **error);
+
+/*
+ * Sets the SPICE password of a running or paused domain, valid until valid_until (Unix time,
+ * UTC seconds; a time in the past locks the display), through virDomainUpdateDeviceFlags on
+ * the live <graphics> element (VIR_DOMAIN_AFFECT_LIVE). Viewers already connected stay.
+ * password: 1..CARREL_SPICE_PASSWORD_MAX printable characters. UNSUPPORTED on test:///.
+ */
+gboolean carrel_hypervisor_spice_password(CarrelHypervisor *hv, const char *name,
+                                          const char *password, gint64 valid_until, GError **error);
 
 /* Response timeout of every single guest-agent command carrel sends (a hung agent never hangs
  * the daemon longer than this per command). */

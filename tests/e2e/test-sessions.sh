@@ -12,6 +12,8 @@ source "$(dirname "$0")/artifacts.sh"
 source "$(dirname "$0")/lifecycle.sh"
 # shellcheck source=tests/e2e/review.sh
 source "$(dirname "$0")/review.sh"
+# shellcheck source=tests/e2e/console.sh
+source "$(dirname "$0")/console.sh"
 trap 'finish; exit $?' EXIT
 
 start_daemon || exit 1
@@ -149,6 +151,8 @@ computer_checks "$a"
 
 # What reviewers use: the control lease against agent input, approvals, the named timeline.
 review_checks "$a"
+# The console: tickets, the websocket proxy to SPICE, view-only, .vv files.
+console_checks "$a"
 
 # Task inputs in, artifacts out (libguestfs and the agent), the exit path, the diff.
 artifacts_checks

@@ -1159,6 +1159,63 @@ test_warm_older_machine(void **state)
     assert_true(restored->from_warm);
 }
 
+/* Console access: a running or paused session's port and a password reused while fresh. */
+static void
+test_console_open(void **state)
+{
+    Fixture *fx = *state;
+    g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = import(fx, "tiny");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelSession) s = create(fx, "con", &error);
+    g_autoptr(CarrelConsoleAccess) first = NULL;
+    g_autoptr(CarrelConsoleAccess) second = NULL;
+    g_autoptr(CarrelConsoleAccess) third = NULL;
+    g_autoptr(CarrelSession) paused = NULL;
+    g_autoptr(CarrelSession) stopped = NULL;
+    g_autofree char *set = NULL;
+    gint64 until = 0, now = g_get_real_time() / G_USEC_PER_SEC;
+
+    assert_non_null(s);
+    first = carrel_manager_console_open(fx->mgr, "con", &error);
+    assert_non_null(first);
+    assert_string_equal(first->session_id, s->id);
+    assert_true(first->port > 0);
+    assert_true(strlen(first->password) >= 32);
+    assert_true(first->expires_at >= now + CARREL_CONSOLE_PASSWORD_TTL_S - 1);
+    set = carrel_hypervisor_fake_get_spice_password(fx->hv, first->domain, &until);
+    assert_string_equal(set, first->password);
+    assert_int_equal(until, first->expires_at);
+    /* A second viewer gets the same password instead of locking out the first. */
+    paused = carrel_manager_session_pause(fx->mgr, "con", &error);
+    assert_non_null(paused);
+    second = carrel_manager_console_open(fx->mgr, s->id, &error);
+    assert_non_null(second);
+    assert_string_equal(second->password, first->password);
+    assert_int_equal(second->expires_at, first->expires_at);
+    /* A new QEMU forgot it: a new one is set. */
+    assert_true(carrel_hypervisor_destroy(fx->hv, first->domain, NULL));
+    assert_true(carrel_hypervisor_start(fx->hv, first->domain, NULL));
+    third = carrel_manager_console_open(fx->mgr, s->id, &error);
+    assert_non_null(third);
+    assert_string_not_equal(third->password, first->password);
+    carrel_hypervisor_fake_fail_next(fx->hv, "spice_password");
+    g_clear_pointer(&third, carrel_console_access_free);
+    assert_true(carrel_hypervisor_destroy(fx->hv, first->domain, NULL));
+    assert_true(carrel_hypervisor_start(fx->hv, first->domain, NULL));
+    assert_null(carrel_manager_console_open(fx->mgr, s->id, &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_HYPERVISOR));
+    assert_non_null(strstr(error->message, "opening the console of session"));
+    g_clear_error(&error);
+    stopped = carrel_manager_session_destroy(fx->mgr, s->id, &error);
+    assert_non_null(stopped);
+    assert_null(carrel_manager_console_open(fx->mgr, s->id, &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE));
+    assert_non_null(strstr(error->message, "destroyed"));
+    g_clear_error(&error);
+    assert_null(carrel_manager_console_open(fx->mgr, "nope", &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND));
+}
+
 int
 main(void)
 {
@@ -1184,6 +1241,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_time_limits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_warm_pool, setup, teardown),
         cmocka_unit_test_setup_teardown(test_warm_older_machine, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_console_open, setup, teardown),
         cmocka_unit_test(test_passwd),
         cmocka_unit_test(test_diff_plan),
     };

@@ -1303,6 +1303,111 @@ test_input_plan_refusals(void **state)
     assert_plan_refused(bogus, 1280, 800, "unknown action kind");
 }
 
+/* A live domain XML as libvirt 9.0 shows a running carrel domain (shortened). */
+static const char live_spice_xml[] =
+    "<domain type='qemu' id='7'>\n"
+    "  <name>carrel-s-0000000000a1</name>\n"
+    "  <devices>\n"
+    "    <graphics type='vnc' port='5901'/>\n"
+    "    <graphics type='spice' port='5903' autoport='yes' listen='127.0.0.1' passwd='old'>\n"
+    "      <listen type='address' address='127.0.0.1'/>\n"
+    "      <image compression='off'/>\n"
+    "      <filetransfer enable='no'/>\n"
+    "    </graphics>\n"
+    "  </devices>\n"
+    "</domain>\n";
+
+static void
+test_spice_scan(void **state)
+{
+    CarrelSpiceInfo info = {0};
+    g_autofree char *graphics = NULL;
+    g_autoptr(GError) error = NULL;
+
+    assert_true(carrel_hypervisor_spice_scan(live_spice_xml, "pw<&'", 1893456000, &info, &graphics,
+                                             &error));
+    assert_null(error);
+    assert_int_equal(info.port, 5903);
+    assert_int_equal(info.run_id, 7);
+    assert_string_equal(graphics,
+                        "<graphics type='spice' port='5903' autoport='yes' listen='127.0.0.1' "
+                        "passwd='pw&lt;&amp;&apos;' passwdValidTo='2030-01-01T00:00:00' "
+                        "connected='keep'><listen type='address' address='127.0.0.1'></listen>"
+                        "<image compression='off'></image><filetransfer enable='no'>"
+                        "</filetransfer></graphics>");
+    /* Inactive: no id, port -1. */
+    assert_true(carrel_hypervisor_spice_scan(
+        "<domain><devices><graphics type='spice' port='-1' autoport='yes'/></devices></domain>",
+        NULL, 0, &info, NULL, NULL));
+    assert_int_equal(info.port, 0);
+    assert_int_equal(info.run_id, -1);
+    /* No SPICE (a <graphics> outside <devices> does not count), two, malformed. */
+    assert_false(carrel_hypervisor_spice_scan(
+        "<domain id='1'><graphics type='spice' port='5900'/><devices/></domain>", NULL, 0, &info,
+        NULL, &error));
+    assert_error(error, CARREL_ERROR_UNSUPPORTED, NULL);
+    g_clear_error(&error);
+    assert_false(carrel_hypervisor_spice_scan("<domain id='1'><devices><graphics type='spice'/>"
+                                              "<graphics type='spice'/></devices></domain>",
+                                              NULL, 0, &info, NULL, &error));
+    assert_error(error, CARREL_ERROR_HYPERVISOR, NULL);
+    g_clear_error(&error);
+    assert_false(carrel_hypervisor_spice_scan("<domain><devices>", NULL, 0, NULL, NULL, &error));
+    assert_non_null(error);
+}
+
+static void
+test_fake_spice(void **state)
+{
+    g_autoptr(CarrelHypervisor) hv = carrel_hypervisor_new_fake();
+    g_autofree char *xml = make_xml("carrel-s-0000000000f5", "s-0000000000f5");
+    g_autofree char *pw = NULL;
+    g_autoptr(GError) error = NULL;
+    const char *name = "carrel-s-0000000000f5";
+    CarrelSpiceInfo first = {0}, second = {0};
+    gint64 until = 0;
+
+    assert_true(carrel_hypervisor_define_start(hv, xml, NULL));
+    assert_true(carrel_hypervisor_spice_info(hv, name, &first, NULL));
+    assert_true(first.port > 0);
+    assert_true(carrel_hypervisor_spice_password(hv, name, "secret", 1234, NULL));
+    pw = carrel_hypervisor_fake_get_spice_password(hv, name, &until);
+    assert_string_equal(pw, "secret");
+    assert_int_equal(until, 1234);
+    assert_false(carrel_hypervisor_spice_password(hv, name, "", 1234, &error));
+    assert_error(error, CARREL_ERROR_INVALID_ARG, NULL);
+    g_clear_error(&error);
+    /* A new QEMU: a new run id and no password. */
+    assert_true(carrel_hypervisor_destroy(hv, name, NULL));
+    assert_false(carrel_hypervisor_spice_info(hv, name, &second, &error));
+    assert_error(error, CARREL_ERROR_WRONG_STATE, "domain 'carrel-s-0000000000f5': ");
+    g_clear_error(&error);
+    assert_true(carrel_hypervisor_start(hv, name, NULL));
+    assert_true(carrel_hypervisor_spice_info(hv, name, &second, NULL));
+    assert_true(second.run_id != first.run_id);
+    assert_null(carrel_hypervisor_fake_get_spice_password(hv, name, NULL));
+}
+
+static void
+test_libvirt_spice_on_test_driver(void **state)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelHypervisor) hv = carrel_hypervisor_open_libvirt(TEST_URI, &error);
+    g_autofree char *xml = make_xml("carrel-s-0000000000f6", "s-0000000000f6");
+    CarrelSpiceInfo info = {0};
+
+    assert_non_null(hv);
+    assert_true(carrel_hypervisor_define_start(hv, xml, NULL));
+    /* The test driver runs no QEMU: SPICE never listens and passwords cannot be set. */
+    assert_false(carrel_hypervisor_spice_info(hv, "carrel-s-0000000000f6", &info, &error));
+    assert_error(error, CARREL_ERROR_WRONG_STATE, NULL);
+    g_clear_error(&error);
+    assert_false(carrel_hypervisor_spice_password(hv, "carrel-s-0000000000f6", "pw", 1, &error));
+    assert_error(error, CARREL_ERROR_UNSUPPORTED, NULL);
+    assert_true(carrel_hypervisor_destroy(hv, "carrel-s-0000000000f6", NULL));
+    assert_true(carrel_hypervisor_undefine(hv, "carrel-s-0000000000f6", NULL));
+}
+
 int
 main(void)
 {
@@ -1339,6 +1444,9 @@ main(void)
         cmocka_unit_test(test_input_plan_abs),
         cmocka_unit_test(test_input_plan_steps),
         cmocka_unit_test(test_input_plan_refusals),
+        cmocka_unit_test(test_spice_scan),
+        cmocka_unit_test(test_fake_spice),
+        cmocka_unit_test(test_libvirt_spice_on_test_driver),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,156 @@
+/*
+ * api: the console's pure parts (SPICE link parsing, the client stream filter, the .vv file,
+ * the ticket store) and the entry points of api-console.c. Internal to the api module and its
+ * tests.
+ */
+#pragma once
+
+#include "api/api-priv.h"
+
+/* SPICE protocol values (spice-protocol's protocol.h, spice-html5's enums.js). */
+#define CARREL_SPICE_MAGIC "REDQ"
+#define CARREL_SPICE_VERSION_MAJOR 2
+#define CARREL_SPICE_LINK_HEADER_SIZE 16
+#define CARREL_SPICE_LINK_MESS_SIZE 18 /* before the capabilities */
+#define CARREL_SPICE_LINK_MAX 4096     /* largest link message accepted */
+#define CARREL_SPICE_TICKET_SIZE 128   /* an RSA-1024 encrypted password */
+
+#define CARREL_SPICE_CHANNEL_MAIN 1
+#define CARREL_SPICE_CHANNEL_DISPLAY 2
+#define CARREL_SPICE_CHANNEL_INPUTS 3
+#define CARREL_SPICE_CHANNEL_CURSOR 4
+#define CARREL_SPICE_CHANNEL_PLAYBACK 5
+
+#define CARREL_SPICE_CAP_AUTH_SELECTION 0
+#define CARREL_SPICE_CAP_AUTH_SPICE 1
+#define CARREL_SPICE_CAP_MINI_HEADER 3
+
+/* Client messages 101 and up are specific to their channel. */
+#define CARREL_SPICE_MSGC_FIRST_CHANNEL 101
+#define CARREL_SPICE_MSGC_MAIN_AGENT_DATA 107
+#define CARREL_SPICE_MSGC_DISPLAY_INIT 101
+
+/* What the first message of a SPICE channel says. */
+typedef struct {
+    guint32 connection_id;
+    guint8 channel_type;
+    guint8 channel_id;
+    gboolean auth_selection; /* the client names its auth mechanism before the ticket */
+    gboolean mini_header;    /* messages carry the 6-byte mini header */
+} CarrelSpiceLink;
+
+/*
+ * Parses a SPICE link message (SpiceLinkHeader + SpiceLinkMess) at the start of data. Returns
+ * its size when complete, 0 when more bytes are needed, -1 with INVALID_ARG when it is not one
+ * (magic, major version, size over CARREL_SPICE_LINK_MAX, capabilities outside the message) or
+ * FORBIDDEN for a channel the proxy does not carry (only main, display, inputs, cursor and
+ * playback: no USB, smartcard, webdav or port channels).
+ */
+gssize carrel_spice_parse_link(const guint8 *data, gsize len, CarrelSpiceLink *ret_link,
+                               GError **error);
+
+/*
+ * TRUE when a client message of that channel acts on the guest: every channel message of the
+ * inputs channel (keys, pointer) and the agent data of the main channel (clipboard, monitor
+ * layout). A view-only viewer's such messages are dropped.
+ */
+gboolean carrel_spice_msg_is_input(guint8 channel_type, guint16 msg_type);
+
+/* Asked when an input message arrives: may it reach the guest? */
+typedef gboolean (*CarrelSpiceMayInput)(gpointer user_data);
+
+typedef struct _CarrelSpiceFilter CarrelSpiceFilter;
+
+/*
+ * A filter of the client-to-server byte stream of one channel, in any chunking: the link
+ * message, then the auth mechanism (SPICE only: SASL is refused) and the ticket, then messages,
+ * whose input messages are dropped whole unless may_input says yes at that moment. Memory is
+ * bounded: only a link message or a message header is ever buffered.
+ */
+CarrelSpiceFilter *carrel_spice_filter_new(CarrelSpiceMayInput may_input, gpointer user_data);
+void carrel_spice_filter_free(CarrelSpiceFilter *filter);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelSpiceFilter, carrel_spice_filter_free)
+
+/* Feeds bytes; what may go to the server is appended to out. FALSE with an error when the
+ * stream is not SPICE as the proxy carries it (then nothing more may be fed). */
+gboolean carrel_spice_filter_feed(CarrelSpiceFilter *filter, const guint8 *data, gsize len,
+                                  GByteArray *out, GError **error);
+
+/* The link message once the filter has read it, else NULL. */
+const CarrelSpiceLink *carrel_spice_filter_get_link(CarrelSpiceFilter *filter);
+
+/*
+ * spice-server 0.15 (Debian 12) crashes QEMU (a NULL dereference in its display worker) when an
+ * authenticated display channel goes away before its client sent DISPLAY_INIT, and a viewer may
+ * close at any moment. When the filter's channel is a display channel past its ticket that sent
+ * no message yet, at a message boundary, this appends the DISPLAY_INIT spice-html5 would send
+ * to out and returns TRUE (the proxy sends it before closing); else FALSE.
+ */
+gboolean carrel_spice_filter_append_display_init(CarrelSpiceFilter *filter, GByteArray *out);
+
+/* How many input messages were dropped so far. */
+guint64 carrel_spice_filter_get_dropped(CarrelSpiceFilter *filter);
+
+/* What a remote-viewer file says. */
+typedef struct {
+    const char *title;
+    guint port;
+    const char *password;
+} CarrelVvSpec;
+
+/* Pure: the .vv file for remote-viewer ([virt-viewer], SPICE on 127.0.0.1, deleted after
+ * reading); INVALID_ARG for a port outside 1..65535 or an empty password. */
+char *carrel_spice_vv_file(const CarrelVvSpec *spec, GError **error);
+
+/* The ticket store (api-console-ticket.c). */
+
+/* Tickets expire this long after issue unless a main channel used them. */
+#define CARREL_CONSOLE_TICKET_TTL_US (10 * G_USEC_PER_SEC)
+/* Used or expired tickets are remembered this long, to answer 410 rather than 404. */
+#define CARREL_CONSOLE_TICKET_GONE_US (120 * G_USEC_PER_SEC)
+#define CARREL_CONSOLE_TICKETS_MAX 1024
+
+/* Monotonic microseconds (g_get_monotonic_time, or a test's clock). */
+typedef gint64 (*CarrelClockFunc)(void);
+
+typedef struct _CarrelConsoleTickets CarrelConsoleTickets;
+
+CarrelConsoleTickets *carrel_console_tickets_new(CarrelClockFunc clock);
+void carrel_console_tickets_free(CarrelConsoleTickets *tickets);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelConsoleTickets, carrel_console_tickets_free)
+
+/* A new random ticket (256 bits, 64 hex characters) for principal's console of a session whose
+ * SPICE listens on port. LIMIT when too many are outstanding. Thread-safe, as every call. */
+char *carrel_console_tickets_issue(CarrelConsoleTickets *tickets, const char *session_id,
+                                   guint port, const char *principal, GError **error);
+
+/*
+ * Before the websocket upgrade: may principal open a channel with ticket? NOT_FOUND for an
+ * unknown ticket, FORBIDDEN for another principal's, WRONG_STATE when it expired or was used
+ * and its main channel closed. The session id and port are returned on success (optional).
+ */
+gboolean carrel_console_tickets_check(CarrelConsoleTickets *tickets, const char *ticket,
+                                      const char *principal, char **ret_session_id, guint *ret_port,
+                                      GError **error);
+
+/*
+ * A channel's link message arrived: a main channel consumes the fresh ticket (WRONG_STATE once
+ * used or expired: one main connection per ticket); another channel is accepted only while the
+ * ticket's main connection is open, and only from the same principal (FORBIDDEN).
+ */
+gboolean carrel_console_tickets_link(CarrelConsoleTickets *tickets, const char *ticket,
+                                     const char *principal, guint8 channel_type, GError **error);
+
+/* The ticket's main connection closed: the ticket opens nothing any more. */
+void carrel_console_tickets_main_closed(CarrelConsoleTickets *tickets, const char *ticket);
+
+/* api-console.c */
+
+/* Registers WS /v1/console/{ticket} on api's server (from carrel_api_new). */
+void carrel_api_console_init(CarrelApi *api);
+/* Releases what carrel_api_console_init made (from carrel_api_free). */
+void carrel_api_console_clear(CarrelApi *api);
+
+/* POST /v1/sessions/{id}/console and GET /v1/sessions/{id}/console.vv. */
+JsonNode *carrel_api_post_console(CarrelApiRequest *req, guint *ret_status, GError **error);
+JsonNode *carrel_api_get_console_vv(CarrelApiRequest *req, guint *ret_status, GError **error);

@@ -1,0 +1,575 @@
+/*
+ * The console: tickets and .vv files over HTTP, and WS /v1/console/{ticket}, a websocket proxy
+ * from the browser (spice-html5, one websocket per SPICE channel) to the session's SPICE server
+ * on 127.0.0.1. Who may connect is decided before the upgrade (same origin, cookie, ticket);
+ * what may reach the guest is decided per message by the SPICE filter (view-only unless the
+ * viewer holds the control lease). Neither tickets nor cookies are ever logged.
+ */
+#include <string.h>
+
+#include "api/api-console-priv.h"
+
+#define CONSOLE_PREFIX "/v1/console"
+/* The first message (the SPICE link) must arrive this soon after the upgrade. */
+#define LINK_TIMEOUT_S 10
+/* Bytes from the viewer waiting for the SPICE server; beyond this the viewer is cut off. */
+#define TO_SERVER_MAX (1024 * 1024)
+#define READ_CHUNK (64 * 1024)
+/* Websocket close codes: policy violation, unsupported data, server error. */
+#define WS_CLOSE_POLICY 1008
+#define WS_CLOSE_UNSUPPORTED 1003
+#define WS_CLOSE_ERROR 1011
+
+/* ---- HTTP routes ---- */
+
+static const char *
+param(CarrelApiRequest *req, guint i)
+{
+    return g_ptr_array_index(req->params, i);
+}
+
+static gboolean
+holds_lease(CarrelManager *mgr, const char *session_id, const char *principal)
+{
+    g_autofree char *holder = carrel_manager_lease_holder(mgr, session_id);
+
+    return holder && principal && g_str_equal(holder, principal);
+}
+
+JsonNode *
+carrel_api_post_console(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    g_autoptr(CarrelConsoleAccess) access =
+        carrel_manager_console_open(req->mgr, param(req, 0), error);
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    g_autofree char *ticket = NULL;
+    g_autofree char *url = NULL;
+    g_autofree char *expires = NULL;
+
+    if (!access)
+        return NULL;
+    ticket = carrel_console_tickets_issue(req->api->console_tickets, access->session_id,
+                                          access->port, req->principal, error);
+    if (!ticket)
+        return NULL;
+    url = g_strconcat(CONSOLE_PREFIX "/", ticket, NULL);
+    expires = carrel_util_format_time(g_get_real_time() / G_USEC_PER_SEC +
+                                      CARREL_CONSOLE_TICKET_TTL_US / G_USEC_PER_SEC);
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "ticket");
+    json_builder_add_string_value(b, ticket);
+    json_builder_set_member_name(b, "url");
+    json_builder_add_string_value(b, url);
+    json_builder_set_member_name(b, "expires_at");
+    json_builder_add_string_value(b, expires);
+    json_builder_set_member_name(b, "password");
+    json_builder_add_string_value(b, access->password);
+    json_builder_set_member_name(b, "view_only");
+    json_builder_add_boolean_value(b, !holds_lease(req->mgr, access->session_id, req->principal));
+    json_builder_end_object(b);
+    return json_builder_get_root(b);
+}
+
+JsonNode *
+carrel_api_get_console_vv(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    g_autoptr(CarrelSession) session = carrel_manager_session_get(req->mgr, param(req, 0), error);
+    g_autoptr(CarrelConsoleAccess) access = NULL;
+    g_autofree char *title = NULL;
+    CarrelVvSpec spec = {0};
+    char *text;
+
+    if (!session)
+        return NULL;
+    /* remote-viewer talks to SPICE directly, past the proxy's view-only filter. */
+    if (!holds_lease(req->mgr, session->id, req->principal)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE,
+                    "a console file needs the control lease of session '%s': take it first",
+                    session->id);
+        return NULL;
+    }
+    access = carrel_manager_console_open(req->mgr, session->id, error);
+    if (!access)
+        return NULL;
+    title = g_strdup_printf("carrel: %s (%s)", session->name, session->id);
+    spec.title = title;
+    spec.port = access->port;
+    spec.password = access->password;
+    text = carrel_spice_vv_file(&spec, error);
+    if (!text)
+        return NULL;
+    /* The file opens the display past the proxy: on the timeline, naming who took it. */
+    carrel_manager_note(req->mgr, session->id, req->principal, "control", "console_file", NULL,
+                        NULL, NULL, 0);
+    req->reply_bytes = g_bytes_new_take(text, strlen(text));
+    req->reply_type = "application/x-virt-viewer";
+    req->reply_filename = g_strdup_printf("carrel-%s.vv", session->id);
+    return NULL;
+}
+
+/* ---- refusals before the upgrade ---- */
+
+static void
+refuse(SoupServerMessage *msg, guint status, const GError *error)
+{
+    g_autoptr(JsonNode) env = carrel_api_error_envelope(error);
+    g_autoptr(JsonGenerator) gen = json_generator_new();
+    g_autofree char *body = NULL;
+    gsize len = 0;
+
+    /* 410 has no code of its own in the error table. */
+    if (status == SOUP_STATUS_GONE)
+        json_object_set_string_member(
+            json_object_get_object_member(json_node_get_object(env), "error"), "code", "gone");
+    json_generator_set_root(gen, env);
+    body = json_generator_to_data(gen, &len);
+    soup_server_message_set_status(msg, status, NULL);
+    soup_message_headers_replace(soup_server_message_get_response_headers(msg), "Cache-Control",
+                                 "no-store");
+    soup_server_message_set_response(msg, "application/json", SOUP_MEMORY_COPY, body, len);
+    /* The path holds the ticket: never logged. */
+    g_message("console: websocket refused with %u: %s", status, error->message);
+}
+
+/* The ticket of a /v1/console/{ticket} path, or NULL. */
+static const char *
+path_ticket(const char *path)
+{
+    const char *ticket;
+
+    if (!g_str_has_prefix(path, CONSOLE_PREFIX "/"))
+        return NULL;
+    ticket = path + strlen(CONSOLE_PREFIX "/");
+    return *ticket && !strchr(ticket, '/') ? ticket : NULL;
+}
+
+/* Who opens the websocket, once origin, cookie and ticket are right; else NULL, with the status
+ * to refuse it with. */
+static char *
+console_check(CarrelApi *api, SoupServerMessage *msg, const char *path, char **ret_session_id,
+              guint *ret_port, guint *ret_status, GError **error)
+{
+    g_autofree char *principal = NULL;
+    const char *ticket = path_ticket(path);
+
+    *ret_status = SOUP_STATUS_NOT_FOUND;
+    if (!g_str_equal(soup_server_message_get_method(msg), "GET")) {
+        *ret_status = SOUP_STATUS_METHOD_NOT_ALLOWED;
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "the console is a websocket: GET only");
+        return NULL;
+    }
+    if (!ticket) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND, "no such route");
+        return NULL;
+    }
+    /* A page of another site must not reach a console with the viewer's cookie. */
+    if (!carrel_api_same_origin(msg)) {
+        *ret_status = SOUP_STATUS_FORBIDDEN;
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_FORBIDDEN, "cross-origin websocket refused");
+        return NULL;
+    }
+    principal = carrel_api_cookie_principal(api, msg);
+    if (!principal) {
+        *ret_status = SOUP_STATUS_UNAUTHORIZED;
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_UNAUTHORIZED,
+                    "the console needs a login cookie");
+        return NULL;
+    }
+    if (!carrel_console_tickets_check(api->console_tickets, ticket, principal, ret_session_id,
+                                      ret_port, error)) {
+        if (g_error_matches(*error, CARREL_ERROR, CARREL_ERROR_FORBIDDEN))
+            *ret_status = SOUP_STATUS_FORBIDDEN;
+        else if (g_error_matches(*error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE))
+            *ret_status = SOUP_STATUS_GONE;
+        return NULL;
+    }
+    return g_steal_pointer(&principal);
+}
+
+static void
+console_precheck(SoupServer *server, SoupServerMessage *msg, const char *path, GHashTable *query,
+                 gpointer user_data)
+{
+    g_autoptr(GError) error = NULL;
+    guint status = 0;
+    g_autofree char *principal = console_check(user_data, msg, path, NULL, NULL, &status, &error);
+
+    /* Accepted: no status set, so libsoup goes on with the handshake (protocol "binary"). */
+    if (!principal)
+        refuse(msg, status, error);
+}
+
+/* Runs before a body is read: a websocket handshake has none. */
+static void
+console_early(SoupServer *server, SoupServerMessage *msg, const char *path, GHashTable *query,
+              gpointer user_data)
+{
+    SoupMessageHeaders *headers = soup_server_message_get_request_headers(msg);
+    SoupEncoding encoding = soup_message_headers_get_encoding(headers);
+
+    if (encoding == SOUP_ENCODING_CHUNKED || encoding == SOUP_ENCODING_EOF ||
+        (encoding == SOUP_ENCODING_CONTENT_LENGTH &&
+         soup_message_headers_get_content_length(headers) > 0)) {
+        g_autoptr(GError) error =
+            g_error_new(CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "the console takes no body");
+        soup_message_headers_replace(soup_server_message_get_response_headers(msg), "Connection",
+                                     "close");
+        refuse(msg, SOUP_STATUS_BAD_REQUEST, error);
+    }
+}
+
+/* ---- the proxy ---- */
+
+typedef struct {
+    gint refs;
+    CarrelApi *api;
+    SoupWebsocketConnection *ws;
+    char *ticket;
+    char *principal;
+    char *session_id;
+    guint port;
+    CarrelSpiceFilter *filter;
+    gboolean linked;
+    gboolean is_main;
+    guint8 channel_type;
+    int may_input; /* -1: not asked yet for the message being filtered */
+    GCancellable *cancel;
+    GSocketConnection *tcp;
+    GByteArray *to_server; /* filtered bytes not yet written */
+    GBytes *writing;       /* the bytes being written */
+    gboolean closed;
+    gboolean draining; /* closed, but bytes still go to the SPICE server first */
+    guint link_timeout;
+    guint drain_timeout;
+} Proxy;
+
+static Proxy *
+proxy_ref(Proxy *p)
+{
+    g_atomic_int_inc(&p->refs);
+    return p;
+}
+
+static void
+proxy_unref(Proxy *p)
+{
+    if (!g_atomic_int_dec_and_test(&p->refs))
+        return;
+    g_clear_object(&p->ws);
+    g_clear_object(&p->cancel);
+    g_clear_object(&p->tcp);
+    g_clear_pointer(&p->filter, carrel_spice_filter_free);
+    g_byte_array_unref(p->to_server);
+    g_clear_pointer(&p->writing, g_bytes_unref);
+    g_free(p->ticket);
+    g_free(p->principal);
+    g_free(p->session_id);
+    g_free(p);
+}
+
+static void flush_to_server(Proxy *p);
+
+/* Ends the TCP side: pending reads and writes are cancelled. */
+static void
+proxy_close_tcp(Proxy *p)
+{
+    g_cancellable_cancel(p->cancel);
+    if (p->tcp)
+        g_io_stream_close(G_IO_STREAM(p->tcp), NULL, NULL);
+}
+
+static void
+proxy_end_drain(Proxy *p)
+{
+    if (!p->draining)
+        return;
+    p->draining = FALSE;
+    if (p->drain_timeout) {
+        g_source_remove(p->drain_timeout);
+        p->drain_timeout = 0;
+        proxy_unref(p); /* the timeout's; the caller holds another */
+    }
+    proxy_close_tcp(p);
+}
+
+static gboolean
+on_drain_timeout(gpointer user_data)
+{
+    Proxy *p = user_data;
+
+    p->drain_timeout = 0;
+    p->draining = FALSE;
+    proxy_close_tcp(p);
+    proxy_unref(p);
+    return G_SOURCE_REMOVE;
+}
+
+/* Closes both sides once; reason goes to the viewer (never a secret). */
+static void
+proxy_close(Proxy *p, gushort code, const char *reason)
+{
+    if (p->closed)
+        return;
+    p->closed = TRUE;
+    if (p->link_timeout) {
+        g_source_remove(p->link_timeout);
+        p->link_timeout = 0;
+    }
+    /* A display channel that leaves before its DISPLAY_INIT crashes spice-server 0.15: send it
+     * for the viewer, then close (within 2 s whatever happens). */
+    if (p->tcp && carrel_spice_filter_append_display_init(p->filter, p->to_server)) {
+        p->draining = TRUE;
+        p->drain_timeout = g_timeout_add_seconds(2, on_drain_timeout, proxy_ref(p));
+        flush_to_server(p);
+    } else {
+        proxy_close_tcp(p);
+    }
+    if (p->is_main)
+        carrel_console_tickets_main_closed(p->api->console_tickets, p->ticket);
+    if (soup_websocket_connection_get_state(p->ws) == SOUP_WEBSOCKET_STATE_OPEN) {
+        /* A close frame holds at most 123 bytes of reason. */
+        g_autofree char *cut = reason ? g_utf8_make_valid(reason, MIN(strlen(reason), 120)) : NULL;
+        soup_websocket_connection_close(p->ws, code, cut);
+    }
+    g_message("console: session %s channel %u of %s closed (%" G_GUINT64_FORMAT
+              " input messages dropped)%s%s",
+              p->session_id, p->channel_type, p->principal,
+              carrel_spice_filter_get_dropped(p->filter), reason ? ": " : "", reason ? reason : "");
+}
+
+static void
+on_written(GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    Proxy *p = user_data;
+    g_autoptr(GError) error = NULL;
+    gboolean ok = g_output_stream_write_all_finish(G_OUTPUT_STREAM(source), res, NULL, &error);
+
+    g_clear_pointer(&p->writing, g_bytes_unref);
+    if (p->draining && (!ok || p->to_server->len == 0))
+        proxy_end_drain(p);
+    else if (!ok)
+        proxy_close(p, WS_CLOSE_ERROR, "the SPICE server closed");
+    else
+        flush_to_server(p);
+    proxy_unref(p);
+}
+
+static void
+flush_to_server(Proxy *p)
+{
+    if ((p->closed && !p->draining) || !p->tcp || p->writing || p->to_server->len == 0)
+        return;
+    /* One write at a time; its bytes live in p->writing until it ends. */
+    p->writing = g_byte_array_free_to_bytes(g_steal_pointer(&p->to_server));
+    p->to_server = g_byte_array_new();
+    g_output_stream_write_all_async(
+        g_io_stream_get_output_stream(G_IO_STREAM(p->tcp)), g_bytes_get_data(p->writing, NULL),
+        g_bytes_get_size(p->writing), G_PRIORITY_DEFAULT, p->cancel, on_written, proxy_ref(p));
+}
+
+static void read_from_server(Proxy *p);
+
+static void
+on_read(GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    Proxy *p = user_data;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GBytes) data = g_input_stream_read_bytes_finish(G_INPUT_STREAM(source), res, &error);
+
+    if (p->closed) {
+        proxy_unref(p);
+        return;
+    }
+    if (!data || g_bytes_get_size(data) == 0) {
+        proxy_close(p, data ? SOUP_WEBSOCKET_CLOSE_NORMAL : WS_CLOSE_ERROR,
+                    "the SPICE server closed");
+    } else if (soup_websocket_connection_get_state(p->ws) != SOUP_WEBSOCKET_STATE_OPEN) {
+        proxy_close(p, SOUP_WEBSOCKET_CLOSE_NORMAL, NULL); /* the viewer is leaving */
+    } else {
+        /* SPICE's own flow control (acks per message window) bounds what is queued here. */
+        soup_websocket_connection_send_binary(p->ws, g_bytes_get_data(data, NULL),
+                                              g_bytes_get_size(data));
+        read_from_server(p);
+    }
+    proxy_unref(p);
+}
+
+static void
+read_from_server(Proxy *p)
+{
+    g_input_stream_read_bytes_async(g_io_stream_get_input_stream(G_IO_STREAM(p->tcp)), READ_CHUNK,
+                                    G_PRIORITY_DEFAULT, p->cancel, on_read, proxy_ref(p));
+}
+
+static void
+on_connected(GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    Proxy *p = user_data;
+    g_autoptr(GError) error = NULL;
+    GSocketConnection *tcp = g_socket_client_connect_finish(G_SOCKET_CLIENT(source), res, &error);
+
+    if (!tcp) {
+        proxy_close(p, WS_CLOSE_ERROR, "cannot reach the session's SPICE server");
+    } else if (p->closed) {
+        g_io_stream_close(G_IO_STREAM(tcp), NULL, NULL);
+        g_object_unref(tcp);
+    } else {
+        p->tcp = tcp;
+        read_from_server(p);
+        flush_to_server(p);
+    }
+    proxy_unref(p);
+}
+
+static void
+connect_server(Proxy *p)
+{
+    g_autoptr(GSocketClient) client = g_socket_client_new();
+    g_autofree char *host = g_strdup_printf("127.0.0.1:%u", p->port);
+
+    g_socket_client_set_timeout(client, 10);
+    g_socket_client_connect_to_host_async(client, host, (guint16)p->port, p->cancel, on_connected,
+                                          proxy_ref(p));
+}
+
+static gboolean
+may_input(gpointer user_data)
+{
+    Proxy *p = user_data;
+
+    /* Asked once per websocket message: the lease as it is when the message arrives. */
+    if (p->may_input < 0)
+        p->may_input = holds_lease(p->api->mgr, p->session_id, p->principal);
+    return p->may_input;
+}
+
+/* The link message was read: the ticket decides whether this channel may go on. */
+static gboolean
+accept_link(Proxy *p)
+{
+    const CarrelSpiceLink *link = carrel_spice_filter_get_link(p->filter);
+    g_autoptr(GError) error = NULL;
+
+    p->channel_type = link->channel_type;
+    if (!carrel_console_tickets_link(p->api->console_tickets, p->ticket, p->principal,
+                                     link->channel_type, &error)) {
+        proxy_close(p, WS_CLOSE_POLICY, error->message);
+        return FALSE;
+    }
+    p->linked = TRUE;
+    p->is_main = link->channel_type == CARREL_SPICE_CHANNEL_MAIN;
+    if (p->link_timeout) {
+        g_source_remove(p->link_timeout);
+        p->link_timeout = 0;
+    }
+    g_message("console: session %s channel %u opened by %s", p->session_id, link->channel_type,
+              p->principal);
+    connect_server(p);
+    return TRUE;
+}
+
+static void
+on_ws_message(SoupWebsocketConnection *ws, gint type, GBytes *message, gpointer user_data)
+{
+    Proxy *p = user_data;
+    g_autoptr(GError) error = NULL;
+    gsize len = 0;
+    const guint8 *data = g_bytes_get_data(message, &len);
+
+    if (p->closed)
+        return;
+    if (type != SOUP_WEBSOCKET_DATA_BINARY) {
+        proxy_close(p, WS_CLOSE_UNSUPPORTED, "binary messages only");
+        return;
+    }
+    p->may_input = -1;
+    if (!carrel_spice_filter_feed(p->filter, data, len, p->to_server, &error)) {
+        proxy_close(p, WS_CLOSE_POLICY, error->message);
+        return;
+    }
+    if (!p->linked) {
+        /* spice-html5 sends the whole link message as the first websocket message. */
+        if (!carrel_spice_filter_get_link(p->filter)) {
+            proxy_close(p, WS_CLOSE_POLICY, "the first message must be a SPICE link message");
+            return;
+        }
+        if (!accept_link(p))
+            return;
+    }
+    if (p->to_server->len > TO_SERVER_MAX) {
+        proxy_close(p, WS_CLOSE_POLICY, "the viewer sends faster than the SPICE server reads");
+        return;
+    }
+    flush_to_server(p);
+}
+
+static void
+on_ws_closed(SoupWebsocketConnection *ws, gpointer user_data)
+{
+    Proxy *p = user_data;
+
+    proxy_close(p, SOUP_WEBSOCKET_CLOSE_NORMAL, NULL);
+    g_signal_handlers_disconnect_by_data(ws, p);
+    proxy_unref(p);
+}
+
+static gboolean
+on_link_timeout(gpointer user_data)
+{
+    Proxy *p = user_data;
+
+    p->link_timeout = 0;
+    proxy_close(p, WS_CLOSE_POLICY, "no SPICE link message in time");
+    return G_SOURCE_REMOVE;
+}
+
+static void
+on_websocket(SoupServer *server, SoupServerMessage *msg, const char *path,
+             SoupWebsocketConnection *ws, gpointer user_data)
+{
+    CarrelApi *api = user_data;
+    g_autofree char *session_id = NULL;
+    g_autoptr(GError) error = NULL;
+    guint port = 0, status = 0;
+    /* Checked again: the ticket may have expired between the check and the upgrade. */
+    g_autofree char *principal = console_check(api, msg, path, &session_id, &port, &status, &error);
+    Proxy *p;
+
+    if (!principal) {
+        soup_websocket_connection_close(ws, WS_CLOSE_POLICY, "console ticket refused");
+        return;
+    }
+    p = g_new0(Proxy, 1);
+    p->refs = 1; /* the websocket's, dropped when it closes */
+    p->api = api;
+    p->ws = g_object_ref(ws);
+    p->ticket = g_strdup(path_ticket(path));
+    p->principal = g_steal_pointer(&principal);
+    p->session_id = g_steal_pointer(&session_id);
+    p->port = port;
+    p->filter = carrel_spice_filter_new(may_input, p);
+    p->cancel = g_cancellable_new();
+    p->to_server = g_byte_array_new();
+    p->link_timeout = g_timeout_add_seconds(LINK_TIMEOUT_S, on_link_timeout, p);
+    g_signal_connect(ws, "message", G_CALLBACK(on_ws_message), p);
+    g_signal_connect(ws, "closed", G_CALLBACK(on_ws_closed), p);
+}
+
+void
+carrel_api_console_init(CarrelApi *api)
+{
+    char *protocols[] = {(char *)"binary", NULL};
+
+    api->console_tickets = carrel_console_tickets_new(NULL);
+    soup_server_add_early_handler(api->server, CONSOLE_PREFIX, console_early, api, NULL);
+    soup_server_add_handler(api->server, CONSOLE_PREFIX, console_precheck, api, NULL);
+    soup_server_add_websocket_handler(api->server, CONSOLE_PREFIX, NULL, protocols, on_websocket,
+                                      api, NULL);
+}
+
+void
+carrel_api_console_clear(CarrelApi *api)
+{
+    g_clear_pointer(&api->console_tickets, carrel_console_tickets_free);
+}

@@ -1,0 +1,121 @@
+/*
+ * Console access: the SPICE port of a session and a short-lived SPICE password. One password
+ * per session at a time, reused while it has enough life left, so two viewers opening the
+ * console at once do not lock each other out by replacing it.
+ */
+#include <string.h>
+
+#include "core/core-priv.h"
+
+/* Per session: the password QEMU run run_id was given last. */
+typedef struct {
+    gint64 run_id;
+    char *password;
+    gint64 expires_at; /* Unix seconds */
+} ConsolePassword;
+
+void
+carrel_console_password_free(gpointer data)
+{
+    ConsolePassword *cp = data;
+
+    g_free(cp->password);
+    g_free(cp);
+}
+
+void
+carrel_console_access_free(CarrelConsoleAccess *access)
+{
+    if (!access)
+        return;
+    g_free(access->session_id);
+    g_free(access->domain);
+    if (access->password)
+        memset(access->password, 0, strlen(access->password));
+    g_free(access->password);
+    g_free(access);
+}
+
+/* 16 random bytes as 32 hex characters. */
+static char *
+new_password(void)
+{
+    guint8 raw[16];
+    GString *text = g_string_sized_new(2 * sizeof(raw));
+
+    carrel_util_random_bytes(raw, sizeof(raw));
+    for (gsize i = 0; i < sizeof(raw); i++)
+        g_string_append_printf(text, "%02x", raw[i]);
+    return g_string_free(text, FALSE);
+}
+
+static CarrelSession *
+viewable_session(CarrelManager *mgr, const char *id_or_name, GError **error)
+{
+    g_autoptr(CarrelSession) session = carrel_store_session_get(mgr->store, id_or_name, error);
+
+    if (!session)
+        return NULL;
+    /* Paused is fine: SPICE still serves the last frame. */
+    if (session->state != CARREL_SESSION_RUNNING && session->state != CARREL_SESSION_PAUSED) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE,
+                    "cannot open the console of a session that is %s",
+                    carrel_session_state_to_string(session->state));
+        return NULL;
+    }
+    return g_steal_pointer(&session);
+}
+
+/* Called with console_lock held: the password to hand out, set on the domain when new. */
+static ConsolePassword *
+current_password(CarrelManager *mgr, const char *session_id, const char *domain, gint64 run_id,
+                 GError **error)
+{
+    ConsolePassword *cp = g_hash_table_lookup(mgr->consoles, session_id);
+    gint64 now = g_get_real_time() / G_USEC_PER_SEC;
+    g_autofree char *password = NULL;
+    gint64 expires_at = now + CARREL_CONSOLE_PASSWORD_TTL_S;
+
+    /* A new QEMU (restart, restore) forgot the old password. */
+    if (cp && cp->run_id == run_id && cp->expires_at - now >= CARREL_CONSOLE_PASSWORD_REUSE_S)
+        return cp;
+    password = new_password();
+    if (!carrel_hypervisor_spice_password(mgr->hv, domain, password, expires_at, error))
+        return NULL;
+    cp = g_new0(ConsolePassword, 1);
+    cp->run_id = run_id;
+    cp->password = g_steal_pointer(&password);
+    cp->expires_at = expires_at;
+    g_hash_table_replace(mgr->consoles, g_strdup(session_id), cp);
+    return cp;
+}
+
+CarrelConsoleAccess *
+carrel_manager_console_open(CarrelManager *mgr, const char *id_or_name, GError **error)
+{
+    g_autoptr(CarrelSession) session = viewable_session(mgr, id_or_name, error);
+    g_autoptr(CarrelConsoleAccess) access = NULL;
+    g_autofree char *domain = NULL;
+    CarrelSpiceInfo info = {0};
+    ConsolePassword *cp;
+
+    if (!session)
+        return NULL;
+    domain = carrel_session_domain_name(session->id);
+    g_mutex_lock(&mgr->console_lock);
+    cp = carrel_hypervisor_spice_info(mgr->hv, domain, &info, error)
+             ? current_password(mgr, session->id, domain, info.run_id, error)
+             : NULL;
+    if (cp) {
+        access = g_new0(CarrelConsoleAccess, 1);
+        access->session_id = g_strdup(session->id);
+        access->domain = g_steal_pointer(&domain);
+        access->port = info.port;
+        access->password = g_strdup(cp->password);
+        access->expires_at = cp->expires_at;
+    }
+    g_mutex_unlock(&mgr->console_lock);
+    if (!access)
+        g_prefix_error(error, "opening the console of session '%s': ", session->id);
+    return g_steal_pointer(&access);
+}

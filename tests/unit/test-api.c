@@ -1,0 +1,434 @@
+/* Unit tests of the api module's pure console parts: SPICE link parsing, the client stream
+ * filter (view-only) and the ticket store. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "api/api-console-priv.h"
+
+static void
+put_u32(GByteArray *b, guint32 v)
+{
+    guint8 le[4] = {v & 0xff, (v >> 8) & 0xff, (v >> 16) & 0xff, (v >> 24) & 0xff};
+
+    g_byte_array_append(b, le, 4);
+}
+
+static void
+put_u16(GByteArray *b, guint16 v)
+{
+    guint8 le[2] = {v & 0xff, (v >> 8) & 0xff};
+
+    g_byte_array_append(b, le, 2);
+}
+
+/* A link message as spice-html5 sends it: header, SpiceLinkMess, one common and one channel cap. */
+static GByteArray *
+link_message(guint8 channel_type, guint32 common_caps)
+{
+    GByteArray *b = g_byte_array_new();
+
+    g_byte_array_append(b, (const guint8 *)"REDQ", 4);
+    put_u32(b, 2);
+    put_u32(b, 2);
+    put_u32(b, 18 + 8);
+    put_u32(b, 0); /* connection id */
+    g_byte_array_append(b, &channel_type, 1);
+    g_byte_array_append(b, (const guint8 *)"\0", 1);
+    put_u32(b, 1);  /* common caps */
+    put_u32(b, 1);  /* channel caps */
+    put_u32(b, 18); /* caps offset */
+    put_u32(b, common_caps);
+    put_u32(b, 0);
+    return b;
+}
+
+#define SPICE_HTML5_CAPS (1u << 0 | 1u << 3) /* auth selection, mini header */
+
+/* Mechanism + ticket, as spice-html5's send_ticket. */
+static void
+put_ticket(GByteArray *b)
+{
+    guint8 ticket[CARREL_SPICE_TICKET_SIZE];
+
+    memset(ticket, 0xab, sizeof(ticket));
+    put_u32(b, CARREL_SPICE_CAP_AUTH_SPICE);
+    g_byte_array_append(b, ticket, sizeof(ticket));
+}
+
+static void
+put_message(GByteArray *b, guint16 type, guint32 size, guint8 fill)
+{
+    put_u16(b, type);
+    put_u32(b, size);
+    for (guint32 i = 0; i < size; i++)
+        g_byte_array_append(b, &fill, 1);
+}
+
+static void
+test_parse_link(void **state)
+{
+    g_autoptr(GByteArray) msg = link_message(CARREL_SPICE_CHANNEL_INPUTS, SPICE_HTML5_CAPS);
+    g_autoptr(GError) error = NULL;
+    CarrelSpiceLink link = {0};
+
+    assert_int_equal(carrel_spice_parse_link(msg->data, msg->len, &link, &error), 42);
+    assert_int_equal(link.channel_type, CARREL_SPICE_CHANNEL_INPUTS);
+    assert_true(link.auth_selection);
+    assert_true(link.mini_header);
+    /* Every truncation asks for more, never reads past the end. */
+    for (guint len = 0; len < msg->len; len++) {
+        g_autofree guint8 *copy = g_memdup2(msg->data, len);
+        assert_int_equal(carrel_spice_parse_link(copy, len, &link, &error), 0);
+        assert_null(error);
+    }
+}
+
+static void
+expect_refused(GByteArray *msg, int code)
+{
+    g_autoptr(GError) error = NULL;
+    CarrelSpiceLink link = {0};
+
+    assert_int_equal(carrel_spice_parse_link(msg->data, msg->len, &link, &error), -1);
+    assert_true(g_error_matches(error, CARREL_ERROR, code));
+}
+
+static void
+test_parse_link_hostile(void **state)
+{
+    g_autoptr(GByteArray) magic = link_message(1, 0);
+    g_autoptr(GByteArray) version = link_message(1, 0);
+    g_autoptr(GByteArray) huge = link_message(1, 0);
+    g_autoptr(GByteArray) caps = link_message(1, 0);
+    g_autoptr(GByteArray) offset = link_message(1, 0);
+    g_autoptr(GByteArray) usb = link_message(9, 0);
+    g_autoptr(GByteArray) record = link_message(6, 0);
+    g_autoptr(GError) error = NULL;
+    CarrelSpiceLink link = {0};
+
+    magic->data[0] = 'G'; /* "GET /" is refused at its first byte */
+    assert_int_equal(carrel_spice_parse_link(magic->data, 1, &link, &error), -1);
+    g_clear_error(&error);
+    expect_refused(magic, CARREL_ERROR_INVALID_ARG);
+    version->data[4] = 3;
+    expect_refused(version, CARREL_ERROR_INVALID_ARG);
+    huge->data[14] = 0x10; /* size 1 MiB: refused from the header alone */
+    assert_int_equal(carrel_spice_parse_link(huge->data, 16, &link, &error), -1);
+    g_clear_error(&error);
+    caps->data[16 + 6] = 0xff; /* 255 common caps */
+    expect_refused(caps, CARREL_ERROR_INVALID_ARG);
+    offset->data[16 + 14] = 40; /* caps beyond the message */
+    expect_refused(offset, CARREL_ERROR_INVALID_ARG);
+    expect_refused(usb, CARREL_ERROR_FORBIDDEN);
+    expect_refused(record, CARREL_ERROR_FORBIDDEN);
+}
+
+static void
+test_input_messages(void **state)
+{
+    /* Keys, modifiers, scancodes, motion, position, press, release. */
+    static const guint16 inputs[] = {101, 102, 103, 104, 111, 112, 113, 114, 200, 65535};
+
+    for (gsize i = 0; i < G_N_ELEMENTS(inputs); i++)
+        assert_true(carrel_spice_msg_is_input(CARREL_SPICE_CHANNEL_INPUTS, inputs[i]));
+    /* ack_sync, ack, pong, migrate flush, disconnecting pass. */
+    for (guint16 t = 1; t <= 6; t++)
+        assert_false(carrel_spice_msg_is_input(CARREL_SPICE_CHANNEL_INPUTS, t));
+    assert_true(carrel_spice_msg_is_input(CARREL_SPICE_CHANNEL_MAIN, 107));
+    assert_false(carrel_spice_msg_is_input(CARREL_SPICE_CHANNEL_MAIN, 101));
+    assert_false(carrel_spice_msg_is_input(CARREL_SPICE_CHANNEL_DISPLAY, 101));
+}
+
+typedef struct {
+    gboolean allow;
+    guint asked;
+} Lease;
+
+static gboolean
+lease_allows(gpointer user_data)
+{
+    Lease *lease = user_data;
+
+    lease->asked++;
+    return lease->allow;
+}
+
+/* The stream an inputs channel sends: link, ticket, then key down (dropped when view-only), pong,
+ * mouse motion. */
+static GByteArray *
+inputs_stream(void)
+{
+    GByteArray *b = link_message(CARREL_SPICE_CHANNEL_INPUTS, SPICE_HTML5_CAPS);
+
+    put_ticket(b);
+    put_message(b, 101, 4, 0x11); /* key down */
+    put_message(b, 3, 0, 0);      /* pong */
+    put_message(b, 111, 9, 0x22); /* mouse motion */
+    put_message(b, 1, 4, 0x33);   /* ack sync */
+    return b;
+}
+
+/* Feeds stream in chunks of step bytes and returns what would go to the server. */
+static GByteArray *
+filter_in_chunks(GByteArray *stream, gsize step, Lease *lease)
+{
+    g_autoptr(CarrelSpiceFilter) filter = carrel_spice_filter_new(lease_allows, lease);
+    GByteArray *out = g_byte_array_new();
+
+    for (gsize at = 0; at < stream->len; at += step) {
+        g_autoptr(GError) error = NULL;
+        gsize n = MIN(step, stream->len - at);
+        if (!carrel_spice_filter_feed(filter, stream->data + at, n, out, &error))
+            fail_msg("feed at %zu: %s", at, error->message);
+    }
+    assert_non_null(carrel_spice_filter_get_link(filter));
+    assert_int_equal(carrel_spice_filter_get_dropped(filter), lease->allow ? 0 : 2);
+    return out;
+}
+
+static void
+test_filter_view_only(void **state)
+{
+    g_autoptr(GByteArray) stream = inputs_stream();
+    /* What passes when view-only: link, ticket, pong and ack sync. */
+    g_autoptr(GByteArray) expected = link_message(CARREL_SPICE_CHANNEL_INPUTS, SPICE_HTML5_CAPS);
+    gsize steps[] = {1, 2, 5, 7, 64, 1000};
+
+    put_ticket(expected);
+    put_message(expected, 3, 0, 0);
+    put_message(expected, 1, 4, 0x33);
+    for (gsize i = 0; i < G_N_ELEMENTS(steps); i++) {
+        Lease view = {.allow = FALSE};
+        Lease control = {.allow = TRUE};
+        g_autoptr(GByteArray) dropped = filter_in_chunks(stream, steps[i], &view);
+        g_autoptr(GByteArray) passed = filter_in_chunks(stream, steps[i], &control);
+
+        assert_int_equal(dropped->len, expected->len);
+        assert_memory_equal(dropped->data, expected->data, expected->len);
+        assert_int_equal(passed->len, stream->len);
+        assert_memory_equal(passed->data, stream->data, stream->len);
+        assert_int_equal(view.asked, 2);
+    }
+}
+
+static void
+test_filter_other_channels(void **state)
+{
+    g_autoptr(GByteArray) stream = link_message(CARREL_SPICE_CHANNEL_DISPLAY, SPICE_HTML5_CAPS);
+    g_autoptr(GByteArray) out = g_byte_array_new();
+    g_autoptr(CarrelSpiceFilter) filter = carrel_spice_filter_new(NULL, NULL);
+
+    put_ticket(stream);
+    put_message(stream, 101, 3, 1); /* display init */
+    assert_true(carrel_spice_filter_feed(filter, stream->data, stream->len, out, NULL));
+    assert_int_equal(out->len, stream->len);
+    assert_int_equal(carrel_spice_filter_get_link(filter)->channel_type,
+                     CARREL_SPICE_CHANNEL_DISPLAY);
+}
+
+static void
+test_filter_full_header_and_no_selection(void **state)
+{
+    /* Without auth selection the ticket comes at once; without mini header, 18-byte headers. */
+    g_autoptr(GByteArray) stream = link_message(CARREL_SPICE_CHANNEL_INPUTS, 0);
+    g_autoptr(GByteArray) out = g_byte_array_new();
+    g_autoptr(CarrelSpiceFilter) filter = carrel_spice_filter_new(NULL, NULL);
+    guint8 ticket[CARREL_SPICE_TICKET_SIZE] = {0};
+    gsize before;
+
+    g_byte_array_append(stream, ticket, sizeof(ticket));
+    before = stream->len;
+    put_u32(stream, 1); /* serial */
+    put_u32(stream, 0);
+    put_u16(stream, 112); /* mouse position */
+    put_u32(stream, 2);
+    put_u32(stream, 0); /* sub list */
+    g_byte_array_append(stream, (const guint8 *)"xy", 2);
+    assert_true(carrel_spice_filter_feed(filter, stream->data, stream->len, out, NULL));
+    assert_int_equal(out->len, before);
+    assert_int_equal(carrel_spice_filter_get_dropped(filter), 1);
+}
+
+static void
+test_filter_refusals(void **state)
+{
+    g_autoptr(GByteArray) sasl = link_message(CARREL_SPICE_CHANNEL_MAIN, SPICE_HTML5_CAPS);
+    g_autoptr(GByteArray) http = g_byte_array_new();
+    g_autoptr(GByteArray) out = g_byte_array_new();
+    g_autoptr(CarrelSpiceFilter) f1 = carrel_spice_filter_new(NULL, NULL);
+    g_autoptr(CarrelSpiceFilter) f2 = carrel_spice_filter_new(NULL, NULL);
+    g_autoptr(GError) error = NULL;
+
+    put_u32(sasl, 2); /* SASL */
+    assert_false(carrel_spice_filter_feed(f1, sasl->data, sasl->len, out, &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_FORBIDDEN));
+    g_clear_error(&error);
+    /* A failed filter stays failed. */
+    assert_false(carrel_spice_filter_feed(f1, (const guint8 *)"x", 1, out, &error));
+    g_clear_error(&error);
+    g_byte_array_append(http, (const guint8 *)"GET / HTTP/1.1\r\n", 16);
+    assert_false(carrel_spice_filter_feed(f2, http->data, http->len, out, &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG));
+    assert_null(carrel_spice_filter_get_link(f2));
+}
+
+static void
+test_filter_display_init(void **state)
+{
+    g_autoptr(GByteArray) link = link_message(CARREL_SPICE_CHANNEL_DISPLAY, SPICE_HTML5_CAPS);
+    g_autoptr(GByteArray) ticket = g_byte_array_new();
+    g_autoptr(GByteArray) out = g_byte_array_new();
+    g_autoptr(GByteArray) expected = g_byte_array_new();
+    g_autoptr(CarrelSpiceFilter) display = carrel_spice_filter_new(NULL, NULL);
+    g_autoptr(CarrelSpiceFilter) inputs = carrel_spice_filter_new(NULL, NULL);
+    g_autoptr(GByteArray) inputs_link = link_message(CARREL_SPICE_CHANNEL_INPUTS, SPICE_HTML5_CAPS);
+    static const guint8 init_body[14] = {1, 0, 0, 0xa0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+
+    /* Not before the ticket is through: the server would read it as the ticket. */
+    assert_true(carrel_spice_filter_feed(display, link->data, link->len, out, NULL));
+    assert_false(carrel_spice_filter_append_display_init(display, out));
+    put_ticket(ticket);
+    assert_true(carrel_spice_filter_feed(display, ticket->data, ticket->len - 1, out, NULL));
+    assert_false(carrel_spice_filter_append_display_init(display, out));
+    assert_true(carrel_spice_filter_feed(display, ticket->data + ticket->len - 1, 1, out, NULL));
+    g_byte_array_set_size(out, 0);
+    /* Right after it: DISPLAY_INIT as spice-html5 sends it, once. */
+    assert_true(carrel_spice_filter_append_display_init(display, out));
+    put_u16(expected, 101);
+    put_u32(expected, 14);
+    g_byte_array_append(expected, init_body, sizeof(init_body));
+    assert_int_equal(out->len, expected->len);
+    assert_memory_equal(out->data, expected->data, expected->len);
+    assert_false(carrel_spice_filter_append_display_init(display, out));
+    /* Never on other channels. */
+    assert_true(carrel_spice_filter_feed(inputs, inputs_link->data, inputs_link->len, out, NULL));
+    assert_true(carrel_spice_filter_feed(inputs, ticket->data, ticket->len, out, NULL));
+    assert_false(carrel_spice_filter_append_display_init(inputs, out));
+}
+
+/* The ticket store's clock, moved by the tests. */
+static gint64 fake_now = 1000000;
+
+static gint64
+fake_clock(void)
+{
+    return fake_now;
+}
+
+static void
+assert_code(GError **error, int code)
+{
+    if (!*error)
+        fail_msg("expected error %d, got success", code);
+    if (!g_error_matches(*error, CARREL_ERROR, code))
+        fail_msg("expected code %d, got %d: %s", code, (*error)->code, (*error)->message);
+    g_clear_error(error);
+}
+
+static void
+test_tickets_expiry(void **state)
+{
+    g_autoptr(CarrelConsoleTickets) t = carrel_console_tickets_new(fake_clock);
+    g_autoptr(GError) error = NULL;
+    g_autofree char *a = carrel_console_tickets_issue(t, "s-1", 5900, "alice", &error);
+    g_autofree char *b = carrel_console_tickets_issue(t, "s-1", 5900, "alice", &error);
+    g_autofree char *sid = NULL;
+    guint port = 0;
+
+    assert_non_null(a);
+    assert_int_equal(strlen(a), 64); /* 256 bits */
+    assert_string_not_equal(a, b);
+    assert_true(carrel_console_tickets_check(t, a, "alice", &sid, &port, &error));
+    assert_string_equal(sid, "s-1");
+    assert_int_equal(port, 5900);
+    assert_false(carrel_console_tickets_check(t, a, "bob", NULL, NULL, &error));
+    assert_code(&error, CARREL_ERROR_FORBIDDEN);
+    assert_false(carrel_console_tickets_check(t, "nope", "alice", NULL, NULL, &error));
+    assert_code(&error, CARREL_ERROR_NOT_FOUND);
+    assert_false(carrel_console_tickets_check(t, NULL, "alice", NULL, NULL, &error));
+    assert_code(&error, CARREL_ERROR_NOT_FOUND);
+    /* 10 s later an unused ticket is gone (410), later forgotten (404). */
+    fake_now += CARREL_CONSOLE_TICKET_TTL_US - 1;
+    assert_true(carrel_console_tickets_check(t, a, "alice", NULL, NULL, NULL));
+    fake_now += 1;
+    assert_false(carrel_console_tickets_check(t, a, "alice", NULL, NULL, &error));
+    assert_code(&error, CARREL_ERROR_WRONG_STATE);
+    assert_false(carrel_console_tickets_link(t, b, "alice", CARREL_SPICE_CHANNEL_MAIN, &error));
+    assert_code(&error, CARREL_ERROR_WRONG_STATE);
+    fake_now += CARREL_CONSOLE_TICKET_GONE_US;
+    assert_false(carrel_console_tickets_check(t, a, "alice", NULL, NULL, &error));
+    assert_code(&error, CARREL_ERROR_NOT_FOUND);
+}
+
+static void
+test_tickets_main_once(void **state)
+{
+    g_autoptr(CarrelConsoleTickets) t = carrel_console_tickets_new(fake_clock);
+    g_autoptr(GError) error = NULL;
+    g_autofree char *a = carrel_console_tickets_issue(t, "s-2", 5901, "alice", NULL);
+
+    /* Sub-channels need the main connection first. */
+    assert_false(carrel_console_tickets_link(t, a, "alice", CARREL_SPICE_CHANNEL_DISPLAY, &error));
+    assert_code(&error, CARREL_ERROR_WRONG_STATE);
+    assert_true(carrel_console_tickets_link(t, a, "alice", CARREL_SPICE_CHANNEL_MAIN, NULL));
+    /* A second main link with the same ticket: refused. */
+    assert_false(carrel_console_tickets_link(t, a, "alice", CARREL_SPICE_CHANNEL_MAIN, &error));
+    assert_code(&error, CARREL_ERROR_WRONG_STATE);
+    /* Other channels while main is open, long after the ticket's 10 s, same principal only. */
+    fake_now += 60 * G_USEC_PER_SEC;
+    assert_true(carrel_console_tickets_check(t, a, "alice", NULL, NULL, NULL));
+    assert_true(carrel_console_tickets_link(t, a, "alice", CARREL_SPICE_CHANNEL_DISPLAY, NULL));
+    assert_true(carrel_console_tickets_link(t, a, "alice", CARREL_SPICE_CHANNEL_INPUTS, NULL));
+    assert_false(carrel_console_tickets_link(t, a, "bob", CARREL_SPICE_CHANNEL_INPUTS, &error));
+    assert_code(&error, CARREL_ERROR_FORBIDDEN);
+    /* Main closed: the ticket opens nothing more. */
+    carrel_console_tickets_main_closed(t, a);
+    assert_false(carrel_console_tickets_link(t, a, "alice", CARREL_SPICE_CHANNEL_CURSOR, &error));
+    assert_code(&error, CARREL_ERROR_WRONG_STATE);
+    assert_false(carrel_console_tickets_check(t, a, "alice", NULL, NULL, &error));
+    assert_code(&error, CARREL_ERROR_WRONG_STATE);
+}
+
+static void
+test_tickets_limit(void **state)
+{
+    g_autoptr(CarrelConsoleTickets) t = carrel_console_tickets_new(fake_clock);
+    g_autoptr(GError) error = NULL;
+
+    for (guint i = 0; i < CARREL_CONSOLE_TICKETS_MAX; i++) {
+        g_autofree char *ticket = carrel_console_tickets_issue(t, "s-3", 5902, "a", NULL);
+        assert_non_null(ticket);
+    }
+    assert_null(carrel_console_tickets_issue(t, "s-3", 5902, "a", &error));
+    assert_code(&error, CARREL_ERROR_LIMIT);
+    /* Expired ones are forgotten in time and make room again. */
+    fake_now += CARREL_CONSOLE_TICKET_TTL_US + CARREL_CONSOLE_TICKET_GONE_US;
+    {
+        g_autofree char *ticket = carrel_console_tickets_issue(t, "s-3", 5902, "a", NULL);
+        assert_non_null(ticket);
+    }
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse_link),
+        cmocka_unit_test(test_parse_link_hostile),
+        cmocka_unit_test(test_input_messages),
+        cmocka_unit_test(test_filter_view_only),
+        cmocka_unit_test(test_filter_other_channels),
+        cmocka_unit_test(test_filter_full_header_and_no_selection),
+        cmocka_unit_test(test_filter_refusals),
+        cmocka_unit_test(test_filter_display_init),
+        cmocka_unit_test(test_tickets_expiry),
+        cmocka_unit_test(test_tickets_main_once),
+        cmocka_unit_test(test_tickets_limit),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
