@@ -210,8 +210,11 @@ try {
 
     /* ---- the live desktop, view only ---- */
     let before = null;
-    await step('the SPICE console connects view-only', async () => {
+    await step('the SPICE console connects view-only, with one ticket', async () => {
         await waitConsole(page, true);
+        await sleep(500);
+        if (pageTickets.length !== 1)
+            throw new Error(pageTickets.length + ' tickets asked for');
         return /View only/.test(await page.textContent('#control-badge'));
     });
     await step('the SPICE canvas shows the guest desktop (non-blank pixels)', async () => {

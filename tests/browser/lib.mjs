@@ -6,6 +6,7 @@ import { chromium } from 'playwright-core';
 
 let passed = 0;
 let failed = 0;
+let current = 'setup'; // the step running, to say where a page problem happened
 
 export function pass(what) {
     passed++;
@@ -27,6 +28,7 @@ export function check(what, cond, detail) {
 
 // step(what, fn): runs fn; passes when it resolves truthy (or undefined), fails on false or a throw.
 export async function step(what, fn) {
+    current = what;
     try {
         const r = await fn();
         if (r === false)
@@ -74,9 +76,9 @@ export async function launch() {
 export function watchProblems(page, problems) {
     page.on('console', (msg) => {
         if (msg.type() === 'error')
-            problems.push('console: ' + msg.text());
+            problems.push('console: ' + msg.text() + ' [during: ' + current + ']');
     });
-    page.on('pageerror', (e) => problems.push('pageerror: ' + e.message));
+    page.on('pageerror', (e) => problems.push('pageerror: ' + e.message + ' [during: ' + current + ']'));
     page.addInitScript(() => {
         document.addEventListener('securitypolicyviolation', (e) => {
             console.error('CSP violation: ' + e.violatedDirective + ' ' + (e.blockedURI || 'inline') +

@@ -31,7 +31,7 @@ const ENABLED = {
 const NOT_DEAD = (s) => s !== 'destroyed' && s !== 'creating';
 
 function setSession(s) {
-    const prevState = session && session.state;
+    const prevState = session ? session.state : undefined;
     session = s;
     document.title = (s.name || s.id) + ' · carrel';
     $('session-title').textContent = s.name || s.id;
