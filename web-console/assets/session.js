@@ -354,10 +354,10 @@ function renderExtraction(x) {
         const info = [a.type, a.type === 'file' ? fmtBytes(a.size) : '', a.skipped ? 'skipped: ' + a.skipped : '']
             .filter(Boolean).join(', ');
         const downloadable = a.type === 'file' && !a.skipped && a.path !== null;
-        return el('li', {},
-            downloadable ? el('a', { href: '/v1/artifacts/' + seg(a.id), download: '', 'data-guest-path': a.guest_path || '' }, label)
-                : label,
-            ' ', el('span', { class: 'meta notice' }, '(' + info + ')'));
+        const link = downloadable
+            ? el('a', { href: '/v1/artifacts/' + seg(a.id), download: '', 'data-guest-path': a.guest_path || '' }, label)
+            : label;
+        return el('li', {}, link, ' ', el('span', { class: 'meta notice' }, '(' + info + ')'));
     });
     const missing = (x.missing || []).map((m) => el('li', { class: 'ev-error' },
         (m.path || String(m)) + ': ' + (m.error || 'missing')));
