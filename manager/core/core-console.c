@@ -80,8 +80,13 @@ current_password(CarrelManager *mgr, const char *session_id, const char *domain,
     if (cp && cp->run_id == run_id && cp->expires_at - now >= CARREL_CONSOLE_PASSWORD_REUSE_S)
         return cp;
     password = new_password();
-    if (!carrel_hypervisor_spice_password(mgr->hv, domain, password, expires_at, error))
+    if (!carrel_hypervisor_spice_password(mgr->hv, domain, password, expires_at, error)) {
+        /* QEMU refuses a password when SPICE started without one: a domain from a carrel that
+         * did not lock the display at boot (its definition or warm state is older). */
+        g_prefix_error(error, "(a session whose domain was defined before consoles existed "
+                              "cannot get one: create a new session) ");
         return NULL;
+    }
     cp = g_new0(ConsolePassword, 1);
     cp->run_id = run_id;
     cp->password = g_steal_pointer(&password);

@@ -67,9 +67,11 @@ char *carrel_hypervisor_build_domain_xml(const CarrelDomainSpec *spec, GError **
  * The revision of the machine the builder describes (its device set). Saved memory can only be
  * restored into the machine it was saved from: bump this whenever a device comes or goes, so
  * warm states of an older machine are redone instead of failing in QEMU ("Unknown savevm
- * section"). 2: every session has a NIC and a balloon with free page reporting.
+ * section"). 2: every session has a NIC and a balloon with free page reporting. 3: SPICE is
+ * locked at boot by an expired password (QEMU only takes console passwords when it started with
+ * one), so a warm state saved before cannot serve the web console.
  */
-#define CARREL_HYPERVISOR_MACHINE_REVISION 2
+#define CARREL_HYPERVISOR_MACHINE_REVISION 3
 
 /* XML namespace of carrel's <metadata> element. */
 #define CARREL_XMLNS_SESSION "https://carrel.dev/xmlns/session/1"

@@ -20,7 +20,7 @@ CARREL_PACKAGES=(
     shellcheck clang-format curl jq
     libx11-dev xvfb xauth x11-utils twm xterm xdotool xclip
     # the web console: spice-html5 (served by carreld); browser tests in Debian's chromium
-    spice-html5 chromium
+    spice-html5 chromium fonts-dejavu-core
 )
 # node and npm for the browser tests (playwright-core), from Debian unless a node is there already
 command -v node >/dev/null 2>&1 || CARREL_PACKAGES+=(nodejs npm)

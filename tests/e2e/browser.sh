@@ -45,11 +45,12 @@ browser_report() {
 }
 
 # browser_checks SESSION_ID: runs tests/browser/pages.test.mjs (mock server) and console.test.mjs
-# (this carreld, this session); each of their lines becomes a
-# pass or fail of this harness. Screenshots go to $E2E_DIR/browser (kept with CARREL_TEST_KEEP).
+# (this carreld, this session); each of their lines becomes a pass or fail of this harness.
+# Screenshots go to CARREL_TEST_OUT, by default a new folder under /var/tmp/carrel-test-output
+# (outside the repo, kept after the run for review).
 browser_checks() {
     local s="$1" out log url
-    out="${CARREL_TEST_OUT:-$E2E_DIR/browser}"
+    out="${CARREL_TEST_OUT:-/var/tmp/carrel-test-output/$(date +%Y%m%d-%H%M%S)-$$}/browser"
     log="$E2E_DIR/browser-test.log"
     url="${E2E_URL:-${CARREL_URL:-}}"
     mkdir -p "$out"

@@ -14,6 +14,8 @@ source "$(dirname "$0")/lifecycle.sh"
 source "$(dirname "$0")/review.sh"
 # shellcheck source=tests/e2e/console.sh
 source "$(dirname "$0")/console.sh"
+# shellcheck source=tests/e2e/browser.sh
+source "$(dirname "$0")/browser.sh"
 trap 'finish; exit $?' EXIT
 
 start_daemon || exit 1
@@ -153,6 +155,8 @@ computer_checks "$a"
 review_checks "$a"
 # The console: tickets, the websocket proxy to SPICE, view-only, .vv files.
 console_checks "$a"
+# The web console in headless Chromium on the same session (screenshots under $E2E_DIR/browser).
+browser_checks "$a"
 
 # Task inputs in, artifacts out (libguestfs and the agent), the exit path, the diff.
 artifacts_checks
