@@ -19,8 +19,9 @@ CARREL_PACKAGES=(
     mmdebstrap e2fsprogs
     shellcheck clang-format curl jq
     libx11-dev xvfb xauth x11-utils twm xterm xdotool xclip
-    # the web console: spice-html5 (served by carreld); browser tests in Debian's chromium
-    spice-html5 chromium fonts-dejavu-core
+    # the web console: spice-html5 (served by carreld); browser tests in Debian's chromium and
+    # firefox-esr
+    spice-html5 chromium firefox-esr fonts-dejavu-core
 )
 # node and npm for the browser tests (playwright-core), from Debian unless a node is there already
 command -v node >/dev/null 2>&1 || CARREL_PACKAGES+=(nodejs npm)

@@ -58,8 +58,9 @@ browser_checks() {
         fail "browser tests need carreld on TCP (--listen, E2E_URL)"
         return
     fi
-    if ! command -v node >/dev/null || [ ! -x "${CHROMIUM:-/usr/bin/chromium}" ]; then
-        fail "browser tests need node and chromium (scripts/lib/common.sh installs them)"
+    if ! command -v node >/dev/null || [ ! -x "${CHROMIUM:-/usr/bin/chromium}" ] ||
+        [ ! -x "${FIREFOX:-/usr/bin/firefox-esr}" ]; then
+        fail "browser tests need node, chromium and firefox-esr (scripts/lib/common.sh installs them)"
         return
     fi
     if ! browser_deps; then
@@ -77,5 +78,10 @@ browser_checks() {
         CARREL_TOKEN_FILE="${CARREL_TOKEN_FILE:-$STATE_DIR/admin.token}" CARREL_BIN="${CARREL_BIN:-}" \
         timeout 900 node "$BROWSER_TEST_DIR/console.test.mjs" >"$log" 2>&1
     browser_report "browser" $? "$log"
+    # The same console in Firefox ESR (puppeteer-core over WebDriver BiDi): login, list, desktop.
+    CARREL_URL="$url" CARREL_SESSION="$s" CARREL_TEST_OUT="$out/firefox" \
+        CARREL_TOKEN_FILE="${CARREL_TOKEN_FILE:-$STATE_DIR/admin.token}" \
+        timeout 300 node "$BROWSER_TEST_DIR/firefox.test.mjs" >"$E2E_DIR/browser-firefox.log" 2>&1
+    browser_report "firefox" $? "$E2E_DIR/browser-firefox.log"
     echo "# browser screenshots: $out"
 }
