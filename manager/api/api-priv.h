@@ -11,6 +11,7 @@ struct _CarrelApi {
     char *web_dir;   /* web-console/, served at / */
     char *spice_dir; /* spice-html5, served at /spice-html5/ */
     gboolean test_hooks;
+    char *web_url;            /* http://127.0.0.1:PORT when listening on TCP, else NULL */
     GMutex web_lock;          /* guards web_sessions */
     GHashTable *web_sessions; /* cookie value -> CarrelApiWebSession (api-web.c) */
     struct _CarrelConsoleTickets *console_tickets; /* api-console.c */

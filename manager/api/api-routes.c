@@ -51,6 +51,11 @@ get_version(CarrelApiRequest *req, guint *ret_status, GError **error)
     json_builder_add_string_value(b, carrel_hypervisor_get_uri(hv));
     json_builder_set_member_name(b, "hypervisor");
     json_builder_add_string_value(b, describe);
+    json_builder_set_member_name(b, "web_url");
+    if (req->api->web_url)
+        json_builder_add_string_value(b, req->api->web_url);
+    else
+        json_builder_add_null_value(b);
     json_builder_end_object(b);
     return json_builder_get_root(b);
 }

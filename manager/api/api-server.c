@@ -425,6 +425,7 @@ carrel_api_free(CarrelApi *api)
     g_free(api->version_info);
     g_free(api->web_dir);
     g_free(api->spice_dir);
+    g_free(api->web_url);
     g_clear_pointer(&api->web_sessions, g_hash_table_unref);
     g_mutex_clear(&api->web_lock);
     g_free(api);
@@ -478,9 +479,15 @@ carrel_api_listen_unix(CarrelApi *api, const char *path, GError **error)
 gboolean
 carrel_api_listen_tcp(CarrelApi *api, GSocketAddress *address, GError **error)
 {
+    g_autofree char *where = NULL;
+
     if (!soup_server_listen(api->server, address, 0, error)) {
         g_prefix_error(error, "listening on TCP: ");
         return FALSE;
     }
+    /* Where the web console is, for clients that talk over the socket (carrel console). */
+    where = g_socket_connectable_to_string(G_SOCKET_CONNECTABLE(address));
+    g_free(api->web_url);
+    api->web_url = g_strconcat("http://", where, NULL);
     return TRUE;
 }

@@ -34,6 +34,20 @@ session_id(CarrelCli *cli, const char *id, GError **error)
     return g_strdup(sid);
 }
 
+/* Where carreld serves the web console (its --listen), or NULL. */
+static char *
+daemon_web_url(CarrelCli *cli)
+{
+    g_autoptr(JsonNode) reply = NULL;
+    const char *url;
+
+    if (!carrel_cli_call(cli, "GET", "/v1/version", NULL, &reply, NULL) ||
+        !JSON_NODE_HOLDS_OBJECT(reply))
+        return NULL;
+    url = json_object_get_string_member_with_default(json_node_get_object(reply), "web_url", NULL);
+    return url ? g_strdup(url) : NULL;
+}
+
 static int
 print_url(CarrelCli *cli, const char *id)
 {
@@ -46,14 +60,13 @@ print_url(CarrelCli *cli, const char *id)
 
     if (!sid)
         return carrel_cli_fail(cli, error);
-    if (!cli->url) {
+    base = cli->url ? g_strdup(cli->url) : daemon_web_url(cli);
+    if (!base) {
         g_set_error(&error, CARREL_ERROR, CARREL_ERROR_UNSUPPORTED,
                     "the web console needs carreld on TCP: start it with --listen "
-                    "127.0.0.1:PORT and call carrel with --url http://127.0.0.1:PORT (or "
-                    "CARREL_URL); --vv FILE and --viewer work without");
+                    "127.0.0.1:PORT; --vv FILE and --viewer work without");
         return carrel_cli_fail(cli, error);
     }
-    base = g_strdup(cli->url);
     while (g_str_has_suffix(base, "/"))
         base[strlen(base) - 1] = '\0';
     url = g_strdup_printf("%s/session.html?id=%s", base, sid);

@@ -79,6 +79,8 @@ review_static() {
 
 review_checks() {
     review_static
+    check_eq "over the socket, carrel console asks carreld where its console is" \
+        "$E2E_URL/session.html?id=$1" "$(carrel console "$1")"
     review_lease "$1"
     review_approvals "$1"
     review_timeline "$1"
