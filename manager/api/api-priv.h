@@ -103,6 +103,13 @@ void carrel_api_web_static(CarrelApi *api, SoupServerMessage *msg, const char *p
 void carrel_api_web_stream(CarrelApi *api, SoupServerMessage *msg, const char *session_id);
 /* A session as the API shows it: with its control lease. */
 JsonNode *carrel_api_session_json(CarrelManager *mgr, const CarrelSession *s);
+/* {member: [to_json(item, data) for each item]}, the shape of every list the API returns. */
+typedef JsonNode *(*CarrelApiItemJson)(gpointer item, gpointer data);
+JsonNode *carrel_api_list_of(const char *member, GPtrArray *items, CarrelApiItemJson to_json,
+                             gpointer data);
+/* Item functions for carrel_api_list_of: a session (data: the manager), an approval. */
+JsonNode *carrel_api_session_item(gpointer session, gpointer mgr);
+JsonNode *carrel_api_approval_item(gpointer approval, gpointer unused);
 
 /* api-review.c: login, control lease, approvals, tokens, timeline screenshots. */
 JsonNode *carrel_api_post_login(CarrelApiRequest *req, guint *ret_status, GError **error);

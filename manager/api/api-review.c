@@ -127,21 +127,6 @@ carrel_api_check_agent_access(CarrelApiRequest *req, const char *id_or_name, GEr
     return s && carrel_manager_check_agent_input(req->mgr, s, error);
 }
 
-static JsonNode *
-approvals_node(GPtrArray *list)
-{
-    g_autoptr(JsonBuilder) b = json_builder_new();
-
-    json_builder_begin_object(b);
-    json_builder_set_member_name(b, "approvals");
-    json_builder_begin_array(b);
-    for (guint i = 0; i < list->len; i++)
-        json_builder_add_value(b, carrel_approval_to_json(g_ptr_array_index(list, i)));
-    json_builder_end_array(b);
-    json_builder_end_object(b);
-    return json_builder_get_root(b);
-}
-
 JsonNode *
 carrel_api_get_approvals(CarrelApiRequest *req, guint *ret_status, GError **error)
 {
@@ -154,7 +139,7 @@ carrel_api_get_approvals(CarrelApiRequest *req, guint *ret_status, GError **erro
         return NULL;
     }
     list = carrel_manager_approval_list(req->mgr, !state || g_str_equal(state, "pending"), error);
-    return list ? approvals_node(list) : NULL;
+    return list ? carrel_api_list_of("approvals", list, carrel_api_approval_item, NULL) : NULL;
 }
 
 static JsonNode *

@@ -262,13 +262,9 @@ get_sessions(CarrelApiRequest *req, guint *ret_status, GError **error)
     const char *all_flag = carrel_api_query(req, "all");
     gboolean all = all_flag && (g_str_equal(all_flag, "1") || g_str_equal(all_flag, "true"));
     g_autoptr(GPtrArray) sessions = carrel_manager_session_list(req->mgr, all, error);
-    g_autoptr(GPtrArray) nodes = g_ptr_array_new();
 
-    if (!sessions)
-        return NULL;
-    for (guint i = 0; i < sessions->len; i++)
-        g_ptr_array_add(nodes, carrel_api_session_json(req->mgr, g_ptr_array_index(sessions, i)));
-    return list_node("sessions", nodes);
+    return sessions ? carrel_api_list_of("sessions", sessions, carrel_api_session_item, req->mgr)
+                    : NULL;
 }
 
 static JsonNode *

@@ -306,44 +306,58 @@ stream_send(Stream *st, const char *event, const char *data)
     soup_server_message_unpause(st->msg);
 }
 
+JsonNode *
+carrel_api_list_of(const char *member, GPtrArray *items, CarrelApiItemJson to_json, gpointer data)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, member);
+    json_builder_begin_array(b);
+    for (guint i = 0; i < items->len; i++)
+        json_builder_add_value(b, to_json(g_ptr_array_index(items, i), data));
+    json_builder_end_array(b);
+    json_builder_end_object(b);
+    return json_builder_get_root(b);
+}
+
+JsonNode *
+carrel_api_session_item(gpointer session, gpointer mgr)
+{
+    return carrel_api_session_json(mgr, session);
+}
+
+JsonNode *
+carrel_api_approval_item(gpointer approval, gpointer unused)
+{
+    return carrel_approval_to_json(approval);
+}
+
+static char *
+list_text(const char *member, GPtrArray *items, CarrelApiItemJson to_json, gpointer data)
+{
+    g_autoptr(JsonNode) root = NULL;
+
+    if (!items)
+        return NULL;
+    root = carrel_api_list_of(member, items, to_json, data);
+    return json_to_string(root, FALSE);
+}
+
 static char *
 sessions_text(CarrelManager *mgr)
 {
     g_autoptr(GPtrArray) list = carrel_manager_session_list(mgr, FALSE, NULL);
-    g_autoptr(JsonBuilder) b = json_builder_new();
-    g_autoptr(JsonNode) root = NULL;
 
-    if (!list)
-        return NULL;
-    json_builder_begin_object(b);
-    json_builder_set_member_name(b, "sessions");
-    json_builder_begin_array(b);
-    for (guint i = 0; i < list->len; i++)
-        json_builder_add_value(b, carrel_api_session_json(mgr, g_ptr_array_index(list, i)));
-    json_builder_end_array(b);
-    json_builder_end_object(b);
-    root = json_builder_get_root(b);
-    return json_to_string(root, FALSE);
+    return list_text("sessions", list, carrel_api_session_item, mgr);
 }
 
 static char *
 approvals_text(CarrelManager *mgr)
 {
     g_autoptr(GPtrArray) list = carrel_manager_approval_list(mgr, TRUE, NULL);
-    g_autoptr(JsonBuilder) b = json_builder_new();
-    g_autoptr(JsonNode) root = NULL;
 
-    if (!list)
-        return NULL;
-    json_builder_begin_object(b);
-    json_builder_set_member_name(b, "approvals");
-    json_builder_begin_array(b);
-    for (guint i = 0; i < list->len; i++)
-        json_builder_add_value(b, carrel_approval_to_json(g_ptr_array_index(list, i)));
-    json_builder_end_array(b);
-    json_builder_end_object(b);
-    root = json_builder_get_root(b);
-    return json_to_string(root, FALSE);
+    return list_text("approvals", list, carrel_api_approval_item, NULL);
 }
 
 static char *
