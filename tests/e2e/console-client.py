@@ -15,6 +15,9 @@ usage: console-client.py URL TOKEN SESSION SCENARIO
   refusals handshakes without cookie, with a foreign origin, with an unknown ticket
   type TEXT  main + inputs channels, then TEXT typed as SPICE key events (dropped by the proxy
            unless the viewer holds the control lease); prints key=value words
+
+bench/console imports it: spice_channel (through the proxy) and tcp_channel (straight to QEMU's
+SPICE port) link and authenticate with the same code.
 """
 import base64
 import hashlib
@@ -68,6 +71,7 @@ class WebSocket:
     def __init__(self, api, path, cookie=True, origin=True):
         host, port = api.host.rsplit(":", 1)
         self.sock = socket.create_connection((host, int(port)), timeout=30)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as browsers do
         key = base64.b64encode(os.urandom(16)).decode()
         lines = ["GET %s HTTP/1.1" % path, "Host: %s" % api.host, "Connection: Upgrade",
                  "Upgrade: websocket", "Sec-WebSocket-Version: 13",
@@ -84,7 +88,8 @@ class WebSocket:
                 break
             head += chunk
         self.status = int(head.split(b" ", 2)[1]) if head.startswith(b"HTTP/1.1 ") else 0
-        self.buf = b""
+        # bytearray: a first frame is ~3 MB, and bytes would be copied once per chunk received.
+        self.buf = bytearray()
 
     def send(self, data):
         mask = os.urandom(4)
@@ -100,11 +105,12 @@ class WebSocket:
 
     def _read(self, n):
         while len(self.buf) < n:
-            chunk = self.sock.recv(65536)
+            chunk = self.sock.recv(1 << 18)
             if not chunk:
                 raise EOFError("connection closed")
             self.buf += chunk
-        out, self.buf = self.buf[:n], self.buf[n:]
+        out = bytes(self.buf[:n])
+        del self.buf[:n]
         return out
 
     def frame(self):
@@ -124,7 +130,7 @@ class Stream:
     """The SPICE byte stream inside the websocket's binary messages."""
 
     def __init__(self, ws):
-        self.ws, self.buf, self.closed = ws, b"", None
+        self.ws, self.buf, self.closed = ws, bytearray(), None
 
     def read(self, n):
         while len(self.buf) < n:
@@ -134,8 +140,35 @@ class Stream:
                 raise EOFError("closed with %s" % self.closed)
             if op == 2:
                 self.buf += data
-        out, self.buf = self.buf[:n], self.buf[n:]
+        out = bytes(self.buf[:n])
+        del self.buf[:n]
         return out
+
+
+class TcpChannel:
+    """One SPICE channel straight over TCP, no proxy: both the sender and the byte stream."""
+
+    def __init__(self, host, port):
+        self.sock = socket.create_connection((host, port), timeout=30)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buf, self.closed = bytearray(), None
+
+    def send(self, data):
+        self.sock.sendall(data)
+
+    def read(self, n):
+        while len(self.buf) < n:
+            chunk = self.sock.recv(1 << 18)
+            if not chunk:
+                self.closed = "eof"
+                raise EOFError("connection closed")
+            self.buf += chunk
+        out = bytes(self.buf[:n])
+        del self.buf[:n]
+        return out
+
+    def close(self):
+        self.sock.close()
 
 
 def link_message(channel_type, connection_id=0):
@@ -191,20 +224,32 @@ def spice_channel(api, ticket, password, channel_type, connection_id=0):
     if ws.status != 101:
         return ws, None, "http%d" % ws.status, None
     stream = Stream(ws)
-    ws.send(link_message(channel_type, connection_id))
+    return (ws, stream) + spice_link(ws, stream, password, channel_type, connection_id)
+
+
+def tcp_channel(host, port, password, channel_type, connection_id=0):
+    """As spice_channel, straight to SPICE on host:port; returns (conn, conn, link error,
+    auth result)."""
+    conn = TcpChannel(host, port)
+    return (conn, conn) + spice_link(conn, conn, password, channel_type, connection_id)
+
+
+def spice_link(conn, stream, password, channel_type, connection_id):
+    """SPICE link and authentication on an open transport; returns (link error, auth result)."""
+    conn.send(link_message(channel_type, connection_id))
     try:
         header = stream.read(16)
     except EOFError:
-        return ws, stream, "closed%s" % stream.closed, None
+        return "closed%s" % stream.closed, None
     if header[:4] != b"REDQ":
-        return ws, stream, "badmagic", None
+        return "badmagic", None
     reply = stream.read(struct.unpack("<I", header[12:16])[0])
     error = struct.unpack("<I", reply[:4])[0]
     if error != 0:
-        return ws, stream, str(error), None
+        return str(error), None
     n, e = rsa_key(reply[4:4 + 162])
-    ws.send(struct.pack("<I", 1) + oaep_encrypt(n, e, password.encode() + b"\0"))
-    return ws, stream, "0", struct.unpack("<I", stream.read(4))[0]
+    conn.send(struct.pack("<I", 1) + oaep_encrypt(n, e, password.encode() + b"\0"))
+    return "0", struct.unpack("<I", stream.read(4))[0]
 
 
 def read_message(stream):
@@ -224,14 +269,20 @@ def main_init_session(main, stream):
             return session_id
 
 
-def display_start(disp, stream):
-    """As spice-html5: DISPLAY_INIT, acks, until the display sends its first mark or surface."""
+# Display messages that draw pixels: COPY_BITS, STREAM_DATA, DRAW_FILL..DRAW_ALPHA_BLEND,
+# STREAM_DATA_SIZED, DRAW_COMPOSITE.
+DISPLAY_DRAWS = frozenset([104, 123, 316, 318] + list(range(302, 314)))
+
+
+def display_start(disp, stream, until=(102, 314)):
+    """As spice-html5: DISPLAY_INIT, acks, until the display sends a message of a type in
+    `until` (by default its first mark or surface; DISPLAY_DRAWS waits for the first frame)."""
     disp.send(struct.pack("<HIBQBi", 101, 14, 1, 10 * 1024 * 1024, 0, 0))
     while True:
         msg_type, body = read_message(stream)
         if msg_type == 3:  # SPICE_MSG_SET_ACK: answer with ACK_SYNC(generation)
             disp.send(struct.pack("<HII", 1, 4, struct.unpack("<I", body[:4])[0]))
-        elif msg_type in (102, 314):  # MARK, SURFACE_CREATE
+        elif msg_type in until:
             return "shown"
 
 
