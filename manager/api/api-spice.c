@@ -80,7 +80,9 @@ carrel_spice_parse_link(const guint8 *data, gsize len, CarrelSpiceLink *ret_link
     CarrelSpiceLink link = {0};
     guint32 size;
 
-    /* Refuse a wrong magic as soon as its bytes are there. */
+    /* Refuse a wrong magic as soon as its bytes are there (none yet: ask for more). */
+    if (len == 0)
+        return 0;
     if (memcmp(data, CARREL_SPICE_MAGIC, MIN(len, 4)) != 0)
         return link_invalid(error, "bad magic");
     if (len < CARREL_SPICE_LINK_HEADER_SIZE)
