@@ -108,4 +108,7 @@ console_checks() {
     check_eq "...do not crash QEMU: the domain still runs" "running" \
         "$("${VIRSH[@]}" domstate "carrel-$s" 2>&1)"
     check_eq "...and the session still runs" "running" "$(carrel show "$s" --json | jq -r .state)"
+    check_eq "all channels closed in any order, main first or last, mid-frame (auths)" \
+        "0/000 0/000 0/000 0/000 0/000" "$(console_client "$s" orders 2>&1)"
+    check_eq "...do not crash QEMU either" "running" "$("${VIRSH[@]}" domstate "carrel-$s" 2>&1)"
 }
