@@ -19,6 +19,9 @@
 #define WS_CLOSE_POLICY 1008
 #define WS_CLOSE_UNSUPPORTED 1003
 #define WS_CLOSE_ERROR 1011
+/* Once the main channel's SPICE connection closed, spice-server closes the other channels of that
+ * client itself; a connection still open this much later is closed by the proxy. */
+#define AFTER_MAIN_S 10
 
 /* ---- HTTP routes ---- */
 
@@ -238,11 +241,14 @@ typedef struct {
     GSocketConnection *tcp;
     GByteArray *to_server; /* filtered bytes not yet written */
     GBytes *writing;       /* the bytes being written */
-    gboolean closed;
-    gboolean draining; /* closed, but bytes still go to the SPICE server first */
+    gboolean closed;       /* the viewer's side */
+    gboolean tcp_closed;   /* the SPICE server's side */
+    gboolean grouped;      /* in api->console_upstreams */
     guint link_timeout;
-    guint drain_timeout;
+    guint after_main_timeout;
 } Proxy;
+
+static void upstreams_remove(Proxy *p);
 
 static Proxy *
 proxy_ref(Proxy *p)
@@ -256,6 +262,7 @@ proxy_unref(Proxy *p)
 {
     if (!g_atomic_int_dec_and_test(&p->refs))
         return;
+    upstreams_remove(p);
     g_clear_object(&p->ws);
     g_clear_object(&p->cancel);
     g_clear_object(&p->tcp);
@@ -270,39 +277,134 @@ proxy_unref(Proxy *p)
 
 static void flush_to_server(Proxy *p);
 
-/* Ends the TCP side: pending reads and writes are cancelled. */
-static void
-proxy_close_tcp(Proxy *p)
+/*
+ * The order of teardown. spice-server 0.15 can crash QEMU (its display worker uses a channel
+ * client already destroyed) when a display channel's connection is closed by the client on its
+ * own, around its authentication or with a frame half sent. It tears a whole client down itself
+ * when the main channel's connection goes. So the proxy never closes a non-main channel's SPICE
+ * connection while the main one of its ticket is open: when that viewer leaves, the proxy keeps
+ * reading and discarding until spice-server closes the connection, once main is gone.
+ */
+
+static GPtrArray *
+upstreams(Proxy *p)
 {
-    g_cancellable_cancel(p->cancel);
-    if (p->tcp)
-        g_io_stream_close(G_IO_STREAM(p->tcp), NULL, NULL);
+    return p->api->console_upstreams ? g_hash_table_lookup(p->api->console_upstreams, p->ticket)
+                                     : NULL;
 }
 
 static void
-proxy_end_drain(Proxy *p)
+upstreams_add(Proxy *p)
 {
-    if (!p->draining)
+    GPtrArray *group = upstreams(p);
+
+    if (!p->api->console_upstreams)
         return;
-    p->draining = FALSE;
-    if (p->drain_timeout) {
-        g_source_remove(p->drain_timeout);
-        p->drain_timeout = 0;
-        proxy_unref(p); /* the timeout's; the caller holds another */
+    if (!group) {
+        group = g_ptr_array_new();
+        g_hash_table_insert(p->api->console_upstreams, g_strdup(p->ticket), group);
     }
-    proxy_close_tcp(p);
+    g_ptr_array_add(group, p);
+    p->grouped = TRUE;
+}
+
+static void
+upstreams_remove(Proxy *p)
+{
+    GPtrArray *group = upstreams(p);
+
+    if (!p->grouped)
+        return;
+    p->grouped = FALSE;
+    if (!group)
+        return;
+    g_ptr_array_remove(group, p);
+    if (group->len == 0)
+        g_hash_table_remove(p->api->console_upstreams, p->ticket);
 }
 
 static gboolean
-on_drain_timeout(gpointer user_data)
+main_upstream_open(Proxy *p)
+{
+    GPtrArray *group = upstreams(p);
+
+    for (guint i = 0; group && i < group->len; i++) {
+        Proxy *q = g_ptr_array_index(group, i);
+
+        if (q->is_main && q != p)
+            return TRUE;
+    }
+    return FALSE;
+}
+
+static void proxy_close_tcp(Proxy *p);
+
+static gboolean
+on_after_main_timeout(gpointer user_data)
 {
     Proxy *p = user_data;
 
-    p->drain_timeout = 0;
-    p->draining = FALSE;
+    p->after_main_timeout = 0;
+    g_message("console: session %s channel %u: still open %d s after main, closed by the proxy",
+              p->session_id, p->channel_type, AFTER_MAIN_S);
     proxy_close_tcp(p);
     proxy_unref(p);
     return G_SOURCE_REMOVE;
+}
+
+/* Main is gone: spice-server closes this connection itself, or the proxy does in a while. */
+static void
+after_main(Proxy *p)
+{
+    if (p->tcp_closed || p->after_main_timeout)
+        return;
+    p->after_main_timeout =
+        g_timeout_add_seconds(AFTER_MAIN_S, on_after_main_timeout, proxy_ref(p));
+}
+
+/* Ends the TCP side once: pending reads and writes are cancelled. */
+static void
+proxy_close_tcp(Proxy *p)
+{
+    g_autoptr(GPtrArray) others = NULL;
+    GPtrArray *group;
+
+    if (p->tcp_closed)
+        return;
+    p->tcp_closed = TRUE;
+    g_cancellable_cancel(p->cancel);
+    if (p->tcp) {
+        g_io_stream_close(G_IO_STREAM(p->tcp), NULL, NULL);
+        g_debug("console: session %s channel %u: SPICE connection closed", p->session_id,
+                p->channel_type);
+    }
+    upstreams_remove(p);
+    if (p->after_main_timeout) {
+        g_source_remove(p->after_main_timeout);
+        p->after_main_timeout = 0;
+        proxy_unref(p); /* the timeout's; the caller holds another */
+    }
+    group = upstreams(p);
+    if (!p->is_main || !group || main_upstream_open(p))
+        return;
+    others = g_ptr_array_copy(group, NULL, NULL);
+    for (guint i = 0; i < others->len; i++)
+        after_main(g_ptr_array_index(others, i));
+}
+
+/* The viewer left: what becomes of the SPICE connection. */
+static void
+proxy_leave_upstream(Proxy *p)
+{
+    if (p->is_main || !p->grouped) {
+        proxy_close_tcp(p);
+        return;
+    }
+    /* A display channel that never sent its DISPLAY_INIT is sent one, as spice-html5 would. */
+    carrel_spice_filter_append_display_init(p->filter, p->to_server);
+    flush_to_server(p);
+    if (!main_upstream_open(p))
+        after_main(p);
 }
 
 /* Closes both sides once; reason goes to the viewer (never a secret). */
@@ -316,15 +418,7 @@ proxy_close(Proxy *p, gushort code, const char *reason)
         g_source_remove(p->link_timeout);
         p->link_timeout = 0;
     }
-    /* A display channel that leaves before its DISPLAY_INIT crashes spice-server 0.15: send it
-     * for the viewer, then close (within 2 s whatever happens). */
-    if (p->tcp && carrel_spice_filter_append_display_init(p->filter, p->to_server)) {
-        p->draining = TRUE;
-        p->drain_timeout = g_timeout_add_seconds(2, on_drain_timeout, proxy_ref(p));
-        flush_to_server(p);
-    } else {
-        proxy_close_tcp(p);
-    }
+    proxy_leave_upstream(p);
     if (p->is_main)
         carrel_console_tickets_main_closed(p->api->console_tickets, p->ticket);
     if (soup_websocket_connection_get_state(p->ws) == SOUP_WEBSOCKET_STATE_OPEN) {
@@ -346,19 +440,19 @@ on_written(GObject *source, GAsyncResult *res, gpointer user_data)
     gboolean ok = g_output_stream_write_all_finish(G_OUTPUT_STREAM(source), res, NULL, &error);
 
     g_clear_pointer(&p->writing, g_bytes_unref);
-    if (p->draining && (!ok || p->to_server->len == 0))
-        proxy_end_drain(p);
-    else if (!ok)
+    if (!ok) {
+        proxy_close_tcp(p);
         proxy_close(p, WS_CLOSE_ERROR, "the SPICE server closed");
-    else
+    } else {
         flush_to_server(p);
+    }
     proxy_unref(p);
 }
 
 static void
 flush_to_server(Proxy *p)
 {
-    if ((p->closed && !p->draining) || !p->tcp || p->writing || p->to_server->len == 0)
+    if (p->tcp_closed || !p->tcp || p->writing || p->to_server->len == 0)
         return;
     /* One write at a time; its bytes live in p->writing until it ends. */
     p->writing = g_byte_array_free_to_bytes(g_steal_pointer(&p->to_server));
@@ -377,15 +471,18 @@ on_read(GObject *source, GAsyncResult *res, gpointer user_data)
     g_autoptr(GError) error = NULL;
     g_autoptr(GBytes) data = g_input_stream_read_bytes_finish(G_INPUT_STREAM(source), res, &error);
 
-    if (p->closed) {
-        proxy_unref(p);
-        return;
-    }
     if (!data || g_bytes_get_size(data) == 0) {
+        proxy_close_tcp(p);
         proxy_close(p, data ? SOUP_WEBSOCKET_CLOSE_NORMAL : WS_CLOSE_ERROR,
                     "the SPICE server closed");
-    } else if (soup_websocket_connection_get_state(p->ws) != SOUP_WEBSOCKET_STATE_OPEN) {
-        proxy_close(p, SOUP_WEBSOCKET_CLOSE_NORMAL, NULL); /* the viewer is leaving */
+    } else if (p->tcp_closed) {
+        /* Closed meanwhile: nothing more to read. */
+    } else if (p->closed ||
+               soup_websocket_connection_get_state(p->ws) != SOUP_WEBSOCKET_STATE_OPEN) {
+        /* The viewer left: read and discard until spice-server closes this channel. */
+        proxy_close(p, SOUP_WEBSOCKET_CLOSE_NORMAL, NULL);
+        if (!p->tcp_closed)
+            read_from_server(p);
     } else {
         /* SPICE's own flow control (acks per message window) bounds what is queued here. */
         soup_websocket_connection_send_binary(p->ws, g_bytes_get_data(data, NULL),
@@ -410,8 +507,9 @@ on_connected(GObject *source, GAsyncResult *res, gpointer user_data)
     GSocketConnection *tcp = g_socket_client_connect_finish(G_SOCKET_CLIENT(source), res, &error);
 
     if (!tcp) {
+        proxy_close_tcp(p);
         proxy_close(p, WS_CLOSE_ERROR, "cannot reach the session's SPICE server");
-    } else if (p->closed) {
+    } else if (p->tcp_closed) {
         g_io_stream_close(G_IO_STREAM(tcp), NULL, NULL);
         g_object_unref(tcp);
     } else {
@@ -459,6 +557,7 @@ accept_link(Proxy *p)
     }
     p->linked = TRUE;
     p->is_main = link->channel_type == CARREL_SPICE_CHANNEL_MAIN;
+    upstreams_add(p);
     if (p->link_timeout) {
         g_source_remove(p->link_timeout);
         p->link_timeout = 0;
@@ -562,6 +661,8 @@ carrel_api_console_init(CarrelApi *api)
     char *protocols[] = {(char *)"binary", NULL};
 
     api->console_tickets = carrel_console_tickets_new(NULL);
+    api->console_upstreams =
+        g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)g_ptr_array_unref);
     soup_server_add_early_handler(api->server, CONSOLE_PREFIX, console_early, api, NULL);
     soup_server_add_handler(api->server, CONSOLE_PREFIX, console_precheck, api, NULL);
     soup_server_add_websocket_handler(api->server, CONSOLE_PREFIX, NULL, protocols, on_websocket,
@@ -572,4 +673,5 @@ void
 carrel_api_console_clear(CarrelApi *api)
 {
     g_clear_pointer(&api->console_tickets, carrel_console_tickets_free);
+    g_clear_pointer(&api->console_upstreams, g_hash_table_unref);
 }

@@ -15,6 +15,7 @@ struct _CarrelApi {
     GMutex web_lock;          /* guards web_sessions */
     GHashTable *web_sessions; /* cookie value -> CarrelApiWebSession (api-web.c) */
     struct _CarrelConsoleTickets *console_tickets; /* api-console.c */
+    GHashTable *console_upstreams; /* ticket -> proxies whose SPICE connection is open */
 };
 
 typedef struct {

@@ -12,6 +12,7 @@ usage: console-client.py URL TOKEN SESSION SCENARIO
   expired  a ticket left unused for 11 s; prints the handshake status
   badpw    main link + auth with a wrong password; prints SPICE's auth result
   abrupt   display channels closed right after their authentication; prints auth results
+  orders   all channels closed in several orders (main first, last, mixed, mid-frame)
   refusals handshakes without cookie, with a foreign origin, with an unknown ticket
   type TEXT  main + inputs channels, then TEXT typed as SPICE key events (dropped by the proxy
            unless the viewer holds the control lease); prints key=value words
@@ -23,6 +24,7 @@ import base64
 import hashlib
 import json
 import os
+import random
 import socket
 import struct
 import sys
@@ -30,7 +32,7 @@ import time
 import urllib.error
 import urllib.request
 
-SPICE_CHANNEL_MAIN, SPICE_CHANNEL_DISPLAY, SPICE_CHANNEL_INPUTS = 1, 2, 3
+SPICE_CHANNEL_MAIN, SPICE_CHANNEL_DISPLAY, SPICE_CHANNEL_INPUTS, SPICE_CHANNEL_CURSOR = 1, 2, 3, 4
 SPICE_MSGC_INPUTS_KEY_DOWN, SPICE_MSGC_INPUTS_KEY_UP = 101, 102
 # PC/AT set 1 scancodes of what `type` can send.
 SCANCODES = dict(zip("1234567890-", range(0x02, 0x0d)))
@@ -336,6 +338,45 @@ def scenario_abrupt(api, session):
     print(" ".join(results))
 
 
+def scenario_orders(api, session):
+    """A viewer leaving in each order: other channels then main, main first, all at once in any
+    order, and a display closed while its first frame streams (main last, then main first).
+    spice-server 0.15 crashed QEMU when the proxy closed a channel's connection before main's.
+    Prints each order's main/others auth results."""
+    results = []
+    for order in ("main-last", "main-first", "shuffle", "frame-main-last", "frame-main-first"):
+        t = api.ticket(session)
+        main, stream, _, auth = spice_channel(api, t["ticket"], t["password"], SPICE_CHANNEL_MAIN)
+        conn_id = main_init_session(main, stream)
+        others = []
+        for channel_type in (SPICE_CHANNEL_DISPLAY, SPICE_CHANNEL_CURSOR, SPICE_CHANNEL_INPUTS):
+            ws, st, _, other_auth = spice_channel(api, t["ticket"], t["password"], channel_type,
+                                                  conn_id)
+            others.append((ws, st, other_auth))
+        if order.startswith("frame"):
+            others[0][0].send(struct.pack("<HIBQBi", 101, 14, 1, 10 * 1024 * 1024, 0, 0))
+            others[0][1].read(1000)
+        random.shuffle(others)
+        if order == "shuffle":
+            everyone = [main] + [o[0] for o in others]
+            random.shuffle(everyone)
+            for ws in everyone:
+                ws.close()
+        elif order.endswith("main-first"):
+            main.close()
+            time.sleep(random.random() * 0.3)
+            for o in others:
+                o[0].close()
+        else:
+            for o in others:
+                o[0].close()
+            time.sleep(random.random() * 0.5)
+            main.close()
+        results.append("%s/%s" % (auth, "".join(str(o[2]) for o in others)))
+        time.sleep(3)
+    print(" ".join(results))
+
+
 def scenario_badpw(api, session):
     t = api.ticket(session)
     ws, _, link, auth = spice_channel(api, t["ticket"], "not-the-password", SPICE_CHANNEL_MAIN)
@@ -390,7 +431,7 @@ def main():
         scenario_type(api, session, sys.argv[5])
         return
     {"link": scenario_link, "expired": scenario_expired, "badpw": scenario_badpw, "abrupt": scenario_abrupt,
-     "refusals": scenario_refusals}[scenario](api, session)
+     "orders": scenario_orders, "refusals": scenario_refusals}[scenario](api, session)
 
 
 if __name__ == "__main__":
