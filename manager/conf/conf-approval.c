@@ -1,6 +1,7 @@
 #include <string.h>
 
 #include "conf/conf.h"
+#include "conf/conf-priv.h"
 
 CarrelApproval *
 carrel_approval_new(void)
@@ -25,21 +26,11 @@ carrel_approval_free(CarrelApproval *a)
 }
 
 static void
-add_string(JsonBuilder *b, const char *name, const char *value)
-{
-    json_builder_set_member_name(b, name);
-    if (value)
-        json_builder_add_string_value(b, value);
-    else
-        json_builder_add_null_value(b);
-}
-
-static void
 add_time(JsonBuilder *b, const char *name, gint64 unix_seconds)
 {
     g_autofree char *text = unix_seconds ? carrel_util_format_time(unix_seconds) : NULL;
 
-    add_string(b, name, text);
+    carrel_conf_add_optional_string(b, name, text);
 }
 
 JsonNode *
@@ -48,20 +39,20 @@ carrel_approval_to_json(const CarrelApproval *a)
     g_autoptr(JsonBuilder) b = json_builder_new();
 
     json_builder_begin_object(b);
-    add_string(b, "id", a->id);
-    add_string(b, "session_id", a->session_id);
-    add_string(b, "action", a->action);
+    carrel_conf_add_optional_string(b, "id", a->id);
+    carrel_conf_add_optional_string(b, "session_id", a->session_id);
+    carrel_conf_add_optional_string(b, "action", a->action);
     json_builder_set_member_name(b, "detail");
     if (a->detail)
         json_builder_add_value(b, json_node_copy(a->detail));
     else
         json_builder_add_null_value(b);
-    add_string(b, "state", a->state);
-    add_string(b, "requested_by", a->requested_by);
+    carrel_conf_add_optional_string(b, "state", a->state);
+    carrel_conf_add_optional_string(b, "requested_by", a->requested_by);
     add_time(b, "requested_at", a->requested_at);
-    add_string(b, "decided_by", a->decided_by);
+    carrel_conf_add_optional_string(b, "decided_by", a->decided_by);
     add_time(b, "decided_at", a->decided_at);
-    add_string(b, "reason", a->reason);
+    carrel_conf_add_optional_string(b, "reason", a->reason);
     json_builder_end_object(b);
     return json_builder_get_root(b);
 }
