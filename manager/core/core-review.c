@@ -164,8 +164,9 @@ carrel_manager_lease_release(CarrelManager *mgr, const char *id_or_name, const c
 {
     g_autoptr(CarrelSession) s = carrel_store_session_get(mgr->store, id_or_name, error);
     g_autofree char *holder = NULL;
+    gint64 since = 0;
 
-    if (!s || !carrel_store_lease_get(mgr->store, s->id, &holder, NULL, error))
+    if (!s || !carrel_store_lease_get(mgr->store, s->id, &holder, &since, error))
         return NULL;
     if (holder && g_strcmp0(holder, who) != 0 && !force) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_FORBIDDEN,
@@ -175,7 +176,8 @@ carrel_manager_lease_release(CarrelManager *mgr, const char *id_or_name, const c
         return NULL;
     }
     if (holder) {
-        g_autoptr(JsonNode) params = lease_json(holder, 0);
+        /* The lease that ends, as it was: who held it and since when. */
+        g_autoptr(JsonNode) params = lease_json(holder, since);
         if (!carrel_store_lease_release(mgr->store, s->id, error))
             return NULL;
         carrel_manager_note(mgr, s->id, who, "control", "release", params, NULL, NULL, 0);
