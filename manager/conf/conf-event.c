@@ -16,6 +16,7 @@ carrel_event_free(CarrelEvent *event)
         return;
     g_free(event->session_id);
     g_free(event->actor);
+    g_free(event->actor_id);
     g_free(event->kind);
     g_free(event->action);
     g_clear_pointer(&event->params, json_node_unref);
@@ -132,6 +133,7 @@ carrel_event_to_json(const CarrelEvent *event)
     add_string_or_null(b, "session_id", event->session_id);
     add_string_or_null(b, "time", ts);
     add_string_or_null(b, "actor", event->actor);
+    add_string_or_null(b, "actor_id", event->actor_id);
     add_string_or_null(b, "kind", event->kind);
     add_detail(b, event);
     json_builder_set_member_name(b, "ok");

@@ -27,6 +27,8 @@ carrel_session_free(CarrelSession *session)
     g_free(session->expiry_action);
     g_free(session->mac);
     g_free(session->pool);
+    g_free(session->owner_id);
+    g_free(session->owner_label);
     g_free(session);
 }
 
@@ -69,6 +71,8 @@ carrel_session_to_json(const CarrelSession *session)
     json_builder_add_boolean_value(b, session->from_pool);
     carrel_conf_add_optional_string(b, "head_snapshot", session->head_snapshot);
     carrel_conf_add_optional_string(b, "forked_from", session->origin_session);
+    carrel_conf_add_optional_string(b, "owner", session->owner_label);
+    carrel_conf_add_optional_string(b, "owner_id", session->owner_id);
     if (session->expires_at) {
         g_autofree char *expires = carrel_util_format_time(session->expires_at);
         carrel_conf_add_optional_string(b, "expires_at", expires);

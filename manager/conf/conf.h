@@ -143,6 +143,9 @@ typedef struct {
     char *mac;            /* of its NIC (see carrel_net_new_mac); NULL: made before NICs */
     char *pool;           /* a warm pool member (its template's name) until claimed, else NULL */
     gboolean from_pool;   /* it was claimed from a warm pool */
+    char *owner_id;       /* token id of the principal that created (or forked, claimed) it;
+                             NULL for sessions older than owners: admins and reviewers only */
+    char *owner_label;    /* that principal's name */
     gint64 created_at;
     gint64 updated_at;
 } CarrelSession;
@@ -482,7 +485,8 @@ typedef struct {
     gint64 seq; /* increasing, assigned by the store */
     char *session_id;
     gint64 ts_us; /* wall clock, microseconds since the epoch */
-    char *actor;  /* role of the caller ("admin", "agent", "reviewer") or "carreld" */
+    char *actor;    /* the caller's name (its token's label) or "carreld" */
+    char *actor_id; /* the caller's token id or "carreld"; NULL in events older than it */
     char *kind;   /* "action", "command", "file", "lifecycle" */
     char *action; /* e.g. "left_click", "exec", "file_write", "stop" */
     JsonNode *params;
@@ -817,3 +821,8 @@ gboolean carrel_approval_check_action(const char *action, GError **error);
 gboolean carrel_approval_check_reason(const char *reason, GError **error);
 
 G_END_DECLS
+
+/* Principals, operations, tokens, audit records. */
+#define CARREL_CONF_H_INSIDE
+#include "conf/conf-trust.h"
+#undef CARREL_CONF_H_INSIDE

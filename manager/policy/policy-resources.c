@@ -1,13 +1,4 @@
-#include "policy/policy.h"
-
-struct _CarrelPolicy {
-    guint max_vcpus;
-    guint max_memory_mib;
-    GStrv exit_paths; /* [artifacts] paths: collected from every session on exit */
-    guint ttl_s;      /* [timeouts] ttl_s, 0 = none */
-    guint idle_timeout_s;
-    char *expiry_action;
-};
+#include "policy/policy-priv.h"
 
 CarrelPolicy *
 carrel_policy_new_default(void)
@@ -16,6 +7,7 @@ carrel_policy_new_default(void)
 
     policy->max_vcpus = 4;
     policy->max_memory_mib = 8192;
+    carrel_policy_roles_init(policy);
     return policy;
 }
 
@@ -133,7 +125,8 @@ carrel_policy_load_data(const char *data, gsize len, GError **error)
     if (!read_limit(kf, "max_vcpus", CARREL_LIMIT_VCPUS, &policy->max_vcpus, error) ||
         !read_limit(kf, "max_memory_mib", CARREL_LIMIT_MEMORY_MIB, &policy->max_memory_mib,
                     error) ||
-        !read_exit_paths(kf, policy, error) || !read_timeouts(kf, policy, error))
+        !read_exit_paths(kf, policy, error) || !read_timeouts(kf, policy, error) ||
+        !carrel_policy_roles_read(kf, policy, error))
         return NULL;
     return g_steal_pointer(&policy);
 }

@@ -12,7 +12,8 @@ CarrelPolicy *carrel_policy_new_default(void);
 
 /* Parses a policy in GKeyFile syntax: [resources] max_vcpus=, max_memory_mib=;
  * [artifacts] paths=/home/agent/out;/tmp/result.json (collected when a session ends);
- * [timeouts] ttl_s=, idle_timeout_s=, on_expiry=destroy|stop|hibernate|pause. */
+ * [timeouts] ttl_s=, idle_timeout_s=, on_expiry=destroy|stop|hibernate|pause;
+ * [roles] agent.OPERATION=yes|own|no, reviewer.OPERATION=... (the role matrix's overrides). */
 CarrelPolicy *carrel_policy_load_data(const char *data, gsize len, GError **error);
 
 void carrel_policy_free(CarrelPolicy *policy);
@@ -30,5 +31,46 @@ void carrel_policy_time_limits(const CarrelPolicy *policy, guint ttl_s, guint id
 
 /* The paths a session's exit collects: the policy's, then the request's, without repeats. */
 GStrv carrel_policy_exit_paths(const CarrelPolicy *policy, char **requested);
+
+/* The role matrix: what a role may do. OWN: only on the sessions its principal created. */
+typedef enum {
+    CARREL_GRANT_NONE,
+    CARREL_GRANT_OWN,
+    CARREL_GRANT_ANY,
+    CARREL_GRANT_LAST
+} CarrelGrant;
+
+/* "no", "own", "yes". */
+const char *carrel_grant_to_string(CarrelGrant grant);
+CarrelGrant carrel_grant_from_string(const char *name);
+
+/* What a role may do with op under this policy (defaults, then the file's [roles]). */
+CarrelGrant carrel_policy_grant(const CarrelPolicy *policy, CarrelRole role, CarrelOp op);
+
+/* The session an operation acts on, as far as the decision needs it. */
+typedef struct {
+    const char *id;                 /* as stored ("s-..."), for messages */
+    const char *owner_id;           /* token id of its creator; NULL: nobody's (admins only) */
+    const char *lease_holder_id;    /* token id holding its control lease, or NULL */
+    const char *lease_holder_label; /* that holder's name, for the message */
+    gint64 lease_since;             /* Unix seconds */
+} CarrelPolicyTarget;
+
+/*
+ * The one decision: may who do op (on target, NULL when no session is involved)? Refusals:
+ * FORBIDDEN when the role may not do op; NOT_FOUND when it may only on its own sessions and
+ * this one is not (it must not learn that the session exists); WRONG_STATE "session under
+ * human control" when a person holds target's control lease and op is bound to it (every
+ * mutating verb of an agent; input from anyone but the holder). Pure.
+ */
+gboolean carrel_policy_authorize(const CarrelPolicy *policy, const CarrelPrincipal *who,
+                                 CarrelOp op, const CarrelPolicyTarget *target, GError **error);
+
+/* TRUE when who may see an item of a list (sessions, approvals) owned by owner_id under op. */
+gboolean carrel_policy_may_see(const CarrelPolicy *policy, const CarrelPrincipal *who, CarrelOp op,
+                               const char *owner_id);
+
+/* {operation: {admin, agent, reviewer: "yes"|"own"|"no", lease: "all"|"agents"|"no"}} */
+JsonNode *carrel_policy_matrix_to_json(const CarrelPolicy *policy);
 
 G_END_DECLS
