@@ -125,50 +125,63 @@ carrel_store_approval_decide(CarrelStore *store, const char *id, gboolean approv
     return TRUE;
 }
 
-gboolean
-carrel_store_lease_take(CarrelStore *store, const char *session_id, const char *holder,
-                        char **ret_holder, gint64 *ret_since, GError **error)
+/* The lease of session_id, if any; the ret_* may be NULL, and are written only on success. */
+static gboolean
+read_lease(CarrelStore *store, const char *session_id, char **ret_holder_id,
+           char **ret_holder_label, gint64 *ret_since, GError **error)
 {
-    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&store->lock);
-    g_autoptr(sqlite3_stmt) ins = NULL;
     g_autoptr(sqlite3_stmt) sel = NULL;
     gboolean row = FALSE;
 
-    /* First come holds it: an existing holder is kept and returned. */
-    ins = carrel_store_prepare(
-        store, "INSERT OR IGNORE INTO leases (session_id, holder, since) VALUES (?, ?, ?)", error);
-    if (!ins || !carrel_store_bind_text(store, ins, 1, session_id, error) ||
-        !carrel_store_bind_text(store, ins, 2, holder, error) ||
-        !carrel_store_bind_int64(store, ins, 3, carrel_util_now(), error) ||
-        !carrel_store_step_done(store, ins, NULL, "taking a control lease", error))
-        return FALSE;
-    sel =
-        carrel_store_prepare(store, "SELECT holder, since FROM leases WHERE session_id = ?", error);
+    sel = carrel_store_prepare(
+        store, "SELECT holder_id, holder, since FROM leases WHERE session_id = ?", error);
     if (!sel || !carrel_store_bind_text(store, sel, 1, session_id, error) ||
         !carrel_store_step_row(store, sel, "reading a control lease", &row, error))
         return FALSE;
-    *ret_holder = row ? carrel_store_column_dup(sel, 0) : NULL;
-    *ret_since = row ? sqlite3_column_int64(sel, 1) : 0;
+    if (ret_holder_id)
+        *ret_holder_id = row ? carrel_store_column_dup(sel, 0) : NULL;
+    if (ret_holder_label)
+        *ret_holder_label = row ? carrel_store_column_dup(sel, 1) : NULL;
+    if (ret_since)
+        *ret_since = row ? sqlite3_column_int64(sel, 2) : 0;
     return TRUE;
 }
 
 gboolean
-carrel_store_lease_get(CarrelStore *store, const char *session_id, char **ret_holder,
-                       gint64 *ret_since, GError **error)
+carrel_store_lease_take(CarrelStore *store, const char *session_id, const char *holder_id,
+                        const char *holder_label, char **ret_holder_id, char **ret_holder_label,
+                        gint64 *ret_since, GError **error)
 {
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&store->lock);
-    g_autoptr(sqlite3_stmt) sel = NULL;
-    gboolean row = FALSE;
+    g_autoptr(sqlite3_stmt) ins = NULL;
 
-    sel =
-        carrel_store_prepare(store, "SELECT holder, since FROM leases WHERE session_id = ?", error);
-    if (!sel || !carrel_store_bind_text(store, sel, 1, session_id, error) ||
-        !carrel_store_step_row(store, sel, "reading a control lease", &row, error))
+    /* OR IGNORE would also skip a row with a NULL holder, and report nobody as the holder. */
+    if (!holder_id || !holder_label) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "a control lease needs a holder's id and name");
         return FALSE;
-    *ret_holder = row ? carrel_store_column_dup(sel, 0) : NULL;
-    if (ret_since)
-        *ret_since = row ? sqlite3_column_int64(sel, 1) : 0;
-    return TRUE;
+    }
+    /* First come holds it: an existing holder is kept and returned. */
+    ins = carrel_store_prepare(store,
+                               "INSERT OR IGNORE INTO leases (session_id, holder_id, holder, "
+                               "since) VALUES (?, ?, ?, ?)",
+                               error);
+    if (!ins || !carrel_store_bind_text(store, ins, 1, session_id, error) ||
+        !carrel_store_bind_text(store, ins, 2, holder_id, error) ||
+        !carrel_store_bind_text(store, ins, 3, holder_label, error) ||
+        !carrel_store_bind_int64(store, ins, 4, carrel_util_now(), error) ||
+        !carrel_store_step_done(store, ins, NULL, "taking a control lease", error))
+        return FALSE;
+    return read_lease(store, session_id, ret_holder_id, ret_holder_label, ret_since, error);
+}
+
+gboolean
+carrel_store_lease_get(CarrelStore *store, const char *session_id, char **ret_holder_id,
+                       char **ret_holder_label, gint64 *ret_since, GError **error)
+{
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&store->lock);
+
+    return read_lease(store, session_id, ret_holder_id, ret_holder_label, ret_since, error);
 }
 
 gboolean

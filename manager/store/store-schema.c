@@ -230,6 +230,83 @@ static const StoreMigration migrations[] = {
      "  since INTEGER NOT NULL"
      ") STRICT;",
      FALSE},
+    /* v7: principals. Tokens get an id (what sessions, leases, events and the audit log name
+     * them by, so a rotated secret keeps its history) and a unique label, expiry and
+     * revocation; sessions an owner; leases and events the id beside the label. */
+    {"CREATE TABLE tokens_v7 ("
+     "  id TEXT PRIMARY KEY NOT NULL,"
+     "  hash TEXT NOT NULL UNIQUE,"
+     "  role TEXT NOT NULL,"
+     "  label TEXT NOT NULL UNIQUE,"
+     "  created_at INTEGER NOT NULL,"
+     "  last_used_at INTEGER NOT NULL DEFAULT 0,"
+     "  expires_at INTEGER NOT NULL DEFAULT 0,"
+     "  revoked_at INTEGER NOT NULL DEFAULT 0"
+     ") STRICT;"
+     /*
+      * Old labels were optional and not unique. Each name's first token (oldest) keeps it;
+      * the others get name-2, name-3 ... in created_at order, skipping any that another token
+      * already has as its own name (else one odd label would fail the upgrade). A name with m
+      * tokens draws from N candidates (N = all tokens), at most N - m of them taken by other
+      * names, so there are always enough; and name-k never equals other-j (the text after
+      * the last '-' is k), so the new labels are unique too.
+      */
+     "INSERT INTO tokens_v7 (id, hash, role, label, created_at)"
+     "  WITH RECURSIVE"
+     "  old AS (SELECT rowid AS rid, hash, role, created_at, coalesce(label, role) AS name,"
+     "    row_number() OVER (PARTITION BY coalesce(label, role) ORDER BY created_at, rowid)"
+     "      AS n"
+     "    FROM tokens),"
+     "  candidate (name, k) AS (SELECT name, 2 FROM old WHERE n = 2"
+     "    UNION ALL SELECT name, k + 1 FROM candidate"
+     "      WHERE k <= (SELECT count(*) FROM tokens)),"
+     "  free AS (SELECT name, name || '-' || k AS label,"
+     "    1 + row_number() OVER (PARTITION BY name ORDER BY k) AS n"
+     "    FROM candidate WHERE name || '-' || k NOT IN (SELECT name FROM old))"
+     "  SELECT 't-' || lower(hex(randomblob(6))), old.hash, old.role,"
+     "    CASE WHEN old.n = 1 THEN old.name ELSE free.label END, old.created_at"
+     "  FROM old LEFT JOIN free ON free.name = old.name AND free.n = old.n"
+     "  ORDER BY old.created_at, old.rid;"
+     "DROP TABLE tokens;"
+     "ALTER TABLE tokens_v7 RENAME TO tokens;"
+     /* Sessions older than owners have none: only admins and reviewers reach them. */
+     "ALTER TABLE sessions ADD COLUMN owner_id TEXT;"
+     "ALTER TABLE sessions ADD COLUMN owner_label TEXT;"
+     /* holder keeps the label (what people see); holder_id is what the lease is keyed by. */
+     "ALTER TABLE leases ADD COLUMN holder_id TEXT;"
+     "UPDATE leases SET holder_id = holder;"
+     "ALTER TABLE events ADD COLUMN actor_id TEXT;"
+     /* v1's audit table was never written: made anew for principals and operations. */
+     "DROP TRIGGER audit_no_update;"
+     "DROP TRIGGER audit_no_delete;"
+     "DROP TABLE audit;"
+     /*
+      * A hash chain: each row's hash covers its prev_hash, so an edited, deleted or reordered
+      * row shows (carrel_store_audit_verify). No foreign key on session_id: the log must
+      * outlive the sessions it speaks of.
+      */
+     "CREATE TABLE audit ("
+     "  seq INTEGER PRIMARY KEY,"
+     "  ts_us INTEGER NOT NULL,"
+     "  principal_id TEXT NOT NULL,"
+     "  principal_label TEXT NOT NULL,"
+     "  role TEXT NOT NULL,"
+     "  operation TEXT NOT NULL,"
+     "  session_id TEXT,"
+     "  params_digest TEXT NOT NULL,"
+     "  result TEXT NOT NULL CHECK (result IN ('ok', 'denied', 'failed')),"
+     "  error_code TEXT,"
+     "  prev_hash TEXT NOT NULL,"
+     "  hash TEXT NOT NULL UNIQUE"
+     ") STRICT;"
+     "CREATE INDEX audit_session ON audit (session_id, seq);"
+     "CREATE INDEX audit_ts ON audit (ts_us);"
+     /* Against mistakes in this program; someone with the file can drop these (hence the chain). */
+     "CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit"
+     "  BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;"
+     "CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit"
+     "  BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;",
+     TRUE},
 };
 
 int

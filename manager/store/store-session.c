@@ -4,7 +4,7 @@
 #define SESSION_COLUMNS                                                                            \
     "id, name, template_name, template_version, state, state_reason, vcpus, memory_mib, dir, "     \
     "overlay_path, created_at, updated_at, origin, exit_paths, head_snapshot, origin_session, "    \
-    "expires_at, idle_timeout_s, expiry_action, mac, pool, from_pool"
+    "expires_at, idle_timeout_s, expiry_action, mac, pool, from_pool, owner_id, owner_label"
 
 /* exit_paths as a JSON array of strings (NULL when there are none). */
 static char *
@@ -81,7 +81,9 @@ bind_session(CarrelStore *store, sqlite3_stmt *stmt, const CarrelSession *s, GEr
            carrel_store_bind_text(store, stmt, 19, s->expiry_action, error) &&
            carrel_store_bind_text(store, stmt, 20, s->mac, error) &&
            carrel_store_bind_text(store, stmt, 21, s->pool, error) &&
-           carrel_store_bind_int64(store, stmt, 22, s->from_pool, error);
+           carrel_store_bind_int64(store, stmt, 22, s->from_pool, error) &&
+           carrel_store_bind_text(store, stmt, 23, s->owner_id, error) &&
+           carrel_store_bind_text(store, stmt, 24, s->owner_label, error);
 }
 
 static CarrelSession *
@@ -112,6 +114,8 @@ session_from_row(sqlite3_stmt *stmt, GError **error)
     s->mac = carrel_store_column_dup(stmt, 19);
     s->pool = carrel_store_column_dup(stmt, 20);
     s->from_pool = sqlite3_column_int64(stmt, 21) != 0;
+    s->owner_id = carrel_store_column_dup(stmt, 22);
+    s->owner_label = carrel_store_column_dup(stmt, 23);
     if (s->state == CARREL_SESSION_LAST) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_STORE,
                     "session '%s' has an unknown state '%s'", s->id, state ? state : "");
@@ -155,7 +159,7 @@ insert_session(CarrelStore *store, const CarrelSession *session, GError **error)
     stmt = carrel_store_prepare(
         store,
         "INSERT INTO sessions (" SESSION_COLUMNS ") "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         error);
     return stmt && bind_session(store, stmt, session, error) &&
            carrel_store_step_done(store, stmt, &conflict, "inserting session", error);
@@ -260,18 +264,24 @@ update_state(CarrelStore *store, const char *id, CarrelSessionState state, const
     return TRUE;
 }
 
+static gboolean
+check_state(CarrelSessionState state, GError **error)
+{
+    if ((int)state < 0 || state >= CARREL_SESSION_LAST) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "invalid session state %d",
+                    (int)state);
+        return FALSE;
+    }
+    return TRUE;
+}
+
 gboolean
 carrel_store_session_set_state(CarrelStore *store, const char *id, CarrelSessionState state,
                                const char *reason, GError **error)
 {
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&store->lock);
 
-    if ((int)state < 0 || state >= CARREL_SESSION_LAST) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "invalid session state %d",
-                    (int)state);
-        return FALSE;
-    }
-    return update_state(store, id, state, reason, error);
+    return check_state(state, error) && update_state(store, id, state, reason, error);
 }
 
 gboolean
@@ -414,8 +424,8 @@ carrel_store_session_claim(CarrelStore *store, const CarrelSession *s, GError **
     stmt = carrel_store_prepare(
         store,
         "UPDATE sessions SET pool = NULL, from_pool = 1, name = ?2, exit_paths = ?3, "
-        "expires_at = ?4, idle_timeout_s = ?5, expiry_action = ?6, updated_at = ?7 "
-        "WHERE id = ?1 AND pool IS NOT NULL",
+        "expires_at = ?4, idle_timeout_s = ?5, expiry_action = ?6, updated_at = ?7, "
+        "owner_id = ?8, owner_label = ?9 WHERE id = ?1 AND pool IS NOT NULL",
         error);
     if (!stmt || !carrel_store_bind_text(store, stmt, 1, s->id, error) ||
         !carrel_store_bind_text(store, stmt, 2, s->name, error) ||
@@ -424,6 +434,8 @@ carrel_store_session_claim(CarrelStore *store, const CarrelSession *s, GError **
         !bind_int_or_null(store, stmt, 5, s->idle_timeout_s, error) ||
         !carrel_store_bind_text(store, stmt, 6, s->expiry_action, error) ||
         !carrel_store_bind_int64(store, stmt, 7, carrel_util_now(), error) ||
+        !carrel_store_bind_text(store, stmt, 8, s->owner_id, error) ||
+        !carrel_store_bind_text(store, stmt, 9, s->owner_label, error) ||
         !carrel_store_step_done(store, stmt, &conflict, "claiming a pool member", error))
         return FALSE;
     if (sqlite3_changes(store->db) == 0) {

@@ -62,6 +62,11 @@ GPtrArray *carrel_store_session_list(CarrelStore *store, gboolean include_destro
 gboolean carrel_store_session_set_state(CarrelStore *store, const char *id,
                                         CarrelSessionState state, const char *reason,
                                         GError **error);
+/* The same, with audit (see carrel_store_audit_append) appended in the same transaction: the
+ * state change and its record land together or not at all. */
+gboolean carrel_store_session_set_state_audited(CarrelStore *store, const char *id,
+                                                CarrelSessionState state, const char *reason,
+                                                CarrelAuditRecord *audit, GError **error);
 /* Removes the row entirely (used to roll back a failed create). */
 gboolean carrel_store_session_delete(CarrelStore *store, const char *id, GError **error);
 
@@ -80,12 +85,60 @@ gboolean carrel_store_event_add(CarrelStore *store, CarrelEvent *event, GError *
 GPtrArray *carrel_store_event_list(CarrelStore *store, const char *session_id, gint64 after_seq,
                                    guint limit, GError **error);
 
-/* API tokens, stored as sha256 hashes only. */
-gboolean carrel_store_token_insert(CarrelStore *store, const char *token_hash, const char *role,
-                                   const char *label, GError **error);
-/* The role of a token hash, or NULL (no error) when unknown; its label (may be NULL) too. */
-char *carrel_store_token_lookup(CarrelStore *store, const char *token_hash, char **ret_label,
-                                GError **error);
+/*
+ * API tokens, stored as sha256 hashes only (never echoed in errors). Insert: EXISTS "a token
+ * named 'x' already exists" when the label is taken (revoked tokens keep their name).
+ */
+gboolean carrel_store_token_insert(CarrelStore *store, const CarrelToken *token,
+                                   const char *token_hash, GError **error);
+/* The token whose secret hashes to token_hash (live or not), or NULL without error. */
+CarrelToken *carrel_store_token_by_hash(CarrelStore *store, const char *token_hash, GError **error);
+/* By id ("t-...") or label; NOT_FOUND "token 'x' does not exist". */
+CarrelToken *carrel_store_token_get(CarrelStore *store, const char *id_or_label, GError **error);
+/* Every token, oldest first (GPtrArray of CarrelToken). */
+GPtrArray *carrel_store_token_list(CarrelStore *store, GError **error);
+/* last_used_at = now, written only when the stored value is over a minute older (a busy
+ * agent must not turn every request into a write). */
+gboolean carrel_store_token_touch(CarrelStore *store, const char *id, gint64 now, GError **error);
+/* revoked_at = now; NOT_FOUND when absent, WRONG_STATE when revoked already. */
+gboolean carrel_store_token_revoke(CarrelStore *store, const char *id, gint64 now, GError **error);
+/* Replaces a token's secret (rotation); NOT_FOUND when absent. */
+gboolean carrel_store_token_set_hash(CarrelStore *store, const char *id, const char *token_hash,
+                                     GError **error);
+
+/*
+ * The audit log, a hash chain. Append sets rec->seq, rec->prev_hash (the last row's hash, or
+ * CARREL_AUDIT_GENESIS) and rec->hash under the store's lock, so rows have one order.
+ */
+gboolean carrel_store_audit_append(CarrelStore *store, CarrelAuditRecord *rec, GError **error);
+
+typedef struct {
+    gint64 after_seq;       /* rows with seq > after_seq */
+    gint64 since_us;        /* and ts_us >= since_us (0 = any) */
+    const char *session_id; /* NULL = any */
+    const char *principal;  /* a token id or label, NULL = any */
+    const char *operation;  /* NULL = any */
+    const char *result;     /* "ok", "denied", "failed", NULL = any */
+    guint limit;            /* 1..10000; 0 = 1000 */
+} CarrelAuditFilter;
+
+/* Rows matching filter, oldest first (GPtrArray of CarrelAuditRecord). */
+GPtrArray *carrel_store_audit_list(CarrelStore *store, const CarrelAuditFilter *filter,
+                                   GError **error);
+
+typedef struct {
+    gboolean intact;
+    gint64 rows;    /* rows checked */
+    gint64 bad_seq; /* the first row that breaks the chain (intact FALSE) */
+    char *why;      /* what is wrong with it: "hash mismatch", "prev_hash does not match ..." */
+} CarrelAuditVerdict;
+
+void carrel_audit_verdict_clear(CarrelAuditVerdict *v);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(CarrelAuditVerdict, carrel_audit_verdict_clear)
+/* Walks the whole chain in seq order: edited, deleted or reordered rows break it. FALSE (with
+ * error) only when the store cannot be read. */
+gboolean carrel_store_audit_verify(CarrelStore *store, CarrelAuditVerdict *ret_verdict,
+                                   GError **error);
 
 /* Extractions, stored with all their artifacts in one transaction. */
 gboolean carrel_store_extraction_insert(CarrelStore *store, const CarrelExtraction *x,
@@ -111,7 +164,7 @@ GHashTable *carrel_store_pool_list(CarrelStore *store, GError **error);
 /* A pool's members that are not destroyed (any state: creating ones count too). */
 GPtrArray *carrel_store_pool_members(CarrelStore *store, const char *template_name, GError **error);
 /* Hands a pool member to a create: pool cleared, from_pool set, and the request's name, exit
- * paths and time limits (from s) stored. NOT_FOUND when it was claimed already. */
+ * paths, time limits and owner (from s) stored. NOT_FOUND when it was claimed already. */
 gboolean carrel_store_session_claim(CarrelStore *store, const CarrelSession *s, GError **error);
 /* Live (not destroyed) sessions forked from session id. */
 guint carrel_store_session_count_forks(CarrelStore *store, const char *id, GError **error);
@@ -136,12 +189,13 @@ GPtrArray *carrel_store_approval_list(CarrelStore *store, gboolean pending_only,
 gboolean carrel_store_approval_decide(CarrelStore *store, const char *id, gboolean approve,
                                       const char *decided_by, const char *reason, GError **error);
 
-/* Control leases: take keeps an existing holder and returns whoever holds it after the call;
- * get gives NULL when nobody does. */
-gboolean carrel_store_lease_take(CarrelStore *store, const char *session_id, const char *holder,
-                                 char **ret_holder, gint64 *ret_since, GError **error);
-gboolean carrel_store_lease_get(CarrelStore *store, const char *session_id, char **ret_holder,
-                                gint64 *ret_since, GError **error);
+/* Control leases, keyed by the holder's token id, shown by its label: take keeps an existing
+ * holder and returns whoever holds it after the call; get gives NULLs when nobody does. */
+gboolean carrel_store_lease_take(CarrelStore *store, const char *session_id, const char *holder_id,
+                                 const char *holder_label, char **ret_holder_id,
+                                 char **ret_holder_label, gint64 *ret_since, GError **error);
+gboolean carrel_store_lease_get(CarrelStore *store, const char *session_id, char **ret_holder_id,
+                                char **ret_holder_label, gint64 *ret_since, GError **error);
 gboolean carrel_store_lease_release(CarrelStore *store, const char *session_id, GError **error);
 
 G_END_DECLS

@@ -468,24 +468,124 @@ test_session_id_beats_name(void **state)
 }
 
 static void
-test_tokens(void **state)
+test_session_owner(void **state)
 {
     g_autoptr(CarrelStore) store = open_memory();
     g_autoptr(GError) error = NULL;
-    g_autofree char *role = NULL;
-    g_autofree char *label = NULL;
-    g_autofree char *none = NULL;
+    g_autoptr(CarrelSession) owned = make_session("s-000000000001", "mine", "tiny", 1);
+    g_autoptr(CarrelSession) back = NULL;
+    g_autoptr(CarrelSession) ownerless = NULL;
+    g_autoptr(GPtrArray) list = NULL;
 
-    assert_true(carrel_store_token_insert(store, "aaaa", "admin", "first start", &error));
-    assert_true(carrel_store_token_insert(store, "bbbb", "agent", NULL, &error));
-    role = carrel_store_token_lookup(store, "aaaa", &label, &error);
-    assert_string_equal(role, "admin");
-    assert_string_equal(label, "first start");
-    none = carrel_store_token_lookup(store, "cccc", NULL, &error);
-    assert_null(none);
+    insert_template(store, "tiny", 1);
+    owned->owner_id = g_strdup("t-00000000000a");
+    owned->owner_label = g_strdup("alice");
+    assert_true(carrel_store_session_insert(store, owned, &error));
+    insert_session(store, "s-000000000002", "nobodys", "tiny", 1);
+
+    back = carrel_store_session_get(store, "mine", &error);
+    assert_string_equal(back->owner_id, "t-00000000000a");
+    assert_string_equal(back->owner_label, "alice");
+    ownerless = carrel_store_session_get(store, "nobodys", &error);
+    assert_null(ownerless->owner_id);
+    assert_null(ownerless->owner_label);
+    list = carrel_store_session_list(store, FALSE, &error);
+    assert_int_equal(list->len, 2);
+    assert_string_equal(((CarrelSession *)list->pdata[0])->owner_label, "alice");
+    /* A state change leaves the owner alone. */
+    assert_true(carrel_store_session_set_state(store, "s-000000000001", CARREL_SESSION_RUNNING,
+                                               NULL, &error));
+    g_clear_pointer(&back, carrel_session_free);
+    back = carrel_store_session_get(store, "mine", &error);
+    assert_string_equal(back->owner_id, "t-00000000000a");
+}
+
+/* A pool member is made by carreld and owned by nobody until a create claims it. */
+static void
+test_pool_claim_owner(void **state)
+{
+    g_autoptr(CarrelStore) store = open_memory();
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelSession) member = make_session("s-000000000001", "pool-1", "tiny", 1);
+    g_autoptr(CarrelSession) claim = make_session("s-000000000001", "work", "tiny", 1);
+    g_autoptr(CarrelSession) back = NULL;
+
+    insert_template(store, "tiny", 1);
+    member->pool = g_strdup("tiny");
+    assert_true(carrel_store_session_insert(store, member, &error));
+    claim->owner_id = g_strdup("t-00000000000b");
+    claim->owner_label = g_strdup("bob");
+    assert_true(carrel_store_session_claim(store, claim, &error));
+    back = carrel_store_session_get(store, "s-000000000001", &error);
+    assert_string_equal(back->name, "work");
+    assert_null(back->pool);
+    assert_true(back->from_pool);
+    assert_string_equal(back->owner_id, "t-00000000000b");
+    assert_string_equal(back->owner_label, "bob");
+    /* Claimed once only: a second create cannot take it from its owner. */
+    g_free(claim->owner_id);
+    claim->owner_id = g_strdup("t-00000000000c");
+    assert_false(carrel_store_session_claim(store, claim, &error));
+    assert_error(error, CARREL_ERROR_NOT_FOUND, NULL);
+    g_clear_pointer(&back, carrel_session_free);
+    back = carrel_store_session_get(store, "s-000000000001", &error);
+    assert_string_equal(back->owner_id, "t-00000000000b");
+}
+
+static void
+add_event(CarrelStore *store, const char *actor, const char *actor_id, gint64 ts_us)
+{
+    g_autoptr(CarrelEvent) event = carrel_event_new();
+    g_autoptr(GError) error = NULL;
+
+    event->session_id = g_strdup("s-000000000001");
+    event->ts_us = ts_us;
+    event->actor = g_strdup(actor);
+    event->actor_id = g_strdup(actor_id);
+    event->kind = g_strdup("action");
+    event->action = g_strdup("left_click");
+    assert_true(carrel_store_event_add(store, event, &error));
+    assert_true(event->seq > 0);
+}
+
+static void
+test_event_actor_id(void **state)
+{
+    g_autoptr(CarrelStore) store = open_memory();
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) events = NULL;
+
+    insert_template(store, "tiny", 1);
+    insert_session(store, "s-000000000001", "one", "tiny", 1);
+    add_event(store, "alice", "t-00000000000a", 100);
+    add_event(store, "carreld", "carreld", 200);
+    add_event(store, "old", NULL, 300);
+    events = carrel_store_event_list(store, "s-000000000001", 0, 10, &error);
+    assert_int_equal(events->len, 3);
+    assert_string_equal(((CarrelEvent *)events->pdata[0])->actor, "alice");
+    assert_string_equal(((CarrelEvent *)events->pdata[0])->actor_id, "t-00000000000a");
+    assert_string_equal(((CarrelEvent *)events->pdata[1])->actor_id, "carreld");
+    assert_null(((CarrelEvent *)events->pdata[2])->actor_id);
+    /* carreld's own events are not activity; a token that is merely named so is. */
+    add_event(store, "carreld", "carreld", 400);
+    assert_int_equal(carrel_store_event_last_ts(store, "s-000000000001", &error), 300);
+    add_event(store, "carreld", "t-00000000000c", 500);
+    assert_int_equal(carrel_store_event_last_ts(store, "s-000000000001", &error), 500);
+}
+
+static void
+insert_token(CarrelStore *store, const char *id, const char *label, CarrelRole role,
+             gint64 created_at, const char *hash)
+{
+    g_autoptr(CarrelToken) token = carrel_token_new();
+    g_autoptr(GError) error = NULL;
+
+    token->id = g_strdup(id);
+    token->label = g_strdup(label);
+    token->role = role;
+    token->created_at = created_at;
+    assert_true(carrel_store_token_insert(store, token, hash, &error));
     assert_null(error);
-    assert_false(carrel_store_token_insert(store, "aaaa", "agent", NULL, &error));
-    assert_error(error, CARREL_ERROR_EXISTS, "this token is already registered");
 }
 
 /* Approvals are decided once; leases keep their first holder; both go with their session. */
@@ -500,10 +600,16 @@ test_approvals_and_leases(void **state)
     g_autoptr(CarrelApproval) back = NULL;
     g_autoptr(GPtrArray) pending = NULL;
     g_autoptr(GPtrArray) all = NULL;
+    g_autofree char *holder_id = NULL;
     g_autofree char *holder = NULL;
+    g_autofree char *holder2_id = NULL;
     g_autofree char *holder2 = NULL;
+    g_autofree char *held_id = NULL;
+    g_autofree char *held = NULL;
+    g_autofree char *none_id = NULL;
     g_autofree char *none = NULL;
     gint64 since = 0;
+    gint64 since2 = 0;
 
     assert_true(carrel_store_template_insert(store, t, &error));
     assert_true(carrel_store_session_insert(store, s, &error));
@@ -534,13 +640,25 @@ test_approvals_and_leases(void **state)
     all = carrel_store_approval_list(store, FALSE, &error);
     assert_int_equal(all->len, 1);
 
-    assert_true(carrel_store_lease_take(store, s->id, "alice", &holder, &since, &error));
+    assert_true(carrel_store_lease_take(store, s->id, "t-00000000000a", "alice", &holder_id,
+                                        &holder, &since, &error));
+    assert_string_equal(holder_id, "t-00000000000a");
     assert_string_equal(holder, "alice");
     assert_true(since > 0);
-    assert_true(carrel_store_lease_take(store, s->id, "bob", &holder2, &since, &error));
+    assert_true(carrel_store_lease_take(store, s->id, "t-00000000000b", "bob", &holder2_id,
+                                        &holder2, &since2, &error));
+    assert_string_equal(holder2_id, "t-00000000000a");
     assert_string_equal(holder2, "alice");
+    assert_int_equal(since2, since);
+    assert_true(carrel_store_lease_get(store, s->id, &held_id, &held, NULL, &error));
+    assert_string_equal(held_id, "t-00000000000a");
+    assert_string_equal(held, "alice");
+    assert_false(carrel_store_lease_take(store, s->id, NULL, "bob", NULL, NULL, NULL, &error));
+    assert_error(error, CARREL_ERROR_INVALID_ARG, NULL);
+    g_clear_error(&error);
     assert_true(carrel_store_lease_release(store, s->id, &error));
-    assert_true(carrel_store_lease_get(store, s->id, &none, NULL, &error));
+    assert_true(carrel_store_lease_get(store, s->id, &none_id, &none, NULL, &error));
+    assert_null(none_id);
     assert_null(none);
 }
 
@@ -564,7 +682,8 @@ test_hostile_strings(void **state)
         g_autofree char *id = g_strdup_printf("s-%012zu", i);
         g_autoptr(CarrelSession) s = make_session(id, hostile[i], hostile[i], 1);
         g_autoptr(CarrelSession) sback = NULL;
-        g_autofree char *role = NULL;
+        g_autofree char *token_id = g_strdup_printf("t-%012zu", i);
+        g_autoptr(CarrelToken) tback = NULL;
 
         g_free(t->cmdline);
         t->cmdline = g_strdup(hostile[i]);
@@ -583,9 +702,14 @@ test_hostile_strings(void **state)
         assert_string_equal(sback->template_name, hostile[i]);
         assert_string_equal(sback->state_reason, hostile[i]);
 
-        assert_true(carrel_store_token_insert(store, hostile[i], hostile[i], hostile[i], &error));
-        role = carrel_store_token_lookup(store, hostile[i], NULL, &error);
-        assert_string_equal(role, hostile[i]);
+        insert_token(store, token_id, hostile[i], CARREL_ROLE_AGENT, 1, hostile[i]);
+        tback = carrel_store_token_by_hash(store, hostile[i], &error);
+        assert_non_null(tback);
+        assert_string_equal(tback->label, hostile[i]);
+        g_clear_pointer(&tback, carrel_token_free);
+        tback = carrel_store_token_get(store, hostile[i], &error);
+        assert_non_null(tback);
+        assert_string_equal(tback->id, token_id);
     }
     /* Every table is still there and complete. */
     {
@@ -610,21 +734,6 @@ test_unknown_state_in_db(void **state)
     assert_null(carrel_store_session_get(store, "s-000000000001", &error));
     assert_error(error, CARREL_ERROR_STORE,
                  "session 's-000000000001' has an unknown state 'zombie'");
-}
-
-static void
-test_audit_append_only(void **state)
-{
-    g_autoptr(CarrelStore) store = open_memory();
-
-    assert_int_equal(sqlite3_exec(store->db,
-                                  "INSERT INTO audit (ts, actor, action, detail, prev_hash, hash) "
-                                  "VALUES (1, 'admin', 'create', '{\"a\":1}', '', 'h1')",
-                                  NULL, NULL, NULL),
-                     SQLITE_OK);
-    assert_int_not_equal(sqlite3_exec(store->db, "UPDATE audit SET actor = 'x'", NULL, NULL, NULL),
-                         SQLITE_OK);
-    assert_int_not_equal(sqlite3_exec(store->db, "DELETE FROM audit", NULL, NULL, NULL), SQLITE_OK);
 }
 
 #define THREADS 4
@@ -744,11 +853,12 @@ main(void)
         cmocka_unit_test(test_session_crud),
         cmocka_unit_test(test_session_names),
         cmocka_unit_test(test_session_id_beats_name),
-        cmocka_unit_test(test_tokens),
+        cmocka_unit_test(test_session_owner),
+        cmocka_unit_test(test_pool_claim_owner),
+        cmocka_unit_test(test_event_actor_id),
         cmocka_unit_test(test_approvals_and_leases),
         cmocka_unit_test(test_hostile_strings),
         cmocka_unit_test(test_unknown_state_in_db),
-        cmocka_unit_test(test_audit_append_only),
         cmocka_unit_test(test_warm_states),
         cmocka_unit_test_setup_teardown(test_concurrent_inserts, tmp_setup, tmp_teardown),
     };
