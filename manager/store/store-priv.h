@@ -87,4 +87,25 @@ CarrelStore *carrel_store_open_full(const char *path, int target_version, GError
 /* Value of a PRAGMA that answers with text (e.g. "journal_mode"), for tests and checks. */
 char *carrel_store_pragma_text(CarrelStore *store, const char *pragma, GError **error);
 
+/* Where an audit record lands in the chain; it becomes the record's once its row commits. */
+typedef struct {
+    gint64 seq;
+    char *prev_hash;
+    char *hash;
+} CarrelAuditLink;
+
+void carrel_audit_link_clear(CarrelAuditLink *link);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(CarrelAuditLink, carrel_audit_link_clear)
+
+/*
+ * Checks rec, chains it to the last row (or CARREL_AUDIT_GENESIS) and inserts it, filling
+ * ret_link. The caller holds the store's lock and has begun a transaction, so no other row
+ * can take the same place in the chain; rec itself is unchanged until
+ * carrel_audit_link_settle, after the commit.
+ */
+gboolean carrel_store_audit_insert(CarrelStore *store, const CarrelAuditRecord *rec,
+                                   CarrelAuditLink *ret_link, GError **error);
+/* Moves link's seq and hashes into rec. */
+void carrel_audit_link_settle(CarrelAuditLink *link, CarrelAuditRecord *rec);
+
 G_END_DECLS

@@ -285,6 +285,28 @@ carrel_store_session_set_state(CarrelStore *store, const char *id, CarrelSession
 }
 
 gboolean
+carrel_store_session_set_state_audited(CarrelStore *store, const char *id, CarrelSessionState state,
+                                       const char *reason, CarrelAuditRecord *audit, GError **error)
+{
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&store->lock);
+    g_auto(CarrelAuditLink) link = {0};
+
+    if (!check_state(state, error) || !carrel_store_begin(store, error))
+        return FALSE;
+    /* Both or neither: a state change nobody can account for, or a record of one that did not
+     * happen, would make the log lie. */
+    if (!update_state(store, id, state, reason, error) ||
+        !carrel_store_audit_insert(store, audit, &link, error)) {
+        carrel_store_rollback(store);
+        return FALSE;
+    }
+    if (!carrel_store_commit(store, error))
+        return FALSE;
+    carrel_audit_link_settle(&link, audit);
+    return TRUE;
+}
+
+gboolean
 carrel_store_session_delete(CarrelStore *store, const char *id, GError **error)
 {
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&store->lock);
