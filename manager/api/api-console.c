@@ -31,19 +31,11 @@ param(CarrelApiRequest *req, guint i)
     return g_ptr_array_index(req->params, i);
 }
 
-static gboolean
-holds_lease(CarrelManager *mgr, const char *session_id, const char *principal)
-{
-    g_autofree char *holder = carrel_manager_lease_holder(mgr, session_id);
-
-    return holder && principal && g_str_equal(holder, principal);
-}
-
 JsonNode *
 carrel_api_post_console(CarrelApiRequest *req, guint *ret_status, GError **error)
 {
     g_autoptr(CarrelConsoleAccess) access =
-        carrel_manager_console_open(req->mgr, param(req, 0), error);
+        carrel_manager_console_open(req->mgr, req->who, param(req, 0), error);
     g_autoptr(JsonBuilder) b = json_builder_new();
     g_autofree char *ticket = NULL;
     g_autofree char *url = NULL;
@@ -52,7 +44,7 @@ carrel_api_post_console(CarrelApiRequest *req, guint *ret_status, GError **error
     if (!access)
         return NULL;
     ticket = carrel_console_tickets_issue(req->api->console_tickets, access->session_id,
-                                          access->port, req->principal, error);
+                                          access->port, req->who->token_id, error);
     if (!ticket)
         return NULL;
     url = g_strconcat(CONSOLE_PREFIX "/", ticket, NULL);
@@ -68,7 +60,8 @@ carrel_api_post_console(CarrelApiRequest *req, guint *ret_status, GError **error
     json_builder_set_member_name(b, "password");
     json_builder_add_string_value(b, access->password);
     json_builder_set_member_name(b, "view_only");
-    json_builder_add_boolean_value(b, !holds_lease(req->mgr, access->session_id, req->principal));
+    json_builder_add_boolean_value(
+        b, !carrel_manager_console_may_input(req->mgr, req->who, access->session_id));
     json_builder_end_object(b);
     return json_builder_get_root(b);
 }
@@ -76,7 +69,8 @@ carrel_api_post_console(CarrelApiRequest *req, guint *ret_status, GError **error
 JsonNode *
 carrel_api_get_console_vv(CarrelApiRequest *req, guint *ret_status, GError **error)
 {
-    g_autoptr(CarrelSession) session = carrel_manager_session_get(req->mgr, param(req, 0), error);
+    g_autoptr(CarrelSession) session =
+        carrel_manager_session_get(req->mgr, req->who, param(req, 0), error);
     g_autoptr(CarrelConsoleAccess) access = NULL;
     g_autofree char *title = NULL;
     CarrelVvSpec spec = {0};
@@ -85,13 +79,13 @@ carrel_api_get_console_vv(CarrelApiRequest *req, guint *ret_status, GError **err
     if (!session)
         return NULL;
     /* remote-viewer talks to SPICE directly, past the proxy's view-only filter. */
-    if (!holds_lease(req->mgr, session->id, req->principal)) {
+    if (!carrel_manager_console_may_input(req->mgr, req->who, session->id)) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE,
                     "a console file needs the control lease of session '%s': take it first",
                     session->id);
         return NULL;
     }
-    access = carrel_manager_console_open(req->mgr, session->id, error);
+    access = carrel_manager_console_open(req->mgr, req->who, session->id, error);
     if (!access)
         return NULL;
     title = g_strdup_printf("carrel: %s (%s)", session->name, session->id);
@@ -102,8 +96,8 @@ carrel_api_get_console_vv(CarrelApiRequest *req, guint *ret_status, GError **err
     if (!text)
         return NULL;
     /* The file opens the display past the proxy: on the timeline, naming who took it. */
-    carrel_manager_note(req->mgr, session->id, req->principal, "control", "console_file", NULL,
-                        NULL, NULL, 0);
+    carrel_manager_note(req->mgr, session->id, req->who, "control", "console_file", NULL, NULL,
+                        NULL, 0);
     req->reply_bytes = g_bytes_new_take(text, strlen(text));
     req->reply_type = "application/x-virt-viewer";
     req->reply_filename = g_strdup_printf("carrel-%s.vv", session->id);
@@ -148,11 +142,11 @@ path_ticket(const char *path)
 
 /* Who opens the websocket, once origin, cookie and ticket are right; else NULL, with the status
  * to refuse it with. */
-static char *
+static CarrelPrincipal *
 console_check(CarrelApi *api, SoupServerMessage *msg, const char *path, char **ret_session_id,
               guint *ret_port, guint *ret_status, GError **error)
 {
-    g_autofree char *principal = NULL;
+    g_autoptr(CarrelPrincipal) principal = NULL;
     const char *ticket = path_ticket(path);
 
     *ret_status = SOUP_STATUS_NOT_FOUND;
@@ -172,15 +166,15 @@ console_check(CarrelApi *api, SoupServerMessage *msg, const char *path, char **r
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_FORBIDDEN, "cross-origin websocket refused");
         return NULL;
     }
-    principal = carrel_api_cookie_principal(api, msg);
+    principal = carrel_api_web_lookup(api, msg, NULL);
     if (!principal) {
         *ret_status = SOUP_STATUS_UNAUTHORIZED;
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_UNAUTHORIZED,
                     "the console needs a login cookie");
         return NULL;
     }
-    if (!carrel_console_tickets_check(api->console_tickets, ticket, principal, ret_session_id,
-                                      ret_port, error)) {
+    if (!carrel_console_tickets_check(api->console_tickets, ticket, principal->token_id,
+                                      ret_session_id, ret_port, error)) {
         if (g_error_matches(*error, CARREL_ERROR, CARREL_ERROR_FORBIDDEN))
             *ret_status = SOUP_STATUS_FORBIDDEN;
         else if (g_error_matches(*error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE))
@@ -196,7 +190,8 @@ console_precheck(SoupServer *server, SoupServerMessage *msg, const char *path, G
 {
     g_autoptr(GError) error = NULL;
     guint status = 0;
-    g_autofree char *principal = console_check(user_data, msg, path, NULL, NULL, &status, &error);
+    g_autoptr(CarrelPrincipal) principal =
+        console_check(user_data, msg, path, NULL, NULL, &status, &error);
 
     /* Accepted: no status set, so libsoup goes on with the handshake (protocol "binary"). */
     if (!principal)
@@ -229,7 +224,7 @@ typedef struct {
     CarrelApi *api;
     SoupWebsocketConnection *ws;
     char *ticket;
-    char *principal;
+    CarrelPrincipal *who; /* the viewer, asked again for every input message */
     char *session_id;
     guint port;
     CarrelSpiceFilter *filter;
@@ -270,7 +265,7 @@ proxy_unref(Proxy *p)
     g_byte_array_unref(p->to_server);
     g_clear_pointer(&p->writing, g_bytes_unref);
     g_free(p->ticket);
-    g_free(p->principal);
+    carrel_principal_free(p->who);
     g_free(p->session_id);
     g_free(p);
 }
@@ -428,7 +423,7 @@ proxy_close(Proxy *p, gushort code, const char *reason)
     }
     g_message("console: session %s channel %u of %s closed (%" G_GUINT64_FORMAT
               " input messages dropped)%s%s",
-              p->session_id, p->channel_type, p->principal,
+              p->session_id, p->channel_type, p->who->label,
               carrel_spice_filter_get_dropped(p->filter), reason ? ": " : "", reason ? reason : "");
 }
 
@@ -538,7 +533,7 @@ may_input(gpointer user_data)
 
     /* Asked once per websocket message: the lease as it is when the message arrives. */
     if (p->may_input < 0)
-        p->may_input = holds_lease(p->api->mgr, p->session_id, p->principal);
+        p->may_input = carrel_manager_console_may_input(p->api->mgr, p->who, p->session_id);
     return p->may_input;
 }
 
@@ -550,7 +545,7 @@ accept_link(Proxy *p)
     g_autoptr(GError) error = NULL;
 
     p->channel_type = link->channel_type;
-    if (!carrel_console_tickets_link(p->api->console_tickets, p->ticket, p->principal,
+    if (!carrel_console_tickets_link(p->api->console_tickets, p->ticket, p->who->token_id,
                                      link->channel_type, &error)) {
         proxy_close(p, WS_CLOSE_POLICY, error->message);
         return FALSE;
@@ -563,7 +558,7 @@ accept_link(Proxy *p)
         p->link_timeout = 0;
     }
     g_message("console: session %s channel %u opened by %s", p->session_id, link->channel_type,
-              p->principal);
+              p->who->label);
     connect_server(p);
     return TRUE;
 }
@@ -632,7 +627,8 @@ on_websocket(SoupServer *server, SoupServerMessage *msg, const char *path,
     g_autoptr(GError) error = NULL;
     guint port = 0, status = 0;
     /* Checked again: the ticket may have expired between the check and the upgrade. */
-    g_autofree char *principal = console_check(api, msg, path, &session_id, &port, &status, &error);
+    g_autoptr(CarrelPrincipal) principal =
+        console_check(api, msg, path, &session_id, &port, &status, &error);
     Proxy *p;
 
     if (!principal) {
@@ -644,7 +640,7 @@ on_websocket(SoupServer *server, SoupServerMessage *msg, const char *path,
     p->api = api;
     p->ws = g_object_ref(ws);
     p->ticket = g_strdup(path_ticket(path));
-    p->principal = g_steal_pointer(&principal);
+    p->who = g_steal_pointer(&principal);
     p->session_id = g_steal_pointer(&session_id);
     p->port = port;
     p->filter = carrel_spice_filter_new(may_input, p);

@@ -2,7 +2,7 @@
  * POST /mcp: the Model Context Protocol (2025-06-18, also 2025-03-26 and 2024-11-05) over
  * streamable HTTP, one JSON-RPC message per request, always answered with application/json (no
  * SSE streams, no Mcp-Session-Id: every request stands alone). Tools map onto the manager calls
- * the v1 routes use, with the token's role as the actor on the timeline.
+ * the v1 routes use, with the caller's principal: core decides and records, as for REST.
  */
 #include "api/api-priv.h"
 
@@ -57,7 +57,7 @@ tool_sandbox_create(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args,
 
     if (!sreq)
         return NULL;
-    session = carrel_manager_session_create(req->mgr, sreq, &local);
+    session = carrel_manager_session_create(req->mgr, req->who, sreq, &local);
     return session_result(session, local);
 }
 
@@ -65,7 +65,7 @@ static JsonNode *
 tool_sandbox_list(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GError **error)
 {
     g_autoptr(GError) local = NULL;
-    g_autoptr(GPtrArray) sessions = carrel_manager_session_list(req->mgr, FALSE, &local);
+    g_autoptr(GPtrArray) sessions = carrel_manager_session_list(req->mgr, req->who, FALSE, &local);
     g_autoptr(JsonObject) obj = json_object_new();
     g_autoptr(JsonNode) node = NULL;
     JsonArray *list = json_array_new();
@@ -83,7 +83,8 @@ static JsonNode *
 tool_sandbox_destroy(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GError **error)
 {
     g_autoptr(GError) local = NULL;
-    CarrelSession *session = carrel_manager_session_destroy(req->mgr, arg(args, "session"), &local);
+    CarrelSession *session =
+        carrel_manager_session_destroy(req->mgr, req->who, arg(args, "session"), &local);
 
     return session_result(session, local);
 }
@@ -92,7 +93,8 @@ static JsonNode *
 tool_sandbox_pause(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GError **error)
 {
     g_autoptr(GError) local = NULL;
-    CarrelSession *session = carrel_manager_session_pause(req->mgr, arg(args, "session"), &local);
+    CarrelSession *session =
+        carrel_manager_session_pause(req->mgr, req->who, arg(args, "session"), &local);
 
     return session_result(session, local);
 }
@@ -101,7 +103,8 @@ static JsonNode *
 tool_sandbox_resume(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GError **error)
 {
     g_autoptr(GError) local = NULL;
-    CarrelSession *session = carrel_manager_session_resume(req->mgr, arg(args, "session"), &local);
+    CarrelSession *session =
+        carrel_manager_session_resume(req->mgr, req->who, arg(args, "session"), &local);
 
     return session_result(session, local);
 }
@@ -111,7 +114,7 @@ tool_sandbox_hibernate(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *ar
 {
     g_autoptr(GError) local = NULL;
     CarrelSession *session =
-        carrel_manager_session_hibernate(req->mgr, arg(args, "session"), &local);
+        carrel_manager_session_hibernate(req->mgr, req->who, arg(args, "session"), &local);
 
     return session_result(session, local);
 }
@@ -122,7 +125,7 @@ tool_sandbox_fork(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, G
     g_autoptr(GError) local = NULL;
     gint64 count = json_object_get_int_member_with_default(args, "count", 1);
     g_autoptr(GPtrArray) forks = carrel_manager_session_fork(
-        req->mgr, arg(args, "session"),
+        req->mgr, req->who, arg(args, "session"),
         json_object_get_string_member_with_default(args, "snapshot", NULL),
         (guint)CLAMP(count, 0, G_MAXINT), &local);
     g_autoptr(JsonObject) obj = json_object_new();
@@ -143,7 +146,7 @@ tool_snapshot_list(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, 
 {
     g_autoptr(GError) local = NULL;
     g_autoptr(GPtrArray) snaps =
-        carrel_manager_snapshot_list(req->mgr, arg(args, "session"), &local);
+        carrel_manager_snapshot_list(req->mgr, req->who, arg(args, "session"), &local);
     g_autoptr(JsonObject) obj = json_object_new();
     g_autoptr(JsonNode) node = NULL;
     JsonArray *list = json_array_new();
@@ -161,8 +164,8 @@ static JsonNode *
 tool_snapshot_create(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GError **error)
 {
     g_autoptr(GError) local = NULL;
-    g_autoptr(CarrelSnapshot) snap =
-        carrel_manager_snapshot_create(req->mgr, arg(args, "session"), arg(args, "name"), &local);
+    g_autoptr(CarrelSnapshot) snap = carrel_manager_snapshot_create(
+        req->mgr, req->who, arg(args, "session"), arg(args, "name"), &local);
     g_autoptr(JsonNode) node = snap ? carrel_snapshot_to_json(snap) : NULL;
 
     return node ? carrel_mcp_json_result(node) : carrel_mcp_error_result(local);
@@ -172,8 +175,8 @@ static JsonNode *
 tool_snapshot_revert(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GError **error)
 {
     g_autoptr(GError) local = NULL;
-    CarrelSession *session =
-        carrel_manager_snapshot_revert(req->mgr, arg(args, "session"), arg(args, "name"), &local);
+    CarrelSession *session = carrel_manager_snapshot_revert(
+        req->mgr, req->who, arg(args, "session"), arg(args, "name"), &local);
 
     return session_result(session, local);
 }
@@ -189,7 +192,7 @@ tool_computer(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GErro
     /* The rest is the action as Anthropic's computer tool (or another format) gives it. */
     json_object_remove_member(args, "session");
     body = json_node_init_object(json_node_alloc(), args);
-    reply = carrel_manager_session_computer(req->mgr, session, body, req->principal, &local);
+    reply = carrel_manager_session_computer(req->mgr, req->who, session, body, &local);
     return reply ? carrel_mcp_computer_result(reply) : carrel_mcp_error_result(local);
 }
 
@@ -203,8 +206,8 @@ tool_screenshot(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GEr
 
     if (!carrel_screenshot_request_parse(NULL, &shot, error))
         return NULL;
-    png = carrel_manager_session_screenshot(req->mgr, arg(args, "session"), &shot, req->principal,
-                                            &local);
+    png =
+        carrel_manager_session_screenshot(req->mgr, req->who, arg(args, "session"), &shot, &local);
     if (!png)
         return carrel_mcp_error_result(local);
     content = json_array_new();
@@ -222,8 +225,7 @@ tool_command_run(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GE
 
     if (!exec)
         return NULL;
-    if (!carrel_api_check_agent_access(req, arg(args, "session"), &local) ||
-        !carrel_manager_session_exec(req->mgr, arg(args, "session"), exec, req->principal, &result,
+    if (!carrel_manager_session_exec(req->mgr, req->who, arg(args, "session"), exec, &result,
                                      &local))
         return carrel_mcp_error_result(local);
     node = carrel_mcp_exec_result(&result);
@@ -238,7 +240,7 @@ tool_file_read(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GErr
     const char *path = arg(args, "path");
     g_autoptr(GError) local = NULL;
     g_autoptr(GBytes) data =
-        carrel_manager_session_file_read(req->mgr, session, path, req->principal, &local);
+        carrel_manager_session_file_read(req->mgr, req->who, session, path, &local);
     g_autofree char *s = NULL;
     g_autofree char *p = NULL;
     g_autofree char *uri = NULL;
@@ -262,9 +264,8 @@ tool_file_write(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GEr
 
     if (!data)
         return NULL;
-    if (!carrel_api_check_agent_access(req, arg(args, "session"), &local) ||
-        !carrel_manager_session_file_write(req->mgr, arg(args, "session"), path, data,
-                                           req->principal, &local))
+    if (!carrel_manager_session_file_write(req->mgr, req->who, arg(args, "session"), path, data,
+                                           &local))
         return carrel_mcp_error_result(local);
     json_object_set_string_member(obj, "path", path);
     json_object_set_int_member(obj, "bytes", (gint64)g_bytes_get_size(data));
@@ -272,23 +273,35 @@ tool_file_write(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GEr
     return carrel_mcp_json_result(node);
 }
 
-static const ToolFunc tool_funcs[CARREL_MCP_TOOL_LAST] = {
-    [CARREL_MCP_TOOL_SANDBOX_CREATE] = tool_sandbox_create,
-    [CARREL_MCP_TOOL_SANDBOX_LIST] = tool_sandbox_list,
-    [CARREL_MCP_TOOL_SANDBOX_DESTROY] = tool_sandbox_destroy,
-    [CARREL_MCP_TOOL_SANDBOX_PAUSE] = tool_sandbox_pause,
-    [CARREL_MCP_TOOL_SANDBOX_RESUME] = tool_sandbox_resume,
-    [CARREL_MCP_TOOL_SNAPSHOT_CREATE] = tool_snapshot_create,
-    [CARREL_MCP_TOOL_SNAPSHOT_REVERT] = tool_snapshot_revert,
-    [CARREL_MCP_TOOL_SANDBOX_HIBERNATE] = tool_sandbox_hibernate,
-    [CARREL_MCP_TOOL_SANDBOX_FORK] = tool_sandbox_fork,
-    [CARREL_MCP_TOOL_SNAPSHOT_LIST] = tool_snapshot_list,
-    [CARREL_MCP_TOOL_COMPUTER] = tool_computer,
-    [CARREL_MCP_TOOL_SCREENSHOT] = tool_screenshot,
-    [CARREL_MCP_TOOL_COMMAND_RUN] = tool_command_run,
-    [CARREL_MCP_TOOL_FILE_READ] = tool_file_read,
-    [CARREL_MCP_TOOL_FILE_WRITE] = tool_file_write,
+/* Each tool and the core operation it reaches (the role matrix test reads the operations). */
+typedef struct {
+    ToolFunc func;
+    CarrelOp op;
+} Tool;
+
+static const Tool tool_table[CARREL_MCP_TOOL_LAST] = {
+    [CARREL_MCP_TOOL_SANDBOX_CREATE] = {tool_sandbox_create, CARREL_OP_SESSION_CREATE},
+    [CARREL_MCP_TOOL_SANDBOX_LIST] = {tool_sandbox_list, CARREL_OP_SESSION_LIST},
+    [CARREL_MCP_TOOL_SANDBOX_DESTROY] = {tool_sandbox_destroy, CARREL_OP_SESSION_DESTROY},
+    [CARREL_MCP_TOOL_SANDBOX_PAUSE] = {tool_sandbox_pause, CARREL_OP_SESSION_PAUSE},
+    [CARREL_MCP_TOOL_SANDBOX_RESUME] = {tool_sandbox_resume, CARREL_OP_SESSION_RESUME},
+    [CARREL_MCP_TOOL_SNAPSHOT_CREATE] = {tool_snapshot_create, CARREL_OP_SNAPSHOT_CREATE},
+    [CARREL_MCP_TOOL_SNAPSHOT_REVERT] = {tool_snapshot_revert, CARREL_OP_SNAPSHOT_REVERT},
+    [CARREL_MCP_TOOL_SANDBOX_HIBERNATE] = {tool_sandbox_hibernate, CARREL_OP_SESSION_HIBERNATE},
+    [CARREL_MCP_TOOL_SANDBOX_FORK] = {tool_sandbox_fork, CARREL_OP_SESSION_FORK},
+    [CARREL_MCP_TOOL_SNAPSHOT_LIST] = {tool_snapshot_list, CARREL_OP_SESSION_READ},
+    [CARREL_MCP_TOOL_COMPUTER] = {tool_computer, CARREL_OP_SESSION_INPUT},
+    [CARREL_MCP_TOOL_SCREENSHOT] = {tool_screenshot, CARREL_OP_SESSION_SCREENSHOT},
+    [CARREL_MCP_TOOL_COMMAND_RUN] = {tool_command_run, CARREL_OP_SESSION_EXEC},
+    [CARREL_MCP_TOOL_FILE_READ] = {tool_file_read, CARREL_OP_SESSION_FILE_READ},
+    [CARREL_MCP_TOOL_FILE_WRITE] = {tool_file_write, CARREL_OP_SESSION_FILE_WRITE},
 };
+
+CarrelOp
+carrel_api_mcp_tool_op(CarrelMcpTool tool)
+{
+    return (int)tool >= 0 && tool < CARREL_MCP_TOOL_LAST ? tool_table[tool].op : CARREL_OP_LAST;
+}
 
 /* Methods: each returns the JSON-RPC reply to msg. */
 
@@ -352,7 +365,7 @@ method_tools_call(CarrelApiRequest *req, CarrelMcpMessage *msg)
     args = carrel_mcp_tool_arguments(tool, json_object_get_member(params, "arguments"), &error);
     g_message("request %s: mcp tool '%s'", req->request_id, carrel_mcp_tool_to_string(tool));
     if (args)
-        result = tool_funcs[tool](req, tool, args, &error);
+        result = tool_table[tool].func(req, tool, args, &error);
     if (!args || !result)
         return invalid_params(msg, "invalid arguments for '%s': %s",
                               carrel_mcp_tool_to_string(tool), error->message);

@@ -11,9 +11,11 @@ struct _CarrelApi {
     char *web_dir;   /* web-console/, served at / */
     char *spice_dir; /* spice-html5, served at /spice-html5/ */
     gboolean test_hooks;
-    char *web_url;            /* http://127.0.0.1:PORT when listening on TCP, else NULL */
-    GMutex web_lock;          /* guards web_sessions */
-    GHashTable *web_sessions; /* cookie value -> CarrelApiWebSession (api-web.c) */
+    char *web_url; /* http(s)://ADDR:PORT when listening on TCP, else NULL */
+    gboolean tls;  /* the TCP listener speaks TLS: cookies are Secure */
+    struct _CarrelApiLimiter *login_limiter; /* failed credentials per source (api-limit.c) */
+    GMutex web_lock;                         /* guards web_sessions */
+    GHashTable *web_sessions;                /* cookie value -> CarrelApiWebSession (api-web.c) */
     struct _CarrelConsoleTickets *console_tickets; /* api-console.c */
     GHashTable *console_upstreams; /* ticket -> proxies whose SPICE connection is open */
 };
@@ -31,15 +33,18 @@ typedef struct {
     /* A handler that answers with bytes (an image, a file) sets these and returns NULL. */
     GBytes *reply_bytes;
     const char *reply_type; /* a static string, e.g. "image/png" */
-    char *role;
-    char *principal;      /* who: a token's name (its label, else its role); events name them */
-    gboolean by_cookie;   /* authenticated by the web console's cookie */
-    char *set_cookie;     /* a Set-Cookie value the reply carries (login, logout) */
-    char *reply_filename; /* with reply_bytes: sent as an attachment of this name */
+    CarrelPrincipal *who;   /* whoever the credentials say, handed to every core verb */
+    char *source;           /* the peer's address ("unix" on the socket), for the login limit */
+    gboolean by_cookie;     /* authenticated by the web console's cookie */
+    char *set_cookie;       /* a Set-Cookie value the reply carries (login, logout) */
+    char *reply_filename;   /* with reply_bytes: sent as an attachment of this name */
     char *request_id;
     char *origin;               /* the Origin header, or NULL (checked by /mcp) */
     char *mcp_protocol_version; /* the MCP-Protocol-Version header, or NULL */
 } CarrelApiRequest;
+
+/* libsoup 3.2 has no name for it. */
+#define CARREL_HTTP_TOO_MANY_REQUESTS 429
 
 typedef JsonNode *(*CarrelApiHandler)(CarrelApiRequest *req, guint *ret_status, GError **error);
 
@@ -50,17 +55,19 @@ typedef enum {
     CARREL_API_ROUTE_UPLOAD = 1 << 1,
     /* Needs no credentials (health, login). */
     CARREL_API_ROUTE_PUBLIC = 1 << 2,
-    /* A session verb (params[0] is the session): recorded on its timeline with who did it. */
-    CARREL_API_ROUTE_LIFECYCLE = 1 << 3,
     /* Exists only when carreld runs with --test-hooks. */
-    CARREL_API_ROUTE_TEST_HOOK = 1 << 4,
+    CARREL_API_ROUTE_TEST_HOOK = 1 << 3,
 } CarrelApiRouteFlags;
 
+/*
+ * A route and the core operation it reaches. The operation is documentation and the key of the
+ * role matrix test, never a check: core decides (CARREL_OP_LAST: no core verb, e.g. login).
+ */
 typedef struct {
     const char *method;
     const char *pattern; /* "/v1/sessions/ * /start" without spaces: '*' is one segment */
     CarrelApiHandler handler;
-    const char *role; /* required role, NULL = any authenticated */
+    CarrelOp op;
     CarrelApiRouteFlags flags;
 } CarrelApiRoute;
 
@@ -84,32 +91,42 @@ const char *carrel_api_query(CarrelApiRequest *req, const char *key);
  * JSON-RPC errors, not the error envelope; a foreign Origin is refused with 403.
  */
 JsonNode *carrel_api_mcp_post(CarrelApiRequest *req, guint *ret_status, GError **error);
+/* The core operation an MCP tool reaches (for the role matrix test). */
+CarrelOp carrel_api_mcp_tool_op(CarrelMcpTool tool);
 
 /* api-web.c: the web console's cookie sessions, static files and live stream. */
 #define CARREL_API_COOKIE "carrel_session"
 /* Starts a cookie session for a principal; returns the Set-Cookie header value. */
-char *carrel_api_web_login(CarrelApi *api, const char *name, const char *role);
+char *carrel_api_web_login(CarrelApi *api, const CarrelPrincipal *who);
 /* Ends the cookie session msg carries (if any); returns the Set-Cookie value that clears it. */
 char *carrel_api_web_logout(CarrelApi *api, SoupServerMessage *msg);
-/* The name and role of a valid cookie session msg carries; FALSE when none. */
-gboolean carrel_api_web_lookup(CarrelApi *api, SoupServerMessage *msg, char **ret_name,
-                               char **ret_role);
-/* The principal name of msg's valid cookie session, or NULL. */
-char *carrel_api_cookie_principal(CarrelApi *api, SoupServerMessage *msg);
+/* TRUE when msg carries the console's cookie at all (valid or not). */
+gboolean carrel_api_web_has_cookie(SoupServerMessage *msg);
+/* The principal of msg's cookie session, asked of core (a revoked token has none any more);
+ * UNAUTHORIZED otherwise. */
+CarrelPrincipal *carrel_api_web_lookup(CarrelApi *api, SoupServerMessage *msg, GError **error);
 /* TRUE when msg's Origin header names this server (http(s):// + Host). */
 gboolean carrel_api_same_origin(SoupServerMessage *msg);
 /* Serves a file of web-console/ or spice-html5 for GET/HEAD of a path outside /v1 and /mcp. */
 void carrel_api_web_static(CarrelApi *api, SoupServerMessage *msg, const char *path);
-/* GET /v1/stream: server-sent events (sessions, approvals, a session's timeline). */
-void carrel_api_web_stream(CarrelApi *api, SoupServerMessage *msg, const char *session_id);
-/* A session as the API shows it: with its control lease. */
-JsonNode *carrel_api_session_json(CarrelManager *mgr, const CarrelSession *s);
+/* GET /v1/stream: server-sent events (sessions, approvals, a session's timeline), as who sees
+ * them; it ends when who's token does. */
+void carrel_api_web_stream(CarrelApi *api, SoupServerMessage *msg, const CarrelPrincipal *who,
+                           const char *session_id);
+/* A session as the API shows it to who: with its control lease. */
+JsonNode *carrel_api_session_json(CarrelManager *mgr, const CarrelPrincipal *who,
+                                  const CarrelSession *s);
+/* Whom a list is shown to (the data of carrel_api_session_item). */
+typedef struct {
+    CarrelManager *mgr;
+    const CarrelPrincipal *who;
+} CarrelApiView;
 /* {member: [to_json(item, data) for each item]}, the shape of every list the API returns. */
 typedef JsonNode *(*CarrelApiItemJson)(gpointer item, gpointer data);
 JsonNode *carrel_api_list_of(const char *member, GPtrArray *items, CarrelApiItemJson to_json,
                              gpointer data);
-/* Item functions for carrel_api_list_of: a session (data: the manager), an approval. */
-JsonNode *carrel_api_session_item(gpointer session, gpointer mgr);
+/* Item functions for carrel_api_list_of: a session (data: a CarrelApiView), an approval. */
+JsonNode *carrel_api_session_item(gpointer session, gpointer view);
 JsonNode *carrel_api_approval_item(gpointer approval, gpointer unused);
 
 /* api-review.c: login, control lease, approvals, tokens, timeline screenshots. */
@@ -125,10 +142,23 @@ JsonNode *carrel_api_post_approval_deny(CarrelApiRequest *req, guint *ret_status
 JsonNode *carrel_api_post_test_approval(CarrelApiRequest *req, guint *ret_status, GError **error);
 JsonNode *carrel_api_post_tokens(CarrelApiRequest *req, guint *ret_status, GError **error);
 JsonNode *carrel_api_get_session_shot(CarrelApiRequest *req, guint *ret_status, GError **error);
-/* Records a CARREL_API_ROUTE_LIFECYCLE route's outcome on the session's timeline. */
-void carrel_api_record_lifecycle(CarrelApiRequest *req, const char *session_id,
-                                 const GError *failure, gint64 started_us);
-/* WRONG_STATE "under human control" for an agent's commands and file writes while a person
- * holds the session (their input is refused in core). */
-gboolean carrel_api_check_agent_access(CarrelApiRequest *req, const char *id_or_name,
-                                       GError **error);
+JsonNode *carrel_api_get_tokens(CarrelApiRequest *req, guint *ret_status, GError **error);
+JsonNode *carrel_api_delete_token(CarrelApiRequest *req, guint *ret_status, GError **error);
+JsonNode *carrel_api_post_admin_rotate(CarrelApiRequest *req, guint *ret_status, GError **error);
+JsonNode *carrel_api_get_audit(CarrelApiRequest *req, guint *ret_status, GError **error);
+JsonNode *carrel_api_get_audit_verify(CarrelApiRequest *req, guint *ret_status, GError **error);
+JsonNode *carrel_api_get_roles(CarrelApiRequest *req, guint *ret_status, GError **error);
+
+/* api-limit.c: failed credentials per source. A source with too many failures in a window is
+ * refused (429) until the window moves on; ret_retry_s says when to try again. */
+typedef struct _CarrelApiLimiter CarrelApiLimiter;
+CarrelApiLimiter *carrel_api_limiter_new(guint max_failures, guint window_s);
+void carrel_api_limiter_free(CarrelApiLimiter *limiter);
+/* TRUE when source may try now; else *ret_retry_s > 0. */
+gboolean carrel_api_limiter_check(CarrelApiLimiter *limiter, const char *source, gint64 now_us,
+                                  guint *ret_retry_s);
+void carrel_api_limiter_fail(CarrelApiLimiter *limiter, const char *source, gint64 now_us);
+/* The login limit of api (api-server.c): LIMIT "too many failed logins" with the wait. */
+gboolean carrel_api_check_login_limit(CarrelApi *api, const char *source, guint *ret_retry_s,
+                                      GError **error);
+void carrel_api_count_failed_login(CarrelApi *api, const char *source);

@@ -14,15 +14,17 @@ param(CarrelApiRequest *req, guint i)
 }
 
 static JsonNode *
-principal_json(const char *name, const char *role)
+principal_json(const CarrelPrincipal *who)
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
 
     json_builder_begin_object(b);
+    json_builder_set_member_name(b, "id");
+    json_builder_add_string_value(b, who->token_id);
     json_builder_set_member_name(b, "name");
-    json_builder_add_string_value(b, name);
+    json_builder_add_string_value(b, who->label);
     json_builder_set_member_name(b, "role");
-    json_builder_add_string_value(b, role);
+    json_builder_add_string_value(b, carrel_role_to_string(who->role));
     json_builder_end_object(b);
     return json_builder_get_root(b);
 }
@@ -58,18 +60,22 @@ carrel_api_post_login(CarrelApiRequest *req, guint *ret_status, GError **error)
 {
     static const char *const allowed[] = {"token", NULL};
     const char *token = NULL;
-    g_autofree char *name = NULL;
-    g_autofree char *role = NULL;
+    g_autoptr(CarrelPrincipal) who = NULL;
+    guint retry_s = 0;
 
     if (!body_strings(req, allowed, "token", TRUE, &token, error))
         return NULL;
-    role = carrel_manager_authenticate(req->mgr, token, &name);
-    if (!role) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_UNAUTHORIZED, "invalid token");
+    if (!carrel_api_check_login_limit(req->api, req->source, &retry_s, error)) {
+        *ret_status = CARREL_HTTP_TOO_MANY_REQUESTS;
         return NULL;
     }
-    req->set_cookie = carrel_api_web_login(req->api, name, role);
-    return principal_json(name, role);
+    who = carrel_manager_authenticate(req->mgr, token, error);
+    if (!who) {
+        carrel_api_count_failed_login(req->api, req->source);
+        return NULL;
+    }
+    req->set_cookie = carrel_api_web_login(req->api, who);
+    return principal_json(who);
 }
 
 JsonNode *
@@ -82,13 +88,13 @@ carrel_api_post_logout(CarrelApiRequest *req, guint *ret_status, GError **error)
 JsonNode *
 carrel_api_get_whoami(CarrelApiRequest *req, guint *ret_status, GError **error)
 {
-    return principal_json(req->principal, req->role);
+    return principal_json(req->who);
 }
 
 JsonNode *
 carrel_api_get_control(CarrelApiRequest *req, guint *ret_status, GError **error)
 {
-    return carrel_manager_lease_get(req->mgr, param(req, 0), error);
+    return carrel_manager_lease_get(req->mgr, req->who, param(req, 0), error);
 }
 
 JsonNode *
@@ -99,32 +105,13 @@ carrel_api_post_control(CarrelApiRequest *req, guint *ret_status, GError **error
 
     if (!body_strings(req, allowed, "action", TRUE, &action, error))
         return NULL;
-    if (g_str_equal(action, "take")) {
-        /* An agent taking the lease would lock out the people who review it. */
-        if (g_strcmp0(req->role, "agent") == 0) {
-            g_set_error(error, CARREL_ERROR, CARREL_ERROR_FORBIDDEN,
-                        "agents cannot take control of a session");
-            return NULL;
-        }
-        return carrel_manager_lease_take(req->mgr, param(req, 0), req->principal, error);
-    }
+    if (g_str_equal(action, "take"))
+        return carrel_manager_lease_take(req->mgr, req->who, param(req, 0), error);
     if (g_str_equal(action, "release"))
-        return carrel_manager_lease_release(req->mgr, param(req, 0), req->principal,
-                                            g_strcmp0(req->role, "admin") == 0, error);
+        return carrel_manager_lease_release(req->mgr, req->who, param(req, 0), error);
     g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
                 "'action' must be \"take\" or \"release\"");
     return NULL;
-}
-
-gboolean
-carrel_api_check_agent_access(CarrelApiRequest *req, const char *id_or_name, GError **error)
-{
-    g_autoptr(CarrelSession) s = NULL;
-
-    if (g_strcmp0(req->role, "agent") != 0)
-        return TRUE;
-    s = carrel_manager_session_get(req->mgr, id_or_name, error);
-    return s && carrel_manager_check_agent_input(req->mgr, s, error);
 }
 
 JsonNode *
@@ -138,7 +125,8 @@ carrel_api_get_approvals(CarrelApiRequest *req, guint *ret_status, GError **erro
                     "'state' must be \"pending\" or \"all\"");
         return NULL;
     }
-    list = carrel_manager_approval_list(req->mgr, !state || g_str_equal(state, "pending"), error);
+    list = carrel_manager_approval_list(req->mgr, req->who, !state || g_str_equal(state, "pending"),
+                                        error);
     return list ? carrel_api_list_of("approvals", list, carrel_api_approval_item, NULL) : NULL;
 }
 
@@ -151,8 +139,7 @@ decide(CarrelApiRequest *req, gboolean approve, GError **error)
 
     if (!body_strings(req, allowed, "reason", FALSE, &reason, error))
         return NULL;
-    a = carrel_manager_approval_decide(req->mgr, param(req, 0), approve, req->principal, reason,
-                                       error);
+    a = carrel_manager_approval_decide(req->mgr, req->who, param(req, 0), approve, reason, error);
     return a ? carrel_approval_to_json(a) : NULL;
 }
 
@@ -182,7 +169,7 @@ carrel_api_post_test_approval(CarrelApiRequest *req, guint *ret_status, GError *
         !body_strings(req, allowed, "action", TRUE, &action, error))
         return NULL;
     detail = json_object_get_member(obj, "detail");
-    a = carrel_manager_approval_request(req->mgr, session, action, detail, "test-hook", error);
+    a = carrel_manager_approval_request(req->mgr, req->who, session, action, detail, error);
     if (!a)
         return NULL;
     *ret_status = SOUP_STATUS_CREATED;
@@ -192,65 +179,149 @@ carrel_api_post_test_approval(CarrelApiRequest *req, guint *ret_status, GError *
 JsonNode *
 carrel_api_post_tokens(CarrelApiRequest *req, guint *ret_status, GError **error)
 {
-    static const char *const allowed[] = {"role", "name", NULL};
+    static const char *const allowed[] = {"role", "name", "expires", NULL};
     const char *role = NULL;
     const char *name = NULL;
+    const char *expires = NULL;
+    gint64 ttl_s = 0;
     g_autofree char *token = NULL;
-    g_autoptr(JsonNode) node = NULL;
+    g_autoptr(CarrelToken) made = NULL;
+    JsonNode *node;
 
     if (!body_strings(req, allowed, "role", TRUE, &role, error) ||
         !body_strings(req, allowed, "name", TRUE, &name, error) ||
-        !(token = carrel_manager_create_token(req->mgr, role, name, error)))
+        !body_strings(req, allowed, "expires", FALSE, &expires, error) ||
+        (expires && !carrel_token_parse_ttl(expires, &ttl_s, error)) ||
+        !(token = carrel_manager_token_create(req->mgr, req->who, role, name, ttl_s, &made, error)))
         return NULL;
-    node = principal_json(name, role);
+    node = carrel_token_to_json(made, carrel_util_now());
     /* The only time the token is shown: it is kept as a hash. */
     json_object_set_string_member(json_node_get_object(node), "token", token);
     *ret_status = SOUP_STATUS_CREATED;
-    return g_steal_pointer(&node);
+    return node;
+}
+
+static JsonNode *
+token_item(gpointer token, gpointer unused)
+{
+    return carrel_token_to_json(token, carrel_util_now());
+}
+
+JsonNode *
+carrel_api_get_tokens(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    g_autoptr(GPtrArray) list = carrel_manager_token_list(req->mgr, req->who, error);
+
+    return list ? carrel_api_list_of("tokens", list, token_item, NULL) : NULL;
+}
+
+JsonNode *
+carrel_api_delete_token(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    g_autoptr(CarrelToken) t =
+        carrel_manager_token_revoke(req->mgr, req->who, param(req, 0), error);
+
+    return t ? carrel_token_to_json(t, carrel_util_now()) : NULL;
+}
+
+JsonNode *
+carrel_api_post_admin_rotate(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    g_autofree char *token = carrel_manager_token_rotate_admin(req->mgr, req->who, error);
+    JsonNode *node;
+
+    if (!token)
+        return NULL;
+    node = json_node_init_object(json_node_alloc(), json_object_new());
+    json_object_set_string_member(json_node_get_object(node), "name", "admin");
+    json_object_set_string_member(json_node_get_object(node), "token", token);
+    return node;
+}
+
+/* An integer query parameter in [min, max], absent = *ret_value unchanged. */
+static gboolean
+query_int(CarrelApiRequest *req, const char *key, gint64 min, gint64 max, gint64 *ret_value,
+          GError **error)
+{
+    const char *text = carrel_api_query(req, key);
+    gint64 value;
+
+    if (!text)
+        return TRUE;
+    if (!g_ascii_string_to_signed(text, 10, min, max, &value, NULL)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "'%s' must be an integer between %" G_GINT64_FORMAT " and %" G_GINT64_FORMAT,
+                    key, min, max);
+        return FALSE;
+    }
+    *ret_value = value;
+    return TRUE;
+}
+
+/* since: RFC 3339 ("2026-12-01T10:00:00Z") or Unix seconds. */
+static gboolean
+query_since(CarrelApiRequest *req, gint64 *ret_us, GError **error)
+{
+    const char *text = carrel_api_query(req, "since");
+    g_autoptr(GDateTime) when = NULL;
+    gint64 seconds;
+
+    if (!text)
+        return TRUE;
+    if (g_ascii_string_to_signed(text, 10, 0, G_MAXINT64 / G_USEC_PER_SEC, &seconds, NULL)) {
+        *ret_us = seconds * G_USEC_PER_SEC;
+        return TRUE;
+    }
+    when = g_date_time_new_from_iso8601(text, NULL);
+    if (!when) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "'since' must be a time such as 2026-12-01T10:00:00Z, or Unix seconds");
+        return FALSE;
+    }
+    *ret_us = g_date_time_to_unix(when) * G_USEC_PER_SEC + g_date_time_get_microsecond(when);
+    return TRUE;
+}
+
+JsonNode *
+carrel_api_get_audit(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    CarrelAuditQuery q = {
+        .session_id = carrel_api_query(req, "session"),
+        .principal = carrel_api_query(req, "principal"),
+        .operation = carrel_api_query(req, "operation"),
+        .result = carrel_api_query(req, "result"),
+    };
+    gint64 limit = 0;
+
+    if (!query_int(req, "after", 0, G_MAXINT64, &q.after_seq, error) ||
+        !query_int(req, "limit", 1, 10000, &limit, error) || !query_since(req, &q.since_us, error))
+        return NULL;
+    q.limit = (guint)limit;
+    return carrel_manager_audit_list(req->mgr, req->who, &q, error);
+}
+
+JsonNode *
+carrel_api_get_audit_verify(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    return carrel_manager_audit_verify(req->mgr, req->who, error);
+}
+
+JsonNode *
+carrel_api_get_roles(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    return carrel_manager_role_matrix(req->mgr);
 }
 
 JsonNode *
 carrel_api_get_session_shot(CarrelApiRequest *req, guint *ret_status, GError **error)
 {
     const char *type = NULL;
-    GBytes *bytes = carrel_manager_session_kept_screenshot(req->mgr, param(req, 0), param(req, 1),
-                                                           &type, error);
+    GBytes *bytes = carrel_manager_session_kept_screenshot(req->mgr, req->who, param(req, 0),
+                                                           param(req, 1), &type, error);
 
     if (!bytes)
         return NULL;
     req->reply_bytes = bytes;
     req->reply_type = type;
     return NULL;
-}
-
-/* The verb a lifecycle route stands for: the last path segment, or destroy / snapshot_delete. */
-static char *
-lifecycle_action(CarrelApiRequest *req)
-{
-    const char *last = strrchr(req->path, '/') + 1;
-
-    if (g_str_equal(req->method, "DELETE"))
-        return g_strdup(req->params->len > 1 ? "snapshot_delete" : "destroy");
-    if (g_str_equal(last, "snapshots"))
-        return g_strdup("snapshot");
-    return g_strdup(last);
-}
-
-void
-carrel_api_record_lifecycle(CarrelApiRequest *req, const char *session_id, const GError *failure,
-                            gint64 started_us)
-{
-    g_autofree char *action = lifecycle_action(req);
-    g_autoptr(JsonNode) params = NULL;
-
-    if (!session_id)
-        return;
-    if (req->params->len > 1) {
-        params = json_node_init_object(json_node_alloc(), json_object_new());
-        json_object_set_string_member(json_node_get_object(params), "snapshot", param(req, 1));
-    } else if (req->body) {
-        params = json_node_copy(req->body);
-    }
-    carrel_manager_note(req->mgr, session_id, req->principal, "lifecycle", action, params, NULL,
-                        failure, started_us);
 }

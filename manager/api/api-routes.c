@@ -78,7 +78,7 @@ template_json(CarrelApiRequest *req, const CarrelTemplate *tmpl)
 static JsonNode *
 get_templates(CarrelApiRequest *req, guint *ret_status, GError **error)
 {
-    g_autoptr(GPtrArray) all = carrel_manager_template_list(req->mgr, error);
+    g_autoptr(GPtrArray) all = carrel_manager_template_list(req->mgr, req->who, error);
     g_autoptr(GPtrArray) nodes = g_ptr_array_new();
 
     if (!all)
@@ -120,8 +120,8 @@ get_template(CarrelApiRequest *req, guint *ret_status, GError **error)
 
     if (!parse_ref(param(req, 0), &name, &version, error))
         return NULL;
-    tmpl = carrel_manager_template_get(req->mgr, name, version, error);
-    all = tmpl ? carrel_manager_template_list(req->mgr, error) : NULL;
+    tmpl = carrel_manager_template_get(req->mgr, req->who, name, version, error);
+    all = tmpl ? carrel_manager_template_list(req->mgr, req->who, error) : NULL;
     if (!all)
         return NULL;
     for (guint i = 0; i < all->len; i++) {
@@ -143,7 +143,7 @@ post_templates(CarrelApiRequest *req, guint *ret_status, GError **error)
 
     if (!imp)
         return NULL;
-    tmpl = carrel_manager_template_import(req->mgr, imp, error);
+    tmpl = carrel_manager_template_import(req->mgr, req->who, imp, error);
     if (!tmpl)
         return NULL;
     *ret_status = SOUP_STATUS_CREATED;
@@ -160,7 +160,7 @@ delete_template(CarrelApiRequest *req, guint *ret_status, GError **error)
 
     if (!parse_ref(param(req, 0), &name, &version, error))
         return NULL;
-    refs = carrel_manager_template_remove(req->mgr, name, version, error);
+    refs = carrel_manager_template_remove(req->mgr, req->who, name, version, error);
     if (!refs)
         return NULL;
     json_builder_begin_object(b);
@@ -176,7 +176,8 @@ delete_template(CarrelApiRequest *req, guint *ret_status, GError **error)
 static JsonNode *
 post_template_build(CarrelApiRequest *req, guint *ret_status, GError **error)
 {
-    g_autoptr(CarrelJob) job = carrel_manager_template_build(req->mgr, param(req, 0), error);
+    g_autoptr(CarrelJob) job =
+        carrel_manager_template_build(req->mgr, req->who, param(req, 0), error);
 
     if (!job)
         return NULL;
@@ -203,7 +204,7 @@ post_template_warm(CarrelApiRequest *req, guint *ret_status, GError **error)
             return NULL;
         }
     }
-    job = carrel_manager_template_warm(req->mgr, param(req, 0), (guint)version, error);
+    job = carrel_manager_template_warm(req->mgr, req->who, param(req, 0), (guint)version, error);
     if (!job)
         return NULL;
     *ret_status = SOUP_STATUS_ACCEPTED;
@@ -225,21 +226,21 @@ put_template_pool(CarrelApiRequest *req, guint *ret_status, GError **error)
                     "'size' must be between 0 and %d", CARREL_LIMIT_POOL);
         return NULL;
     }
-    if (!carrel_manager_pool_set(req->mgr, param(req, 0), (guint)size, error))
+    if (!carrel_manager_pool_set(req->mgr, req->who, param(req, 0), (guint)size, error))
         return NULL;
-    return carrel_manager_pool_list(req->mgr, error);
+    return carrel_manager_pool_list(req->mgr, req->who, error);
 }
 
 static JsonNode *
 get_pools(CarrelApiRequest *req, guint *ret_status, GError **error)
 {
-    return carrel_manager_pool_list(req->mgr, error);
+    return carrel_manager_pool_list(req->mgr, req->who, error);
 }
 
 static JsonNode *
 get_job(CarrelApiRequest *req, guint *ret_status, GError **error)
 {
-    g_autoptr(CarrelJob) job = carrel_manager_job_get(req->mgr, param(req, 0), error);
+    g_autoptr(CarrelJob) job = carrel_manager_job_get(req->mgr, req->who, param(req, 0), error);
 
     return job ? carrel_job_to_json(job) : NULL;
 }
@@ -251,7 +252,7 @@ session_reply_in(CarrelApiRequest *req, CarrelSession *session)
 {
     g_autoptr(CarrelSession) owned = session;
 
-    return owned ? carrel_api_session_json(req->mgr, owned) : NULL;
+    return owned ? carrel_api_session_json(req->mgr, req->who, owned) : NULL;
 }
 
 #define session_reply(s) session_reply_in(req, (s))
@@ -261,9 +262,10 @@ get_sessions(CarrelApiRequest *req, guint *ret_status, GError **error)
 {
     const char *all_flag = carrel_api_query(req, "all");
     gboolean all = all_flag && (g_str_equal(all_flag, "1") || g_str_equal(all_flag, "true"));
-    g_autoptr(GPtrArray) sessions = carrel_manager_session_list(req->mgr, all, error);
+    g_autoptr(GPtrArray) sessions = carrel_manager_session_list(req->mgr, req->who, all, error);
+    CarrelApiView view = {req->mgr, req->who};
 
-    return sessions ? carrel_api_list_of("sessions", sessions, carrel_api_session_item, req->mgr)
+    return sessions ? carrel_api_list_of("sessions", sessions, carrel_api_session_item, &view)
                     : NULL;
 }
 
@@ -275,16 +277,7 @@ post_sessions(CarrelApiRequest *req, guint *ret_status, GError **error)
 
     if (!sreq)
         return NULL;
-    /* Host paths read the daemon's files: only an admin may name them. */
-    for (guint i = 0; sreq->inputs && i < sreq->inputs->len; i++) {
-        CarrelInput *input = g_ptr_array_index(sreq->inputs, i);
-        if (input->host_path && g_strcmp0(req->role, "admin") != 0) {
-            g_set_error(error, CARREL_ERROR, CARREL_ERROR_FORBIDDEN,
-                        "inputs with host_path need an admin token");
-            return NULL;
-        }
-    }
-    node = session_reply(carrel_manager_session_create(req->mgr, sreq, error));
+    node = session_reply(carrel_manager_session_create(req->mgr, req->who, sreq, error));
     if (node)
         *ret_status = SOUP_STATUS_CREATED;
     return node;
@@ -293,31 +286,31 @@ post_sessions(CarrelApiRequest *req, guint *ret_status, GError **error)
 static JsonNode *
 get_session(CarrelApiRequest *req, guint *ret_status, GError **error)
 {
-    return session_reply(carrel_manager_session_get(req->mgr, param(req, 0), error));
+    return session_reply(carrel_manager_session_get(req->mgr, req->who, param(req, 0), error));
 }
 
 static JsonNode *
 delete_session(CarrelApiRequest *req, guint *ret_status, GError **error)
 {
-    return session_reply(carrel_manager_session_destroy(req->mgr, param(req, 0), error));
+    return session_reply(carrel_manager_session_destroy(req->mgr, req->who, param(req, 0), error));
 }
 
 static JsonNode *
 post_session_start(CarrelApiRequest *req, guint *ret_status, GError **error)
 {
-    return session_reply(carrel_manager_session_start(req->mgr, param(req, 0), error));
+    return session_reply(carrel_manager_session_start(req->mgr, req->who, param(req, 0), error));
 }
 
 static JsonNode *
 post_session_pause(CarrelApiRequest *req, guint *ret_status, GError **error)
 {
-    return session_reply(carrel_manager_session_pause(req->mgr, param(req, 0), error));
+    return session_reply(carrel_manager_session_pause(req->mgr, req->who, param(req, 0), error));
 }
 
 static JsonNode *
 post_session_resume(CarrelApiRequest *req, guint *ret_status, GError **error)
 {
-    return session_reply(carrel_manager_session_resume(req->mgr, param(req, 0), error));
+    return session_reply(carrel_manager_session_resume(req->mgr, req->who, param(req, 0), error));
 }
 
 /* {name} or {snapshot}: one required string member. */
@@ -339,7 +332,8 @@ post_session_snapshots(CarrelApiRequest *req, guint *ret_status, GError **error)
 {
     g_autofree char *name = body_string(req, "name", error);
     g_autoptr(CarrelSnapshot) snap =
-        name ? carrel_manager_snapshot_create(req->mgr, param(req, 0), name, error) : NULL;
+        name ? carrel_manager_snapshot_create(req->mgr, req->who, param(req, 0), name, error)
+             : NULL;
 
     if (!snap)
         return NULL;
@@ -350,7 +344,8 @@ post_session_snapshots(CarrelApiRequest *req, guint *ret_status, GError **error)
 static JsonNode *
 get_session_snapshots(CarrelApiRequest *req, guint *ret_status, GError **error)
 {
-    g_autoptr(GPtrArray) list = carrel_manager_snapshot_list(req->mgr, param(req, 0), error);
+    g_autoptr(GPtrArray) list =
+        carrel_manager_snapshot_list(req->mgr, req->who, param(req, 0), error);
     g_autoptr(GPtrArray) nodes = g_ptr_array_new();
 
     if (!list)
@@ -366,7 +361,8 @@ delete_session_snapshot(CarrelApiRequest *req, guint *ret_status, GError **error
     g_autoptr(JsonBuilder) b = json_builder_new();
     gboolean kept = FALSE;
 
-    if (!carrel_manager_snapshot_delete(req->mgr, param(req, 0), param(req, 1), &kept, error))
+    if (!carrel_manager_snapshot_delete(req->mgr, req->who, param(req, 0), param(req, 1), &kept,
+                                        error))
         return NULL;
     json_builder_begin_object(b);
     json_builder_set_member_name(b, "deleted");
@@ -382,8 +378,8 @@ post_session_revert(CarrelApiRequest *req, guint *ret_status, GError **error)
 {
     g_autofree char *snapshot = body_string(req, "snapshot", error);
 
-    return snapshot ? session_reply(
-                          carrel_manager_snapshot_revert(req->mgr, param(req, 0), snapshot, error))
+    return snapshot ? session_reply(carrel_manager_snapshot_revert(req->mgr, req->who,
+                                                                   param(req, 0), snapshot, error))
                     : NULL;
 }
 
@@ -408,7 +404,8 @@ post_session_fork(CarrelApiRequest *req, guint *ret_status, GError **error)
                     "'count' must be between 1 and %d", CARREL_LIMIT_FORKS);
         return NULL;
     }
-    forks = carrel_manager_session_fork(req->mgr, param(req, 0), snapshot, (guint)count, error);
+    forks = carrel_manager_session_fork(req->mgr, req->who, param(req, 0), snapshot, (guint)count,
+                                        error);
     if (!forks)
         return NULL;
     for (guint i = 0; i < forks->len; i++)
@@ -420,7 +417,8 @@ post_session_fork(CarrelApiRequest *req, guint *ret_status, GError **error)
 static JsonNode *
 post_session_hibernate(CarrelApiRequest *req, guint *ret_status, GError **error)
 {
-    return session_reply(carrel_manager_session_hibernate(req->mgr, param(req, 0), error));
+    return session_reply(
+        carrel_manager_session_hibernate(req->mgr, req->who, param(req, 0), error));
 }
 
 static gboolean
@@ -452,7 +450,8 @@ post_session_stop(CarrelApiRequest *req, guint *ret_status, GError **error)
 
     if (!stop_timeout(req, &timeout_s, error))
         return NULL;
-    return session_reply(carrel_manager_session_stop(req->mgr, param(req, 0), timeout_s, error));
+    return session_reply(
+        carrel_manager_session_stop(req->mgr, req->who, param(req, 0), timeout_s, error));
 }
 
 static JsonNode *
@@ -462,8 +461,8 @@ post_session_exec(CarrelApiRequest *req, guint *ret_status, GError **error)
     CarrelExecResult result = {0};
     JsonNode *node;
 
-    if (!exec || !carrel_api_check_agent_access(req, param(req, 0), error) ||
-        !carrel_manager_session_exec(req->mgr, param(req, 0), exec, req->principal, &result, error))
+    if (!exec ||
+        !carrel_manager_session_exec(req->mgr, req->who, param(req, 0), exec, &result, error))
         return NULL;
     node = carrel_exec_result_to_json(&result);
     carrel_exec_result_clear(&result);
@@ -486,8 +485,8 @@ get_session_file(CarrelApiRequest *req, guint *ret_status, GError **error)
 {
     const char *path = required_query(req, "path", error);
 
-    if (!path || !(req->reply_bytes = carrel_manager_session_file_read(
-                       req->mgr, param(req, 0), path, req->principal, error)))
+    if (!path || !(req->reply_bytes = carrel_manager_session_file_read(req->mgr, req->who,
+                                                                       param(req, 0), path, error)))
         return NULL;
     req->reply_type = "application/octet-stream";
     req->reply_filename = g_path_get_basename(path);
@@ -502,9 +501,8 @@ put_session_file(CarrelApiRequest *req, guint *ret_status, GError **error)
     g_autoptr(JsonBuilder) b = json_builder_new();
     GBytes *data = req->raw_body ? req->raw_body : empty;
 
-    if (!path || !carrel_api_check_agent_access(req, param(req, 0), error) ||
-        !carrel_manager_session_file_write(req->mgr, param(req, 0), path, data, req->principal,
-                                           error))
+    if (!path ||
+        !carrel_manager_session_file_write(req->mgr, req->who, param(req, 0), path, data, error))
         return NULL;
     json_builder_begin_object(b);
     json_builder_set_member_name(b, "path");
@@ -541,7 +539,7 @@ get_session_events(CarrelApiRequest *req, guint *ret_status, GError **error)
 
     if (!query_uint(req, "after", G_MAXINT64, &after, error) ||
         !query_uint(req, "limit", G_MAXUINT, &limit, error) ||
-        !(events = carrel_manager_session_events(req->mgr, param(req, 0), (gint64)after,
+        !(events = carrel_manager_session_events(req->mgr, req->who, param(req, 0), (gint64)after,
                                                  (guint)limit, error)))
         return NULL;
     for (guint i = 0; i < events->len; i++)
@@ -555,8 +553,8 @@ get_session_screenshot(CarrelApiRequest *req, guint *ret_status, GError **error)
     CarrelScreenshotRequest shot;
 
     if (!carrel_screenshot_request_parse(req->query, &shot, error) ||
-        !(req->reply_bytes = carrel_manager_session_screenshot(req->mgr, param(req, 0), &shot,
-                                                               req->principal, error)))
+        !(req->reply_bytes =
+              carrel_manager_session_screenshot(req->mgr, req->who, param(req, 0), &shot, error)))
         return NULL;
     req->reply_type = shot.jpeg ? "image/jpeg" : "image/png";
     return NULL;
@@ -569,7 +567,7 @@ post_upload(CarrelApiRequest *req, guint *ret_status, GError **error)
 {
     g_autoptr(GBytes) empty = g_bytes_new(NULL, 0);
     GBytes *data = req->raw_body ? req->raw_body : empty;
-    g_autofree char *id = carrel_manager_upload(req->mgr, data, error);
+    g_autofree char *id = carrel_manager_upload(req->mgr, req->who, data, error);
     g_autoptr(JsonBuilder) b = json_builder_new();
 
     if (!id)
@@ -591,7 +589,7 @@ post_session_artifacts(CarrelApiRequest *req, guint *ret_status, GError **error)
     g_autoptr(CarrelExtraction) x = NULL;
 
     if (!xreq ||
-        !(x = carrel_manager_session_extract(req->mgr, param(req, 0), xreq, req->principal, error)))
+        !(x = carrel_manager_session_extract(req->mgr, req->who, param(req, 0), xreq, error)))
         return NULL;
     *ret_status = SOUP_STATUS_CREATED;
     return carrel_extraction_to_json(x);
@@ -600,7 +598,8 @@ post_session_artifacts(CarrelApiRequest *req, guint *ret_status, GError **error)
 static JsonNode *
 get_session_artifacts(CarrelApiRequest *req, guint *ret_status, GError **error)
 {
-    g_autoptr(GPtrArray) list = carrel_manager_session_extractions(req->mgr, param(req, 0), error);
+    g_autoptr(GPtrArray) list =
+        carrel_manager_session_extractions(req->mgr, req->who, param(req, 0), error);
     g_autoptr(GPtrArray) nodes = g_ptr_array_new();
 
     if (!list)
@@ -614,7 +613,7 @@ static JsonNode *
 get_session_diff(CarrelApiRequest *req, guint *ret_status, GError **error)
 {
     g_autoptr(GPtrArray) entries = carrel_manager_session_diff(
-        req->mgr, param(req, 0), carrel_api_query(req, "path"), req->principal, error);
+        req->mgr, req->who, param(req, 0), carrel_api_query(req, "path"), error);
 
     return entries ? carrel_diff_to_json(entries) : NULL;
 }
@@ -624,7 +623,7 @@ get_artifact(CarrelApiRequest *req, guint *ret_status, GError **error)
 {
     g_autofree char *host_path = NULL;
     g_autoptr(CarrelArtifact) a =
-        carrel_manager_artifact_get(req->mgr, param(req, 0), &host_path, error);
+        carrel_manager_artifact_get(req->mgr, req->who, param(req, 0), &host_path, error);
     g_autoptr(GMappedFile) map = NULL;
 
     if (!a)
@@ -654,64 +653,71 @@ post_session_computer(CarrelApiRequest *req, guint *ret_status, GError **error)
                     "computer needs a JSON body: one action or {\"actions\": [...]}");
         return NULL;
     }
-    return carrel_manager_session_computer(req->mgr, param(req, 0), req->body, req->principal,
-                                           error);
+    return carrel_manager_session_computer(req->mgr, req->who, param(req, 0), req->body, error);
 }
 
 const CarrelApiRoute carrel_api_routes[] = {
-    {"GET", "/v1/healthz", get_healthz, NULL, CARREL_API_ROUTE_PUBLIC},
-    {"POST", "/v1/login", carrel_api_post_login, NULL, CARREL_API_ROUTE_PUBLIC},
-    {"POST", "/v1/logout", carrel_api_post_logout, NULL, 0},
-    {"GET", "/v1/whoami", carrel_api_get_whoami, NULL, 0},
-    {"POST", "/v1/tokens", carrel_api_post_tokens, "admin", 0},
-    {"GET", "/v1/stream", NULL, NULL, 0},
-    {"GET", "/v1/approvals", carrel_api_get_approvals, NULL, 0},
-    {"POST", "/v1/approvals/*/approve", carrel_api_post_approval_approve, "reviewer", 0},
-    {"POST", "/v1/approvals/*/deny", carrel_api_post_approval_deny, "reviewer", 0},
-    {"POST", "/v1/test/approvals", carrel_api_post_test_approval, "admin",
+    {"GET", "/v1/healthz", get_healthz, CARREL_OP_LAST, CARREL_API_ROUTE_PUBLIC},
+    {"POST", "/v1/login", carrel_api_post_login, CARREL_OP_AUTH_LOGIN, CARREL_API_ROUTE_PUBLIC},
+    {"POST", "/v1/logout", carrel_api_post_logout, CARREL_OP_LAST, 0},
+    {"GET", "/v1/whoami", carrel_api_get_whoami, CARREL_OP_LAST, 0},
+    {"GET", "/v1/roles", carrel_api_get_roles, CARREL_OP_SERVER_READ, 0},
+    {"GET", "/v1/tokens", carrel_api_get_tokens, CARREL_OP_TOKEN_LIST, 0},
+    {"POST", "/v1/tokens", carrel_api_post_tokens, CARREL_OP_TOKEN_CREATE, 0},
+    {"POST", "/v1/tokens/admin/rotate", carrel_api_post_admin_rotate, CARREL_OP_TOKEN_ROTATE, 0},
+    {"DELETE", "/v1/tokens/*", carrel_api_delete_token, CARREL_OP_TOKEN_REVOKE, 0},
+    {"GET", "/v1/audit", carrel_api_get_audit, CARREL_OP_AUDIT_READ, 0},
+    {"GET", "/v1/audit/verify", carrel_api_get_audit_verify, CARREL_OP_AUDIT_READ, 0},
+    {"GET", "/v1/stream", NULL, CARREL_OP_SESSION_LIST, 0},
+    {"GET", "/v1/approvals", carrel_api_get_approvals, CARREL_OP_APPROVAL_LIST, 0},
+    {"POST", "/v1/approvals/*/approve", carrel_api_post_approval_approve, CARREL_OP_APPROVAL_DECIDE,
+     0},
+    {"POST", "/v1/approvals/*/deny", carrel_api_post_approval_deny, CARREL_OP_APPROVAL_DECIDE, 0},
+    {"POST", "/v1/test/approvals", carrel_api_post_test_approval, CARREL_OP_APPROVAL_REQUEST,
      CARREL_API_ROUTE_TEST_HOOK},
-    {"GET", "/v1/sessions/*/control", carrel_api_get_control, NULL, 0},
-    {"POST", "/v1/sessions/*/control", carrel_api_post_control, NULL, 0},
-    {"GET", "/v1/sessions/*/screenshots/*", carrel_api_get_session_shot, NULL, 0},
-    {"GET", "/v1/version", get_version, NULL, 0},
-    {"GET", "/v1/templates", get_templates, NULL, 0},
-    {"POST", "/v1/templates", post_templates, "admin", 0},
-    {"GET", "/v1/templates/*", get_template, NULL, 0},
-    {"DELETE", "/v1/templates/*", delete_template, "admin", 0},
-    {"POST", "/v1/templates/*/build", post_template_build, "admin", 0},
-    {"POST", "/v1/templates/*/warm", post_template_warm, "admin", 0},
-    {"PUT", "/v1/templates/*/pool", put_template_pool, "admin", 0},
-    {"GET", "/v1/pools", get_pools, NULL, 0},
-    {"GET", "/v1/jobs/*", get_job, NULL, 0},
-    {"GET", "/v1/sessions", get_sessions, NULL, 0},
-    {"POST", "/v1/sessions", post_sessions, NULL, 0},
-    {"GET", "/v1/sessions/*", get_session, NULL, 0},
-    {"DELETE", "/v1/sessions/*", delete_session, NULL, CARREL_API_ROUTE_LIFECYCLE},
-    {"POST", "/v1/sessions/*/start", post_session_start, NULL, CARREL_API_ROUTE_LIFECYCLE},
-    {"POST", "/v1/sessions/*/pause", post_session_pause, NULL, CARREL_API_ROUTE_LIFECYCLE},
-    {"POST", "/v1/sessions/*/resume", post_session_resume, NULL, CARREL_API_ROUTE_LIFECYCLE},
-    {"POST", "/v1/sessions/*/hibernate", post_session_hibernate, NULL, CARREL_API_ROUTE_LIFECYCLE},
-    {"POST", "/v1/sessions/*/snapshots", post_session_snapshots, NULL, CARREL_API_ROUTE_LIFECYCLE},
-    {"GET", "/v1/sessions/*/snapshots", get_session_snapshots, NULL, 0},
-    {"DELETE", "/v1/sessions/*/snapshots/*", delete_session_snapshot, NULL,
-     CARREL_API_ROUTE_LIFECYCLE},
-    {"POST", "/v1/sessions/*/revert", post_session_revert, NULL, CARREL_API_ROUTE_LIFECYCLE},
-    {"POST", "/v1/sessions/*/fork", post_session_fork, NULL, CARREL_API_ROUTE_LIFECYCLE},
-    {"POST", "/v1/sessions/*/stop", post_session_stop, NULL, CARREL_API_ROUTE_LIFECYCLE},
-    {"POST", "/v1/sessions/*/exec", post_session_exec, NULL, 0},
-    {"GET", "/v1/sessions/*/files", get_session_file, NULL, 0},
-    {"PUT", "/v1/sessions/*/files", put_session_file, NULL, CARREL_API_ROUTE_RAW_BODY},
-    {"GET", "/v1/sessions/*/events", get_session_events, NULL, 0},
-    {"GET", "/v1/sessions/*/screenshot", get_session_screenshot, NULL, 0},
-    {"POST", "/v1/sessions/*/computer", post_session_computer, NULL, 0},
-    {"POST", "/v1/uploads", post_upload, NULL, CARREL_API_ROUTE_RAW_BODY | CARREL_API_ROUTE_UPLOAD},
-    {"POST", "/v1/sessions/*/artifacts", post_session_artifacts, NULL, 0},
-    {"GET", "/v1/sessions/*/artifacts", get_session_artifacts, NULL, 0},
-    {"GET", "/v1/artifacts/*", get_artifact, NULL, 0},
-    {"GET", "/v1/sessions/*/diff", get_session_diff, NULL, 0},
-    {"POST", "/mcp", carrel_api_mcp_post, NULL, CARREL_API_ROUTE_RAW_BODY},
+    {"GET", "/v1/sessions/*/control", carrel_api_get_control, CARREL_OP_SESSION_READ, 0},
+    {"POST", "/v1/sessions/*/control", carrel_api_post_control, CARREL_OP_CONTROL_TAKE, 0},
+    {"GET", "/v1/sessions/*/screenshots/*", carrel_api_get_session_shot, CARREL_OP_SESSION_READ, 0},
+    {"GET", "/v1/version", get_version, CARREL_OP_SERVER_READ, 0},
+    {"GET", "/v1/templates", get_templates, CARREL_OP_TEMPLATE_READ, 0},
+    {"POST", "/v1/templates", post_templates, CARREL_OP_TEMPLATE_IMPORT, 0},
+    {"GET", "/v1/templates/*", get_template, CARREL_OP_TEMPLATE_READ, 0},
+    {"DELETE", "/v1/templates/*", delete_template, CARREL_OP_TEMPLATE_REMOVE, 0},
+    {"POST", "/v1/templates/*/build", post_template_build, CARREL_OP_TEMPLATE_BUILD, 0},
+    {"POST", "/v1/templates/*/warm", post_template_warm, CARREL_OP_TEMPLATE_WARM, 0},
+    {"PUT", "/v1/templates/*/pool", put_template_pool, CARREL_OP_POOL_SET, 0},
+    {"GET", "/v1/pools", get_pools, CARREL_OP_POOL_READ, 0},
+    {"GET", "/v1/jobs/*", get_job, CARREL_OP_JOB_READ, 0},
+    {"GET", "/v1/sessions", get_sessions, CARREL_OP_SESSION_LIST, 0},
+    {"POST", "/v1/sessions", post_sessions, CARREL_OP_SESSION_CREATE, 0},
+    {"GET", "/v1/sessions/*", get_session, CARREL_OP_SESSION_READ, 0},
+    {"DELETE", "/v1/sessions/*", delete_session, CARREL_OP_SESSION_DESTROY, 0},
+    {"POST", "/v1/sessions/*/start", post_session_start, CARREL_OP_SESSION_START, 0},
+    {"POST", "/v1/sessions/*/pause", post_session_pause, CARREL_OP_SESSION_PAUSE, 0},
+    {"POST", "/v1/sessions/*/resume", post_session_resume, CARREL_OP_SESSION_RESUME, 0},
+    {"POST", "/v1/sessions/*/hibernate", post_session_hibernate, CARREL_OP_SESSION_HIBERNATE, 0},
+    {"POST", "/v1/sessions/*/snapshots", post_session_snapshots, CARREL_OP_SNAPSHOT_CREATE, 0},
+    {"GET", "/v1/sessions/*/snapshots", get_session_snapshots, CARREL_OP_SESSION_READ, 0},
+    {"DELETE", "/v1/sessions/*/snapshots/*", delete_session_snapshot, CARREL_OP_SNAPSHOT_DELETE, 0},
+    {"POST", "/v1/sessions/*/revert", post_session_revert, CARREL_OP_SNAPSHOT_REVERT, 0},
+    {"POST", "/v1/sessions/*/fork", post_session_fork, CARREL_OP_SESSION_FORK, 0},
+    {"POST", "/v1/sessions/*/stop", post_session_stop, CARREL_OP_SESSION_STOP, 0},
+    {"POST", "/v1/sessions/*/exec", post_session_exec, CARREL_OP_SESSION_EXEC, 0},
+    {"GET", "/v1/sessions/*/files", get_session_file, CARREL_OP_SESSION_FILE_READ, 0},
+    {"PUT", "/v1/sessions/*/files", put_session_file, CARREL_OP_SESSION_FILE_WRITE,
+     CARREL_API_ROUTE_RAW_BODY},
+    {"GET", "/v1/sessions/*/events", get_session_events, CARREL_OP_SESSION_READ, 0},
+    {"GET", "/v1/sessions/*/screenshot", get_session_screenshot, CARREL_OP_SESSION_SCREENSHOT, 0},
+    {"POST", "/v1/sessions/*/computer", post_session_computer, CARREL_OP_SESSION_INPUT, 0},
+    {"POST", "/v1/uploads", post_upload, CARREL_OP_UPLOAD_CREATE,
+     CARREL_API_ROUTE_RAW_BODY | CARREL_API_ROUTE_UPLOAD},
+    {"POST", "/v1/sessions/*/artifacts", post_session_artifacts, CARREL_OP_SESSION_EXTRACT, 0},
+    {"GET", "/v1/sessions/*/artifacts", get_session_artifacts, CARREL_OP_SESSION_READ, 0},
+    {"GET", "/v1/artifacts/*", get_artifact, CARREL_OP_ARTIFACT_READ, 0},
+    {"GET", "/v1/sessions/*/diff", get_session_diff, CARREL_OP_SESSION_DIFF, 0},
+    {"POST", "/mcp", carrel_api_mcp_post, CARREL_OP_LAST, CARREL_API_ROUTE_RAW_BODY},
     /* The console (api-console.c); WS /v1/console/{ticket} is registered by it. */
-    {"POST", "/v1/sessions/*/console", carrel_api_post_console, NULL, 0},
-    {"GET", "/v1/sessions/*/console.vv", carrel_api_get_console_vv, NULL, 0},
-    {NULL, NULL, NULL, NULL, 0},
+    {"POST", "/v1/sessions/*/console", carrel_api_post_console, CARREL_OP_CONSOLE_VIEW, 0},
+    {"GET", "/v1/sessions/*/console.vv", carrel_api_get_console_vv, CARREL_OP_CONSOLE_VIEW, 0},
+    {NULL, NULL, NULL, CARREL_OP_LAST, 0},
 };

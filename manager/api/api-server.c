@@ -8,6 +8,10 @@
 
 #define REQUEST_ID_MAX 64
 
+/* Failed credentials a source may send in a window before it waits (429). */
+#define LOGIN_FAILURES_MAX 10
+#define LOGIN_WINDOW_S 60
+
 typedef struct {
     CarrelApi *api;
     SoupServerMessage *msg;
@@ -15,6 +19,7 @@ typedef struct {
     const CarrelApiRoute *route;
     gint64 started;
     guint status;
+    guint retry_after_s; /* with 429 */
     GBytes *reply;
     const char *reply_type;
 } Exchange;
@@ -29,8 +34,8 @@ request_free(CarrelApiRequest *req)
     g_clear_pointer(&req->body, json_node_unref);
     g_clear_pointer(&req->raw_body, g_bytes_unref);
     g_clear_pointer(&req->reply_bytes, g_bytes_unref);
-    g_free(req->role);
-    g_free(req->principal);
+    carrel_principal_free(req->who);
+    g_free(req->source);
     g_free(req->set_cookie);
     g_free(req->reply_filename);
     g_free(req->request_id);
@@ -86,6 +91,10 @@ send_reply(Exchange *ex)
     soup_message_headers_replace(headers, "Cache-Control", "no-store");
     if (ex->req->set_cookie)
         soup_message_headers_append(headers, "Set-Cookie", ex->req->set_cookie);
+    if (ex->retry_after_s) {
+        g_autofree char *after = g_strdup_printf("%u", ex->retry_after_s);
+        soup_message_headers_replace(headers, "Retry-After", after);
+    }
     if (ex->req->reply_filename && ex->status == SOUP_STATUS_OK) {
         g_autoptr(GHashTable) params = g_hash_table_new(g_str_hash, g_str_equal);
         g_hash_table_insert(params, (char *)"filename", ex->req->reply_filename);
@@ -112,32 +121,15 @@ reply_error(Exchange *ex, guint status, GError *error)
     ex->reply = json_bytes(env);
 }
 
-/* The id of the session a lifecycle route acts on, read before the verb (a destroy frees its
- * name). NULL when unknown: the verb's own error says so. */
-static char *
-lifecycle_session_id(Exchange *ex)
-{
-    g_autoptr(CarrelSession) s = NULL;
-
-    if (!(ex->route->flags & CARREL_API_ROUTE_LIFECYCLE))
-        return NULL;
-    s = carrel_manager_session_get(ex->req->mgr, g_ptr_array_index(ex->req->params, 0), NULL);
-    return s ? g_strdup(s->id) : NULL;
-}
-
 static void
 run_handler(GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
 {
     Exchange *ex = task_data;
     g_autoptr(GError) error = NULL;
     g_autoptr(JsonNode) reply = NULL;
-    g_autofree char *session_id = lifecycle_session_id(ex);
-    gint64 started = g_get_monotonic_time();
     guint status = SOUP_STATUS_OK;
 
     reply = ex->route->handler(ex->req, &status, &error);
-    if (session_id)
-        carrel_api_record_lifecycle(ex->req, session_id, error, started);
     if (error) {
         reply_error(ex, 0, error);
     } else if (ex->req->reply_bytes) {
@@ -179,43 +171,72 @@ safe_method(const char *method)
     return g_str_equal(method, "GET") || g_str_equal(method, "HEAD");
 }
 
-/* A bearer token, else the web console's cookie (whose changes must come from its own pages). */
+/* Where a request comes from, for the limit on failed credentials. */
+static char *
+request_source(SoupServerMessage *msg)
+{
+    const char *host = soup_server_message_get_remote_host(msg);
+
+    return g_strdup(host ? host : "unix");
+}
+
+/* A source that failed too often waits: 429 with Retry-After, before any token is looked at. */
+gboolean
+carrel_api_check_login_limit(CarrelApi *api, const char *source, guint *ret_retry_s, GError **error)
+{
+    if (carrel_api_limiter_check(api->login_limiter, source, g_get_monotonic_time(), ret_retry_s))
+        return TRUE;
+    g_set_error(error, CARREL_ERROR, CARREL_ERROR_LIMIT,
+                "too many failed logins from this address: try again in %u s", *ret_retry_s);
+    return FALSE;
+}
+
+void
+carrel_api_count_failed_login(CarrelApi *api, const char *source)
+{
+    carrel_api_limiter_fail(api->login_limiter, source, g_get_monotonic_time());
+}
+
+/*
+ * A bearer token, else the web console's cookie (whose changes must come from its own pages).
+ * Who it is comes from core; what they may do is core's to decide, verb by verb.
+ */
 static gboolean
 authenticate(Exchange *ex, const CarrelApiRoute *route, GError **error)
 {
     g_autofree char *token = NULL;
+    g_autoptr(GError) local = NULL;
+    gboolean cookie = FALSE;
 
     if (route && (route->flags & CARREL_API_ROUTE_PUBLIC))
         return TRUE;
     token = bearer_token(ex->msg);
-    if (token) {
-        ex->req->role = carrel_manager_authenticate(ex->api->mgr, token, &ex->req->principal);
-    } else if (carrel_api_web_lookup(ex->api, ex->msg, &ex->req->principal, &ex->req->role)) {
-        ex->req->by_cookie = TRUE;
-        if (!safe_method(ex->req->method) && !carrel_api_same_origin(ex->msg)) {
-            g_set_error(error, CARREL_ERROR, CARREL_ERROR_FORBIDDEN,
-                        "a console request that changes something must come from the "
-                        "console's own origin");
-            return FALSE;
-        }
-    }
-    if (!ex->req->role) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_UNAUTHORIZED,
-                    token ? "invalid token" : "missing bearer token or console login");
+    cookie = !token && carrel_api_web_has_cookie(ex->msg);
+    if ((token || cookie) &&
+        !carrel_api_check_login_limit(ex->api, ex->req->source, &ex->retry_after_s, error)) {
+        ex->status = CARREL_HTTP_TOO_MANY_REQUESTS;
         return FALSE;
     }
-    return TRUE;
-}
-
-static gboolean
-authorize(Exchange *ex, GError **error)
-{
-    if (!ex->req->role)
-        return TRUE; /* healthz */
-    if (ex->route->role && !g_str_equal(ex->route->role, ex->req->role) &&
-        !g_str_equal(ex->req->role, "admin")) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_FORBIDDEN, "role '%s' may not do this",
-                    ex->req->role);
+    if (token) {
+        ex->req->who = carrel_manager_authenticate(ex->api->mgr, token, &local);
+    } else if (cookie) {
+        ex->req->who = carrel_api_web_lookup(ex->api, ex->msg, &local);
+        ex->req->by_cookie = ex->req->who != NULL;
+    }
+    if (!ex->req->who) {
+        if (token || cookie)
+            carrel_api_count_failed_login(ex->api, ex->req->source);
+        if (local)
+            g_propagate_error(error, g_steal_pointer(&local));
+        else
+            g_set_error(error, CARREL_ERROR, CARREL_ERROR_UNAUTHORIZED,
+                        "missing bearer token or console login");
+        return FALSE;
+    }
+    if (ex->req->by_cookie && !safe_method(ex->req->method) && !carrel_api_same_origin(ex->msg)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_FORBIDDEN,
+                    "a console request that changes something must come from the "
+                    "console's own origin");
         return FALSE;
     }
     return TRUE;
@@ -272,6 +293,7 @@ exchange_new(CarrelApi *api, SoupServerMessage *msg, const char *path, GHashTabl
     ex->req->origin = g_strdup(soup_message_headers_get_one(headers, "Origin"));
     ex->req->mcp_protocol_version =
         g_strdup(soup_message_headers_get_one(headers, "MCP-Protocol-Version"));
+    ex->req->source = request_source(msg);
     (void)path;
     return ex;
 }
@@ -303,11 +325,11 @@ handle_request(SoupServer *server, SoupServerMessage *msg, const char *path, GHa
     }
     /* Unknown routes answer 401 too without credentials: nothing is learnt before auth. */
     if (!authenticate(ex, route, &error)) {
-        status = 0;
+        status = ex->status;
     } else if (!route) {
         error = g_steal_pointer(&route_error);
     } else if (g_str_equal(path, "/v1/stream") && g_str_equal(ex->req->method, "GET")) {
-        carrel_api_web_stream(api, msg, carrel_api_query(ex->req, "session"));
+        carrel_api_web_stream(api, msg, ex->req->who, carrel_api_query(ex->req, "session"));
         g_message("request %s: GET /v1/stream (stream opened)", ex->req->request_id);
         exchange_free(ex);
         return;
@@ -316,7 +338,7 @@ handle_request(SoupServer *server, SoupServerMessage *msg, const char *path, GHa
         if (route->handler == carrel_api_post_logout)
             ex->req->set_cookie = carrel_api_web_logout(api, msg);
     }
-    if (ex->route && authorize(ex, &error) && parse_body(ex, &error)) {
+    if (ex->route && parse_body(ex, &error)) {
         /* Handlers may block (boots take seconds): run them off the main loop. */
         g_atomic_int_inc(&api->in_flight);
         soup_server_message_pause(msg);
@@ -406,6 +428,7 @@ carrel_api_new(CarrelManager *mgr, const char *version_info, GError **error)
     api->mgr = mgr;
     api->version_info = g_strdup(version_info);
     g_mutex_init(&api->web_lock);
+    api->login_limiter = carrel_api_limiter_new(LOGIN_FAILURES_MAX, LOGIN_WINDOW_S);
     api->server = soup_server_new("server-header", header, NULL);
     g_signal_connect(api->server, "request-started", G_CALLBACK(on_request_started), NULL);
     soup_server_add_early_handler(api->server, NULL, check_request_size, api, NULL);
@@ -427,6 +450,7 @@ carrel_api_free(CarrelApi *api)
     g_free(api->spice_dir);
     g_free(api->web_url);
     g_clear_pointer(&api->web_sessions, g_hash_table_unref);
+    carrel_api_limiter_free(api->login_limiter);
     g_mutex_clear(&api->web_lock);
     g_free(api);
 }

@@ -23,9 +23,10 @@
     "style-src 'self'; script-src 'self'; media-src 'self' blob:; object-src 'none'; "             \
     "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
+/* A login keeps the token's id only: every request asks core again, so a revoked or expired
+ * token ends its cookies at once. */
 typedef struct {
-    char *name;
-    char *role;
+    char *token_id;
     gint64 expires_us;
 } CarrelApiWebSession;
 
@@ -34,8 +35,7 @@ web_session_free(gpointer data)
 {
     CarrelApiWebSession *ws = data;
 
-    g_free(ws->name);
-    g_free(ws->role);
+    g_free(ws->token_id);
     g_free(ws);
 }
 
@@ -54,7 +54,7 @@ expired(gpointer key, gpointer value, gpointer now)
 }
 
 char *
-carrel_api_web_login(CarrelApi *api, const char *name, const char *role)
+carrel_api_web_login(CarrelApi *api, const CarrelPrincipal *who)
 {
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&api->web_lock);
     CarrelApiWebSession *ws = g_new0(CarrelApiWebSession, 1);
@@ -66,12 +66,13 @@ carrel_api_web_login(CarrelApi *api, const char *name, const char *role)
     /* A flood of logins must not grow memory without end: the table is bounded. */
     if (g_hash_table_size(api->web_sessions) >= WEB_SESSIONS_MAX)
         g_hash_table_remove_all(api->web_sessions);
-    ws->name = g_strdup(name);
-    ws->role = g_strdup(role);
+    ws->token_id = g_strdup(who->token_id);
     ws->expires_us = now + WEB_SESSION_TTL_US;
     g_hash_table_replace(api->web_sessions, g_strdup(value), ws);
-    return g_strdup_printf(CARREL_API_COOKIE "=%s; HttpOnly; SameSite=Strict; Path=/; Max-Age=%d",
-                           g_steal_pointer(&value), (int)(WEB_SESSION_TTL_US / G_USEC_PER_SEC));
+    /* Secure when carreld speaks TLS: the cookie never travels in the clear then. */
+    return g_strdup_printf(CARREL_API_COOKIE "=%s; HttpOnly; SameSite=Strict; Path=/; Max-Age=%d%s",
+                           g_steal_pointer(&value), (int)(WEB_SESSION_TTL_US / G_USEC_PER_SEC),
+                           api->tls ? "; Secure" : "");
 }
 
 /* The cookie's value in msg's Cookie header, or NULL. */
@@ -90,31 +91,40 @@ cookie_value(SoupServerMessage *msg)
     return value && *value ? g_strdup(value) : NULL;
 }
 
-gboolean
-carrel_api_web_lookup(CarrelApi *api, SoupServerMessage *msg, char **ret_name, char **ret_role)
+/* The token id of msg's cookie session, or NULL. */
+static char *
+cookie_token_id(CarrelApi *api, SoupServerMessage *msg)
 {
     g_autofree char *value = cookie_value(msg);
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&api->web_lock);
     CarrelApiWebSession *ws;
 
     if (!value || !api->web_sessions)
-        return FALSE;
+        return NULL;
     ws = g_hash_table_lookup(api->web_sessions, value);
     if (!ws || ws->expires_us <= g_get_monotonic_time())
-        return FALSE;
-    if (ret_name)
-        *ret_name = g_strdup(ws->name);
-    if (ret_role)
-        *ret_role = g_strdup(ws->role);
-    return TRUE;
+        return NULL;
+    return g_strdup(ws->token_id);
 }
 
-char *
-carrel_api_cookie_principal(CarrelApi *api, SoupServerMessage *msg)
+gboolean
+carrel_api_web_has_cookie(SoupServerMessage *msg)
 {
-    char *name = NULL;
+    g_autofree char *value = cookie_value(msg);
 
-    return carrel_api_web_lookup(api, msg, &name, NULL) ? name : NULL;
+    return value != NULL;
+}
+
+CarrelPrincipal *
+carrel_api_web_lookup(CarrelApi *api, SoupServerMessage *msg, GError **error)
+{
+    g_autofree char *token_id = cookie_token_id(api, msg);
+
+    if (!token_id) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_UNAUTHORIZED, "console login expired");
+        return NULL;
+    }
+    return carrel_manager_principal(api->mgr, token_id, error);
 }
 
 char *
@@ -258,10 +268,10 @@ carrel_api_web_static(CarrelApi *api, SoupServerMessage *msg, const char *path)
 /* ---- sessions as shown, with their control lease ---- */
 
 JsonNode *
-carrel_api_session_json(CarrelManager *mgr, const CarrelSession *s)
+carrel_api_session_json(CarrelManager *mgr, const CarrelPrincipal *who, const CarrelSession *s)
 {
     JsonNode *node = carrel_session_to_json(s);
-    g_autoptr(JsonNode) lease = carrel_manager_lease_get(mgr, s->id, NULL);
+    g_autoptr(JsonNode) lease = carrel_manager_lease_get(mgr, who, s->id, NULL);
     JsonObject *l = lease ? json_node_get_object(lease) : NULL;
 
     if (l && !json_object_get_null_member(l, "holder"))
@@ -276,7 +286,8 @@ carrel_api_session_json(CarrelManager *mgr, const CarrelSession *s)
 typedef struct {
     CarrelApi *api;
     SoupServerMessage *msg;
-    char *session_id; /* NULL = no timeline */
+    CarrelPrincipal *who; /* asked again every tick: a revoked token ends the stream */
+    char *session_id;     /* NULL = no timeline */
     char *last_sessions;
     char *last_approvals;
     gint64 last_seq;
@@ -289,6 +300,7 @@ stream_free(Stream *st)
 {
     if (st->timer)
         g_source_remove(st->timer);
+    carrel_principal_free(st->who);
     g_free(st->session_id);
     g_free(st->last_sessions);
     g_free(st->last_approvals);
@@ -322,9 +334,11 @@ carrel_api_list_of(const char *member, GPtrArray *items, CarrelApiItemJson to_js
 }
 
 JsonNode *
-carrel_api_session_item(gpointer session, gpointer mgr)
+carrel_api_session_item(gpointer session, gpointer view)
 {
-    return carrel_api_session_json(mgr, session);
+    CarrelApiView *v = view;
+
+    return carrel_api_session_json(v->mgr, v->who, session);
 }
 
 JsonNode *
@@ -345,17 +359,18 @@ list_text(const char *member, GPtrArray *items, CarrelApiItemJson to_json, gpoin
 }
 
 static char *
-sessions_text(CarrelManager *mgr)
+sessions_text(Stream *st)
 {
-    g_autoptr(GPtrArray) list = carrel_manager_session_list(mgr, FALSE, NULL);
+    CarrelApiView view = {st->api->mgr, st->who};
+    g_autoptr(GPtrArray) list = carrel_manager_session_list(view.mgr, st->who, FALSE, NULL);
 
-    return list_text("sessions", list, carrel_api_session_item, mgr);
+    return list_text("sessions", list, carrel_api_session_item, &view);
 }
 
 static char *
-approvals_text(CarrelManager *mgr)
+approvals_text(Stream *st)
 {
-    g_autoptr(GPtrArray) list = carrel_manager_approval_list(mgr, TRUE, NULL);
+    g_autoptr(GPtrArray) list = carrel_manager_approval_list(st->api->mgr, st->who, TRUE, NULL);
 
     return list_text("approvals", list, carrel_api_approval_item, NULL);
 }
@@ -364,7 +379,7 @@ static char *
 timeline_text(Stream *st)
 {
     g_autoptr(GPtrArray) events = carrel_manager_session_events(
-        st->api->mgr, st->session_id, st->last_seq, STREAM_EVENTS_MAX, NULL);
+        st->api->mgr, st->who, st->session_id, st->last_seq, STREAM_EVENTS_MAX, NULL);
     g_autoptr(JsonBuilder) b = json_builder_new();
     g_autoptr(JsonNode) root = NULL;
 
@@ -389,10 +404,23 @@ static gboolean
 stream_tick(gpointer data)
 {
     Stream *st = data;
-    g_autofree char *sessions = sessions_text(st->api->mgr);
-    g_autofree char *approvals = approvals_text(st->api->mgr);
-    g_autofree char *timeline = st->session_id ? timeline_text(st) : NULL;
+    g_autoptr(CarrelPrincipal) still =
+        carrel_manager_principal(st->api->mgr, st->who->token_id, NULL);
+    g_autofree char *sessions = NULL;
+    g_autofree char *approvals = NULL;
+    g_autofree char *timeline = NULL;
     gboolean sent = FALSE;
+
+    /* Revoked or expired: the stream ends now, as every other request of that token does. */
+    if (!still) {
+        soup_message_body_complete(soup_server_message_get_response_body(st->msg));
+        soup_server_message_unpause(st->msg);
+        st->timer = 0;
+        return G_SOURCE_REMOVE;
+    }
+    sessions = sessions_text(st);
+    approvals = approvals_text(st);
+    timeline = st->session_id ? timeline_text(st) : NULL;
 
     if (sessions && g_strcmp0(sessions, st->last_sessions) != 0) {
         stream_send(st, "sessions", sessions);
@@ -425,13 +453,15 @@ on_stream_finished(SoupServerMessage *msg, gpointer data)
 }
 
 void
-carrel_api_web_stream(CarrelApi *api, SoupServerMessage *msg, const char *session_id)
+carrel_api_web_stream(CarrelApi *api, SoupServerMessage *msg, const CarrelPrincipal *who,
+                      const char *session_id)
 {
     SoupMessageHeaders *out = soup_server_message_get_response_headers(msg);
     Stream *st = g_new0(Stream, 1);
 
     st->api = api;
     st->msg = msg;
+    st->who = carrel_principal_copy(who);
     st->session_id = g_strdup(session_id);
     soup_server_message_set_status(msg, SOUP_STATUS_OK, NULL);
     soup_message_headers_set_encoding(out, SOUP_ENCODING_CHUNKED);

@@ -133,11 +133,11 @@ carrel_event_to_json(const CarrelEvent *event)
     add_string_or_null(b, "session_id", event->session_id);
     add_string_or_null(b, "time", ts);
     add_string_or_null(b, "actor", event->actor);
-    add_string_or_null(b, "actor_id", event->actor_id);
     add_string_or_null(b, "kind", event->kind);
     add_detail(b, event);
     json_builder_set_member_name(b, "ok");
     json_builder_add_boolean_value(b, event->error == NULL);
+    add_string_or_null(b, "actor_id", event->actor_id);
     json_builder_end_object(b);
     return json_builder_get_root(b);
 }

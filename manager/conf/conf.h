@@ -484,11 +484,11 @@ JsonNode *carrel_conf_parse_json(const char *data, gsize len, GError **error);
 typedef struct {
     gint64 seq; /* increasing, assigned by the store */
     char *session_id;
-    gint64 ts_us; /* wall clock, microseconds since the epoch */
+    gint64 ts_us;   /* wall clock, microseconds since the epoch */
     char *actor;    /* the caller's name (its token's label) or "carreld" */
     char *actor_id; /* the caller's token id or "carreld"; NULL in events older than it */
-    char *kind;   /* "action", "command", "file", "lifecycle" */
-    char *action; /* e.g. "left_click", "exec", "file_write", "stop" */
+    char *kind;     /* "action", "command", "file", "lifecycle" */
+    char *action;   /* e.g. "left_click", "exec", "file_write", "stop" */
     JsonNode *params;
     JsonNode *result; /* NULL when it failed */
     char *error;      /* NULL when it succeeded */

@@ -371,9 +371,9 @@ extraction_summary(const CarrelExtraction *x)
     return json_builder_get_root(b);
 }
 
-CarrelExtraction *
-carrel_manager_session_extract(CarrelManager *mgr, const char *id_or_name,
-                               const CarrelExtractRequest *req, const char *actor, GError **error)
+static CarrelExtraction *
+extract(CarrelManager *mgr, const char *id_or_name, const CarrelExtractRequest *req,
+        const CarrelPrincipal *actor, GError **error)
 {
     g_autoptr(CarrelSession) session = carrel_store_session_get(mgr->store, id_or_name, error);
     g_autoptr(CarrelSession) fresh = NULL;
@@ -403,22 +403,43 @@ carrel_manager_session_extract(CarrelManager *mgr, const char *id_or_name,
     return x;
 }
 
-GPtrArray *
-carrel_manager_session_extractions(CarrelManager *mgr, const char *id_or_name, GError **error)
+CarrelExtraction *
+carrel_manager_session_extract(CarrelManager *mgr, const CarrelPrincipal *who,
+                               const char *id_or_name, const CarrelExtractRequest *req,
+                               GError **error)
 {
-    g_autoptr(CarrelSession) session = carrel_store_session_get(mgr->store, id_or_name, error);
+    g_auto(CarrelDoor) door = {0};
+    g_autoptr(GError) local = NULL;
 
-    return session ? carrel_store_extraction_list(mgr->store, session->id, error) : NULL;
+    if (!carrel_door_enter(&door, mgr, who, CARREL_OP_SESSION_EXTRACT, id_or_name,
+                           extraction_params(req), error))
+        return NULL;
+    return carrel_door_finish(&door, extract(mgr, door.session_id, req, who, &local), &local,
+                              error);
+}
+
+GPtrArray *
+carrel_manager_session_extractions(CarrelManager *mgr, const CarrelPrincipal *who,
+                                   const char *id_or_name, GError **error)
+{
+    g_auto(CarrelDoor) door = {0};
+
+    if (!carrel_door_enter(&door, mgr, who, CARREL_OP_SESSION_READ, id_or_name, NULL, error))
+        return NULL;
+    return carrel_store_extraction_list(mgr->store, door.session->id, error);
 }
 
 CarrelArtifact *
-carrel_manager_artifact_get(CarrelManager *mgr, const char *id, char **ret_host_path,
-                            GError **error)
+carrel_manager_artifact_get(CarrelManager *mgr, const CarrelPrincipal *who, const char *id,
+                            char **ret_host_path, GError **error)
 {
+    g_auto(CarrelDoor) door = {0};
     g_autoptr(CarrelArtifact) a = carrel_store_artifact_get(mgr->store, id, error);
     g_autofree char *dir = NULL;
 
-    if (!a)
+    /* An artifact is its session's: whoever may not see that session may not see it. */
+    if (!a ||
+        !carrel_door_enter(&door, mgr, who, CARREL_OP_ARTIFACT_READ, a->session_id, NULL, error))
         return NULL;
     if (ret_host_path && a->type == CARREL_FILE_REGULAR && a->path) {
         dir = extraction_dir(mgr, a->extraction_id);

@@ -14,7 +14,7 @@ typedef struct {
     CarrelManager *mgr;
     CarrelSession *session;
     char *domain;
-    const char *actor;
+    const CarrelPrincipal *actor;
     guint width, height;    /* the screen */
     guint model_w, model_h; /* what the model sees (the screen when not scaled) */
     gboolean input_sent;    /* since the last observation */
@@ -350,28 +350,18 @@ batch_sends_input(const CarrelActionBatch *batch)
     return FALSE;
 }
 
-JsonNode *
-carrel_manager_session_computer(CarrelManager *mgr, const char *id_or_name, JsonNode *body,
-                                const char *actor, GError **error)
+static JsonNode *
+computer(CarrelDoor *door, CarrelActionBatch *batch, JsonNode *body, GError **error)
 {
-    g_autoptr(CarrelActionBatch) batch = carrel_action_batch_from_json(body, error);
-    g_auto(Run) run = {.mgr = mgr, .actor = actor};
+    CarrelManager *mgr = door->mgr;
+    g_auto(Run) run = {.mgr = mgr, .actor = door->who};
     CarrelInputState *state;
     JsonNode *reply;
 
-    if (!batch)
-        return NULL;
     run.session =
-        carrel_manager_running_session(mgr, id_or_name, "send input to", &run.domain, error);
+        carrel_manager_running_session(mgr, door->session_id, "send input to", &run.domain, error);
     if (!run.session)
         return NULL;
-    /* A person holds the session: their input must not race an agent's. */
-    if (batch_sends_input(batch) && !carrel_manager_check_agent_input(mgr, run.session, error)) {
-        /* Kept on the timeline: the reviewer sees what the agent tried while they held it. */
-        carrel_manager_record(mgr, run.session->id, actor, "action", "computer", body, NULL, *error,
-                              g_get_monotonic_time(), NULL);
-        return NULL;
-    }
     state = carrel_manager_input_state(mgr, run.session->id);
     g_mutex_lock(&state->lock);
     reply = run_batch(&run, state, body, batch, error);
@@ -379,4 +369,27 @@ carrel_manager_session_computer(CarrelManager *mgr, const char *id_or_name, Json
     if (!reply)
         g_prefix_error(error, "session '%s': ", run.session->id);
     return reply;
+}
+
+JsonNode *
+carrel_manager_session_computer(CarrelManager *mgr, const CarrelPrincipal *who,
+                                const char *id_or_name, JsonNode *body, GError **error)
+{
+    g_auto(CarrelDoor) door = {0};
+    g_autoptr(GError) local = NULL;
+    g_autoptr(CarrelActionBatch) batch = NULL;
+
+    /* Looking is one operation, sending input another: the policy and the lease decide each. */
+    if (!carrel_door_enter(&door, mgr, who, CARREL_OP_SESSION_SCREENSHOT, id_or_name,
+                           body ? json_node_copy(body) : NULL, error) ||
+        !(batch = carrel_action_batch_from_json(body, error)))
+        return NULL;
+    if (batch_sends_input(batch) && !carrel_door_check(&door, CARREL_OP_SESSION_INPUT, &local)) {
+        /* Kept on the timeline: the reviewer sees what was tried while they held the session. */
+        carrel_manager_record(mgr, door.session_id, who, "action", "computer", body, NULL, local,
+                              g_get_monotonic_time(), NULL);
+        g_propagate_error(error, g_steal_pointer(&local));
+        return NULL;
+    }
+    return carrel_door_finish(&door, computer(&door, batch, body, &local), &local, error);
 }

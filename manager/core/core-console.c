@@ -95,8 +95,8 @@ current_password(CarrelManager *mgr, const char *session_id, const char *domain,
     return cp;
 }
 
-CarrelConsoleAccess *
-carrel_manager_console_open(CarrelManager *mgr, const char *id_or_name, GError **error)
+static CarrelConsoleAccess *
+console_open(CarrelManager *mgr, const char *id_or_name, GError **error)
 {
     g_autoptr(CarrelSession) session = viewable_session(mgr, id_or_name, error);
     g_autoptr(CarrelConsoleAccess) access = NULL;
@@ -123,4 +123,31 @@ carrel_manager_console_open(CarrelManager *mgr, const char *id_or_name, GError *
     if (!access)
         g_prefix_error(error, "opening the console of session '%s': ", session->id);
     return g_steal_pointer(&access);
+}
+
+CarrelConsoleAccess *
+carrel_manager_console_open(CarrelManager *mgr, const CarrelPrincipal *who, const char *id_or_name,
+                            GError **error)
+{
+    g_auto(CarrelDoor) door = {0};
+    g_autoptr(GError) local = NULL;
+
+    if (!carrel_door_enter(&door, mgr, who, CARREL_OP_CONSOLE_VIEW, id_or_name, NULL, error))
+        return NULL;
+    return carrel_door_finish(&door, console_open(mgr, door.session_id, &local), &local, error);
+}
+
+gboolean
+carrel_manager_console_may_input(CarrelManager *mgr, const CarrelPrincipal *who,
+                                 const char *session_id)
+{
+    g_autoptr(CarrelPrincipal) still = carrel_manager_principal(mgr, who->token_id, NULL);
+    g_autofree char *holder_id = NULL;
+    g_autofree char *holder = NULL;
+
+    /* A revoked token's console turns view-only at its next message. */
+    if (!still)
+        return FALSE;
+    carrel_manager_lease_holder(mgr, session_id, &holder_id, &holder);
+    return holder_id && g_str_equal(holder_id, who->token_id);
 }

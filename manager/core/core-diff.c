@@ -207,9 +207,9 @@ diff_session(CarrelManager *mgr, const CarrelSession *session, const char *under
     return entries;
 }
 
-GPtrArray *
-carrel_manager_session_diff(CarrelManager *mgr, const char *id_or_name, const char *under,
-                            const char *actor, GError **error)
+static GPtrArray *
+session_diff(CarrelManager *mgr, const char *id_or_name, const char *under,
+             const CarrelPrincipal *actor, GError **error)
 {
     g_autoptr(CarrelSession) session = carrel_store_session_get(mgr->store, id_or_name, error);
     g_autoptr(CarrelSession) fresh = NULL;
@@ -229,4 +229,15 @@ carrel_manager_session_diff(CarrelManager *mgr, const char *id_or_name, const ch
     if (!entries)
         g_propagate_prefixed_error(error, g_steal_pointer(&local), "diff of '%s': ", session->id);
     return entries;
+}
+
+GPtrArray *
+carrel_manager_session_diff(CarrelManager *mgr, const CarrelPrincipal *who, const char *id_or_name,
+                            const char *under, GError **error)
+{
+    g_auto(CarrelDoor) door = {0};
+
+    if (!carrel_door_enter(&door, mgr, who, CARREL_OP_SESSION_DIFF, id_or_name, NULL, error))
+        return NULL;
+    return session_diff(mgr, door.session_id, under, who, error);
 }

@@ -4,16 +4,18 @@
 #define EVENTS_MAX_LIMIT 1000
 
 void
-carrel_manager_record(CarrelManager *mgr, const char *session_id, const char *actor,
+carrel_manager_record(CarrelManager *mgr, const char *session_id, const CarrelPrincipal *who,
                       const char *kind, const char *action, JsonNode *params, JsonNode *result,
                       const GError *failure, gint64 started_us, const char *screenshot)
 {
+    const CarrelPrincipal *actor = who ? who : carrel_principal_daemon();
     g_autoptr(CarrelEvent) event = carrel_event_new();
     g_autoptr(GError) error = NULL;
 
     event->session_id = g_strdup(session_id);
     event->ts_us = g_get_real_time();
-    event->actor = g_strdup(actor ? actor : "carreld");
+    event->actor = g_strdup(actor->label);
+    event->actor_id = g_strdup(actor->token_id);
     event->kind = g_strdup(kind);
     event->action = g_strdup(action);
     event->params = params ? json_node_copy(params) : NULL;
@@ -27,19 +29,19 @@ carrel_manager_record(CarrelManager *mgr, const char *session_id, const char *ac
 }
 
 GPtrArray *
-carrel_manager_session_events(CarrelManager *mgr, const char *id_or_name, gint64 after_seq,
-                              guint limit, GError **error)
+carrel_manager_session_events(CarrelManager *mgr, const CarrelPrincipal *who,
+                              const char *id_or_name, gint64 after_seq, guint limit, GError **error)
 {
-    g_autoptr(CarrelSession) session = carrel_store_session_get(mgr->store, id_or_name, error);
+    g_auto(CarrelDoor) door = {0};
 
-    if (!session)
+    if (!carrel_door_enter(&door, mgr, who, CARREL_OP_SESSION_READ, id_or_name, NULL, error))
         return NULL;
     if (limit == 0 || limit > EVENTS_MAX_LIMIT) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "limit must be between 1 and %d",
                     EVENTS_MAX_LIMIT);
         return NULL;
     }
-    return carrel_store_event_list(mgr->store, session->id, MAX(after_seq, 0), limit, error);
+    return carrel_store_event_list(mgr->store, door.session->id, MAX(after_seq, 0), limit, error);
 }
 
 CarrelSession *

@@ -75,22 +75,22 @@ exec_summary(const CarrelExecResult *result)
     return json_builder_get_root(b);
 }
 
-gboolean
-carrel_manager_session_exec(CarrelManager *mgr, const char *id_or_name,
-                            const CarrelExecRequest *req, const char *actor,
-                            CarrelExecResult *ret_result, GError **error)
+static gboolean
+run_exec(CarrelDoor *door, const CarrelExecRequest *req, CarrelExecResult *ret_result,
+         GError **error)
 {
+    CarrelManager *mgr = door->mgr;
     g_autoptr(CarrelSession) session = NULL;
     g_autofree char *domain = NULL;
     g_auto(GStrv) argv = NULL;
     g_autoptr(GError) local = NULL;
-    g_autoptr(JsonNode) params = NULL;
     g_autoptr(JsonNode) summary = NULL;
     CarrelExecResult result = {0};
     gint64 start = g_get_monotonic_time();
     gboolean ok;
 
-    session = carrel_manager_running_session(mgr, id_or_name, "run a command in", &domain, error);
+    session =
+        carrel_manager_running_session(mgr, door->session_id, "run a command in", &domain, error);
     if (!session)
         return FALSE;
     argv = guest_argv(req);
@@ -98,10 +98,9 @@ carrel_manager_session_exec(CarrelManager *mgr, const char *id_or_name,
                                       req->timeout_s, EXEC_MAX_OUTPUT, &result.exit_code,
                                       &result.stdout_bytes, &result.stderr_bytes, &result.truncated,
                                       &result.timed_out, &local);
-    params = exec_params(req);
     summary = ok ? exec_summary(&result) : NULL;
-    carrel_manager_record(mgr, session->id, actor, "command", "exec", params, summary, local, start,
-                          NULL);
+    carrel_manager_record(mgr, session->id, door->who, "command", "exec", door->params, summary,
+                          local, start, NULL);
     if (!ok) {
         g_propagate_prefixed_error(error, g_steal_pointer(&local),
                                    "running a command in session '%s': ", session->id);
@@ -110,4 +109,18 @@ carrel_manager_session_exec(CarrelManager *mgr, const char *id_or_name,
     result.duration_ms = (g_get_monotonic_time() - start) / 1000;
     *ret_result = result;
     return TRUE;
+}
+
+gboolean
+carrel_manager_session_exec(CarrelManager *mgr, const CarrelPrincipal *who, const char *id_or_name,
+                            const CarrelExecRequest *req, CarrelExecResult *ret_result,
+                            GError **error)
+{
+    g_auto(CarrelDoor) door = {0};
+    g_autoptr(GError) local = NULL;
+
+    if (!carrel_door_enter(&door, mgr, who, CARREL_OP_SESSION_EXEC, id_or_name, exec_params(req),
+                           error))
+        return FALSE;
+    return carrel_door_finish_ok(&door, run_exec(&door, req, ret_result, &local), &local, error);
 }

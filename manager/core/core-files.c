@@ -19,9 +19,9 @@ file_params(const char *path, GBytes *data)
     return json_builder_get_root(b);
 }
 
-GBytes *
-carrel_manager_session_file_read(CarrelManager *mgr, const char *id_or_name, const char *path,
-                                 const char *actor, GError **error)
+static GBytes *
+file_read(CarrelManager *mgr, const char *id_or_name, const char *path,
+          const CarrelPrincipal *actor, GError **error)
 {
     g_autoptr(CarrelSession) session = NULL;
     g_autofree char *domain = NULL;
@@ -48,9 +48,9 @@ carrel_manager_session_file_read(CarrelManager *mgr, const char *id_or_name, con
     return g_steal_pointer(&data);
 }
 
-gboolean
-carrel_manager_session_file_write(CarrelManager *mgr, const char *id_or_name, const char *path,
-                                  GBytes *data, const char *actor, GError **error)
+static gboolean
+file_write(CarrelManager *mgr, const char *id_or_name, const char *path, GBytes *data,
+           const CarrelPrincipal *actor, GError **error)
 {
     g_autoptr(CarrelSession) session = NULL;
     g_autofree char *domain = NULL;
@@ -76,4 +76,33 @@ carrel_manager_session_file_write(CarrelManager *mgr, const char *id_or_name, co
     if (!ok)
         g_propagate_prefixed_error(error, g_steal_pointer(&local), "session '%s': ", session->id);
     return ok;
+}
+
+GBytes *
+carrel_manager_session_file_read(CarrelManager *mgr, const CarrelPrincipal *who,
+                                 const char *id_or_name, const char *path, GError **error)
+{
+    g_auto(CarrelDoor) door = {0};
+    g_autoptr(GError) local = NULL;
+
+    if (!carrel_door_enter(&door, mgr, who, CARREL_OP_SESSION_FILE_READ, id_or_name,
+                           file_params(path ? path : "", NULL), error))
+        return NULL;
+    return carrel_door_finish(&door, file_read(mgr, door.session_id, path, who, &local), &local,
+                              error);
+}
+
+gboolean
+carrel_manager_session_file_write(CarrelManager *mgr, const CarrelPrincipal *who,
+                                  const char *id_or_name, const char *path, GBytes *data,
+                                  GError **error)
+{
+    g_auto(CarrelDoor) door = {0};
+    g_autoptr(GError) local = NULL;
+
+    if (!carrel_door_enter(&door, mgr, who, CARREL_OP_SESSION_FILE_WRITE, id_or_name,
+                           file_params(path ? path : "", data), error))
+        return FALSE;
+    return carrel_door_finish_ok(&door, file_write(mgr, door.session_id, path, data, who, &local),
+                                 &local, error);
 }

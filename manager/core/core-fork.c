@@ -9,7 +9,8 @@
 #include "net/net.h"
 
 static CarrelSession *
-fork_row(CarrelManager *mgr, const CarrelSession *origin, const CarrelSnapshot *snap)
+fork_row(CarrelManager *mgr, const CarrelPrincipal *who, const CarrelSession *origin,
+         const CarrelSnapshot *snap)
 {
     g_autoptr(CarrelSession) s = carrel_session_new();
 
@@ -27,6 +28,9 @@ fork_row(CarrelManager *mgr, const CarrelSession *origin, const CarrelSnapshot *
     s->head_snapshot = g_strdup(snap->id);
     s->origin_session = g_strdup(origin->id);
     s->mac = carrel_net_new_mac();
+    /* A fork belongs to whoever asked for it, not to the origin's owner. */
+    s->owner_id = g_strdup(who->token_id);
+    s->owner_label = g_strdup(who->label);
     s->created_at = s->updated_at = carrel_util_now();
     return g_steal_pointer(&s);
 }
@@ -58,10 +62,10 @@ bring_up_fork(CarrelManager *mgr, CarrelSession *s, const CarrelSnapshot *snap, 
 
 /* One fork, all or nothing. */
 static CarrelSession *
-fork_one(CarrelManager *mgr, const CarrelSession *origin, const CarrelSnapshot *snap,
-         GError **error)
+fork_one(CarrelManager *mgr, const CarrelPrincipal *who, const CarrelSession *origin,
+         const CarrelSnapshot *snap, GError **error)
 {
-    g_autoptr(CarrelSession) s = fork_row(mgr, origin, snap);
+    g_autoptr(CarrelSession) s = fork_row(mgr, who, origin, snap);
     gboolean ok;
 
     if (!carrel_manager_claim(mgr, s->id, "fork", error))
@@ -90,7 +94,7 @@ fork_source(CarrelManager *mgr, const CarrelSession *origin, const char *snapsho
         snap = carrel_store_snapshot_get(mgr->store, origin->id, snapshot, error);
     else {
         name = carrel_util_new_id("fork-");
-        snap = carrel_manager_snapshot_create(mgr, origin->id, name, error);
+        snap = carrel_manager_snapshot_take(mgr, origin->id, name, error);
     }
     if (snap && !snap->memory_path) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE,
@@ -103,17 +107,14 @@ fork_source(CarrelManager *mgr, const CarrelSession *origin, const char *snapsho
     return snap;
 }
 
-GPtrArray *
-carrel_manager_session_fork(CarrelManager *mgr, const char *id_or_name, const char *snapshot,
-                            guint count, GError **error)
+static GPtrArray *
+fork_from(CarrelManager *mgr, const CarrelPrincipal *who, const CarrelSession *origin,
+          const char *snapshot, guint count, GError **error)
 {
-    g_autoptr(CarrelSession) origin = carrel_store_session_get(mgr->store, id_or_name, error);
     g_autoptr(CarrelSnapshot) snap = NULL;
     g_autoptr(GPtrArray) forks =
         g_ptr_array_new_with_free_func((GDestroyNotify)carrel_session_free);
 
-    if (!origin)
-        return NULL;
     if (count < 1 || count > CARREL_LIMIT_FORKS) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "count must be between 1 and %d",
                     CARREL_LIMIT_FORKS);
@@ -125,12 +126,13 @@ carrel_manager_session_fork(CarrelManager *mgr, const char *id_or_name, const ch
         return NULL;
     }
     for (guint i = 0; i < count; i++) {
-        CarrelSession *s = fork_one(mgr, origin, snap, error);
+        CarrelSession *s = fork_one(mgr, who, origin, snap, error);
         if (!s) {
             /* All or nothing: the forks made so far go too. */
             for (guint j = 0; j < forks->len; j++) {
                 CarrelSession *made = g_ptr_array_index(forks, j);
-                g_autoptr(CarrelSession) gone = carrel_manager_session_destroy(mgr, made->id, NULL);
+                g_autoptr(CarrelSession) gone =
+                    carrel_manager_session_destroy(mgr, carrel_principal_daemon(), made->id, NULL);
             }
             g_prefix_error(error, "fork %u of %u from '%s': ", i + 1, count, origin->id);
             return NULL;
@@ -138,4 +140,21 @@ carrel_manager_session_fork(CarrelManager *mgr, const char *id_or_name, const ch
         g_ptr_array_add(forks, s);
     }
     return g_steal_pointer(&forks);
+}
+
+GPtrArray *
+carrel_manager_session_fork(CarrelManager *mgr, const CarrelPrincipal *who, const char *id_or_name,
+                            const char *snapshot, guint count, GError **error)
+{
+    g_auto(CarrelDoor) door = {0};
+    g_autoptr(GError) local = NULL;
+    JsonNode *params = json_node_init_object(json_node_alloc(), json_object_new());
+
+    if (snapshot)
+        json_object_set_string_member(json_node_get_object(params), "snapshot", snapshot);
+    json_object_set_int_member(json_node_get_object(params), "count", count);
+    if (!carrel_door_enter(&door, mgr, who, CARREL_OP_SESSION_FORK, id_or_name, params, error))
+        return NULL;
+    return carrel_door_finish(&door, fork_from(mgr, who, door.session, snapshot, count, &local),
+                              &local, error);
 }

@@ -22,8 +22,8 @@ upload_path(CarrelManager *mgr, const char *id)
     return g_build_filename(mgr->state_dir, "uploads", name, NULL);
 }
 
-char *
-carrel_manager_upload(CarrelManager *mgr, GBytes *data, GError **error)
+static char *
+upload(CarrelManager *mgr, GBytes *data, GError **error)
 {
     g_autofree char *dir = g_build_filename(mgr->state_dir, "uploads", NULL);
     g_autofree char *id = carrel_util_new_id("u-");
@@ -34,6 +34,20 @@ carrel_manager_upload(CarrelManager *mgr, GBytes *data, GError **error)
                                 0600, error))
         return NULL;
     return g_steal_pointer(&id);
+}
+
+char *
+carrel_manager_upload(CarrelManager *mgr, const CarrelPrincipal *who, GBytes *data, GError **error)
+{
+    g_auto(CarrelDoor) door = {0};
+    g_autoptr(GError) local = NULL;
+    JsonNode *params = json_node_init_object(json_node_alloc(), json_object_new());
+
+    json_object_set_int_member(json_node_get_object(params), "bytes",
+                               (gint64)g_bytes_get_size(data));
+    if (!carrel_door_enter(&door, mgr, who, CARREL_OP_UPLOAD_CREATE, NULL, params, error))
+        return NULL;
+    return carrel_door_finish(&door, upload(mgr, data, &local), &local, error);
 }
 
 /* Reads an upload through the same rules the real build applies, into a scratch tar: a bad

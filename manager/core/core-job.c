@@ -198,10 +198,17 @@ carrel_job_to_json(CarrelJob *job)
 }
 
 CarrelJob *
-carrel_manager_job_get(CarrelManager *mgr, const char *id, GError **error)
+carrel_manager_job_get(CarrelManager *mgr, const CarrelPrincipal *who, const char *id,
+                       GError **error)
 {
-    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&mgr->lock);
-    CarrelJob *job = g_hash_table_lookup(mgr->jobs, id);
+    g_auto(CarrelDoor) door = {0};
+    g_autoptr(GMutexLocker) locker = NULL;
+    CarrelJob *job;
+
+    if (!carrel_door_enter(&door, mgr, who, CARREL_OP_JOB_READ, NULL, NULL, error))
+        return NULL;
+    locker = g_mutex_locker_new(&mgr->lock);
+    job = g_hash_table_lookup(mgr->jobs, id);
 
     if (!job) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND, "job '%s' does not exist", id);

@@ -6,33 +6,52 @@ typedef gboolean (*LifecycleFunc)(CarrelManager *mgr, CarrelSession *session, gp
                                   GError **error);
 
 /*
- * The shape of every verb: find the session, hold it against concurrent verbs, check the state
- * machine, act, record the new state, and return the session as stored.
+ * The shape of every verb: through the door (who may do it), hold the session against
+ * concurrent verbs, check the state machine, act, and record the new state together with its
+ * audit row; return the session as stored.
  */
 static CarrelSession *
-run_verb(CarrelManager *mgr, const char *id_or_name, CarrelSessionOp op, LifecycleFunc func,
-         gpointer data, GError **error)
+run_verb(CarrelDoor *door, CarrelSessionOp op, LifecycleFunc func, gpointer data, GError **error)
 {
-    g_autoptr(CarrelSession) session = carrel_store_session_get(mgr->store, id_or_name, error);
+    CarrelManager *mgr = door->mgr;
+    const char *id = door->session->id;
     g_autoptr(CarrelSession) fresh = NULL;
+    g_autoptr(CarrelAuditRecord) audit = NULL;
     CarrelSessionState next;
     gboolean ok;
 
-    if (!session)
-        return NULL;
-    if (!carrel_manager_claim(mgr, session->id, carrel_session_op_to_string(op), error))
+    if (!carrel_manager_claim(mgr, id, carrel_session_op_to_string(op), error))
         return NULL;
     /* Read again under the claim: another verb may have finished in between. */
-    fresh = carrel_store_session_get(mgr->store, session->id, error);
+    fresh = carrel_store_session_get(mgr->store, id, error);
     ok = fresh && carrel_session_transition(fresh->state, op, &next, error) &&
-         func(mgr, fresh, data, error) &&
-         carrel_store_session_set_state(mgr->store, fresh->id, next, NULL, error);
-    carrel_manager_release(mgr, session->id);
+         func(mgr, fresh, data, error);
+    if (ok) {
+        audit = carrel_door_audit_record(door, "ok", NULL);
+        ok = carrel_store_session_set_state_audited(mgr->store, id, next, NULL, audit, error);
+        door->audited = ok;
+    }
+    carrel_manager_release(mgr, id);
     if (!ok) {
-        g_prefix_error(error, "%s session '%s': ", carrel_session_op_to_string(op), session->id);
+        g_prefix_error(error, "%s session '%s': ", carrel_session_op_to_string(op), id);
         return NULL;
     }
-    return carrel_store_session_get(mgr->store, session->id, error);
+    return carrel_store_session_get(mgr->store, id, error);
+}
+
+/* A lifecycle verb from the front door: who may, then run_verb. */
+static CarrelSession *
+enter_verb(CarrelManager *mgr, const CarrelPrincipal *who, CarrelOp what, const char *id_or_name,
+           CarrelSessionOp op, LifecycleFunc func, gpointer data, GError **error)
+{
+    g_auto(CarrelDoor) door = {0};
+    g_autoptr(GError) local = NULL;
+    CarrelSession *done;
+
+    if (!carrel_door_enter(&door, mgr, who, what, id_or_name, NULL, error))
+        return NULL;
+    done = run_verb(&door, op, func, data, &local);
+    return carrel_door_finish(&door, done, &local, error);
 }
 
 static gboolean
@@ -68,9 +87,11 @@ do_start(CarrelManager *mgr, CarrelSession *session, gpointer data, GError **err
 }
 
 CarrelSession *
-carrel_manager_session_start(CarrelManager *mgr, const char *id_or_name, GError **error)
+carrel_manager_session_start(CarrelManager *mgr, const CarrelPrincipal *who, const char *id_or_name,
+                             GError **error)
 {
-    return run_verb(mgr, id_or_name, CARREL_SESSION_OP_START, do_start, NULL, error);
+    return enter_verb(mgr, who, CARREL_OP_SESSION_START, id_or_name, CARREL_SESSION_OP_START,
+                      do_start, NULL, error);
 }
 
 static gboolean
@@ -94,11 +115,11 @@ do_stop(CarrelManager *mgr, CarrelSession *session, gpointer data, GError **erro
 }
 
 CarrelSession *
-carrel_manager_session_stop(CarrelManager *mgr, const char *id_or_name, guint timeout_s,
-                            GError **error)
+carrel_manager_session_stop(CarrelManager *mgr, const CarrelPrincipal *who, const char *id_or_name,
+                            guint timeout_s, GError **error)
 {
-    return run_verb(mgr, id_or_name, CARREL_SESSION_OP_STOP, do_stop, GUINT_TO_POINTER(timeout_s),
-                    error);
+    return enter_verb(mgr, who, CARREL_OP_SESSION_STOP, id_or_name, CARREL_SESSION_OP_STOP, do_stop,
+                      GUINT_TO_POINTER(timeout_s), error);
 }
 
 /* Best effort before a hard power-off: what the guest still holds in its page cache reaches
@@ -146,9 +167,11 @@ do_destroy(CarrelManager *mgr, CarrelSession *session, gpointer data, GError **e
 }
 
 CarrelSession *
-carrel_manager_session_destroy(CarrelManager *mgr, const char *id_or_name, GError **error)
+carrel_manager_session_destroy(CarrelManager *mgr, const CarrelPrincipal *who,
+                               const char *id_or_name, GError **error)
 {
-    return run_verb(mgr, id_or_name, CARREL_SESSION_OP_DESTROY, do_destroy, NULL, error);
+    return enter_verb(mgr, who, CARREL_OP_SESSION_DESTROY, id_or_name, CARREL_SESSION_OP_DESTROY,
+                      do_destroy, NULL, error);
 }
 
 /* The saved memory of a hibernated session. */
@@ -167,9 +190,11 @@ do_pause(CarrelManager *mgr, CarrelSession *session, gpointer data, GError **err
 }
 
 CarrelSession *
-carrel_manager_session_pause(CarrelManager *mgr, const char *id_or_name, GError **error)
+carrel_manager_session_pause(CarrelManager *mgr, const CarrelPrincipal *who, const char *id_or_name,
+                             GError **error)
 {
-    return run_verb(mgr, id_or_name, CARREL_SESSION_OP_PAUSE, do_pause, NULL, error);
+    return enter_verb(mgr, who, CARREL_OP_SESSION_PAUSE, id_or_name, CARREL_SESSION_OP_PAUSE,
+                      do_pause, NULL, error);
 }
 
 /*
@@ -192,9 +217,11 @@ do_hibernate(CarrelManager *mgr, CarrelSession *session, gpointer data, GError *
 }
 
 CarrelSession *
-carrel_manager_session_hibernate(CarrelManager *mgr, const char *id_or_name, GError **error)
+carrel_manager_session_hibernate(CarrelManager *mgr, const CarrelPrincipal *who,
+                                 const char *id_or_name, GError **error)
 {
-    return run_verb(mgr, id_or_name, CARREL_SESSION_OP_HIBERNATE, do_hibernate, NULL, error);
+    return enter_verb(mgr, who, CARREL_OP_SESSION_HIBERNATE, id_or_name,
+                      CARREL_SESSION_OP_HIBERNATE, do_hibernate, NULL, error);
 }
 
 static gboolean
@@ -224,7 +251,9 @@ do_resume(CarrelManager *mgr, CarrelSession *session, gpointer data, GError **er
 }
 
 CarrelSession *
-carrel_manager_session_resume(CarrelManager *mgr, const char *id_or_name, GError **error)
+carrel_manager_session_resume(CarrelManager *mgr, const CarrelPrincipal *who,
+                              const char *id_or_name, GError **error)
 {
-    return run_verb(mgr, id_or_name, CARREL_SESSION_OP_RESUME, do_resume, NULL, error);
+    return enter_verb(mgr, who, CARREL_OP_SESSION_RESUME, id_or_name, CARREL_SESSION_OP_RESUME,
+                      do_resume, NULL, error);
 }

@@ -5,8 +5,8 @@
  */
 #include "core/core-priv.h"
 
-gboolean
-carrel_manager_pool_set(CarrelManager *mgr, const char *template_name, guint size, GError **error)
+static gboolean
+set_pool(CarrelManager *mgr, const char *template_name, guint size, GError **error)
 {
     g_autoptr(CarrelTemplate) tmpl = carrel_store_template_get(mgr->store, template_name, 0, error);
 
@@ -20,15 +20,32 @@ carrel_manager_pool_set(CarrelManager *mgr, const char *template_name, guint siz
     return carrel_store_pool_set(mgr->store, template_name, size, error);
 }
 
-JsonNode *
-carrel_manager_pool_list(CarrelManager *mgr, GError **error)
+gboolean
+carrel_manager_pool_set(CarrelManager *mgr, const CarrelPrincipal *who, const char *template_name,
+                        guint size, GError **error)
 {
-    g_autoptr(GHashTable) pools = carrel_store_pool_list(mgr->store, error);
+    g_auto(CarrelDoor) door = {0};
+    g_autoptr(GError) local = NULL;
+    JsonNode *params = json_node_init_object(json_node_alloc(), json_object_new());
+
+    json_object_set_string_member(json_node_get_object(params), "template", template_name);
+    json_object_set_int_member(json_node_get_object(params), "size", size);
+    if (!carrel_door_enter(&door, mgr, who, CARREL_OP_POOL_SET, NULL, params, error))
+        return FALSE;
+    return carrel_door_finish_ok(&door, set_pool(mgr, template_name, size, &local), &local, error);
+}
+
+JsonNode *
+carrel_manager_pool_list(CarrelManager *mgr, const CarrelPrincipal *who, GError **error)
+{
+    g_auto(CarrelDoor) door = {0};
+    g_autoptr(GHashTable) pools = NULL;
     g_autoptr(JsonBuilder) b = json_builder_new();
     GHashTableIter iter;
     gpointer key, value;
 
-    if (!pools)
+    if (!carrel_door_enter(&door, mgr, who, CARREL_OP_POOL_READ, NULL, NULL, error) ||
+        !(pools = carrel_store_pool_list(mgr->store, error)))
         return NULL;
     json_builder_begin_object(b);
     json_builder_set_member_name(b, "pools");
@@ -67,7 +84,8 @@ fits(const CarrelSessionRequest *req, const CarrelTemplate *tmpl, const CarrelSe
 
 /* The member becomes the request's session: running, clock set, named, limits and inputs. */
 static gboolean
-hand_over(CarrelManager *mgr, CarrelSession *m, const CarrelSessionRequest *req, GError **error)
+hand_over(CarrelManager *mgr, const CarrelPrincipal *who, CarrelSession *m,
+          const CarrelSessionRequest *req, GError **error)
 {
     g_autofree char *domain = carrel_session_domain_name(m->id);
     guint ttl_s = 0, idle_s = 0;
@@ -83,6 +101,11 @@ hand_over(CarrelManager *mgr, CarrelSession *m, const CarrelSessionRequest *req,
     m->idle_timeout_s = idle_s;
     g_free(m->expiry_action);
     m->expiry_action = g_strdup(action);
+    /* A claimed member belongs to whoever claimed it, as a session it created would. */
+    g_free(m->owner_id);
+    g_free(m->owner_label);
+    m->owner_id = g_strdup(who->token_id);
+    m->owner_label = g_strdup(who->label);
     return carrel_store_session_claim(mgr->store, m, error) &&
            carrel_hypervisor_pause(mgr->hv, domain, FALSE, error) &&
            carrel_manager_set_guest_clock(mgr, domain, error) &&
@@ -92,8 +115,8 @@ hand_over(CarrelManager *mgr, CarrelSession *m, const CarrelSessionRequest *req,
 }
 
 CarrelSession *
-carrel_manager_pool_claim(CarrelManager *mgr, const CarrelSessionRequest *req,
-                          const CarrelTemplate *tmpl)
+carrel_manager_pool_claim(CarrelManager *mgr, const CarrelPrincipal *who,
+                          const CarrelSessionRequest *req, const CarrelTemplate *tmpl)
 {
     g_autoptr(GPtrArray) members = carrel_store_pool_members(mgr->store, tmpl->name, NULL);
     g_autoptr(GError) error = NULL;
@@ -112,7 +135,8 @@ carrel_manager_pool_claim(CarrelManager *mgr, const CarrelSessionRequest *req,
         if (!fits(req, tmpl, m) || !carrel_manager_claim(mgr, m->id, "claim", NULL))
             continue;
         fresh = carrel_store_session_get(mgr->store, m->id, NULL);
-        ok = fresh && fresh->pool && fits(req, tmpl, fresh) && hand_over(mgr, fresh, req, &error);
+        ok = fresh && fresh->pool && fits(req, tmpl, fresh) &&
+             hand_over(mgr, who, fresh, req, &error);
         carrel_manager_release(mgr, m->id);
         if (ok) {
             carrel_manager_forget_uploads(mgr, req->inputs);
@@ -122,7 +146,8 @@ carrel_manager_pool_claim(CarrelManager *mgr, const CarrelSessionRequest *req,
             /* A member that failed its hand-over is no member: it goes. */
             g_warning("warm pool of %s: handing over %s failed: %s", tmpl->name, m->id,
                       error->message);
-            carrel_session_free(carrel_manager_session_destroy(mgr, m->id, NULL));
+            carrel_session_free(
+                carrel_manager_session_destroy(mgr, carrel_principal_daemon(), m->id, NULL));
             return NULL;
         }
     }
@@ -135,11 +160,13 @@ add_member(CarrelManager *mgr, const char *template_name)
 {
     CarrelSessionRequest req = {.template_name = (char *)template_name};
     g_autoptr(GError) error = NULL;
-    g_autoptr(CarrelSession) s = carrel_manager_create_into(mgr, &req, template_name, &error);
+    const CarrelPrincipal *daemon = carrel_principal_daemon();
+    g_autoptr(CarrelSession) s =
+        carrel_manager_create_into(mgr, daemon, &req, template_name, &error);
     g_autoptr(CarrelSession) paused = NULL;
 
     if (s)
-        paused = carrel_manager_session_pause(mgr, s->id, &error);
+        paused = carrel_manager_session_pause(mgr, daemon, s->id, &error);
     if (!paused)
         g_warning("warm pool of %s: adding a member failed: %s", template_name,
                   error ? error->message : "?");
@@ -163,7 +190,8 @@ carrel_manager_pool_refill(CarrelManager *mgr)
         /* Shrunk: the extra members go, newest first. */
         if (members->len > size) {
             CarrelSession *extra = g_ptr_array_index(members, members->len - 1);
-            carrel_session_free(carrel_manager_session_destroy(mgr, extra->id, NULL));
+            carrel_session_free(
+                carrel_manager_session_destroy(mgr, carrel_principal_daemon(), extra->id, NULL));
         } else if (members->len < size) {
             add_member(mgr, key);
         }

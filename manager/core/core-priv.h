@@ -117,9 +117,54 @@ void carrel_job_progress(CarrelJob *job, const char *line);
  * failure (NULL on success) gives the error text; started_us is the monotonic start (0: no
  * duration). A store failure is logged, never returned: the action already happened.
  */
-void carrel_manager_record(CarrelManager *mgr, const char *session_id, const char *actor,
+void carrel_manager_record(CarrelManager *mgr, const char *session_id, const CarrelPrincipal *who,
                            const char *kind, const char *action, JsonNode *params, JsonNode *result,
                            const GError *failure, gint64 started_us, const char *screenshot);
+
+/*
+ * The door every public verb enters by (core-door.c): who asks for op on which session. Use:
+ *
+ *     g_auto(CarrelDoor) door = {0};
+ *     g_autoptr(GError) local = NULL;
+ *     if (!carrel_door_enter(&door, mgr, who, CARREL_OP_X, id_or_name, params, error))
+ *         return NULL;
+ *     result = ...act on door.session..., &local);
+ *     return carrel_door_finish(&door, result, &local, error);
+ */
+typedef struct {
+    CarrelManager *mgr;
+    const CarrelPrincipal *who;
+    CarrelOp op;
+    CarrelSession *session; /* the session named at enter (NULL when none), as read then */
+    char *session_id;       /* the session the audit row and timeline name */
+    JsonNode *params;       /* digested into the audit row, shown on the timeline (owned) */
+    gint64 started_us;
+    gboolean audited; /* the audit row went in already (with the state change it records) */
+    gboolean quiet;   /* no lifecycle event on the timeline (the verb records its own) */
+} CarrelDoor;
+
+void carrel_door_clear(CarrelDoor *door);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(CarrelDoor, carrel_door_clear)
+
+/* Finds the session (id_or_name may be NULL: no session involved), asks the policy, and audits
+ * a refusal. Takes params. FALSE with NOT_FOUND, FORBIDDEN or WRONG_STATE (the lease). */
+gboolean carrel_door_enter(CarrelDoor *door, CarrelManager *mgr, const CarrelPrincipal *who,
+                           CarrelOp op, const char *id_or_name, JsonNode *params, GError **error);
+/* Asks again for another op on the same session (a computer batch that turns out to send
+ * input); a refusal is audited under that op. */
+gboolean carrel_door_check(CarrelDoor *door, CarrelOp op, GError **error);
+/* The session the outcome concerns when the verb made it (create). */
+void carrel_door_set_session(CarrelDoor *door, const char *session_id);
+/* The audit row of the door's operation with result "ok", "failed" or "denied". */
+CarrelAuditRecord *carrel_door_audit_record(const CarrelDoor *door, const char *result,
+                                            const GError *failure);
+/* Appends an audit row; a failure is logged as critical (the act happened already). */
+void carrel_manager_audit(CarrelManager *mgr, CarrelAuditRecord *rec);
+/* Audits the outcome (a NULL result is a failure, *local its error, which moves to error) and
+ * records lifecycle verbs on the timeline; returns result. local is read only here, after the
+ * act that fills it was evaluated. */
+gpointer carrel_door_finish(CarrelDoor *door, gpointer result, GError **local, GError **error);
+gboolean carrel_door_finish_ok(CarrelDoor *door, gboolean ok, GError **local, GError **error);
 
 /* The session if it is running (WRONG_STATE "cannot WHAT a session that is STATE" otherwise),
  * and its domain name. */
@@ -184,17 +229,24 @@ gboolean carrel_manager_set_guest_clock(CarrelManager *mgr, const char *domain, 
 gboolean carrel_manager_check_has_disk(const CarrelSession *session, const char *what,
                                        GError **error);
 
+/* A snapshot of a session (the caller went through the door): see carrel_manager_snapshot_create.
+ */
+CarrelSnapshot *carrel_manager_snapshot_take(CarrelManager *mgr, const char *id_or_name,
+                                             const char *name, GError **error);
+
 /* When a session's top overlay is frozen (a snapshot cut short by a carreld crash), stacks a
  * writable top on it and records it; nothing to do otherwise. */
 gboolean carrel_manager_unfreeze_top(CarrelManager *mgr, CarrelSession *session, GError **error);
 
 /* Creates a session; with pool (a template name) as a member of that template's warm pool
  * (not listed, no pool claim tried). */
-CarrelSession *carrel_manager_create_into(CarrelManager *mgr, const CarrelSessionRequest *req,
-                                          const char *pool, GError **error);
+CarrelSession *carrel_manager_create_into(CarrelManager *mgr, const CarrelPrincipal *who,
+                                          const CarrelSessionRequest *req, const char *pool,
+                                          GError **error);
 /* A ready (paused) member of tmpl's warm pool, resumed and handed to req; NULL when none fits
  * or the hand-over failed (logged; the create then boots or restores as usual). */
-CarrelSession *carrel_manager_pool_claim(CarrelManager *mgr, const CarrelSessionRequest *req,
+CarrelSession *carrel_manager_pool_claim(CarrelManager *mgr, const CarrelPrincipal *who,
+                                         const CarrelSessionRequest *req,
                                          const CarrelTemplate *tmpl);
 /* One refill step per pool whose members are fewer than its size (the watcher calls it). */
 void carrel_manager_pool_refill(CarrelManager *mgr);

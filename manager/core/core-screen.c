@@ -79,10 +79,9 @@ carrel_manager_keep_screenshot(CarrelManager *mgr, const CarrelSession *session,
     return g_steal_pointer(&name);
 }
 
-GBytes *
-carrel_manager_session_screenshot(CarrelManager *mgr, const char *id_or_name,
-                                  const CarrelScreenshotRequest *req, const char *actor,
-                                  GError **error)
+static GBytes *
+screenshot(CarrelManager *mgr, const char *id_or_name, const CarrelScreenshotRequest *req,
+           const CarrelPrincipal *actor, GError **error)
 {
     g_autoptr(CarrelSession) session = NULL;
     g_autofree char *domain = NULL;
@@ -133,16 +132,33 @@ shot_name_ok(const char *name)
 }
 
 GBytes *
-carrel_manager_session_kept_screenshot(CarrelManager *mgr, const char *id_or_name, const char *name,
+carrel_manager_session_screenshot(CarrelManager *mgr, const CarrelPrincipal *who,
+                                  const char *id_or_name, const CarrelScreenshotRequest *req,
+                                  GError **error)
+{
+    g_auto(CarrelDoor) door = {0};
+    g_autoptr(GError) local = NULL;
+
+    if (!carrel_door_enter(&door, mgr, who, CARREL_OP_SESSION_SCREENSHOT, id_or_name, NULL, error))
+        return NULL;
+    return carrel_door_finish(&door, screenshot(mgr, door.session_id, req, who, &local), &local,
+                              error);
+}
+
+GBytes *
+carrel_manager_session_kept_screenshot(CarrelManager *mgr, const CarrelPrincipal *who,
+                                       const char *id_or_name, const char *name,
                                        const char **ret_type, GError **error)
 {
-    g_autoptr(CarrelSession) session = carrel_store_session_get(mgr->store, id_or_name, error);
+    g_auto(CarrelDoor) door = {0};
+    CarrelSession *session = NULL;
     g_autofree char *path = NULL;
     g_autofree char *data = NULL;
     gsize len = 0;
 
-    if (!session)
+    if (!carrel_door_enter(&door, mgr, who, CARREL_OP_SESSION_READ, id_or_name, NULL, error))
         return NULL;
+    session = door.session;
     if (!shot_name_ok(name)) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "malformed screenshot name");
         return NULL;

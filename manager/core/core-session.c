@@ -62,10 +62,16 @@ set_time_limits(CarrelManager *mgr, const CarrelSessionRequest *req, CarrelSessi
 }
 
 static CarrelSession *
-session_from_request(CarrelManager *mgr, const CarrelSessionRequest *req,
-                     const CarrelTemplate *tmpl)
+session_from_request(CarrelManager *mgr, const CarrelPrincipal *owner,
+                     const CarrelSessionRequest *req, const CarrelTemplate *tmpl)
 {
     g_autoptr(CarrelSession) session = carrel_session_new();
+
+    /* carreld's own sessions (pool members) belong to nobody until a create claims them. */
+    if (owner->role != CARREL_ROLE_SYSTEM) {
+        session->owner_id = g_strdup(owner->token_id);
+        session->owner_label = g_strdup(owner->label);
+    }
 
     session->id = carrel_util_new_id("s-");
     session->name = g_strdup(req->name ? req->name : session->id);
@@ -223,8 +229,8 @@ pick_warm(CarrelManager *mgr, const CarrelSessionRequest *req, const CarrelTempl
 }
 
 CarrelSession *
-carrel_manager_create_into(CarrelManager *mgr, const CarrelSessionRequest *req, const char *pool,
-                           GError **error)
+carrel_manager_create_into(CarrelManager *mgr, const CarrelPrincipal *who,
+                           const CarrelSessionRequest *req, const char *pool, GError **error)
 {
     g_autoptr(CarrelTemplate) tmpl = NULL;
     g_autoptr(CarrelSession) session = NULL;
@@ -237,9 +243,9 @@ carrel_manager_create_into(CarrelManager *mgr, const CarrelSessionRequest *req, 
         return NULL;
     }
     /* A ready member of the template's warm pool: claimed at once, refilled later. */
-    if (!pool && (result = carrel_manager_pool_claim(mgr, req, tmpl)))
+    if (!pool && (result = carrel_manager_pool_claim(mgr, who, req, tmpl)))
         return result;
-    session = session_from_request(mgr, req, tmpl);
+    session = session_from_request(mgr, who, req, tmpl);
     session->pool = g_strdup(pool);
     warm = pick_warm(mgr, req, tmpl);
     if (warm) {
@@ -264,26 +270,76 @@ carrel_manager_create_into(CarrelManager *mgr, const CarrelSessionRequest *req, 
     return result;
 }
 
-CarrelSession *
-carrel_manager_session_create(CarrelManager *mgr, const CarrelSessionRequest *req, GError **error)
+/* Files of the host are for admins only: inputs naming one need their own grant. */
+static gboolean
+check_host_inputs(CarrelDoor *door, const CarrelSessionRequest *req, GError **error)
 {
-    return carrel_manager_create_into(mgr, req, NULL, error);
+    for (guint i = 0; req->inputs && i < req->inputs->len; i++) {
+        const CarrelInput *in = g_ptr_array_index(req->inputs, i);
+        if (in->host_path)
+            return carrel_door_check(door, CARREL_OP_INPUT_HOST_PATH, error);
+    }
+    return TRUE;
+}
+
+static JsonNode *
+create_params(const CarrelSessionRequest *req)
+{
+    JsonNode *node = json_node_init_object(json_node_alloc(), json_object_new());
+    JsonObject *obj = json_node_get_object(node);
+
+    json_object_set_string_member(obj, "template", req->template_name);
+    if (req->name)
+        json_object_set_string_member(obj, "name", req->name);
+    return node;
+}
+
+CarrelSession *
+carrel_manager_session_create(CarrelManager *mgr, const CarrelPrincipal *who,
+                              const CarrelSessionRequest *req, GError **error)
+{
+    g_auto(CarrelDoor) door = {0};
+    g_autoptr(GError) local = NULL;
+    CarrelSession *made;
+
+    if (!carrel_door_enter(&door, mgr, who, CARREL_OP_SESSION_CREATE, NULL, create_params(req),
+                           error) ||
+        !check_host_inputs(&door, req, error))
+        return NULL;
+    made = carrel_manager_create_into(mgr, who, req, NULL, &local);
+    if (made)
+        carrel_door_set_session(&door, made->id);
+    return carrel_door_finish(&door, made, &local, error);
 }
 
 GPtrArray *
-carrel_manager_session_list(CarrelManager *mgr, gboolean include_destroyed, GError **error)
+carrel_manager_session_list(CarrelManager *mgr, const CarrelPrincipal *who,
+                            gboolean include_destroyed, GError **error)
 {
-    GPtrArray *all = carrel_store_session_list(mgr->store, include_destroyed, error);
+    g_auto(CarrelDoor) door = {0};
+    GPtrArray *all;
 
-    /* Warm pool members are no one's sessions until a create claims them. */
-    for (guint i = all ? all->len : 0; i > 0; i--)
-        if (((CarrelSession *)g_ptr_array_index(all, i - 1))->pool)
+    if (!carrel_door_enter(&door, mgr, who, CARREL_OP_SESSION_LIST, NULL, NULL, error))
+        return NULL;
+    all = carrel_store_session_list(mgr->store, include_destroyed, error);
+    /* Warm pool members are no one's sessions until a create claims them; an agent sees only
+     * its own. */
+    for (guint i = all ? all->len : 0; i > 0; i--) {
+        CarrelSession *s = g_ptr_array_index(all, i - 1);
+        if (s->pool ||
+            !carrel_policy_may_see(mgr->policy, who, CARREL_OP_SESSION_LIST, s->owner_id))
             g_ptr_array_remove_index(all, i - 1);
+    }
     return all;
 }
 
 CarrelSession *
-carrel_manager_session_get(CarrelManager *mgr, const char *id_or_name, GError **error)
+carrel_manager_session_get(CarrelManager *mgr, const CarrelPrincipal *who, const char *id_or_name,
+                           GError **error)
 {
-    return carrel_store_session_get(mgr->store, id_or_name, error);
+    g_auto(CarrelDoor) door = {0};
+
+    if (!carrel_door_enter(&door, mgr, who, CARREL_OP_SESSION_READ, id_or_name, NULL, error))
+        return NULL;
+    return g_steal_pointer(&door.session);
 }

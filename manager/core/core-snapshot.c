@@ -113,8 +113,8 @@ check_snapshottable(const CarrelSession *session, GError **error)
 }
 
 CarrelSnapshot *
-carrel_manager_snapshot_create(CarrelManager *mgr, const char *id_or_name, const char *name,
-                               GError **error)
+carrel_manager_snapshot_take(CarrelManager *mgr, const char *id_or_name, const char *name,
+                             GError **error)
 {
     g_autoptr(CarrelSession) session = carrel_store_session_get(mgr->store, id_or_name, error);
     g_autoptr(CarrelSession) fresh = NULL;
@@ -163,10 +163,14 @@ file_size(const char *path)
 }
 
 GPtrArray *
-carrel_manager_snapshot_list(CarrelManager *mgr, const char *id_or_name, GError **error)
+carrel_manager_snapshot_list(CarrelManager *mgr, const CarrelPrincipal *who, const char *id_or_name,
+                             GError **error)
 {
-    g_autoptr(CarrelSession) session = carrel_store_session_get(mgr->store, id_or_name, error);
-    GPtrArray *list = session ? carrel_store_snapshot_list(mgr->store, session->id, error) : NULL;
+    g_auto(CarrelDoor) door = {0};
+    GPtrArray *list = NULL;
+
+    if (carrel_door_enter(&door, mgr, who, CARREL_OP_SESSION_READ, id_or_name, NULL, error))
+        list = carrel_store_snapshot_list(mgr->store, door.session->id, error);
 
     for (guint i = 0; list && i < list->len; i++) {
         CarrelSnapshot *snap = g_ptr_array_index(list, i);
@@ -216,9 +220,8 @@ do_revert(CarrelManager *mgr, CarrelSession *session, const CarrelSnapshot *snap
     return TRUE;
 }
 
-CarrelSession *
-carrel_manager_snapshot_revert(CarrelManager *mgr, const char *id_or_name, const char *snapshot,
-                               GError **error)
+static CarrelSession *
+revert(CarrelManager *mgr, const char *id_or_name, const char *snapshot, GError **error)
 {
     g_autoptr(CarrelSession) session = carrel_store_session_get(mgr->store, id_or_name, error);
     g_autoptr(CarrelSession) fresh = NULL;
@@ -313,9 +316,9 @@ delete_snapshot(CarrelManager *mgr, const CarrelSession *session, const CarrelSn
     return TRUE;
 }
 
-gboolean
-carrel_manager_snapshot_delete(CarrelManager *mgr, const char *id_or_name, const char *snapshot,
-                               gboolean *ret_layer_kept, GError **error)
+static gboolean
+delete_named(CarrelManager *mgr, const char *id_or_name, const char *snapshot,
+             gboolean *ret_layer_kept, GError **error)
 {
     g_autoptr(CarrelSession) session = carrel_store_session_get(mgr->store, id_or_name, error);
     g_autoptr(CarrelSession) fresh = NULL;
@@ -338,4 +341,55 @@ carrel_manager_snapshot_delete(CarrelManager *mgr, const char *id_or_name, const
     if (ret_layer_kept)
         *ret_layer_kept = kept;
     return TRUE;
+}
+
+static JsonNode *
+snapshot_params(const char *name)
+{
+    JsonNode *node = json_node_init_object(json_node_alloc(), json_object_new());
+
+    json_object_set_string_member(json_node_get_object(node), "snapshot", name ? name : "");
+    return node;
+}
+
+CarrelSnapshot *
+carrel_manager_snapshot_create(CarrelManager *mgr, const CarrelPrincipal *who,
+                               const char *id_or_name, const char *name, GError **error)
+{
+    g_auto(CarrelDoor) door = {0};
+    g_autoptr(GError) local = NULL;
+
+    if (!carrel_door_enter(&door, mgr, who, CARREL_OP_SNAPSHOT_CREATE, id_or_name,
+                           snapshot_params(name), error))
+        return NULL;
+    return carrel_door_finish(
+        &door, carrel_manager_snapshot_take(mgr, door.session_id, name, &local), &local, error);
+}
+
+CarrelSession *
+carrel_manager_snapshot_revert(CarrelManager *mgr, const CarrelPrincipal *who,
+                               const char *id_or_name, const char *snapshot, GError **error)
+{
+    g_auto(CarrelDoor) door = {0};
+    g_autoptr(GError) local = NULL;
+
+    if (!carrel_door_enter(&door, mgr, who, CARREL_OP_SNAPSHOT_REVERT, id_or_name,
+                           snapshot_params(snapshot), error))
+        return NULL;
+    return carrel_door_finish(&door, revert(mgr, door.session_id, snapshot, &local), &local, error);
+}
+
+gboolean
+carrel_manager_snapshot_delete(CarrelManager *mgr, const CarrelPrincipal *who,
+                               const char *id_or_name, const char *snapshot,
+                               gboolean *ret_layer_kept, GError **error)
+{
+    g_auto(CarrelDoor) door = {0};
+    g_autoptr(GError) local = NULL;
+
+    if (!carrel_door_enter(&door, mgr, who, CARREL_OP_SNAPSHOT_DELETE, id_or_name,
+                           snapshot_params(snapshot), error))
+        return FALSE;
+    return carrel_door_finish_ok(
+        &door, delete_named(mgr, door.session_id, snapshot, ret_layer_kept, &local), &local, error);
 }

@@ -203,21 +203,49 @@ carrel_manager_template_import_full(CarrelManager *mgr, const CarrelTemplateImpo
     return tmpl;
 }
 
-CarrelTemplate *
-carrel_manager_template_import(CarrelManager *mgr, const CarrelTemplateImport *req, GError **error)
+static JsonNode *
+template_params(const char *name, guint version)
 {
-    return carrel_manager_template_import_full(mgr, req, NULL, error);
+    JsonNode *node = json_node_init_object(json_node_alloc(), json_object_new());
+
+    json_object_set_string_member(json_node_get_object(node), "template", name ? name : "");
+    if (version)
+        json_object_set_int_member(json_node_get_object(node), "version", version);
+    return node;
+}
+
+CarrelTemplate *
+carrel_manager_template_import(CarrelManager *mgr, const CarrelPrincipal *who,
+                               const CarrelTemplateImport *req, GError **error)
+{
+    g_auto(CarrelDoor) door = {0};
+    g_autoptr(GError) local = NULL;
+
+    if (!carrel_door_enter(&door, mgr, who, CARREL_OP_TEMPLATE_IMPORT, NULL,
+                           template_params(req->name, 0), error))
+        return NULL;
+    return carrel_door_finish(&door, carrel_manager_template_import_full(mgr, req, NULL, &local),
+                              &local, error);
 }
 
 GPtrArray *
-carrel_manager_template_list(CarrelManager *mgr, GError **error)
+carrel_manager_template_list(CarrelManager *mgr, const CarrelPrincipal *who, GError **error)
 {
+    g_auto(CarrelDoor) door = {0};
+
+    if (!carrel_door_enter(&door, mgr, who, CARREL_OP_TEMPLATE_READ, NULL, NULL, error))
+        return NULL;
     return carrel_store_template_list(mgr->store, error);
 }
 
 CarrelTemplate *
-carrel_manager_template_get(CarrelManager *mgr, const char *name, guint version, GError **error)
+carrel_manager_template_get(CarrelManager *mgr, const CarrelPrincipal *who, const char *name,
+                            guint version, GError **error)
 {
+    g_auto(CarrelDoor) door = {0};
+
+    if (!carrel_door_enter(&door, mgr, who, CARREL_OP_TEMPLATE_READ, NULL, NULL, error))
+        return NULL;
     return carrel_store_template_get(mgr->store, name, version, error);
 }
 
@@ -271,8 +299,8 @@ remove_versions(CarrelManager *mgr, const char *name, guint version, GError **er
     return g_strv_builder_end(refs);
 }
 
-GStrv
-carrel_manager_template_remove(CarrelManager *mgr, const char *name, guint version, GError **error)
+static GStrv
+remove_claimed(CarrelManager *mgr, const char *name, guint version, GError **error)
 {
     g_autofree char *key = g_strconcat("template:", name, NULL);
     GStrv refs;
@@ -282,4 +310,17 @@ carrel_manager_template_remove(CarrelManager *mgr, const char *name, guint versi
     refs = remove_versions(mgr, name, version, error);
     carrel_manager_release(mgr, key);
     return refs;
+}
+
+GStrv
+carrel_manager_template_remove(CarrelManager *mgr, const CarrelPrincipal *who, const char *name,
+                               guint version, GError **error)
+{
+    g_auto(CarrelDoor) door = {0};
+    g_autoptr(GError) local = NULL;
+
+    if (!carrel_door_enter(&door, mgr, who, CARREL_OP_TEMPLATE_REMOVE, NULL,
+                           template_params(name, version), error))
+        return NULL;
+    return carrel_door_finish(&door, remove_claimed(mgr, name, version, &local), &local, error);
 }

@@ -152,8 +152,8 @@ warm_job(CarrelJob *job, gpointer data, JsonNode **ret_result, GError **error)
     return ok;
 }
 
-CarrelJob *
-carrel_manager_template_warm(CarrelManager *mgr, const char *name, guint version, GError **error)
+static CarrelJob *
+start_warm(CarrelManager *mgr, const char *name, guint version, GError **error)
 {
     g_autoptr(CarrelTemplate) tmpl = carrel_store_template_get(mgr->store, name, version, error);
     g_autofree char *key = g_strdup_printf("warm:%s", name);
@@ -170,6 +170,21 @@ carrel_manager_template_warm(CarrelManager *mgr, const char *name, guint version
     carrel_manager_add_job(mgr, job);
     carrel_job_run(job, warm_job, wd, warm_data_free);
     return job;
+}
+
+CarrelJob *
+carrel_manager_template_warm(CarrelManager *mgr, const CarrelPrincipal *who, const char *name,
+                             guint version, GError **error)
+{
+    g_auto(CarrelDoor) door = {0};
+    g_autoptr(GError) local = NULL;
+    JsonNode *params = json_node_init_object(json_node_alloc(), json_object_new());
+
+    json_object_set_string_member(json_node_get_object(params), "template", name ? name : "");
+    json_object_set_int_member(json_node_get_object(params), "version", version);
+    if (!carrel_door_enter(&door, mgr, who, CARREL_OP_TEMPLATE_WARM, NULL, params, error))
+        return NULL;
+    return carrel_door_finish(&door, start_warm(mgr, name, version, &local), &local, error);
 }
 
 /*

@@ -35,8 +35,8 @@ carrel_manager_collect_exit(CarrelManager *mgr, const CarrelSession *session, co
         json_builder_end_object(b);
         result = json_builder_get_root(b);
     }
-    carrel_manager_record(mgr, session->id, "carreld", "artifacts", "collect-on-exit", NULL, result,
-                          x ? NULL : error, t0, NULL);
+    carrel_manager_record(mgr, session->id, carrel_principal_daemon(), "artifacts",
+                          "collect-on-exit", NULL, result, x ? NULL : error, t0, NULL);
 }
 
 /* A running session whose domain is no longer running: its new state and reason, or FALSE. */
@@ -68,6 +68,24 @@ judge(CarrelManager *mgr, const CarrelSession *session, CarrelSessionState *ret_
     return FALSE;
 }
 
+/* The new state and its audit row (by carreld), together. */
+static gboolean
+record_observed(CarrelManager *mgr, const char *id, CarrelSessionState next, const char *reason)
+{
+    g_auto(CarrelDoor) door = {0};
+    g_autoptr(CarrelAuditRecord) audit = NULL;
+    JsonNode *params = json_node_init_object(json_node_alloc(), json_object_new());
+
+    json_object_set_string_member(json_node_get_object(params), "state",
+                                  carrel_session_state_to_string(next));
+    if (!carrel_door_enter(&door, mgr, carrel_principal_daemon(), CARREL_OP_SESSION_OBSERVE, id,
+                           params, NULL))
+        return FALSE;
+    audit = carrel_door_audit_record(&door, "ok", NULL);
+    door.audited = door.quiet = TRUE;
+    return carrel_store_session_set_state_audited(mgr->store, id, next, reason, audit, NULL);
+}
+
 static void
 settle(CarrelManager *mgr, const char *id)
 {
@@ -80,10 +98,9 @@ settle(CarrelManager *mgr, const char *id)
         return;
     session = carrel_store_session_get(mgr->store, id, NULL);
     if (session && session->state == CARREL_SESSION_RUNNING &&
-        judge(mgr, session, &next, &reason) &&
-        carrel_store_session_set_state(mgr->store, id, next, reason, NULL)) {
-        carrel_manager_record(mgr, id, "carreld", "lifecycle", carrel_session_state_to_string(next),
-                              NULL, NULL, NULL, 0, NULL);
+        judge(mgr, session, &next, &reason) && record_observed(mgr, id, next, reason)) {
+        carrel_manager_record(mgr, id, carrel_principal_daemon(), "lifecycle",
+                              carrel_session_state_to_string(next), NULL, NULL, NULL, 0, NULL);
         carrel_manager_collect_exit(mgr, session, next == CARREL_SESSION_CRASHED ? "crash" : "stop",
                                     FALSE);
     }
@@ -145,10 +162,12 @@ act(CarrelManager *mgr, const CarrelSession *s, const char *action, const char *
     gboolean running = s->state == CARREL_SESSION_RUNNING;
 
     if (g_str_equal(action, "destroy"))
-        return (after = carrel_manager_session_destroy(mgr, s->id, error)) != NULL;
+        return (after = carrel_manager_session_destroy(mgr, carrel_principal_daemon(), s->id,
+                                                       error)) != NULL;
     if (g_str_equal(action, "stop"))
         return !(running || s->state == CARREL_SESSION_PAUSED) ||
-               (after = carrel_manager_session_stop(mgr, s->id, 30, error)) != NULL;
+               (after = carrel_manager_session_stop(mgr, carrel_principal_daemon(), s->id, 30,
+                                                    error)) != NULL;
     if (!running)
         return TRUE;
     /* pause and hibernate keep the guest: its exit paths are collected first, by the agent. */
@@ -158,8 +177,10 @@ act(CarrelManager *mgr, const CarrelSession *s, const char *action, const char *
     } else
         return FALSE;
     if (g_str_equal(action, "hibernate"))
-        return (after = carrel_manager_session_hibernate(mgr, s->id, error)) != NULL;
-    return (after = carrel_manager_session_pause(mgr, s->id, error)) != NULL;
+        return (after = carrel_manager_session_hibernate(mgr, carrel_principal_daemon(), s->id,
+                                                         error)) != NULL;
+    return (after = carrel_manager_session_pause(mgr, carrel_principal_daemon(), s->id, error)) !=
+           NULL;
 }
 
 /*
@@ -190,8 +211,8 @@ expire(CarrelManager *mgr, const CarrelSession *s, const char *why)
     json_builder_add_string_value(b, action);
     json_builder_end_object(b);
     params = json_builder_get_root(b);
-    carrel_manager_record(mgr, s->id, "carreld", "lifecycle", "expire", params, NULL, error, t0,
-                          NULL);
+    carrel_manager_record(mgr, s->id, carrel_principal_daemon(), "lifecycle", "expire", params,
+                          NULL, error, t0, NULL);
 }
 
 guint

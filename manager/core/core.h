@@ -53,72 +53,113 @@ typedef struct {
 gboolean carrel_manager_reconcile(CarrelManager *mgr, CarrelReconcileReport *ret_report,
                                   GError **error);
 
-/* Checks a token and returns its role, or NULL if unknown; ret_name (may be NULL) gets the
- * principal's name: the token's label, else its role. (core-review.c) */
-char *carrel_manager_authenticate(CarrelManager *mgr, const char *token, char **ret_name);
-/* Stores a token (hashed) with a role, labelled with the role. */
-gboolean carrel_manager_add_token(CarrelManager *mgr, const char *token, const char *role,
+/*
+ * Credentials and who holds them (core-token.c). authenticate: the principal of a live token;
+ * UNAUTHORIZED "invalid token" (unknown), "token 'x' was revoked" or "token 'x' expired", each
+ * refusal audited. principal: the same by token id (the web console's cookie keeps only that,
+ * so a revocation ends it at once).
+ */
+CarrelPrincipal *carrel_manager_authenticate(CarrelManager *mgr, const char *token, GError **error);
+CarrelPrincipal *carrel_manager_principal(CarrelManager *mgr, const char *token_id, GError **error);
+/* Audits a refused credential (a login, a bearer token) from source (e.g. "127.0.0.1"). */
+void carrel_manager_audit_refused_login(CarrelManager *mgr, const char *source, const GError *why);
+/* The admin token of the state dir's admin.token file: registered (as "admin") when unknown,
+ * and when the file changed, the "admin" token takes its value. */
+gboolean carrel_manager_ensure_admin_token(CarrelManager *mgr, const char *token, GError **error);
+/* Makes a token named name (unique, [A-Za-z0-9._@-] 1-64) for role, expiring after ttl_s
+ * (0 = never). Returns the secret, shown once (only its hash is kept); *ret_token its record. */
+char *carrel_manager_token_create(CarrelManager *mgr, const CarrelPrincipal *who, const char *role,
+                                  const char *name, gint64 ttl_s, CarrelToken **ret_token,
                                   GError **error);
-/* Makes a new token for role (admin, agent, reviewer) named name ([A-Za-z0-9._@-], 1-64):
- * events by its holder carry that name. Returns the token; only its hash is kept. */
-char *carrel_manager_create_token(CarrelManager *mgr, const char *role, const char *name,
-                                  GError **error);
+GPtrArray *carrel_manager_token_list(CarrelManager *mgr, const CarrelPrincipal *who,
+                                     GError **error);
+/* Revokes by name or id: every request and console cookie of it fails from now on. */
+CarrelToken *carrel_manager_token_revoke(CarrelManager *mgr, const CarrelPrincipal *who,
+                                         const char *name, GError **error);
+/* A new secret for the "admin" token, also written to the state dir's admin.token (0600). */
+char *carrel_manager_token_rotate_admin(CarrelManager *mgr, const CarrelPrincipal *who,
+                                        GError **error);
+
+/* The audit log (core-audit.c). */
+typedef struct {
+    gint64 after_seq;
+    gint64 since_us;
+    const char *session_id;
+    const char *principal; /* token id or name */
+    const char *operation;
+    const char *result; /* ok, denied, failed */
+    guint limit;        /* 0 = 1000, at most 10000 */
+} CarrelAuditQuery;
+
+/* Rows as {entries: [...]} (see carrel_audit_record_to_json). Reading is itself not audited. */
+JsonNode *carrel_manager_audit_list(CarrelManager *mgr, const CarrelPrincipal *who,
+                                    const CarrelAuditQuery *query, GError **error);
+/* {intact, rows, bad_seq, why}: the whole chain checked. */
+JsonNode *carrel_manager_audit_verify(CarrelManager *mgr, const CarrelPrincipal *who,
+                                      GError **error);
+/* The role matrix in force: {operation: {admin, agent, reviewer, lease}}. */
+JsonNode *carrel_manager_role_matrix(CarrelManager *mgr);
+
 /* Records an event on a session's timeline (kind "lifecycle", "control", ...); a failure is the
  * error the action ended with. Never fails: a timeline that cannot be written is logged. */
-void carrel_manager_note(CarrelManager *mgr, const char *session_id, const char *actor,
+void carrel_manager_note(CarrelManager *mgr, const char *session_id, const CarrelPrincipal *who,
                          const char *kind, const char *action, JsonNode *params, JsonNode *result,
                          const GError *failure, gint64 started_us);
 
 /*
- * The control lease: while a person holds it, agent input is refused (WRONG_STATE, "session
- * under human control"). Take: WRONG_STATE when someone else holds it. Release: FORBIDDEN when
- * someone else holds it, unless force (admins). Both answer {holder, since} and are recorded.
+ * The control lease: while a person holds it, agents' mutating verbs and everyone else's input
+ * are refused (WRONG_STATE, "session under human control"; the policy decides). Take:
+ * WRONG_STATE when someone else holds it. Release: FORBIDDEN when someone else holds it, unless
+ * who is an admin. Both answer {holder, holder_id, since} and are recorded.
  */
-JsonNode *carrel_manager_lease_get(CarrelManager *mgr, const char *id_or_name, GError **error);
-JsonNode *carrel_manager_lease_take(CarrelManager *mgr, const char *id_or_name, const char *who,
-                                    GError **error);
-JsonNode *carrel_manager_lease_release(CarrelManager *mgr, const char *id_or_name, const char *who,
-                                       gboolean force, GError **error);
-/* The holder's name, or NULL when nobody holds it (or the session is unknown). */
-char *carrel_manager_lease_holder(CarrelManager *mgr, const char *id_or_name);
-/* TRUE when agents may send input to s; the "under human control" error otherwise. */
-gboolean carrel_manager_check_agent_input(CarrelManager *mgr, const CarrelSession *s,
-                                          GError **error);
+JsonNode *carrel_manager_lease_get(CarrelManager *mgr, const CarrelPrincipal *who,
+                                   const char *id_or_name, GError **error);
+JsonNode *carrel_manager_lease_take(CarrelManager *mgr, const CarrelPrincipal *who,
+                                    const char *id_or_name, GError **error);
+JsonNode *carrel_manager_lease_release(CarrelManager *mgr, const CarrelPrincipal *who,
+                                       const char *id_or_name, GError **error);
+/* The holder's token id and name (NULLs when nobody holds it or the session is unknown). */
+void carrel_manager_lease_holder(CarrelManager *mgr, const char *session_id, char **ret_holder_id,
+                                 char **ret_holder_label);
 
 /* Approvals: actions waiting for a reviewer (requested by policies; the API's test hook). */
-CarrelApproval *carrel_manager_approval_request(CarrelManager *mgr, const char *id_or_name,
-                                                const char *action, JsonNode *detail,
-                                                const char *requested_by, GError **error);
-GPtrArray *carrel_manager_approval_list(CarrelManager *mgr, gboolean pending_only, GError **error);
+CarrelApproval *carrel_manager_approval_request(CarrelManager *mgr, const CarrelPrincipal *who,
+                                                const char *id_or_name, const char *action,
+                                                JsonNode *detail, GError **error);
+GPtrArray *carrel_manager_approval_list(CarrelManager *mgr, const CarrelPrincipal *who,
+                                        gboolean pending_only, GError **error);
 /* WRONG_STATE when decided already; reason may be NULL. */
-CarrelApproval *carrel_manager_approval_decide(CarrelManager *mgr, const char *id, gboolean approve,
-                                               const char *who, const char *reason, GError **error);
+CarrelApproval *carrel_manager_approval_decide(CarrelManager *mgr, const CarrelPrincipal *who,
+                                               const char *id, gboolean approve, const char *reason,
+                                               GError **error);
 
 /* Templates. */
-CarrelTemplate *carrel_manager_template_import(CarrelManager *mgr, const CarrelTemplateImport *req,
-                                               GError **error);
+CarrelTemplate *carrel_manager_template_import(CarrelManager *mgr, const CarrelPrincipal *who,
+                                               const CarrelTemplateImport *req, GError **error);
 /* Every version (GPtrArray of CarrelTemplate). */
-GPtrArray *carrel_manager_template_list(CarrelManager *mgr, GError **error);
+GPtrArray *carrel_manager_template_list(CarrelManager *mgr, const CarrelPrincipal *who,
+                                        GError **error);
 /* version 0 = latest. */
-CarrelTemplate *carrel_manager_template_get(CarrelManager *mgr, const char *name, guint version,
-                                            GError **error);
+CarrelTemplate *carrel_manager_template_get(CarrelManager *mgr, const CarrelPrincipal *who,
+                                            const char *name, guint version, GError **error);
 guint carrel_manager_template_sessions(CarrelManager *mgr, const char *name, guint version);
 /* Removes name@version, or every version of name when version is 0; WRONG_STATE while
  * sessions use what would go. Returns the removed refs. */
-GStrv carrel_manager_template_remove(CarrelManager *mgr, const char *name, guint version,
-                                     GError **error);
+GStrv carrel_manager_template_remove(CarrelManager *mgr, const CarrelPrincipal *who,
+                                     const char *name, guint version, GError **error);
 
 /* Jobs: long work (template builds) runs in its own thread and is polled. */
 typedef struct _CarrelJob CarrelJob;
 
 /* Starts building the recipe <recipes_dir>/<name>; returns the job (a new reference). */
-CarrelJob *carrel_manager_template_build(CarrelManager *mgr, const char *name, GError **error);
+CarrelJob *carrel_manager_template_build(CarrelManager *mgr, const CarrelPrincipal *who,
+                                         const char *name, GError **error);
 /*
  * Starts warming name@version (0 = latest): boots it, waits for its desktop, saves its memory
  * with the frozen disk layer. Already warm: the job ends at once with the existing state.
  */
-CarrelJob *carrel_manager_template_warm(CarrelManager *mgr, const char *name, guint version,
-                                        GError **error);
+CarrelJob *carrel_manager_template_warm(CarrelManager *mgr, const CarrelPrincipal *who,
+                                        const char *name, guint version, GError **error);
 /* The warm state of a template version, or NULL when it is not warm. */
 CarrelWarmState *carrel_manager_template_warm_state(CarrelManager *mgr, const char *name,
                                                     guint version);
@@ -127,7 +168,8 @@ CarrelWarmState *carrel_manager_template_warm_state(CarrelManager *mgr, const ch
 guint carrel_manager_jobs_running(CarrelManager *mgr);
 
 /* A new reference to a job, or NOT_FOUND. */
-CarrelJob *carrel_manager_job_get(CarrelManager *mgr, const char *id, GError **error);
+CarrelJob *carrel_manager_job_get(CarrelManager *mgr, const CarrelPrincipal *who, const char *id,
+                                  GError **error);
 CarrelJob *carrel_job_ref(CarrelJob *job);
 void carrel_job_unref(CarrelJob *job);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelJob, carrel_job_unref)
@@ -138,50 +180,50 @@ JsonNode *carrel_job_to_json(CarrelJob *job);
 gboolean carrel_job_wait(CarrelJob *job, GError **error);
 
 /* Sessions. */
-CarrelSession *carrel_manager_session_create(CarrelManager *mgr, const CarrelSessionRequest *req,
-                                             GError **error);
-GPtrArray *carrel_manager_session_list(CarrelManager *mgr, gboolean include_destroyed,
-                                       GError **error);
-CarrelSession *carrel_manager_session_get(CarrelManager *mgr, const char *id_or_name,
-                                          GError **error);
-CarrelSession *carrel_manager_session_start(CarrelManager *mgr, const char *id_or_name,
-                                            GError **error);
+CarrelSession *carrel_manager_session_create(CarrelManager *mgr, const CarrelPrincipal *who,
+                                             const CarrelSessionRequest *req, GError **error);
+GPtrArray *carrel_manager_session_list(CarrelManager *mgr, const CarrelPrincipal *who,
+                                       gboolean include_destroyed, GError **error);
+CarrelSession *carrel_manager_session_get(CarrelManager *mgr, const CarrelPrincipal *who,
+                                          const char *id_or_name, GError **error);
+CarrelSession *carrel_manager_session_start(CarrelManager *mgr, const CarrelPrincipal *who,
+                                            const char *id_or_name, GError **error);
 /* Graceful power-off within timeout_s, then forced. */
-CarrelSession *carrel_manager_session_stop(CarrelManager *mgr, const char *id_or_name,
-                                           guint timeout_s, GError **error);
+CarrelSession *carrel_manager_session_stop(CarrelManager *mgr, const CarrelPrincipal *who,
+                                           const char *id_or_name, guint timeout_s, GError **error);
 /* Pause: vCPUs stopped, memory kept (a host reboot loses it: hibernate survives one). */
-CarrelSession *carrel_manager_session_pause(CarrelManager *mgr, const char *id_or_name,
-                                            GError **error);
+CarrelSession *carrel_manager_session_pause(CarrelManager *mgr, const CarrelPrincipal *who,
+                                            const char *id_or_name, GError **error);
 /* Hibernate: memory saved to a file under the session, QEMU gone (no CPU, no RAM held). */
-CarrelSession *carrel_manager_session_hibernate(CarrelManager *mgr, const char *id_or_name,
-                                                GError **error);
+CarrelSession *carrel_manager_session_hibernate(CarrelManager *mgr, const CarrelPrincipal *who,
+                                                const char *id_or_name, GError **error);
 /* Resume a paused session, or restore a hibernated one (clock set, agent answering). */
-CarrelSession *carrel_manager_session_resume(CarrelManager *mgr, const char *id_or_name,
-                                             GError **error);
+CarrelSession *carrel_manager_session_resume(CarrelManager *mgr, const CarrelPrincipal *who,
+                                             const char *id_or_name, GError **error);
 /* Destroys the domain, undefines it and deletes the session's files; the row stays as
  * "destroyed" for the record. */
-CarrelSession *carrel_manager_session_destroy(CarrelManager *mgr, const char *id_or_name,
-                                              GError **error);
+CarrelSession *carrel_manager_session_destroy(CarrelManager *mgr, const CarrelPrincipal *who,
+                                              const char *id_or_name, GError **error);
 
 /*
  * Runs a command in a running session through the guest agent; output bounded, the process
  * killed at the timeout. *ret_result is filled only on success (clear it after use). Recorded
  * as an event by actor (argv, cwd and env names, never env values or output).
  */
-gboolean carrel_manager_session_exec(CarrelManager *mgr, const char *id_or_name,
-                                     const CarrelExecRequest *req, const char *actor,
+gboolean carrel_manager_session_exec(CarrelManager *mgr, const CarrelPrincipal *who,
+                                     const char *id_or_name, const CarrelExecRequest *req,
                                      CarrelExecResult *ret_result, GError **error);
 
 /*
  * Reads a file of a running session through the guest agent (at most CARREL_LIMIT_FILE_BYTES;
  * path absolute and clean, see carrel_util_check_guest_path). Recorded as an event by actor.
  */
-GBytes *carrel_manager_session_file_read(CarrelManager *mgr, const char *id_or_name,
-                                         const char *path, const char *actor, GError **error);
+GBytes *carrel_manager_session_file_read(CarrelManager *mgr, const CarrelPrincipal *who,
+                                         const char *id_or_name, const char *path, GError **error);
 
 /* Writes data to a file of a running session (created or replaced) through the guest agent. */
-gboolean carrel_manager_session_file_write(CarrelManager *mgr, const char *id_or_name,
-                                           const char *path, GBytes *data, const char *actor,
+gboolean carrel_manager_session_file_write(CarrelManager *mgr, const CarrelPrincipal *who,
+                                           const char *id_or_name, const char *path, GBytes *data,
                                            GError **error);
 
 /*
@@ -189,12 +231,12 @@ gboolean carrel_manager_session_file_write(CarrelManager *mgr, const char *id_or
  * cropped, scaled and encoded as req says; kept for the timeline and recorded as an event.
  */
 /* A screenshot kept with a timeline event (its "screenshot" name); ret_type: its MIME type. */
-GBytes *carrel_manager_session_kept_screenshot(CarrelManager *mgr, const char *id_or_name,
-                                               const char *name, const char **ret_type,
-                                               GError **error);
-GBytes *carrel_manager_session_screenshot(CarrelManager *mgr, const char *id_or_name,
-                                          const CarrelScreenshotRequest *req, const char *actor,
-                                          GError **error);
+GBytes *carrel_manager_session_kept_screenshot(CarrelManager *mgr, const CarrelPrincipal *who,
+                                               const char *id_or_name, const char *name,
+                                               const char **ret_type, GError **error);
+GBytes *carrel_manager_session_screenshot(CarrelManager *mgr, const CarrelPrincipal *who,
+                                          const char *id_or_name,
+                                          const CarrelScreenshotRequest *req, GError **error);
 
 /*
  * Runs computer actions on a running session: body is one action or a batch in any supported
@@ -203,27 +245,28 @@ GBytes *carrel_manager_session_screenshot(CarrelManager *mgr, const char *id_or_
  * after the last action, or null), screen, pointer, duration_ms}, sizes and positions in the
  * model's space. Every action is recorded as an event; the batch stops at the first failure.
  */
-JsonNode *carrel_manager_session_computer(CarrelManager *mgr, const char *id_or_name,
-                                          JsonNode *body, const char *actor, GError **error);
+JsonNode *carrel_manager_session_computer(CarrelManager *mgr, const CarrelPrincipal *who,
+                                          const char *id_or_name, JsonNode *body, GError **error);
 
 /* A session's timeline: events with seq > after_seq, oldest first, 1..1000 of them. */
-GPtrArray *carrel_manager_session_events(CarrelManager *mgr, const char *id_or_name,
-                                         gint64 after_seq, guint limit, GError **error);
+GPtrArray *carrel_manager_session_events(CarrelManager *mgr, const CarrelPrincipal *who,
+                                         const char *id_or_name, gint64 after_seq, guint limit,
+                                         GError **error);
 
 /*
  * Takes paths out of a session as artifacts (see CarrelExtraction): through the guest agent
  * when it runs, else from its disk with libguestfs, read-only. Recorded as an event by actor.
  * What came out before a limit or a failure is kept and the extraction's error says why.
  */
-CarrelExtraction *carrel_manager_session_extract(CarrelManager *mgr, const char *id_or_name,
-                                                 const CarrelExtractRequest *req, const char *actor,
-                                                 GError **error);
+CarrelExtraction *carrel_manager_session_extract(CarrelManager *mgr, const CarrelPrincipal *who,
+                                                 const char *id_or_name,
+                                                 const CarrelExtractRequest *req, GError **error);
 /* A session's extractions, oldest first, with their artifacts. */
-GPtrArray *carrel_manager_session_extractions(CarrelManager *mgr, const char *id_or_name,
-                                              GError **error);
+GPtrArray *carrel_manager_session_extractions(CarrelManager *mgr, const CarrelPrincipal *who,
+                                              const char *id_or_name, GError **error);
 /* An artifact's record; *ret_host_path is where its bytes are (regular files written only). */
-CarrelArtifact *carrel_manager_artifact_get(CarrelManager *mgr, const char *id,
-                                            char **ret_host_path, GError **error);
+CarrelArtifact *carrel_manager_artifact_get(CarrelManager *mgr, const CarrelPrincipal *who,
+                                            const char *id, char **ret_host_path, GError **error);
 
 /*
  * The watcher: one round finds running sessions whose domain is gone, shut off or crashed,
@@ -236,15 +279,16 @@ void carrel_manager_start_watch(CarrelManager *mgr, guint interval_ms);
 void carrel_manager_stop_watch(CarrelManager *mgr);
 
 /* Stores a tar of task inputs (POST /v1/uploads) for a later create; returns its id "u-...". */
-char *carrel_manager_upload(CarrelManager *mgr, GBytes *data, GError **error);
+char *carrel_manager_upload(CarrelManager *mgr, const CarrelPrincipal *who, GBytes *data,
+                            GError **error);
 
 /*
  * Files added, changed and removed in a session's disk against its template's (CarrelDiffEntry,
  * by path), under the guest folder under (NULL: everywhere). Changed regular files carry the
  * new content's sha256. A running session's disk is copied while its filesystems are frozen.
  */
-GPtrArray *carrel_manager_session_diff(CarrelManager *mgr, const char *id_or_name,
-                                       const char *under, const char *actor, GError **error);
+GPtrArray *carrel_manager_session_diff(CarrelManager *mgr, const CarrelPrincipal *who,
+                                       const char *id_or_name, const char *under, GError **error);
 
 /*
  * Snapshots. create: a running session's memory and disk (it runs on after a pause of a few
@@ -252,31 +296,35 @@ GPtrArray *carrel_manager_session_diff(CarrelManager *mgr, const char *id_or_nam
  * first, sizes filled. revert: back to any snapshot, any number of times (running again when
  * it has memory, else stopped); the current state is dropped.
  */
-CarrelSnapshot *carrel_manager_snapshot_create(CarrelManager *mgr, const char *id_or_name,
-                                               const char *name, GError **error);
-GPtrArray *carrel_manager_snapshot_list(CarrelManager *mgr, const char *id_or_name, GError **error);
+CarrelSnapshot *carrel_manager_snapshot_create(CarrelManager *mgr, const CarrelPrincipal *who,
+                                               const char *id_or_name, const char *name,
+                                               GError **error);
+GPtrArray *carrel_manager_snapshot_list(CarrelManager *mgr, const CarrelPrincipal *who,
+                                        const char *id_or_name, GError **error);
 /* Deletes a snapshot: its memory always, its disk layer only when no other snapshot, the
  * session's disk or a fork stands on it (*ret_layer_kept says which); its children re-link to
  * its parent, so every chain stays valid. */
-gboolean carrel_manager_snapshot_delete(CarrelManager *mgr, const char *id_or_name,
-                                        const char *snapshot, gboolean *ret_layer_kept,
-                                        GError **error);
-CarrelSession *carrel_manager_snapshot_revert(CarrelManager *mgr, const char *id_or_name,
-                                              const char *snapshot, GError **error);
+gboolean carrel_manager_snapshot_delete(CarrelManager *mgr, const CarrelPrincipal *who,
+                                        const char *id_or_name, const char *snapshot,
+                                        gboolean *ret_layer_kept, GError **error);
+CarrelSession *carrel_manager_snapshot_revert(CarrelManager *mgr, const CarrelPrincipal *who,
+                                              const char *id_or_name, const char *snapshot,
+                                              GError **error);
 
 /*
  * Forks count (1..CARREL_LIMIT_FORKS) new running sessions from a snapshot's memory (snapshot
  * NULL: one taken now), each on its own overlay with its own UUID, generation id and MAC. All
  * or nothing. The origin cannot be destroyed while its forks live.
  */
-GPtrArray *carrel_manager_session_fork(CarrelManager *mgr, const char *id_or_name,
-                                       const char *snapshot, guint count, GError **error);
+GPtrArray *carrel_manager_session_fork(CarrelManager *mgr, const CarrelPrincipal *who,
+                                       const char *id_or_name, const char *snapshot, guint count,
+                                       GError **error);
 
 /* Warm pools: size (0..CARREL_LIMIT_POOL, 0 = none) per template name; the watcher fills them
  * with paused sessions that creates claim. list: {pools: [{template, size, ready, members}]}. */
-gboolean carrel_manager_pool_set(CarrelManager *mgr, const char *template_name, guint size,
-                                 GError **error);
-JsonNode *carrel_manager_pool_list(CarrelManager *mgr, GError **error);
+gboolean carrel_manager_pool_set(CarrelManager *mgr, const CarrelPrincipal *who,
+                                 const char *template_name, guint size, GError **error);
+JsonNode *carrel_manager_pool_list(CarrelManager *mgr, const CarrelPrincipal *who, GError **error);
 
 /* Console access (core-console.c). */
 #define CARREL_CONSOLE_PASSWORD_TTL_S 30
@@ -301,7 +349,11 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelConsoleAccess, carrel_console_access_free)
  * CARREL_CONSOLE_PASSWORD_REUSE_S left (for the same QEMU), else a new random one set on the
  * domain. WRONG_STATE for sessions in other states, UNSUPPORTED where passwords cannot be set.
  */
-CarrelConsoleAccess *carrel_manager_console_open(CarrelManager *mgr, const char *id_or_name,
-                                                 GError **error);
+/* TRUE when who (a token still live) holds the session's control lease: only then may its
+ * console send keyboard and mouse (the proxy asks for every input message). */
+gboolean carrel_manager_console_may_input(CarrelManager *mgr, const CarrelPrincipal *who,
+                                          const char *session_id);
+CarrelConsoleAccess *carrel_manager_console_open(CarrelManager *mgr, const CarrelPrincipal *who,
+                                                 const char *id_or_name, GError **error);
 
 G_END_DECLS

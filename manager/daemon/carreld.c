@@ -175,7 +175,7 @@ ensure_admin_token(CarrelManager *mgr, const char *state_dir, GError **error)
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INTERNAL, "cannot restrict '%s'", path);
         return FALSE;
     }
-    return carrel_manager_add_token(mgr, token, "admin", error);
+    return carrel_manager_ensure_admin_token(mgr, token, error);
 }
 
 static gboolean

@@ -325,8 +325,9 @@ new_token(const char *role, const char *name)
     return g_strdup(str(r.body, "token"));
 }
 
+/* The template (as admin) and a session "web" created by owner (an Authorization value). */
 static void
-make_session(void)
+make_session_as(const char *owner)
 {
     g_auto(Reply) r = {0};
     g_autofree char *auth = bearer(fx.token);
@@ -336,7 +337,8 @@ make_session(void)
     request(&r, "POST", "/v1/templates", tmpl, auth, NULL);
     assert_int_equal(r.status, 201);
     reply_clear(&r);
-    request(&r, "POST", "/v1/sessions", "{\"template\":\"tiny\",\"name\":\"web\"}", auth, NULL);
+    request(&r, "POST", "/v1/sessions", "{\"template\":\"tiny\",\"name\":\"web\"}",
+            owner ? owner : auth, NULL);
     assert_int_equal(r.status, 201);
     fx.session_id = g_strdup(str(r.body, "id"));
 }
@@ -370,7 +372,8 @@ test_lease_and_agent_input(void **state)
     g_auto(Reply) r = {0};
     char *admin_cookie = fx.cookie;
 
-    make_session();
+    /* The agent's own session: the lease, not ownership, is what stops it. */
+    make_session_as(agent);
     control = g_strdup_printf("/v1/sessions/%s/control", fx.session_id);
     computer = g_strdup_printf("/v1/sessions/%s/computer", fx.session_id);
     exec = g_strdup_printf("/v1/sessions/%s/exec", fx.session_id);

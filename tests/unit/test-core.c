@@ -11,6 +11,12 @@
 #include "core/core-priv.h"
 #include "disk/disk.h"
 
+/* The principal these tests act as: an admin, who may do everything (test-policy.c and the
+ * role matrix tests cover the others). */
+static const CarrelPrincipal test_admin = {
+    .token_id = (char *)"t-admin", .label = (char *)"admin", .role = CARREL_ROLE_ADMIN};
+#define ADMIN (&test_admin)
+
 /* A desktop that is drawn: not blank. */
 static const guint8 picture[] = "P6\n4 3\n255\n"
                                 "\x10\x20\x30\xff\x00\x00\x00\xff\x00\x00\x00\xff"
@@ -87,7 +93,7 @@ import(Fixture *fx, const char *name)
         .cmdline = (char *)"root=/dev/vda",
     };
     g_autoptr(GError) error = NULL;
-    CarrelTemplate *tmpl = carrel_manager_template_import(fx->mgr, &req, &error);
+    CarrelTemplate *tmpl = carrel_manager_template_import(fx->mgr, ADMIN, &req, &error);
 
     if (!tmpl)
         fail_msg("import: %s", error->message);
@@ -99,7 +105,23 @@ create(Fixture *fx, const char *name, GError **error)
 {
     CarrelSessionRequest req = {.template_name = (char *)"tiny", .name = (char *)name};
 
-    return carrel_manager_session_create(fx->mgr, &req, error);
+    return carrel_manager_session_create(fx->mgr, ADMIN, &req, error);
+}
+
+/* The seq of a session's first event, its creation (by ADMIN): later events follow it. */
+static gint64
+after_create(Fixture *fx, const char *id)
+{
+    g_autoptr(GPtrArray) events = carrel_manager_session_events(fx->mgr, ADMIN, id, 0, 1, NULL);
+    CarrelEvent *ev;
+
+    assert_non_null(events);
+    assert_int_equal(events->len, 1);
+    ev = g_ptr_array_index(events, 0);
+    assert_string_equal(ev->kind, "lifecycle");
+    assert_string_equal(ev->action, "create");
+    assert_string_equal(ev->actor, "admin");
+    return ev->seq;
 }
 
 static void
@@ -108,7 +130,7 @@ test_import_versions(void **state)
     Fixture *fx = *state;
     g_autoptr(CarrelTemplate) v1 = import(fx, "tiny");
     g_autoptr(CarrelTemplate) v2 = import(fx, "tiny");
-    g_autoptr(CarrelTemplate) latest = carrel_manager_template_get(fx->mgr, "tiny", 0, NULL);
+    g_autoptr(CarrelTemplate) latest = carrel_manager_template_get(fx->mgr, ADMIN, "tiny", 0, NULL);
 
     assert_int_equal(v1->version, 1);
     assert_int_equal(v2->version, 2);
@@ -125,15 +147,15 @@ test_import_versions(void **state)
     {
         CarrelSessionRequest req = {.template_name = (char *)"tiny"};
         g_autoptr(GError) error = NULL;
-        g_autoptr(CarrelSession) s = carrel_manager_session_create(fx->mgr, &req, &error);
+        g_autoptr(CarrelSession) s = carrel_manager_session_create(fx->mgr, ADMIN, &req, &error);
         g_auto(GStrv) refs = NULL;
 
         assert_non_null(s);
         assert_int_equal(s->template_version, 2);
-        assert_null(carrel_manager_template_remove(fx->mgr, "tiny", 2, &error));
+        assert_null(carrel_manager_template_remove(fx->mgr, ADMIN, "tiny", 2, &error));
         assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE));
         g_clear_error(&error);
-        refs = carrel_manager_template_remove(fx->mgr, "tiny", 1, &error);
+        refs = carrel_manager_template_remove(fx->mgr, ADMIN, "tiny", 1, &error);
         assert_non_null(refs);
         assert_string_equal(refs[0], "tiny@1");
         assert_null(refs[1]);
@@ -162,23 +184,23 @@ test_create_and_lifecycle(void **state)
     assert_true(carrel_hypervisor_get_state(fx->hv, dom, &ds, NULL));
     assert_int_equal(ds, CARREL_DOMAIN_RUNNING);
 
-    stopped = carrel_manager_session_stop(fx->mgr, "alpha", 1, &error);
+    stopped = carrel_manager_session_stop(fx->mgr, ADMIN, "alpha", 1, &error);
     assert_non_null(stopped);
     assert_int_equal(stopped->state, CARREL_SESSION_STOPPED);
-    assert_null(carrel_manager_session_stop(fx->mgr, s->id, 1, &error));
+    assert_null(carrel_manager_session_stop(fx->mgr, ADMIN, s->id, 1, &error));
     assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE));
     assert_non_null(strstr(error->message, "stopped"));
     g_clear_error(&error);
-    again = carrel_manager_session_start(fx->mgr, s->id, &error);
+    again = carrel_manager_session_start(fx->mgr, ADMIN, s->id, &error);
     assert_non_null(again);
     assert_int_equal(again->state, CARREL_SESSION_RUNNING);
 
     /* The template is in use: removal refused. */
-    assert_null(carrel_manager_template_remove(fx->mgr, "tiny", 0, &error));
+    assert_null(carrel_manager_template_remove(fx->mgr, ADMIN, "tiny", 0, &error));
     assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE));
     g_clear_error(&error);
 
-    gone = carrel_manager_session_destroy(fx->mgr, s->id, &error);
+    gone = carrel_manager_session_destroy(fx->mgr, ADMIN, s->id, &error);
     assert_non_null(gone);
     assert_int_equal(gone->state, CARREL_SESSION_DESTROYED);
     assert_false(g_file_test(s->dir, G_FILE_TEST_EXISTS));
@@ -186,7 +208,7 @@ test_create_and_lifecycle(void **state)
     assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND));
     g_clear_error(&error);
     {
-        g_auto(GStrv) refs = carrel_manager_template_remove(fx->mgr, "tiny", 0, &error);
+        g_auto(GStrv) refs = carrel_manager_template_remove(fx->mgr, ADMIN, "tiny", 0, &error);
         assert_non_null(refs);
         assert_string_equal(refs[0], "tiny@1");
     }
@@ -206,7 +228,7 @@ test_failed_create_leaves_nothing(void **state)
     assert_null(create(fx, "broken", &error));
     assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_HYPERVISOR));
     assert_non_null(strstr(error->message, "creating session 'broken'"));
-    all = carrel_manager_session_list(fx->mgr, TRUE, NULL);
+    all = carrel_manager_session_list(fx->mgr, ADMIN, TRUE, NULL);
     assert_int_equal(all->len, 0);
     dir = g_dir_open(sessions_dir, 0, NULL);
     assert_null(g_dir_read_name(dir));
@@ -237,7 +259,7 @@ test_agent_never_answers(void **state)
     assert_null(create(fx, "mute", &error));
     assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_TIMEOUT));
     assert_non_null(strstr(error->message, "did not become ready within 2 s"));
-    all = carrel_manager_session_list(fx->mgr, TRUE, NULL);
+    all = carrel_manager_session_list(fx->mgr, ADMIN, TRUE, NULL);
     assert_int_equal(all->len, 1);
     carrel_hypervisor_fake_set_agent_silent(fx->hv, FALSE);
 }
@@ -283,7 +305,7 @@ test_warm_start(void **state)
     GStatBuf st;
 
     carrel_hypervisor_fake_set_exec_result(fx->hv, 0, "{\"ready\":true}", "");
-    job = carrel_manager_template_warm(fx->mgr, "tiny", 0, &error);
+    job = carrel_manager_template_warm(fx->mgr, ADMIN, "tiny", 0, &error);
     assert_non_null(job);
     if (!carrel_job_wait(job, &error))
         fail_msg("warm: %s", error->message);
@@ -294,11 +316,11 @@ test_warm_start(void **state)
     assert_int_equal(st.st_mode & 0777, 0444); /* the frozen layer */
     assert_true(g_file_test(warm->memory_path, G_FILE_TEST_IS_REGULAR));
     /* Warming again keeps the state sessions may stand on. */
-    again = carrel_manager_template_warm(fx->mgr, "tiny", 1, &error);
+    again = carrel_manager_template_warm(fx->mgr, ADMIN, "tiny", 1, &error);
     assert_non_null(again);
     assert_true(carrel_job_wait(again, &error));
 
-    w = carrel_manager_session_create(fx->mgr, &plain, &error);
+    w = carrel_manager_session_create(fx->mgr, ADMIN, &plain, &error);
     assert_non_null(w);
     assert_true(w->from_warm);
     /* The clone's guest is given the clone's own MAC after the restore. */
@@ -314,13 +336,13 @@ test_warm_start(void **state)
         g_usleep(20 * 1000);
     assert_int_equal(carrel_hypervisor_fake_get_balloon_calls(fx->hv), 2);
     g_usleep(100 * 1000); /* the job's last steps, before the fixture goes */
-    c = carrel_manager_session_create(fx->mgr, &cold, &error);
+    c = carrel_manager_session_create(fx->mgr, ADMIN, &cold, &error);
     assert_non_null(c);
     assert_false(c->from_warm);
     /* A booted session needs no balloon. */
     assert_int_equal(carrel_hypervisor_fake_get_balloon_calls(fx->hv), 2);
     /* The saved memory fixes the machine's shape: another size boots. */
-    b = carrel_manager_session_create(fx->mgr, &bigger, &error);
+    b = carrel_manager_session_create(fx->mgr, ADMIN, &bigger, &error);
     assert_non_null(b);
     assert_false(b->from_warm);
     assert_int_equal(b->memory_mib, 2048);
@@ -343,7 +365,7 @@ test_session_network(void **state)
     assert_true(carrel_util_is_mac(a->mac));
     assert_true(g_str_has_prefix(a->mac, "02:"));
     assert_string_not_equal(a->mac, b->mac);
-    stored = carrel_manager_session_get(fx->mgr, "net-a", &error);
+    stored = carrel_manager_session_get(fx->mgr, ADMIN, "net-a", &error);
     assert_string_equal(stored->mac, a->mac);
 
     /* A network of carrel's name that forwards (someone else's) is never used. */
@@ -353,7 +375,7 @@ test_session_network(void **state)
     assert_null(create(fx, "net-c", &error));
     assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_POLICY_DENIED));
     assert_non_null(strstr(error->message, "session network 'carrel-isolated'"));
-    all = carrel_manager_session_list(fx->mgr, FALSE, NULL);
+    all = carrel_manager_session_list(fx->mgr, ADMIN, FALSE, NULL);
     assert_int_equal(all->len, 2);
 }
 
@@ -366,13 +388,13 @@ test_policy_and_unknowns(void **state)
     CarrelSessionRequest missing = {.template_name = (char *)"nope"};
     g_autoptr(GError) error = NULL;
 
-    assert_null(carrel_manager_session_create(fx->mgr, &big, &error));
+    assert_null(carrel_manager_session_create(fx->mgr, ADMIN, &big, &error));
     assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_POLICY_DENIED));
     g_clear_error(&error);
-    assert_null(carrel_manager_session_create(fx->mgr, &missing, &error));
+    assert_null(carrel_manager_session_create(fx->mgr, ADMIN, &missing, &error));
     assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND));
     g_clear_error(&error);
-    assert_null(carrel_manager_session_get(fx->mgr, "s-000000000000", &error));
+    assert_null(carrel_manager_session_get(fx->mgr, ADMIN, "s-000000000000", &error));
     assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND));
 }
 
@@ -387,7 +409,7 @@ test_busy_session(void **state)
     assert_non_null(s);
     assert_string_equal(s->name, s->id);
     assert_true(carrel_manager_claim(fx->mgr, s->id, "snapshot", NULL));
-    assert_null(carrel_manager_session_stop(fx->mgr, s->id, 1, &error));
+    assert_null(carrel_manager_session_stop(fx->mgr, ADMIN, s->id, 1, &error));
     assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE));
     assert_non_null(strstr(error->message, "busy"));
     carrel_manager_release(fx->mgr, s->id);
@@ -415,7 +437,7 @@ insert_row(Fixture *fx, CarrelSessionState state)
 static CarrelSessionState
 state_of(Fixture *fx, const char *id)
 {
-    g_autoptr(CarrelSession) s = carrel_manager_session_get(fx->mgr, id, NULL);
+    g_autoptr(CarrelSession) s = carrel_manager_session_get(fx->mgr, ADMIN, id, NULL);
 
     assert_non_null(s);
     return s->state;
@@ -461,26 +483,28 @@ test_files_and_events(void **state)
     CarrelEvent *ev;
 
     assert_non_null(s);
-    assert_true(carrel_manager_session_file_write(fx->mgr, s->id, "/tmp/x", data, "agent", &error));
-    back = carrel_manager_session_file_read(fx->mgr, s->id, "/tmp/x", "agent", &error);
+    assert_true(carrel_manager_session_file_write(fx->mgr, ADMIN, s->id, "/tmp/x", data, &error));
+    back = carrel_manager_session_file_read(fx->mgr, ADMIN, s->id, "/tmp/x", &error);
     assert_non_null(back);
     assert_true(g_bytes_equal(back, data));
     for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
-        assert_null(carrel_manager_session_file_read(fx->mgr, s->id, bad[i], "agent", &error));
+        assert_null(carrel_manager_session_file_read(fx->mgr, ADMIN, s->id, bad[i], &error));
         assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG));
         g_clear_error(&error);
     }
-    assert_null(carrel_manager_session_file_read(fx->mgr, s->id, "/nope", "agent", &error));
+    assert_null(carrel_manager_session_file_read(fx->mgr, ADMIN, s->id, "/nope", &error));
     assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND));
     g_clear_error(&error);
 
-    events = carrel_manager_session_events(fx->mgr, s->id, 0, 100, &error);
+    events =
+        carrel_manager_session_events(fx->mgr, ADMIN, s->id, after_create(fx, s->id), 100, &error);
     assert_non_null(events);
     assert_int_equal(events->len, 3); /* write, read, failed read: refusals never reach the guest */
     ev = g_ptr_array_index(events, 0);
     assert_string_equal(ev->kind, "file");
     assert_string_equal(ev->action, "file_write");
-    assert_string_equal(ev->actor, "agent");
+    assert_string_equal(ev->actor, "admin");
+    assert_string_equal(ev->actor_id, "t-admin");
     assert_null(ev->error);
     assert_int_equal(json_object_get_int_member(json_node_get_object(ev->params), "bytes"), 6);
     ev = g_ptr_array_index(events, 2);
@@ -490,17 +514,17 @@ test_files_and_events(void **state)
     last_seq = ev->seq;
     g_clear_pointer(&events, g_ptr_array_unref);
     /* after= pages; limit is bounded. */
-    events = carrel_manager_session_events(fx->mgr, s->id, last_seq - 1, 100, &error);
+    events = carrel_manager_session_events(fx->mgr, ADMIN, s->id, last_seq - 1, 100, &error);
     assert_int_equal(events->len, 1);
-    assert_null(carrel_manager_session_events(fx->mgr, s->id, 0, 5000, &error));
+    assert_null(carrel_manager_session_events(fx->mgr, ADMIN, s->id, after_create(fx, s->id), 5000,
+                                              &error));
     assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG));
     g_clear_error(&error);
 
     /* A stopped session refuses, naming its state. */
-    stopped = carrel_manager_session_stop(fx->mgr, s->id, 1, &error);
+    stopped = carrel_manager_session_stop(fx->mgr, ADMIN, s->id, 1, &error);
     assert_non_null(stopped);
-    assert_false(
-        carrel_manager_session_file_write(fx->mgr, s->id, "/tmp/x", data, "agent", &error));
+    assert_false(carrel_manager_session_file_write(fx->mgr, ADMIN, s->id, "/tmp/x", data, &error));
     assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE));
     assert_non_null(strstr(error->message, "stopped"));
 }
@@ -521,18 +545,19 @@ test_screenshot(void **state)
     CarrelEvent *ev;
 
     assert_non_null(s);
-    image = carrel_manager_session_screenshot(fx->mgr, s->id, &png, "agent", &error);
+    image = carrel_manager_session_screenshot(fx->mgr, ADMIN, s->id, &png, &error);
     assert_non_null(image);
     assert_memory_equal(g_bytes_get_data(image, NULL), "\x89PNG", 4);
     off.has_region = TRUE;
     off.region[0] = 2;
     off.region[2] = 3; /* 2 + 3 > 4 pixels wide */
     off.region[3] = 1;
-    assert_null(carrel_manager_session_screenshot(fx->mgr, s->id, &off, "agent", &error));
+    assert_null(carrel_manager_session_screenshot(fx->mgr, ADMIN, s->id, &off, &error));
     assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG));
     assert_non_null(strstr(error->message, "4x3"));
     g_clear_error(&error);
-    events = carrel_manager_session_events(fx->mgr, s->id, 0, 10, &error);
+    events =
+        carrel_manager_session_events(fx->mgr, ADMIN, s->id, after_create(fx, s->id), 10, &error);
     assert_int_equal(events->len, 2);
     ev = g_ptr_array_index(events, 0);
     assert_string_equal(ev->action, "screenshot");
@@ -548,7 +573,7 @@ computer(Fixture *fx, const char *id, const char *json, GError **error)
     g_autoptr(JsonNode) body = json_from_string(json, NULL);
 
     assert_non_null(body);
-    return carrel_manager_session_computer(fx->mgr, id, body, "agent", error);
+    return carrel_manager_session_computer(fx->mgr, ADMIN, id, body, error);
 }
 
 /* Actions become QMP input on the fake; bad ones are refused before anything is sent. */
@@ -605,7 +630,8 @@ test_computer(void **state)
         assert_true(shift);
     }
     /* One event per action, with the image data kept out of the timeline. */
-    events = carrel_manager_session_events(fx->mgr, s->id, 0, 100, &error);
+    events =
+        carrel_manager_session_events(fx->mgr, ADMIN, s->id, after_create(fx, s->id), 100, &error);
     assert_int_equal(events->len, 3);
     assert_string_equal(((CarrelEvent *)g_ptr_array_index(events, 0))->action, "click");
     assert_string_equal(((CarrelEvent *)g_ptr_array_index(events, 1))->action, "type");
@@ -620,7 +646,8 @@ test_computer(void **state)
             json_object_get_array_member(json_node_get_object(reply), "results"), 0),
         "output");
     assert_non_null(json_object_get_string_member(shot, "data"));
-    events = carrel_manager_session_events(fx->mgr, s->id, 0, 100, &error);
+    events =
+        carrel_manager_session_events(fx->mgr, ADMIN, s->id, after_create(fx, s->id), 100, &error);
     assert_int_equal(events->len, 4);
     shot = json_object_get_object_member(
         json_node_get_object(((CarrelEvent *)g_ptr_array_index(events, 3))->result), "output");
@@ -678,7 +705,8 @@ test_reconcile(void **state)
     assert_int_equal(ds, CARREL_DOMAIN_RUNNING);
     /* A crashed session can be started again: its definition is made anew. */
     {
-        g_autoptr(CarrelSession) back = carrel_manager_session_start(fx->mgr, vanished->id, &error);
+        g_autoptr(CarrelSession) back =
+            carrel_manager_session_start(fx->mgr, ADMIN, vanished->id, &error);
         assert_non_null(back);
         assert_int_equal(back->state, CARREL_SESSION_RUNNING);
     }
@@ -688,7 +716,7 @@ test_reconcile(void **state)
         g_autoptr(CarrelSession) gone = NULL;
         assert_true(carrel_hypervisor_destroy(fx->hv, adopted_dom, NULL));
         assert_true(carrel_hypervisor_undefine(fx->hv, adopted_dom, NULL));
-        gone = carrel_manager_session_destroy(fx->mgr, adopted->id, &error);
+        gone = carrel_manager_session_destroy(fx->mgr, ADMIN, adopted->id, &error);
         assert_non_null(gone);
         assert_int_equal(gone->state, CARREL_SESSION_DESTROYED);
     }
@@ -754,7 +782,7 @@ test_extract_by_agent(void **state)
 
     assert_non_null(s);
     carrel_hypervisor_fake_set_read_fallback(fx->hv, tar);
-    x = carrel_manager_session_extract(fx->mgr, s->id, &req, "agent", &error);
+    x = carrel_manager_session_extract(fx->mgr, ADMIN, s->id, &req, &error);
     assert_non_null(x);
     assert_string_equal(x->source, "agent");
     assert_string_equal(x->reason, "request");
@@ -765,7 +793,8 @@ test_extract_by_agent(void **state)
     assert_string_equal(argv[0], "/bin/rm"); /* the guest's copy is removed after the read */
     assert_non_null(x->missing);
     assert_int_equal(json_array_get_length(json_node_get_array(x->missing)), 1);
-    file = carrel_manager_artifact_get(fx->mgr, find_artifact(x, "/out/a.txt")->id, &host, &error);
+    file = carrel_manager_artifact_get(fx->mgr, ADMIN, find_artifact(x, "/out/a.txt")->id, &host,
+                                       &error);
     assert_non_null(file);
     assert_string_equal(file->sha256,
                         "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824");
@@ -773,8 +802,8 @@ test_extract_by_agent(void **state)
     assert_true(g_str_has_prefix(host, fx->dir));
     assert_true(g_file_get_contents(host, &content, NULL, NULL));
     assert_string_equal(content, "hello");
-    link = carrel_manager_artifact_get(fx->mgr, find_artifact(x, "/out/tree/shadow")->id, &none,
-                                       &error);
+    link = carrel_manager_artifact_get(fx->mgr, ADMIN, find_artifact(x, "/out/tree/shadow")->id,
+                                       &none, &error);
     assert_non_null(link);
     assert_int_equal(link->type, CARREL_FILE_SYMLINK);
     assert_string_equal(link->link_target, "/etc/shadow");
@@ -782,14 +811,14 @@ test_extract_by_agent(void **state)
 
     /* A limit stops the extraction; what came is kept and the error says why. */
     req.max_files = 1;
-    limited = carrel_manager_session_extract(fx->mgr, s->id, &req, "agent", &error);
+    limited = carrel_manager_session_extract(fx->mgr, ADMIN, s->id, &req, &error);
     assert_non_null(limited);
     assert_non_null(limited->error);
     assert_non_null(strstr(limited->error, "limit"));
     assert_true(limited->count <= 1);
-    list = carrel_manager_session_extractions(fx->mgr, "art", &error);
+    list = carrel_manager_session_extractions(fx->mgr, ADMIN, "art", &error);
     assert_int_equal(list->len, 2);
-    assert_null(carrel_manager_artifact_get(fx->mgr, "a-nope", NULL, &error));
+    assert_null(carrel_manager_artifact_get(fx->mgr, ADMIN, "a-nope", NULL, &error));
     assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND));
 }
 
@@ -808,7 +837,7 @@ test_watch_marks_crashed(void **state)
     assert_int_equal(carrel_manager_watch(fx->mgr), 0);
     assert_true(carrel_hypervisor_fake_set_state(fx->hv, domain, CARREL_DOMAIN_CRASHED));
     assert_int_equal(carrel_manager_watch(fx->mgr), 1);
-    after = carrel_manager_session_get(fx->mgr, s->id, &error);
+    after = carrel_manager_session_get(fx->mgr, ADMIN, s->id, &error);
     assert_int_equal(after->state, CARREL_SESSION_CRASHED);
     assert_non_null(strstr(after->state_reason, "unexpectedly"));
     /* Only running sessions are watched: a second round changes nothing. */
@@ -892,26 +921,26 @@ test_pause_hibernate(void **state)
     assert_non_null(s);
     domain = carrel_session_domain_name(s->id);
     saved = g_build_filename(s->dir, "hibernate.save", NULL);
-    paused = carrel_manager_session_pause(fx->mgr, "ph", &error);
+    paused = carrel_manager_session_pause(fx->mgr, ADMIN, "ph", &error);
     assert_non_null(paused);
     assert_int_equal(paused->state, CARREL_SESSION_PAUSED);
-    assert_null(carrel_manager_session_pause(fx->mgr, "ph", &error));
+    assert_null(carrel_manager_session_pause(fx->mgr, ADMIN, "ph", &error));
     assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE));
     g_clear_error(&error);
-    resumed = carrel_manager_session_resume(fx->mgr, "ph", &error);
+    resumed = carrel_manager_session_resume(fx->mgr, ADMIN, "ph", &error);
     assert_int_equal(resumed->state, CARREL_SESSION_RUNNING);
     assert_true(carrel_hypervisor_get_state(fx->hv, domain, &dstate, NULL));
     assert_int_equal(dstate, CARREL_DOMAIN_RUNNING);
 
     /* Hibernate: memory in a file, no domain left; resume brings the same domain back. */
-    asleep = carrel_manager_session_hibernate(fx->mgr, "ph", &error);
+    asleep = carrel_manager_session_hibernate(fx->mgr, ADMIN, "ph", &error);
     assert_non_null(asleep);
     assert_int_equal(asleep->state, CARREL_SESSION_HIBERNATED);
     assert_true(g_file_test(saved, G_FILE_TEST_IS_REGULAR));
     assert_false(carrel_hypervisor_get_state(fx->hv, domain, &dstate, &error));
     assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND));
     g_clear_error(&error);
-    woken = carrel_manager_session_resume(fx->mgr, "ph", &error);
+    woken = carrel_manager_session_resume(fx->mgr, ADMIN, "ph", &error);
     if (!woken)
         fail_msg("resume: %s", error->message);
     assert_int_equal(woken->state, CARREL_SESSION_RUNNING);
@@ -919,9 +948,9 @@ test_pause_hibernate(void **state)
 
     /* A hibernated session can be destroyed: no definition to undefine. */
     g_clear_pointer(&asleep, carrel_session_free);
-    asleep = carrel_manager_session_hibernate(fx->mgr, "ph", &error);
+    asleep = carrel_manager_session_hibernate(fx->mgr, ADMIN, "ph", &error);
     assert_non_null(asleep);
-    gone = carrel_manager_session_destroy(fx->mgr, "ph", &error);
+    gone = carrel_manager_session_destroy(fx->mgr, ADMIN, "ph", &error);
     assert_non_null(gone);
     assert_int_equal(gone->state, CARREL_SESSION_DESTROYED);
 }
@@ -938,47 +967,47 @@ test_snapshots(void **state)
     g_autoptr(GPtrArray) list = NULL;
 
     assert_non_null(s);
-    s1 = carrel_manager_snapshot_create(fx->mgr, "snap", "s1", &error);
+    s1 = carrel_manager_snapshot_create(fx->mgr, ADMIN, "snap", "s1", &error);
     if (!s1)
         fail_msg("snapshot: %s", error->message);
     assert_non_null(s1->memory_path);
     assert_true(g_file_test(s1->memory_path, G_FILE_TEST_IS_REGULAR));
     assert_string_equal(s1->layer_path, s->overlay_path); /* the old top is now the layer */
-    after = carrel_manager_session_get(fx->mgr, "snap", &error);
+    after = carrel_manager_session_get(fx->mgr, ADMIN, "snap", &error);
     assert_int_equal(after->state, CARREL_SESSION_RUNNING);
     assert_string_not_equal(after->overlay_path, s->overlay_path);
     assert_string_equal(after->head_snapshot, s1->id);
-    dup = carrel_manager_snapshot_create(fx->mgr, "snap", "s1", &error);
+    dup = carrel_manager_snapshot_create(fx->mgr, ADMIN, "snap", "s1", &error);
     assert_null(dup);
     assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_EXISTS));
     g_clear_error(&error);
-    assert_null(carrel_manager_snapshot_create(fx->mgr, "snap", "Bad Name", &error));
+    assert_null(carrel_manager_snapshot_create(fx->mgr, ADMIN, "snap", "Bad Name", &error));
     assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG));
     g_clear_error(&error);
-    s2 = carrel_manager_snapshot_create(fx->mgr, "snap", "s2", &error);
+    s2 = carrel_manager_snapshot_create(fx->mgr, ADMIN, "snap", "s2", &error);
     assert_non_null(s2);
     assert_string_equal(s2->parent, s1->id);
 
     /* Revert to s1: running again on a fresh top over s1's layer. */
-    back = carrel_manager_snapshot_revert(fx->mgr, "snap", "s1", &error);
+    back = carrel_manager_snapshot_revert(fx->mgr, ADMIN, "snap", "s1", &error);
     if (!back)
         fail_msg("revert: %s", error->message);
     assert_int_equal(back->state, CARREL_SESSION_RUNNING);
     assert_string_equal(back->head_snapshot, s1->id);
-    assert_null(carrel_manager_snapshot_revert(fx->mgr, "snap", "nope", &error));
+    assert_null(carrel_manager_snapshot_revert(fx->mgr, ADMIN, "snap", "nope", &error));
     assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND));
     g_clear_error(&error);
-    list = carrel_manager_snapshot_list(fx->mgr, "snap", &error);
+    list = carrel_manager_snapshot_list(fx->mgr, ADMIN, "snap", &error);
     assert_int_equal(list->len, 2);
     assert_true(((CarrelSnapshot *)g_ptr_array_index(list, 0))->size_bytes > 0);
 
     /* A stopped session: disk only; reverting to it leaves the session stopped. */
-    stopped = carrel_manager_session_stop(fx->mgr, "snap", 1, &error);
+    stopped = carrel_manager_session_stop(fx->mgr, ADMIN, "snap", 1, &error);
     assert_non_null(stopped);
-    off = carrel_manager_snapshot_create(fx->mgr, "snap", "off", &error);
+    off = carrel_manager_snapshot_create(fx->mgr, ADMIN, "snap", "off", &error);
     assert_non_null(off);
     assert_null(off->memory_path);
-    disk_only = carrel_manager_snapshot_revert(fx->mgr, "snap", "off", &error);
+    disk_only = carrel_manager_snapshot_revert(fx->mgr, ADMIN, "snap", "off", &error);
     assert_non_null(disk_only);
     assert_int_equal(disk_only->state, CARREL_SESSION_STOPPED);
 
@@ -987,19 +1016,19 @@ test_snapshots(void **state)
     {
         gboolean kept = TRUE;
         g_autoptr(CarrelSnapshot) off_after = NULL;
-        assert_true(carrel_manager_snapshot_delete(fx->mgr, "snap", "s2", &kept, &error));
+        assert_true(carrel_manager_snapshot_delete(fx->mgr, ADMIN, "snap", "s2", &kept, &error));
         assert_false(kept);
         assert_false(g_file_test(s2->layer_path, G_FILE_TEST_EXISTS));
         assert_false(g_file_test(s2->memory_path, G_FILE_TEST_EXISTS));
-        assert_true(carrel_manager_snapshot_delete(fx->mgr, "snap", "s1", &kept, &error));
+        assert_true(carrel_manager_snapshot_delete(fx->mgr, ADMIN, "snap", "s1", &kept, &error));
         assert_true(kept);
         assert_true(g_file_test(s1->layer_path, G_FILE_TEST_EXISTS));
         g_clear_pointer(&list, g_ptr_array_unref);
-        list = carrel_manager_snapshot_list(fx->mgr, "snap", &error);
+        list = carrel_manager_snapshot_list(fx->mgr, ADMIN, "snap", &error);
         assert_int_equal(list->len, 1);
         off_after = carrel_store_snapshot_get(fx->mgr->store, s->id, "off", &error);
         assert_null(off_after->parent);
-        assert_false(carrel_manager_snapshot_delete(fx->mgr, "snap", "s1", &kept, &error));
+        assert_false(carrel_manager_snapshot_delete(fx->mgr, ADMIN, "snap", "s1", &kept, &error));
         assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND));
     }
 }
@@ -1016,12 +1045,12 @@ test_fork(void **state)
     g_autoptr(CarrelSession) refused = NULL;
 
     assert_non_null(s);
-    s1 = carrel_manager_snapshot_create(fx->mgr, "origin", "s1", &error);
+    s1 = carrel_manager_snapshot_create(fx->mgr, ADMIN, "origin", "s1", &error);
     assert_non_null(s1);
-    assert_null(carrel_manager_session_fork(fx->mgr, "origin", "s1", 0, &error));
+    assert_null(carrel_manager_session_fork(fx->mgr, ADMIN, "origin", "s1", 0, &error));
     assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG));
     g_clear_error(&error);
-    forks = carrel_manager_session_fork(fx->mgr, "origin", "s1", 2, &error);
+    forks = carrel_manager_session_fork(fx->mgr, ADMIN, "origin", "s1", 2, &error);
     if (!forks)
         fail_msg("fork: %s", error->message);
     assert_int_equal(forks->len, 2);
@@ -1032,17 +1061,17 @@ test_fork(void **state)
         assert_string_equal(f->head_snapshot, s1->id);
     }
     /* The origin's layers carry the forks: it cannot go first. */
-    refused = carrel_manager_session_destroy(fx->mgr, "origin", &error);
+    refused = carrel_manager_session_destroy(fx->mgr, ADMIN, "origin", &error);
     assert_null(refused);
     assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE));
     g_clear_error(&error);
     for (guint i = 0; i < forks->len; i++) {
         g_autoptr(CarrelSession) gone = carrel_manager_session_destroy(
-            fx->mgr, ((CarrelSession *)g_ptr_array_index(forks, i))->id, &error);
+            fx->mgr, ADMIN, ((CarrelSession *)g_ptr_array_index(forks, i))->id, &error);
         assert_non_null(gone);
     }
     g_clear_pointer(&refused, carrel_session_free);
-    refused = carrel_manager_session_destroy(fx->mgr, "origin", &error);
+    refused = carrel_manager_session_destroy(fx->mgr, ADMIN, "origin", &error);
     assert_non_null(refused);
 }
 
@@ -1060,8 +1089,8 @@ test_time_limits(void **state)
                                      .name = (char *)"idle",
                                      .idle_timeout_s = 1,
                                      .expiry_action = (char *)"pause"};
-    g_autoptr(CarrelSession) a = carrel_manager_session_create(fx->mgr, &ttl_req, &error);
-    g_autoptr(CarrelSession) b = carrel_manager_session_create(fx->mgr, &idle_req, &error);
+    g_autoptr(CarrelSession) a = carrel_manager_session_create(fx->mgr, ADMIN, &ttl_req, &error);
+    g_autoptr(CarrelSession) b = carrel_manager_session_create(fx->mgr, ADMIN, &idle_req, &error);
     g_autoptr(CarrelSession) a2 = NULL, b2 = NULL;
 
     assert_non_null(a);
@@ -1071,8 +1100,8 @@ test_time_limits(void **state)
         acted += carrel_manager_watch(fx->mgr);
         g_usleep(100 * 1000);
     }
-    a2 = carrel_manager_session_get(fx->mgr, a->id, &error);
-    b2 = carrel_manager_session_get(fx->mgr, b->id, &error);
+    a2 = carrel_manager_session_get(fx->mgr, ADMIN, a->id, &error);
+    b2 = carrel_manager_session_get(fx->mgr, ADMIN, b->id, &error);
     assert_int_equal(a2->state, CARREL_SESSION_DESTROYED);
     assert_int_equal(b2->state, CARREL_SESSION_PAUSED);
     /* Limits act once: the paused session stays paused. */
@@ -1092,19 +1121,19 @@ test_warm_pool(void **state)
     CarrelSessionRequest cold = {
         .template_name = (char *)"tiny", .name = (char *)"c", .cold = TRUE};
 
-    assert_false(carrel_manager_pool_set(fx->mgr, "tiny", CARREL_LIMIT_POOL + 1, &error));
+    assert_false(carrel_manager_pool_set(fx->mgr, ADMIN, "tiny", CARREL_LIMIT_POOL + 1, &error));
     g_clear_error(&error);
-    assert_true(carrel_manager_pool_set(fx->mgr, "tiny", 1, &error));
+    assert_true(carrel_manager_pool_set(fx->mgr, ADMIN, "tiny", 1, &error));
     carrel_manager_watch(fx->mgr);
     members = carrel_store_pool_members(fx->mgr->store, "tiny", &error);
     assert_int_equal(members->len, 1);
     assert_int_equal(((CarrelSession *)g_ptr_array_index(members, 0))->state,
                      CARREL_SESSION_PAUSED);
     /* Members are nobody's sessions: not listed. */
-    listed = carrel_manager_session_list(fx->mgr, FALSE, &error);
+    listed = carrel_manager_session_list(fx->mgr, ADMIN, FALSE, &error);
     assert_int_equal(listed->len, 0);
     /* A cold create does not take from the pool; a plain one does, at once. */
-    plain = carrel_manager_session_create(fx->mgr, &cold, &error);
+    plain = carrel_manager_session_create(fx->mgr, ADMIN, &cold, &error);
     assert_non_null(plain);
     assert_false(plain->from_pool);
     claimed = create(fx, "from-pool", &error);
@@ -1120,7 +1149,7 @@ test_warm_pool(void **state)
     members = carrel_store_pool_members(fx->mgr->store, "tiny", &error);
     assert_int_equal(members->len, 1);
     /* Shrinking to 0 removes the member. */
-    assert_true(carrel_manager_pool_set(fx->mgr, "tiny", 0, &error));
+    assert_true(carrel_manager_pool_set(fx->mgr, ADMIN, "tiny", 0, &error));
     carrel_manager_watch(fx->mgr);
     g_clear_pointer(&members, g_ptr_array_unref);
     members = carrel_store_pool_members(fx->mgr->store, "tiny", &error);
@@ -1133,7 +1162,7 @@ test_warm_older_machine(void **state)
     Fixture *fx = *state;
     g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = import(fx, "tiny");
     g_autoptr(GError) error = NULL;
-    g_autoptr(CarrelJob) job = carrel_manager_template_warm(fx->mgr, "tiny", 0, &error);
+    g_autoptr(CarrelJob) job = carrel_manager_template_warm(fx->mgr, ADMIN, "tiny", 0, &error);
     g_autoptr(CarrelJob) again = NULL;
     g_autoptr(CarrelWarmState) warm = NULL;
     g_autoptr(CarrelWarmState) redone = NULL;
@@ -1150,7 +1179,7 @@ test_warm_older_machine(void **state)
     assert_non_null(booted);
     assert_false(booted->from_warm);
     /* ...until warming again redoes it. */
-    again = carrel_manager_template_warm(fx->mgr, "tiny", 0, &error);
+    again = carrel_manager_template_warm(fx->mgr, ADMIN, "tiny", 0, &error);
     assert_true(carrel_job_wait(again, &error));
     redone = carrel_manager_template_warm_state(fx->mgr, "tiny", 1);
     assert_int_equal(redone->machine_revision, CARREL_HYPERVISOR_MACHINE_REVISION);
@@ -1176,7 +1205,7 @@ test_console_open(void **state)
     gint64 until = 0, now = g_get_real_time() / G_USEC_PER_SEC;
 
     assert_non_null(s);
-    first = carrel_manager_console_open(fx->mgr, "con", &error);
+    first = carrel_manager_console_open(fx->mgr, ADMIN, "con", &error);
     assert_non_null(first);
     assert_string_equal(first->session_id, s->id);
     assert_true(first->port > 0);
@@ -1186,33 +1215,33 @@ test_console_open(void **state)
     assert_string_equal(set, first->password);
     assert_int_equal(until, first->expires_at);
     /* A second viewer gets the same password instead of locking out the first. */
-    paused = carrel_manager_session_pause(fx->mgr, "con", &error);
+    paused = carrel_manager_session_pause(fx->mgr, ADMIN, "con", &error);
     assert_non_null(paused);
-    second = carrel_manager_console_open(fx->mgr, s->id, &error);
+    second = carrel_manager_console_open(fx->mgr, ADMIN, s->id, &error);
     assert_non_null(second);
     assert_string_equal(second->password, first->password);
     assert_int_equal(second->expires_at, first->expires_at);
     /* A new QEMU forgot it: a new one is set. */
     assert_true(carrel_hypervisor_destroy(fx->hv, first->domain, NULL));
     assert_true(carrel_hypervisor_start(fx->hv, first->domain, NULL));
-    third = carrel_manager_console_open(fx->mgr, s->id, &error);
+    third = carrel_manager_console_open(fx->mgr, ADMIN, s->id, &error);
     assert_non_null(third);
     assert_string_not_equal(third->password, first->password);
     carrel_hypervisor_fake_fail_next(fx->hv, "spice_password");
     g_clear_pointer(&third, carrel_console_access_free);
     assert_true(carrel_hypervisor_destroy(fx->hv, first->domain, NULL));
     assert_true(carrel_hypervisor_start(fx->hv, first->domain, NULL));
-    assert_null(carrel_manager_console_open(fx->mgr, s->id, &error));
+    assert_null(carrel_manager_console_open(fx->mgr, ADMIN, s->id, &error));
     assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_HYPERVISOR));
     assert_non_null(strstr(error->message, "opening the console of session"));
     g_clear_error(&error);
-    stopped = carrel_manager_session_destroy(fx->mgr, s->id, &error);
+    stopped = carrel_manager_session_destroy(fx->mgr, ADMIN, s->id, &error);
     assert_non_null(stopped);
-    assert_null(carrel_manager_console_open(fx->mgr, s->id, &error));
+    assert_null(carrel_manager_console_open(fx->mgr, ADMIN, s->id, &error));
     assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE));
     assert_non_null(strstr(error->message, "destroyed"));
     g_clear_error(&error);
-    assert_null(carrel_manager_console_open(fx->mgr, "nope", &error));
+    assert_null(carrel_manager_console_open(fx->mgr, ADMIN, "nope", &error));
     assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND));
 }
 

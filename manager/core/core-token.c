@@ -1,0 +1,243 @@
+/*
+ * core: credentials. Tokens have an id, a unique name, a role, an optional expiry and a
+ * revocation; only their sha256 is stored, so a leaked database leaks no usable token.
+ */
+#include <glib/gstdio.h>
+#include <string.h>
+
+#include "core/core-priv.h"
+
+#define TOKEN_MAX_LEN 256
+#define ADMIN_LABEL "admin"
+
+static CarrelPrincipal *
+principal_of(const CarrelToken *t)
+{
+    return carrel_principal_new(t->id, t->label, t->role);
+}
+
+/* A credential refused: UNAUTHORIZED, and a "denied" row for auth.login. */
+static gboolean
+refuse(CarrelManager *mgr, const CarrelToken *t, const char *why, GError **error)
+{
+    g_autoptr(GError) refusal = g_error_new_literal(CARREL_ERROR, CARREL_ERROR_UNAUTHORIZED, why);
+    g_autoptr(CarrelAuditRecord) rec = carrel_audit_record_new();
+
+    rec->ts_us = g_get_real_time();
+    rec->principal_id = g_strdup(t ? t->id : "-");
+    rec->principal_label = g_strdup(t ? t->label : "-");
+    rec->role = g_strdup(t ? carrel_role_to_string(t->role) : "-");
+    rec->operation = g_strdup(carrel_op_to_string(CARREL_OP_AUTH_LOGIN));
+    rec->params_digest = carrel_audit_digest(NULL);
+    rec->result = g_strdup("denied");
+    rec->error_code = g_strdup(carrel_error_code_to_string(CARREL_ERROR_UNAUTHORIZED));
+    carrel_manager_audit(mgr, rec);
+    g_propagate_error(error, g_steal_pointer(&refusal));
+    return FALSE;
+}
+
+/* TRUE when t may be used now; else a refusal naming why (never the secret). */
+static gboolean
+check_live(CarrelManager *mgr, const CarrelToken *t, GError **error)
+{
+    g_autofree char *why = NULL;
+
+    if (t->revoked_at)
+        why = g_strdup_printf("token '%s' was revoked", t->label);
+    else if (!carrel_token_is_live(t, carrel_util_now()))
+        why = g_strdup_printf("token '%s' expired", t->label);
+    if (!why) {
+        (void)carrel_store_token_touch(mgr->store, t->id, carrel_util_now(), NULL);
+        return TRUE;
+    }
+    return refuse(mgr, t, why, error);
+}
+
+CarrelPrincipal *
+carrel_manager_authenticate(CarrelManager *mgr, const char *token, GError **error)
+{
+    g_autofree char *hash = NULL;
+    g_autoptr(CarrelToken) t = NULL;
+
+    if (!token || !*token || strlen(token) > TOKEN_MAX_LEN) {
+        refuse(mgr, NULL, "invalid token", error);
+        return NULL;
+    }
+    hash = carrel_util_sha256_string(token);
+    t = carrel_store_token_by_hash(mgr->store, hash, error);
+    if (!t) {
+        if (error && *error)
+            return NULL;
+        refuse(mgr, NULL, "invalid token", error);
+        return NULL;
+    }
+    return check_live(mgr, t, error) ? principal_of(t) : NULL;
+}
+
+CarrelPrincipal *
+carrel_manager_principal(CarrelManager *mgr, const char *token_id, GError **error)
+{
+    g_autoptr(CarrelToken) t = carrel_store_token_get(mgr->store, token_id, NULL);
+
+    if (!t) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_UNAUTHORIZED, "invalid token");
+        return NULL;
+    }
+    return check_live(mgr, t, error) ? principal_of(t) : NULL;
+}
+
+void
+carrel_manager_audit_refused_login(CarrelManager *mgr, const char *source, const GError *why)
+{
+    g_autoptr(CarrelAuditRecord) rec = carrel_audit_record_new();
+    g_autoptr(JsonNode) params = json_node_init_object(json_node_alloc(), json_object_new());
+
+    json_object_set_string_member(json_node_get_object(params), "source", source);
+    rec->ts_us = g_get_real_time();
+    rec->principal_id = g_strdup("-");
+    rec->principal_label = g_strdup("-");
+    rec->role = g_strdup("-");
+    rec->operation = g_strdup(carrel_op_to_string(CARREL_OP_AUTH_LOGIN));
+    rec->params_digest = carrel_audit_digest(params);
+    rec->result = g_strdup("denied");
+    rec->error_code = g_strdup(carrel_error_code_to_string(
+        why && why->domain == CARREL_ERROR ? (CarrelErrorCode)why->code : CARREL_ERROR_LIMIT));
+    carrel_manager_audit(mgr, rec);
+}
+
+static gboolean
+insert_token(CarrelManager *mgr, const char *secret, CarrelRole role, const char *label,
+             gint64 ttl_s, CarrelToken **ret_token, GError **error)
+{
+    g_autoptr(CarrelToken) t = carrel_token_new();
+    g_autofree char *hash = carrel_util_sha256_string(secret);
+
+    t->id = carrel_util_new_id("t-");
+    t->label = g_strdup(label);
+    t->role = role;
+    t->created_at = carrel_util_now();
+    t->expires_at = ttl_s ? t->created_at + ttl_s : 0;
+    if (!carrel_store_token_insert(mgr->store, t, hash, error))
+        return FALSE;
+    if (ret_token)
+        *ret_token = g_steal_pointer(&t);
+    return TRUE;
+}
+
+gboolean
+carrel_manager_ensure_admin_token(CarrelManager *mgr, const char *token, GError **error)
+{
+    g_autofree char *hash = carrel_util_sha256_string(token);
+    g_autoptr(CarrelToken) known = carrel_store_token_by_hash(mgr->store, hash, NULL);
+    g_autoptr(CarrelToken) admin = NULL;
+
+    if (known)
+        return TRUE;
+    /* The file is the authority: whoever can write it is root on this host anyway. */
+    admin = carrel_store_token_get(mgr->store, ADMIN_LABEL, NULL);
+    if (admin)
+        return carrel_store_token_set_hash(mgr->store, admin->id, hash, error);
+    return insert_token(mgr, token, CARREL_ROLE_ADMIN, ADMIN_LABEL, 0, NULL, error);
+}
+
+static char *
+create_token(CarrelManager *mgr, const char *role_name, const char *name, gint64 ttl_s,
+             CarrelToken **ret_token, GError **error)
+{
+    CarrelRole role = carrel_role_from_string(role_name);
+    g_autofree char *secret = NULL;
+
+    if (role != CARREL_ROLE_ADMIN && role != CARREL_ROLE_AGENT && role != CARREL_ROLE_REVIEWER) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "a token's role is admin, agent or reviewer");
+        return NULL;
+    }
+    if (!carrel_token_check_label(name, error))
+        return NULL;
+    if (ttl_s < 0) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "an expiry must be positive");
+        return NULL;
+    }
+    secret = carrel_util_new_token();
+    if (!insert_token(mgr, secret, role, name, ttl_s, ret_token, error))
+        return NULL;
+    return g_steal_pointer(&secret);
+}
+
+char *
+carrel_manager_token_create(CarrelManager *mgr, const CarrelPrincipal *who, const char *role,
+                            const char *name, gint64 ttl_s, CarrelToken **ret_token, GError **error)
+{
+    g_auto(CarrelDoor) door = {0};
+    g_autoptr(GError) local = NULL;
+    JsonNode *params = json_node_init_object(json_node_alloc(), json_object_new());
+    char *secret;
+
+    /* Name and role only: the secret never reaches the audit log, not even digested. */
+    json_object_set_string_member(json_node_get_object(params), "name", name ? name : "");
+    json_object_set_string_member(json_node_get_object(params), "role", role ? role : "");
+    if (!carrel_door_enter(&door, mgr, who, CARREL_OP_TOKEN_CREATE, NULL, params, error))
+        return NULL;
+    secret = create_token(mgr, role, name, ttl_s, ret_token, &local);
+    return carrel_door_finish(&door, secret, &local, error);
+}
+
+GPtrArray *
+carrel_manager_token_list(CarrelManager *mgr, const CarrelPrincipal *who, GError **error)
+{
+    g_auto(CarrelDoor) door = {0};
+
+    if (!carrel_door_enter(&door, mgr, who, CARREL_OP_TOKEN_LIST, NULL, NULL, error))
+        return NULL;
+    return carrel_store_token_list(mgr->store, error);
+}
+
+static CarrelToken *
+revoke_named(CarrelManager *mgr, const char *name, GError **error)
+{
+    g_autoptr(CarrelToken) t = carrel_store_token_get(mgr->store, name, error);
+
+    if (!t || !carrel_store_token_revoke(mgr->store, t->id, carrel_util_now(), error))
+        return NULL;
+    return carrel_store_token_get(mgr->store, t->id, error);
+}
+
+CarrelToken *
+carrel_manager_token_revoke(CarrelManager *mgr, const CarrelPrincipal *who, const char *name,
+                            GError **error)
+{
+    g_auto(CarrelDoor) door = {0};
+    g_autoptr(GError) local = NULL;
+    JsonNode *params = json_node_init_object(json_node_alloc(), json_object_new());
+
+    json_object_set_string_member(json_node_get_object(params), "name", name ? name : "");
+    if (!carrel_door_enter(&door, mgr, who, CARREL_OP_TOKEN_REVOKE, NULL, params, error))
+        return NULL;
+    return carrel_door_finish(&door, revoke_named(mgr, name, &local), &local, error);
+}
+
+static char *
+rotate_admin(CarrelManager *mgr, GError **error)
+{
+    g_autoptr(CarrelToken) admin = carrel_store_token_get(mgr->store, ADMIN_LABEL, error);
+    g_autofree char *secret = carrel_util_new_token();
+    g_autofree char *hash = carrel_util_sha256_string(secret);
+    g_autofree char *path = g_build_filename(mgr->state_dir, "admin.token", NULL);
+
+    /* File first: a failed write leaves the old token working, never none. */
+    if (!admin || !carrel_util_write_file(path, secret, -1, 0600, error) ||
+        !carrel_store_token_set_hash(mgr->store, admin->id, hash, error))
+        return NULL;
+    return g_steal_pointer(&secret);
+}
+
+char *
+carrel_manager_token_rotate_admin(CarrelManager *mgr, const CarrelPrincipal *who, GError **error)
+{
+    g_auto(CarrelDoor) door = {0};
+    g_autoptr(GError) local = NULL;
+
+    if (!carrel_door_enter(&door, mgr, who, CARREL_OP_TOKEN_ROTATE, NULL, NULL, error))
+        return NULL;
+    return carrel_door_finish(&door, rotate_admin(mgr, &local), &local, error);
+}
