@@ -23,6 +23,7 @@ typedef struct {
     char *web_dir;
     char *spice_dir;
     gboolean test_hooks;
+    gboolean probe_accel;
     int agent_timeout_s;
 } Options;
 
@@ -97,6 +98,10 @@ parse_options(int argc, char **argv, Options *opts, GError **error)
          "spice-html5 served at /spice-html5/ (default /usr/share/spice-html5)", "DIR"},
         {"test-hooks", 0, 0, G_OPTION_ARG_NONE, &opts->test_hooks,
          "Enable routes only tests use (POST /v1/test/approvals); never in production", NULL},
+        {"probe-accel", 0, 0, G_OPTION_ARG_NONE, &opts->probe_accel,
+         "Print the accelerator carreld would use (kvm or tcg) and exit; the reason goes to "
+         "stderr. Scripts that start QEMU or libguestfs take this decision",
+         NULL},
         {"agent-timeout", 0, 0, G_OPTION_ARG_INT, &opts->agent_timeout_s,
          "Seconds to wait for a guest agent (default 300)", "S"},
         {NULL},
@@ -295,6 +300,23 @@ run(const Options *opts)
     return EXIT_SUCCESS;
 }
 
+/* carreld --probe-accel: the same decision carreld makes at start, for scripts. */
+static int
+probe_accel(const Options *opts)
+{
+    g_autofree char *reason = NULL;
+    g_autoptr(GError) error = NULL;
+    CarrelAccel accel = choose_accel(opts, &reason, &error);
+
+    if (accel == CARREL_ACCEL_LAST) {
+        g_printerr("carreld: %s\n", error->message);
+        return 2;
+    }
+    g_printerr("carreld: accelerator: %s (%s)\n", carrel_accel_to_string(accel), reason);
+    g_print("%s\n", carrel_accel_to_string(accel));
+    return EXIT_SUCCESS;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -306,5 +328,7 @@ main(int argc, char **argv)
         g_printerr("carreld: %s\n", error->message);
         return 2;
     }
+    if (opts.probe_accel)
+        return probe_accel(&opts);
     return run(&opts);
 }
