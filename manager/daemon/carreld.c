@@ -75,7 +75,8 @@ parse_options(int argc, char **argv, Options *opts, GError **error)
         {"state-dir", 0, 0, G_OPTION_ARG_FILENAME, &opts->state_dir,
          "State directory (default /var/lib/carrel)", "DIR"},
         {"socket", 0, 0, G_OPTION_ARG_FILENAME, &opts->socket_path,
-         "API Unix socket (default /run/carrel/carreld.sock)", "PATH"},
+         "API Unix socket (default /run/carrel/carreld.sock; \"\" for none, with --listen)",
+         "PATH"},
         {"listen", 0, 0, G_OPTION_ARG_STRING, &opts->listen, "Also listen on TCP, loopback only",
          "127.0.0.1:PORT"},
         {"libvirt-uri", 0, 0, G_OPTION_ARG_STRING, &opts->libvirt_uri,
@@ -114,6 +115,11 @@ parse_options(int argc, char **argv, Options *opts, GError **error)
     if (argc > 1) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "unexpected argument '%s'",
                     argv[1]);
+        return FALSE;
+    }
+    if (opts->socket_path && !*opts->socket_path && !opts->listen) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "--socket \"\" (no Unix socket) needs --listen");
         return FALSE;
     }
     if (opts->agent_timeout_s < 0 || opts->agent_timeout_s > 3600) {
@@ -237,18 +243,31 @@ open_manager(const Options *opts, GError **error)
     return g_steal_pointer(&mgr);
 }
 
+/* The Unix socket, unless --socket "" asked for none: an empty path would otherwise bind the
+ * one unnamed abstract socket of the whole host, which a second daemon then cannot have. */
 static gboolean
-start_api(CarrelApi *api, const Options *opts, GError **error)
+listen_socket(CarrelApi *api, const Options *opts, GError **error)
 {
-    g_autofree char *socket_dir = g_path_get_dirname(opts->socket_path);
+    g_autofree char *socket_dir = NULL;
 
-    carrel_api_set_web(api, opts->web_dir, opts->spice_dir, opts->test_hooks);
-    if (opts->test_hooks)
-        g_warning("test hooks are enabled: this daemon is for tests only");
+    if (!*opts->socket_path)
+        return TRUE;
+    socket_dir = g_path_get_dirname(opts->socket_path);
     if (!carrel_util_ensure_dir(socket_dir, 0755, error) ||
         !carrel_api_listen_unix(api, opts->socket_path, error))
         return FALSE;
     g_message("listening on %s", opts->socket_path);
+    return TRUE;
+}
+
+static gboolean
+start_api(CarrelApi *api, const Options *opts, GError **error)
+{
+    carrel_api_set_web(api, opts->web_dir, opts->spice_dir, opts->test_hooks);
+    if (opts->test_hooks)
+        g_warning("test hooks are enabled: this daemon is for tests only");
+    if (!listen_socket(api, opts, error))
+        return FALSE;
     if (opts->listen) {
         g_autoptr(GSocketAddress) addr = carrel_net_parse_loopback_listen(opts->listen, error);
         if (!addr || !carrel_api_listen_tcp(api, addr, error))
@@ -289,7 +308,8 @@ run(const Options *opts)
     g_message("carreld %s ready", CARREL_VERSION);
     g_main_loop_run(loop);
     drain(api);
-    (void)g_unlink(opts->socket_path);
+    if (*opts->socket_path)
+        (void)g_unlink(opts->socket_path);
     if (carrel_manager_jobs_running(mgr) > 0) {
         /* A build or warm thread still uses the manager: exit without freeing it; the job's
          * temporary files are cleaned by the next run of the same job. */
