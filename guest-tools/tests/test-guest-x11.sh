@@ -122,7 +122,7 @@ wait_window() {
 		fi
 		sleep 0.2
 	done
-	for log in "${logs[@]}"; do
+	for log in "${logs[@]}" "$work/session.log"; do
 		echo "--- $log" >&2
 		tail -5 "$log" >&2 2>/dev/null || true
 	done

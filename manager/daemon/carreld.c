@@ -23,6 +23,7 @@ typedef struct {
     char *web_dir;
     char *spice_dir;
     gboolean test_hooks;
+    gboolean probe_accel;
     int agent_timeout_s;
 } Options;
 
@@ -74,7 +75,8 @@ parse_options(int argc, char **argv, Options *opts, GError **error)
         {"state-dir", 0, 0, G_OPTION_ARG_FILENAME, &opts->state_dir,
          "State directory (default /var/lib/carrel)", "DIR"},
         {"socket", 0, 0, G_OPTION_ARG_FILENAME, &opts->socket_path,
-         "API Unix socket (default /run/carrel/carreld.sock)", "PATH"},
+         "API Unix socket (default /run/carrel/carreld.sock; \"\" for none, with --listen)",
+         "PATH"},
         {"listen", 0, 0, G_OPTION_ARG_STRING, &opts->listen, "Also listen on TCP, loopback only",
          "127.0.0.1:PORT"},
         {"libvirt-uri", 0, 0, G_OPTION_ARG_STRING, &opts->libvirt_uri,
@@ -97,6 +99,10 @@ parse_options(int argc, char **argv, Options *opts, GError **error)
          "spice-html5 served at /spice-html5/ (default /usr/share/spice-html5)", "DIR"},
         {"test-hooks", 0, 0, G_OPTION_ARG_NONE, &opts->test_hooks,
          "Enable routes only tests use (POST /v1/test/approvals); never in production", NULL},
+        {"probe-accel", 0, 0, G_OPTION_ARG_NONE, &opts->probe_accel,
+         "Print the accelerator carreld would use (kvm or tcg) and exit; the reason goes to "
+         "stderr. Scripts that start QEMU or libguestfs take this decision",
+         NULL},
         {"agent-timeout", 0, 0, G_OPTION_ARG_INT, &opts->agent_timeout_s,
          "Seconds to wait for a guest agent (default 300)", "S"},
         {NULL},
@@ -109,6 +115,11 @@ parse_options(int argc, char **argv, Options *opts, GError **error)
     if (argc > 1) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "unexpected argument '%s'",
                     argv[1]);
+        return FALSE;
+    }
+    if (opts->socket_path && !*opts->socket_path && !opts->listen) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "--socket \"\" (no Unix socket) needs --listen");
         return FALSE;
     }
     if (opts->agent_timeout_s < 0 || opts->agent_timeout_s > 3600) {
@@ -232,18 +243,31 @@ open_manager(const Options *opts, GError **error)
     return g_steal_pointer(&mgr);
 }
 
+/* The Unix socket, unless --socket "" asked for none: an empty path would otherwise bind the
+ * one unnamed abstract socket of the whole host, which a second daemon then cannot have. */
 static gboolean
-start_api(CarrelApi *api, const Options *opts, GError **error)
+listen_socket(CarrelApi *api, const Options *opts, GError **error)
 {
-    g_autofree char *socket_dir = g_path_get_dirname(opts->socket_path);
+    g_autofree char *socket_dir = NULL;
 
-    carrel_api_set_web(api, opts->web_dir, opts->spice_dir, opts->test_hooks);
-    if (opts->test_hooks)
-        g_warning("test hooks are enabled: this daemon is for tests only");
+    if (!*opts->socket_path)
+        return TRUE;
+    socket_dir = g_path_get_dirname(opts->socket_path);
     if (!carrel_util_ensure_dir(socket_dir, 0755, error) ||
         !carrel_api_listen_unix(api, opts->socket_path, error))
         return FALSE;
     g_message("listening on %s", opts->socket_path);
+    return TRUE;
+}
+
+static gboolean
+start_api(CarrelApi *api, const Options *opts, GError **error)
+{
+    carrel_api_set_web(api, opts->web_dir, opts->spice_dir, opts->test_hooks);
+    if (opts->test_hooks)
+        g_warning("test hooks are enabled: this daemon is for tests only");
+    if (!listen_socket(api, opts, error))
+        return FALSE;
     if (opts->listen) {
         g_autoptr(GSocketAddress) addr = carrel_net_parse_loopback_listen(opts->listen, error);
         if (!addr || !carrel_api_listen_tcp(api, addr, error))
@@ -284,7 +308,8 @@ run(const Options *opts)
     g_message("carreld %s ready", CARREL_VERSION);
     g_main_loop_run(loop);
     drain(api);
-    (void)g_unlink(opts->socket_path);
+    if (*opts->socket_path)
+        (void)g_unlink(opts->socket_path);
     if (carrel_manager_jobs_running(mgr) > 0) {
         /* A build or warm thread still uses the manager: exit without freeing it; the job's
          * temporary files are cleaned by the next run of the same job. */
@@ -292,6 +317,23 @@ run(const Options *opts)
         g_clear_pointer(&api, carrel_api_free);
         (void)g_steal_pointer(&mgr);
     }
+    return EXIT_SUCCESS;
+}
+
+/* carreld --probe-accel: the same decision carreld makes at start, for scripts. */
+static int
+probe_accel(const Options *opts)
+{
+    g_autofree char *reason = NULL;
+    g_autoptr(GError) error = NULL;
+    CarrelAccel accel = choose_accel(opts, &reason, &error);
+
+    if (accel == CARREL_ACCEL_LAST) {
+        g_printerr("carreld: %s\n", error->message);
+        return 2;
+    }
+    g_printerr("carreld: accelerator: %s (%s)\n", carrel_accel_to_string(accel), reason);
+    g_print("%s\n", carrel_accel_to_string(accel));
     return EXIT_SUCCESS;
 }
 
@@ -306,5 +348,7 @@ main(int argc, char **argv)
         g_printerr("carreld: %s\n", error->message);
         return 2;
     }
+    if (opts.probe_accel)
+        return probe_accel(&opts);
     return run(&opts);
 }

@@ -3,6 +3,8 @@
 
 CARREL_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 export CARREL_ROOT
+# shellcheck source=scripts/lib/accel.sh
+source "$CARREL_ROOT/scripts/lib/accel.sh"
 
 # Debian 12 packages: build, run, image building, tests.
 CARREL_PACKAGES=(
@@ -17,8 +19,11 @@ CARREL_PACKAGES=(
     # for BIOS, a standalone GRUB for UEFI under OVMF)
     libguestfs-tools extlinux syslinux-common grub-efi-amd64-bin dosfstools ovmf
     mmdebstrap e2fsprogs
-    shellcheck clang-format curl jq
-    libx11-dev xvfb xauth x11-utils twm xterm xdotool xclip
+    # xmllint: virt-xml-validate (golden tier) runs it; libvirt-clients only suggests it
+    shellcheck clang-format curl jq libxml2-utils
+    # twm on the host (guest tier) needs the fonts behind its default fontset "variable"
+    # (helvetica, from xfonts-75dpi) or it exits at once
+    libx11-dev xvfb xauth x11-utils twm xterm xdotool xclip xfonts-base xfonts-75dpi
     # the web console: spice-html5 (served by carreld); browser tests in Debian's chromium and
     # firefox-esr
     spice-html5 chromium firefox-esr fonts-dejavu-core

@@ -80,7 +80,7 @@ finish() {
         tail -40 "$DAEMON_LOG" || true
     fi
     [ -n "${CARREL_TEST_KEEP:-}" ] || rm -rf "$E2E_DIR"
-    echo "e2e: $PASSED passed, $FAILED failed"
+    echo "e2e: $PASSED passed, $FAILED failed in $SECONDS s"
     # A run that checked nothing proves nothing: it fails too.
     [ "$FAILED" -eq 0 ] && [ "$PASSED" -gt 0 ]
 }

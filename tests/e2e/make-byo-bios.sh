@@ -8,6 +8,8 @@
 #
 # Usage: make-byo-bios.sh TINY_DISK KERNEL INITRD OUT_DIR   -> prints the image path
 set -euo pipefail
+# shellcheck source=scripts/lib/accel.sh
+source "$(dirname "$0")/../../scripts/lib/accel.sh"
 disk="$1" kernel="$2" initrd="$3" out_dir="$4"
 # A bzImage carries "HdrS" at offset 0x202; an ELF vmlinux does not.
 [ "$(dd if="$kernel" bs=1 skip=514 count=4 2>/dev/null)" = "HdrS" ] ||
@@ -35,9 +37,8 @@ LABEL linux
     INITRD /boot/initrd.img
     APPEND root=/dev/vda1 rw rootfstype=ext4 console=ttyS0 init=/sbin/carrel-init quiet
 EOF
-export LIBGUESTFS_BACKEND=direct
-[ -e /dev/kvm ] || export LIBGUESTFS_BACKEND_SETTINGS=force_tcg
-guestfish <<EOF >&2
+# The appliance runs with carreld's accelerator (CARREL_ACCEL, else carreld --probe-accel).
+guestfish_step "make-byo-bios: guestfish" 900 "$work/guestfish.log" <<EOF >&2
 disk-create $work/byo.raw raw 2048M
 add $work/byo.raw format:raw
 add $disk format:qcow2 readonly:true
@@ -59,6 +60,6 @@ extlinux /boot/extlinux
 upload $mbr /dev/sda
 umount-all
 EOF
-qemu-img convert -f raw -O qcow2 "$work/byo.raw" "$work/byo.qcow2"
+run_step "make-byo-bios: qemu-img convert" 300 qemu-img convert -f raw -O qcow2 "$work/byo.raw" "$work/byo.qcow2"
 mv "$work/byo.qcow2" "$image"
 echo "$image"

@@ -7,6 +7,8 @@
 #
 # Usage: make-byo-uefi.sh TINY_DISK KERNEL INITRD OUT_DIR   -> prints the image path
 set -euo pipefail
+# shellcheck source=scripts/lib/accel.sh
+source "$(dirname "$0")/../../scripts/lib/accel.sh"
 disk="$1" kernel="$2" initrd="$3" out_dir="$4"
 # GRUB's linux command needs a bzImage ("HdrS" at offset 0x202), not an ELF vmlinux.
 [ "$(dd if="$kernel" bs=1 skip=514 count=4 2>/dev/null)" = "HdrS" ] ||
@@ -34,9 +36,8 @@ EOF
 grub-mkstandalone --format=x86_64-efi --output="$work/BOOTX64.EFI" \
     --modules="part_gpt ext2 search search_fs_file linux normal" \
     "boot/grub/grub.cfg=$work/grub.cfg" >&2
-export LIBGUESTFS_BACKEND=direct
-[ -e /dev/kvm ] || export LIBGUESTFS_BACKEND_SETTINGS=force_tcg
-guestfish <<EOF >&2
+# The appliance runs with carreld's accelerator (CARREL_ACCEL, else carreld --probe-accel).
+guestfish_step "make-byo-uefi: guestfish" 900 "$work/guestfish.log" <<EOF >&2
 disk-create $work/byo.raw raw 2048M
 add $work/byo.raw format:raw
 add $disk format:qcow2 readonly:true
@@ -61,6 +62,6 @@ mkdir-p /boot/efi/EFI/BOOT
 upload $work/BOOTX64.EFI /boot/efi/EFI/BOOT/BOOTX64.EFI
 umount-all
 EOF
-qemu-img convert -f raw -O qcow2 "$work/byo.raw" "$work/byo.qcow2"
+run_step "make-byo-uefi: qemu-img convert" 300 qemu-img convert -f raw -O qcow2 "$work/byo.raw" "$work/byo.qcow2"
 mv "$work/byo.qcow2" "$image"
 echo "$image"

@@ -1,0 +1,78 @@
+#!/bin/bash
+# The install list, checked on a root where nothing was installed by hand: a Debian 12 minbase
+# made by mmdebstrap from the host's apt sources, with exactly scripts/lib/common.sh's
+# CARREL_PACKAGES. Inside it the tree is built and the tiers that need no running service
+# (unit, golden, style, guest) run. A package that a tier needs but the list lacks fails here,
+# not on a user's machine (a machine that had it from earlier work hides it).
+#
+# Usage: tests/packages/clean-root.sh        (root; the host's apt sources must offer bookworm)
+# Debs already in the host's apt cache are reused; the rest are downloaded.
+set -euo pipefail
+root_dir="$(cd "$(dirname "$0")/../.." && pwd)"
+# shellcheck source=scripts/lib/common.sh
+source "$root_dir/scripts/lib/common.sh"
+need_root
+
+sources=()
+for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
+    [[ -f $f ]] && grep -qv '^[[:space:]]*\(#\|$\)' "$f" && sources+=("$f")
+done
+((${#sources[@]})) || die "the host has no apt sources"
+
+# The list as a fresh machine sees it: node and npm come from Debian there.
+packages=("${CARREL_PACKAGES[@]}")
+for p in nodejs npm; do
+    printf '%s\n' "${packages[@]}" | grep -qx "$p" || packages+=("$p")
+done
+include=$(IFS=,; echo "${packages[*]}")
+
+work="$(mktemp -d /var/tmp/carrel-clean-root-XXXXXX)"
+chmod 0755 "$work"
+cleanup() {
+    # A killed mmdebstrap can leave its mounts (proc, sys, dev/pts) behind: never delete through one.
+    findmnt -rn -o TARGET | grep "^$work/" | sort -r | xargs -r umount -l 2>/dev/null || true
+    rm -rf --one-file-system "$work"
+}
+trap cleanup EXIT
+
+# The tree as it is now (tracked and new files), without build folders.
+git -C "$root_dir" ls-files -z -co --exclude-standard |
+    tar -C "$root_dir" --null -T - -cf "$work/src.tar"
+
+cat >"$work/in-root.sh" <<'INNER'
+#!/bin/bash
+# Runs inside the clean root (mmdebstrap's customize hook: /proc, /sys, /dev are mounted).
+set -euo pipefail
+export LANG=C.UTF-8 PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
+# Terminals (xterm) as a user other than root: mmdebstrap's own devpts makes every terminal
+# uid 5's, and /dev/ptmx (if any) is the host's node, which allocates in another instance. A
+# devpts instance of the chroot's own, with its own ptmx, as a booted system has.
+umount -l /dev/pts
+trap 'umount -l /dev/pts 2>/dev/null || true' EXIT
+mount -t devpts -o newinstance,ptmxmode=0666,mode=0620,gid=5 devpts /dev/pts
+rm -f /dev/ptmx
+ln -s pts/ptmx /dev/ptmx
+mkdir -p /src && tar -C /src -xf /src.tar
+cd /src
+meson setup /build >/build-setup.log 2>&1 || { tail -30 /build-setup.log; exit 1; }
+ninja -C /build >/build.log 2>&1 || { tail -40 /build.log; exit 1; }
+meson test -C /build --suite unit --suite golden --suite style --suite guest --print-errorlogs
+INNER
+chmod 0755 "$work/in-root.sh"
+
+log "clean root: mmdebstrap minbase + ${#packages[@]} packages"
+start=$SECONDS
+# The host's cached debs go in before apt runs, so only what is missing there is downloaded.
+# The hooks are mmdebstrap's shell snippets: "$1" is expanded there, not here.
+# shellcheck disable=SC2016
+run_step "clean root: mmdebstrap and the tiers inside it" 2400 \
+    mmdebstrap --variant=minbase --mode=root --format=directory \
+    --include="$include" \
+    --dpkgopt='force-unsafe-io' \
+    --setup-hook='mkdir -p "$1/var/cache/apt/archives"' \
+    --setup-hook='find /var/cache/apt/archives -maxdepth 1 -name "*.deb" -exec cp -t "$1/var/cache/apt/archives/" {} +' \
+    --customize-hook="cp $(printf '%q' "$work/src.tar") \"\$1/src.tar\"" \
+    --customize-hook="cp $(printf '%q' "$work/in-root.sh") \"\$1/in-root.sh\"" \
+    --customize-hook='chroot "$1" /in-root.sh' \
+    bookworm "$work/root" "${sources[@]}" </dev/null
+log "clean root: passed in $((SECONDS - start)) s"
