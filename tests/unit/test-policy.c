@@ -80,14 +80,151 @@ test_exit_paths(void **state)
     }
 }
 
+static const CarrelPrincipal admin = {(char *)"t-admin", (char *)"admin", CARREL_ROLE_ADMIN};
+static const CarrelPrincipal agent_a = {(char *)"t-a", (char *)"agent-a", CARREL_ROLE_AGENT};
+static const CarrelPrincipal agent_b = {(char *)"t-b", (char *)"agent-b", CARREL_ROLE_AGENT};
+static const CarrelPrincipal reviewer = {(char *)"t-r", (char *)"rita", CARREL_ROLE_REVIEWER};
+
+/* The error code of a decision, or -1 when allowed. */
+static int
+decide(const CarrelPolicy *p, const CarrelPrincipal *who, CarrelOp op,
+       const CarrelPolicyTarget *target)
+{
+    g_autoptr(GError) error = NULL;
+
+    if (carrel_policy_authorize(p, who, op, target, &error)) {
+        assert_null(error);
+        return -1;
+    }
+    assert_true(error->domain == CARREL_ERROR);
+    return error->code;
+}
+
+/* The matrix, spelled out: a change to the table must change this test too. */
+static void
+test_role_matrix(void **state)
+{
+    g_autoptr(CarrelPolicy) p = carrel_policy_new_default();
+    CarrelPolicyTarget mine = {.id = "s-1", .owner_id = "t-a"};
+    CarrelPolicyTarget nobodys = {.id = "s-0"};
+    const CarrelOp reviewer_may[] = {
+        CARREL_OP_SESSION_LIST,      CARREL_OP_SESSION_READ,    CARREL_OP_SESSION_SCREENSHOT,
+        CARREL_OP_ARTIFACT_READ,     CARREL_OP_CONSOLE_VIEW,    CARREL_OP_CONTROL_TAKE,
+        CARREL_OP_CONTROL_RELEASE,   CARREL_OP_SESSION_PAUSE,   CARREL_OP_SESSION_RESUME,
+        CARREL_OP_SESSION_HIBERNATE, CARREL_OP_SNAPSHOT_CREATE, CARREL_OP_SESSION_EXTRACT,
+        CARREL_OP_APPROVAL_DECIDE,   CARREL_OP_APPROVAL_LIST,   CARREL_OP_AUDIT_READ,
+    };
+    const CarrelOp reviewer_never[] = {
+        CARREL_OP_SESSION_CREATE, CARREL_OP_SESSION_EXEC,   CARREL_OP_SESSION_FILE_WRITE,
+        CARREL_OP_SESSION_INPUT,  CARREL_OP_UPLOAD_CREATE,  CARREL_OP_SESSION_DESTROY,
+        CARREL_OP_TOKEN_CREATE,   CARREL_OP_TEMPLATE_BUILD, CARREL_OP_INPUT_HOST_PATH,
+    };
+    const CarrelOp agent_never[] = {
+        CARREL_OP_TEMPLATE_IMPORT, CARREL_OP_TEMPLATE_BUILD,  CARREL_OP_TEMPLATE_WARM,
+        CARREL_OP_TEMPLATE_REMOVE, CARREL_OP_POOL_SET,        CARREL_OP_INPUT_HOST_PATH,
+        CARREL_OP_TOKEN_LIST,      CARREL_OP_TOKEN_CREATE,    CARREL_OP_TOKEN_REVOKE,
+        CARREL_OP_CONTROL_TAKE,    CARREL_OP_CONTROL_RELEASE, CARREL_OP_AUDIT_READ,
+        CARREL_OP_APPROVAL_DECIDE,
+    };
+
+    /* Admin: everything but what only carreld observes. */
+    for (int op = 0; op < CARREL_OP_LAST; op++) {
+        if (op != CARREL_OP_SESSION_OBSERVE)
+            assert_int_equal(decide(p, &admin, op, &mine), -1);
+    }
+    assert_int_equal(decide(p, carrel_principal_daemon(), CARREL_OP_SESSION_OBSERVE, &mine), -1);
+    for (guint i = 0; i < G_N_ELEMENTS(reviewer_may); i++)
+        assert_int_equal(decide(p, &reviewer, reviewer_may[i], &mine), -1);
+    for (guint i = 0; i < G_N_ELEMENTS(reviewer_never); i++)
+        assert_int_equal(decide(p, &reviewer, reviewer_never[i], &mine), CARREL_ERROR_FORBIDDEN);
+    for (guint i = 0; i < G_N_ELEMENTS(agent_never); i++)
+        assert_int_equal(decide(p, &agent_a, agent_never[i], &mine), CARREL_ERROR_FORBIDDEN);
+    /* An agent on its own session, and on someone else's: that one does not exist for it. */
+    assert_int_equal(decide(p, &agent_a, CARREL_OP_SESSION_EXEC, &mine), -1);
+    assert_int_equal(decide(p, &agent_a, CARREL_OP_SESSION_DESTROY, &mine), -1);
+    assert_int_equal(decide(p, &agent_b, CARREL_OP_SESSION_EXEC, &mine), CARREL_ERROR_NOT_FOUND);
+    assert_int_equal(decide(p, &agent_b, CARREL_OP_SESSION_READ, &mine), CARREL_ERROR_NOT_FOUND);
+    assert_int_equal(decide(p, &agent_b, CARREL_OP_CONSOLE_VIEW, &mine), CARREL_ERROR_NOT_FOUND);
+    assert_int_equal(decide(p, &agent_b, CARREL_OP_SESSION_CREATE, NULL), -1);
+    /* Sessions of nobody (made before owners) are admins' and reviewers' only. */
+    assert_int_equal(decide(p, &agent_a, CARREL_OP_SESSION_READ, &nobodys), CARREL_ERROR_NOT_FOUND);
+    assert_int_equal(decide(p, &reviewer, CARREL_OP_SESSION_READ, &nobodys), -1);
+    /* Lists: an agent sees its own. */
+    assert_true(carrel_policy_may_see(p, &agent_a, CARREL_OP_SESSION_LIST, "t-a"));
+    assert_false(carrel_policy_may_see(p, &agent_a, CARREL_OP_SESSION_LIST, "t-b"));
+    assert_false(carrel_policy_may_see(p, &agent_a, CARREL_OP_SESSION_LIST, NULL));
+    assert_true(carrel_policy_may_see(p, &reviewer, CARREL_OP_SESSION_LIST, "t-b"));
+}
+
+/* While a person holds the session, agents' mutating verbs and anyone else's input wait. */
+static void
+test_lease_binds(void **state)
+{
+    g_autoptr(CarrelPolicy) p = carrel_policy_new_default();
+    CarrelPolicyTarget held = {.id = "s-1",
+                               .owner_id = "t-a",
+                               .lease_holder_id = "t-r",
+                               .lease_holder_label = "rita",
+                               .lease_since = 1764583200};
+    const CarrelOp bound[] = {
+        CARREL_OP_SESSION_INPUT,   CARREL_OP_SESSION_EXEC,  CARREL_OP_SESSION_FILE_WRITE,
+        CARREL_OP_SNAPSHOT_REVERT, CARREL_OP_SESSION_PAUSE, CARREL_OP_SESSION_HIBERNATE,
+        CARREL_OP_SESSION_STOP,    CARREL_OP_SESSION_FORK,  CARREL_OP_SESSION_DESTROY,
+    };
+    g_autoptr(GError) error = NULL;
+
+    for (guint i = 0; i < G_N_ELEMENTS(bound); i++)
+        assert_int_equal(decide(p, &agent_a, bound[i], &held), CARREL_ERROR_WRONG_STATE);
+    assert_false(carrel_policy_authorize(p, &agent_a, CARREL_OP_SESSION_DESTROY, &held, &error));
+    assert_non_null(strstr(error->message, "session under human control: 'rita'"));
+    /* Looking stays allowed; the holder acts; an admin may still inspect, never type. */
+    assert_int_equal(decide(p, &agent_a, CARREL_OP_SESSION_SCREENSHOT, &held), -1);
+    assert_int_equal(decide(p, &agent_a, CARREL_OP_SESSION_READ, &held), -1);
+    assert_int_equal(decide(p, &reviewer, CARREL_OP_SESSION_PAUSE, &held), -1);
+    assert_int_equal(decide(p, &admin, CARREL_OP_SESSION_EXEC, &held), -1);
+    assert_int_equal(decide(p, &admin, CARREL_OP_SESSION_INPUT, &held), CARREL_ERROR_WRONG_STATE);
+    assert_int_equal(decide(p, carrel_principal_daemon(), CARREL_OP_SESSION_DESTROY, &held), -1);
+}
+
+/* [roles] overrides one cell; nonsense is refused with the key named. */
+static void
+test_role_overrides(void **state)
+{
+    const char *text = "[roles]\nreviewer.session.exec=yes\nagent.session.create=no\n";
+    const char *bad[] = {
+        "[roles]\nadmin.session.exec=no\n",    "[roles]\nagent.session.fly=yes\n",
+        "[roles]\nagent.session.exec=maybe\n", "[roles]\nagent=yes\n",
+        "[roles]\ncarreld.session.exec=no\n",
+    };
+    g_autoptr(CarrelPolicy) p = carrel_policy_load_data(text, strlen(text), NULL);
+    g_autoptr(JsonNode) matrix = NULL;
+    JsonObject *row;
+
+    assert_non_null(p);
+    assert_int_equal(carrel_policy_grant(p, CARREL_ROLE_REVIEWER, CARREL_OP_SESSION_EXEC),
+                     CARREL_GRANT_ANY);
+    assert_int_equal(decide(p, &agent_a, CARREL_OP_SESSION_CREATE, NULL), CARREL_ERROR_FORBIDDEN);
+    matrix = carrel_policy_matrix_to_json(p);
+    row = json_object_get_object_member(json_node_get_object(matrix), "session.exec");
+    assert_string_equal(json_object_get_string_member(row, "reviewer"), "yes");
+    assert_string_equal(json_object_get_string_member(row, "agent"), "own");
+    assert_string_equal(json_object_get_string_member(row, "lease"), "agents");
+    for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(CarrelPolicy) refused = carrel_policy_load_data(bad[i], strlen(bad[i]), &error);
+        assert_null(refused);
+        assert_non_null(strstr(error->message, "[roles]"));
+    }
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_default),
-        cmocka_unit_test(test_load),
-        cmocka_unit_test(test_load_refusals),
-        cmocka_unit_test(test_exit_paths),
+        cmocka_unit_test(test_default),        cmocka_unit_test(test_load),
+        cmocka_unit_test(test_load_refusals),  cmocka_unit_test(test_exit_paths),
+        cmocka_unit_test(test_role_matrix),    cmocka_unit_test(test_lease_binds),
+        cmocka_unit_test(test_role_overrides),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
