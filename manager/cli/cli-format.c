@@ -427,3 +427,28 @@ carrel_cli_table_add_template(CarrelCliTable *table, JsonObject *tmpl)
     cells[8] = NULL;
     carrel_cli_table_add(table, cells);
 }
+
+CarrelCliTable *
+carrel_cli_table_new_tokens(void)
+{
+    static const char *const columns[] = {"NAME",    "ID",        "ROLE",    "STATE",
+                                          "CREATED", "LAST-USED", "EXPIRES", NULL};
+
+    return carrel_cli_table_new(columns);
+}
+
+void
+carrel_cli_table_add_token(CarrelCliTable *table, JsonObject *token)
+{
+    const char *cells[8];
+
+    cells[0] = carrel_cli_json_string(token, "name");
+    cells[1] = carrel_cli_json_string(token, "id");
+    cells[2] = carrel_cli_json_string(token, "role");
+    cells[3] = carrel_cli_json_string(token, "state");
+    cells[4] = carrel_cli_json_string(token, "created_at");
+    cells[5] = carrel_cli_json_string(token, "last_used_at");
+    cells[6] = carrel_cli_json_string(token, "expires_at");
+    cells[7] = NULL;
+    carrel_cli_table_add(table, cells);
+}

@@ -98,4 +98,8 @@ void carrel_cli_table_add_session(CarrelCliTable *table, JsonObject *session, gi
 CarrelCliTable *carrel_cli_table_new_templates(void);
 void carrel_cli_table_add_template(CarrelCliTable *table, JsonObject *tmpl);
 
+/* Tables of tokens (NAME ID ROLE STATE CREATED LAST-USED EXPIRES) and their rows. */
+CarrelCliTable *carrel_cli_table_new_tokens(void);
+void carrel_cli_table_add_token(CarrelCliTable *table, JsonObject *token);
+
 G_END_DECLS

@@ -23,6 +23,8 @@ typedef struct {
     gboolean stderr_tty; /* progress and "waiting" lines only on a terminal */
     gboolean has_token;  /* to hint at --token-file on "unauthorized" */
     const char *url;     /* carreld's TCP address (--url, CARREL_URL); NULL on the Unix socket */
+    /* The file the token was read from (--token-file or the default admin.token), else NULL. */
+    const char *token_file;
 } CarrelCli;
 
 /*
@@ -63,8 +65,9 @@ int carrel_cli_type(CarrelCli *cli, int argc, char **argv);
 int carrel_cli_key(CarrelCli *cli, int argc, char **argv);
 int carrel_cli_scroll(CarrelCli *cli, int argc, char **argv);
 int carrel_cli_do(CarrelCli *cli, int argc, char **argv);
-/* Named tokens, the control lease, approvals (cli-review.c). */
+/* Named tokens: ls, add, revoke, rotate-admin (cli-token.c). */
 int carrel_cli_token(CarrelCli *cli, int argc, char **argv);
+/* The control lease, approvals (cli-review.c). */
 int carrel_cli_control(CarrelCli *cli, int argc, char **argv);
 int carrel_cli_approvals(CarrelCli *cli, int argc, char **argv);
 /* argv[0] is "approve" or "deny". */

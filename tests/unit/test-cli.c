@@ -231,6 +231,30 @@ test_fields(void **state)
                                                "tags:       a, 1\n");
 }
 
+static void
+test_token_row(void **state)
+{
+    g_autoptr(JsonObject) live = parse_object(
+        "{\"id\":\"t-0123456789ab\",\"name\":\"alice\",\"role\":\"reviewer\",\"state\":\"live\","
+        "\"created_at\":\"2023-11-14T22:13:20Z\",\"last_used_at\":null,"
+        "\"expires_at\":\"2023-11-15T10:13:20Z\",\"revoked_at\":null}");
+    g_autoptr(JsonObject) revoked = parse_object(
+        "{\"id\":\"t-1\",\"name\":\"bot\\u001b\",\"role\":\"agent\",\"state\":\"revoked\","
+        "\"created_at\":\"2023-11-14T22:13:20Z\",\"last_used_at\":\"2023-11-14T22:14:00Z\","
+        "\"expires_at\":null,\"revoked_at\":\"2023-11-14T22:15:00Z\"}");
+    g_autoptr(CarrelCliTable) table = carrel_cli_table_new_tokens();
+
+    carrel_cli_table_add_token(table, live);
+    carrel_cli_table_add_token(table, revoked);
+    assert_text(carrel_cli_table_render(table),
+                "NAME   ID              ROLE      STATE    CREATED               LAST-USED      "
+                "       EXPIRES\n"
+                "alice  t-0123456789ab  reviewer  live     2023-11-14T22:13:20Z  -              "
+                "       2023-11-15T10:13:20Z\n"
+                "bot?   t-1             agent     revoked  2023-11-14T22:13:20Z  "
+                "2023-11-14T22:14:00Z  -\n");
+}
+
 int
 main(void)
 {
@@ -240,7 +264,7 @@ main(void)
         cmocka_unit_test(test_escape_segment), cmocka_unit_test(test_template_ref),
         cmocka_unit_test(test_progress),       cmocka_unit_test(test_table),
         cmocka_unit_test(test_session_row),    cmocka_unit_test(test_template_row),
-        cmocka_unit_test(test_fields),
+        cmocka_unit_test(test_fields),         cmocka_unit_test(test_token_row),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
