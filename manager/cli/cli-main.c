@@ -54,6 +54,12 @@ static const char cli_help[] =
     "                                 events and the audit log name them; shown once\n"
     "  token revoke NAME              refuse a token from now on\n"
     "  token rotate-admin             a new admin token; carreld writes it to its admin.token\n"
+    "  audit ls [--session S] [--principal P] [--operation O] [--result R] [--since T]\n"
+    "           [--after SEQ] [--limit N]\n"
+    "                                 who did what, oldest first\n"
+    "  audit verify                   check the audit log's hash chain (exit 9 when broken)\n"
+    "  audit export [--since T] [-o FILE]\n"
+    "                                 every entry as JSON lines, for a SIEM\n"
     "  exec ID [--timeout S] [--cwd DIR] [--env K=V] -- COMMAND [ARG...]\n"
     "                                 run a command in the guest; exits with its code\n"
     "  cp SRC DEST                    copy a file in or out: one side ID:/PATH, the other a\n"
@@ -98,7 +104,8 @@ static const char cli_help[] =
     "  0 ok                1 failed (host or other error)   2 usage\n"
     "  3 not found         4 conflict (wrong state, exists)\n"
     "  5 denied (unauthorized, forbidden, policy)           6 carreld unreachable\n"
-    "  7 timeout           8 invalid argument refused by carreld\n";
+    "  7 timeout           8 invalid argument refused by carreld\n"
+    "  9 audit log broken (audit verify)\n";
 
 typedef struct {
     const char *name;
@@ -135,6 +142,7 @@ static const CliVerb cli_verbs[] = {
     {"do", carrel_cli_do},
     {"mcp", carrel_cli_mcp},
     {"token", carrel_cli_token},
+    {"audit", carrel_cli_audit},
     {"control", carrel_cli_control},
     {"approvals", carrel_cli_approvals},
     {"approve", carrel_cli_decide},
