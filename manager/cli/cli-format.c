@@ -427,3 +427,121 @@ carrel_cli_table_add_template(CarrelCliTable *table, JsonObject *tmpl)
     cells[8] = NULL;
     carrel_cli_table_add(table, cells);
 }
+
+CarrelCliTable *
+carrel_cli_table_new_tokens(void)
+{
+    static const char *const columns[] = {"NAME",    "ID",        "ROLE",    "STATE",
+                                          "CREATED", "LAST-USED", "EXPIRES", NULL};
+
+    return carrel_cli_table_new(columns);
+}
+
+void
+carrel_cli_table_add_token(CarrelCliTable *table, JsonObject *token)
+{
+    const char *cells[8];
+
+    cells[0] = carrel_cli_json_string(token, "name");
+    cells[1] = carrel_cli_json_string(token, "id");
+    cells[2] = carrel_cli_json_string(token, "role");
+    cells[3] = carrel_cli_json_string(token, "state");
+    cells[4] = carrel_cli_json_string(token, "created_at");
+    cells[5] = carrel_cli_json_string(token, "last_used_at");
+    cells[6] = carrel_cli_json_string(token, "expires_at");
+    cells[7] = NULL;
+    carrel_cli_table_add(table, cells);
+}
+
+CarrelCliTable *
+carrel_cli_table_new_audit(void)
+{
+    static const char *const columns[] = {"SEQ",       "TIME",    "PRINCIPAL", "ROLE",
+                                          "OPERATION", "SESSION", "RESULT",    NULL};
+
+    return carrel_cli_table_new(columns);
+}
+
+/* An entry's time to the second: the microseconds matter to the chain, not to a reader. */
+static char *
+format_audit_time(const char *timestamp)
+{
+    g_autoptr(GDateTime) dt = timestamp ? g_date_time_new_from_iso8601(timestamp, NULL) : NULL;
+
+    if (!dt)
+        return g_strdup(timestamp);
+    return carrel_util_format_time(g_date_time_to_unix(dt));
+}
+
+void
+carrel_cli_table_add_audit(CarrelCliTable *table, JsonObject *entry)
+{
+    JsonObject *who = carrel_cli_json_object(json_object_get_member(entry, "principal"), NULL);
+    const char *principal = carrel_cli_json_string(who, "label");
+    const char *result = carrel_cli_json_string(entry, "result");
+    const char *code = carrel_cli_json_string(entry, "error_code");
+    gint64 seq = carrel_cli_json_int(entry, "seq", -1);
+    g_autofree char *seq_text = seq >= 0 ? g_strdup_printf("%" G_GINT64_FORMAT, seq) : NULL;
+    g_autofree char *time = format_audit_time(carrel_cli_json_string(entry, "time"));
+    g_autofree char *result_text =
+        result && code ? g_strdup_printf("%s (%s)", result, code) : g_strdup(result);
+    const char *cells[8];
+
+    cells[0] = seq_text;
+    cells[1] = time;
+    cells[2] = principal ? principal : carrel_cli_json_string(who, "id");
+    cells[3] = carrel_cli_json_string(entry, "role");
+    cells[4] = carrel_cli_json_string(entry, "operation");
+    cells[5] = carrel_cli_json_string(entry, "session");
+    cells[6] = result_text;
+    cells[7] = NULL;
+    carrel_cli_table_add(table, cells);
+}
+
+static void
+query_add(GString *path, const char *key, const char *value)
+{
+    g_autofree char *escaped = NULL;
+
+    if (!value)
+        return;
+    /* Values are the user's: '&', '=', '+' and '#' would otherwise change the query. */
+    escaped = g_uri_escape_string(value, NULL, FALSE);
+    g_string_append_printf(path, "%c%s=%s", strchr(path->str, '?') ? '&' : '?', key, escaped);
+}
+
+char *
+carrel_cli_audit_path(const CarrelCliAuditFilter *filter, gint64 after_seq, guint limit)
+{
+    GString *path = g_string_new("/v1/audit");
+    g_autofree char *after = after_seq > 0 ? g_strdup_printf("%" G_GINT64_FORMAT, after_seq) : NULL;
+    g_autofree char *limit_text = limit ? g_strdup_printf("%u", limit) : NULL;
+
+    query_add(path, "after", after);
+    query_add(path, "since", filter->since);
+    query_add(path, "session", filter->session);
+    query_add(path, "principal", filter->principal);
+    query_add(path, "operation", filter->operation);
+    query_add(path, "result", filter->result);
+    query_add(path, "limit", limit_text);
+    return g_string_free(path, FALSE);
+}
+
+char *
+carrel_cli_format_audit_verdict(JsonObject *verdict, gboolean *ret_intact)
+{
+    JsonNode *intact = verdict ? json_object_get_member(verdict, "intact") : NULL;
+    gint64 rows = carrel_cli_json_int(verdict, "rows", 0);
+    gint64 bad_seq = carrel_cli_json_int(verdict, "bad_seq", -1);
+    g_autofree char *why = carrel_cli_clean_text(carrel_cli_json_string(verdict, "why"));
+    g_autofree char *seq_text =
+        bad_seq >= 0 ? g_strdup_printf("%" G_GINT64_FORMAT, bad_seq) : g_strdup("?");
+
+    /* Anything but an explicit true is a broken log: a garbled verdict must not read as "ok". */
+    *ret_intact = intact && JSON_NODE_HOLDS_VALUE(intact) &&
+                  json_node_get_value_type(intact) == G_TYPE_BOOLEAN &&
+                  json_node_get_boolean(intact);
+    if (*ret_intact)
+        return g_strdup_printf("audit log intact: %" G_GINT64_FORMAT " rows", rows);
+    return g_strdup_printf("audit log broken at seq %s: %s", seq_text, why);
+}

@@ -18,6 +18,7 @@ G_BEGIN_DECLS
  *   6  carreld unreachable: nothing listens on the socket or the URL
  *   7  timeout: carreld, the guest or a tool did not answer in time
  *   8  invalid argument refused by carreld (invalid_argument, limit_exceeded)
+ *   9  audit log broken: `carrel audit verify` found a row that breaks the hash chain
  */
 typedef enum {
     CARREL_CLI_EXIT_OK = 0,
@@ -29,6 +30,7 @@ typedef enum {
     CARREL_CLI_EXIT_UNREACHABLE = 6,
     CARREL_CLI_EXIT_TIMEOUT = 7,
     CARREL_CLI_EXIT_INVALID = 8,
+    CARREL_CLI_EXIT_AUDIT_BROKEN = 9,
 } CarrelCliExit;
 
 /* Exit code of an error in CARREL_ERROR (other domains: FAILED). */
@@ -97,5 +99,39 @@ CarrelCliTable *carrel_cli_table_new_sessions(void);
 void carrel_cli_table_add_session(CarrelCliTable *table, JsonObject *session, gint64 now);
 CarrelCliTable *carrel_cli_table_new_templates(void);
 void carrel_cli_table_add_template(CarrelCliTable *table, JsonObject *tmpl);
+
+/* Tables of tokens (NAME ID ROLE STATE CREATED LAST-USED EXPIRES) and their rows. */
+CarrelCliTable *carrel_cli_table_new_tokens(void);
+void carrel_cli_table_add_token(CarrelCliTable *table, JsonObject *token);
+
+/*
+ * Tables of audit entries (SEQ TIME PRINCIPAL ROLE OPERATION SESSION RESULT) and their rows:
+ * the time to the second, the principal's label (else its id), the error code after a result
+ * that has one ("denied (forbidden)").
+ */
+CarrelCliTable *carrel_cli_table_new_audit(void);
+void carrel_cli_table_add_audit(CarrelCliTable *table, JsonObject *entry);
+
+/* Filters of GET /v1/audit as the user typed them; NULL members are not sent. */
+typedef struct {
+    const char *since; /* RFC 3339 or Unix seconds, checked by carreld */
+    const char *session;
+    const char *principal; /* token id or name */
+    const char *operation;
+    const char *result; /* ok, denied or failed */
+} CarrelCliAuditFilter;
+
+/*
+ * "/v1/audit?..." with filter's values percent-encoded; after_seq <= 0 and limit 0 are left out
+ * (carreld's defaults: from the start, 1000 entries).
+ */
+char *carrel_cli_audit_path(const CarrelCliAuditFilter *filter, gint64 after_seq, guint limit);
+
+/*
+ * The line for a verdict of GET /v1/audit/verify: "audit log intact: N rows" or "audit log
+ * broken at seq N: WHY" (WHY cleaned for a terminal). *ret_intact is TRUE only when "intact"
+ * is the boolean true.
+ */
+char *carrel_cli_format_audit_verdict(JsonObject *verdict, gboolean *ret_intact);
 
 G_END_DECLS

@@ -48,8 +48,18 @@ static const char cli_help[] =
     "  control ID take|release        hold a session's input (agents get 409) or hand it back\n"
     "  approvals [--all]              actions waiting for a reviewer\n"
     "  approve|deny AID [--reason R]  decide one (once)\n"
-    "  token add NAME [--role R]      a token for a person or agent (reviewer by default);\n"
-    "                                 events name them; shown once\n"
+    "  token ls                       tokens: name, id, role, state, last use, expiry\n"
+    "  token add NAME [--role R] [--expires 12h]\n"
+    "                                 a token for a person or agent (reviewer by default);\n"
+    "                                 events and the audit log name them; shown once\n"
+    "  token revoke NAME              refuse a token from now on\n"
+    "  token rotate-admin             a new admin token; carreld writes it to its admin.token\n"
+    "  audit ls [--session S] [--principal P] [--operation O] [--result R] [--since T]\n"
+    "           [--after SEQ] [--limit N]\n"
+    "                                 who did what, oldest first\n"
+    "  audit verify                   check the audit log's hash chain (exit 9 when broken)\n"
+    "  audit export [--since T] [-o FILE]\n"
+    "                                 every entry as JSON lines, for a SIEM\n"
     "  exec ID [--timeout S] [--cwd DIR] [--env K=V] -- COMMAND [ARG...]\n"
     "                                 run a command in the guest; exits with its code\n"
     "  cp SRC DEST                    copy a file in or out: one side ID:/PATH, the other a\n"
@@ -94,7 +104,8 @@ static const char cli_help[] =
     "  0 ok                1 failed (host or other error)   2 usage\n"
     "  3 not found         4 conflict (wrong state, exists)\n"
     "  5 denied (unauthorized, forbidden, policy)           6 carreld unreachable\n"
-    "  7 timeout           8 invalid argument refused by carreld\n";
+    "  7 timeout           8 invalid argument refused by carreld\n"
+    "  9 audit log broken (audit verify)\n";
 
 typedef struct {
     const char *name;
@@ -131,6 +142,7 @@ static const CliVerb cli_verbs[] = {
     {"do", carrel_cli_do},
     {"mcp", carrel_cli_mcp},
     {"token", carrel_cli_token},
+    {"audit", carrel_cli_audit},
     {"control", carrel_cli_control},
     {"approvals", carrel_cli_approvals},
     {"approve", carrel_cli_decide},
@@ -224,9 +236,13 @@ token_read_file(const char *path, GError **error)
     return g_steal_pointer(&buffer);
 }
 
-/* --token-file, else CARREL_TOKEN, else the admin token file when readable, else none. */
+/*
+ * --token-file, else CARREL_TOKEN, else the admin token file when readable, else none.
+ * *ret_path is the file the token came from (NULL for the environment or no token): rotate-admin
+ * tells whether that file now holds the new token.
+ */
 static gboolean
-token_load(const char *token_file, char **ret_token, GError **error)
+token_load(const char *token_file, char **ret_token, char **ret_path, GError **error)
 {
     const char *env = g_getenv("CARREL_TOKEN");
     const char *state_dir = g_getenv("CARREL_STATE_DIR");
@@ -237,6 +253,7 @@ token_load(const char *token_file, char **ret_token, GError **error)
         token = token_read_file(token_file, error);
         if (!token)
             return FALSE;
+        path = g_strdup(token_file);
     } else if (env && *env) {
         token = g_strstrip(g_strdup(env));
     } else {
@@ -244,13 +261,17 @@ token_load(const char *token_file, char **ret_token, GError **error)
                                 "admin.token", NULL);
         if (g_access(path, R_OK) == 0)
             token = token_read_file(path, NULL);
+        if (!token)
+            g_clear_pointer(&path, g_free);
     }
     *ret_token = token;
+    *ret_path = g_steal_pointer(&path);
     return TRUE;
 }
 
+/* The client; cli->token_file points into *token_path, which the caller frees after the verb. */
 static CarrelClient *
-client_open(CarrelCli *cli, const CliGlobals *globals, int *ret_exit)
+client_open(CarrelCli *cli, const CliGlobals *globals, char **token_path, int *ret_exit)
 {
     const char *env_url = g_getenv("CARREL_URL");
     const char *env_socket = g_getenv("CARREL_SOCKET");
@@ -268,11 +289,12 @@ client_open(CarrelCli *cli, const CliGlobals *globals, int *ret_exit)
         url = env_url && *env_url ? env_url : NULL;
         socket_path = !url && env_socket && *env_socket ? env_socket : CLI_DEFAULT_SOCKET;
     }
-    if (!token_load(globals->token_file, &token, &error)) {
+    if (!token_load(globals->token_file, &token, token_path, &error)) {
         *ret_exit = carrel_cli_fail(cli, error);
         return NULL;
     }
     cli->has_token = token != NULL;
+    cli->token_file = *token_path;
     cli->url = url;
     client = carrel_client_new(url ? NULL : socket_path, url, token, 0, &error);
     if (token)
@@ -298,6 +320,7 @@ main(int argc, char **argv)
     g_autoptr(GPtrArray) args = g_ptr_array_new();
     g_autoptr(CarrelClient) client = NULL;
     g_autoptr(GError) error = NULL;
+    g_autofree char *token_path = NULL;
     CliGlobals globals = {.args = args};
     CarrelCli cli = {0};
     const CliVerb *verb;
@@ -325,7 +348,7 @@ main(int argc, char **argv)
     verb = verb_find(name);
     if (!verb)
         return carrel_cli_usage(&cli, "unknown command '%s' (see 'carrel --help')", name);
-    client = client_open(&cli, &globals, &exit_code);
+    client = client_open(&cli, &globals, &token_path, &exit_code);
     if (!client)
         return exit_code;
     cli.client = client;

@@ -1,5 +1,5 @@
-/* cli: what people reviewing sessions use from a terminal: named tokens, the control lease,
- * approvals. */
+/* cli: what people reviewing sessions use from a terminal: the control lease, approvals (named
+ * tokens are cli-token.c's). */
 #include "cli/cli.h"
 
 static JsonNode *
@@ -24,28 +24,6 @@ post_and_print(CarrelCli *cli, const char *path, JsonNode *body)
         return carrel_cli_fail(cli, error);
     carrel_cli_print_fields(cli, reply);
     return CARREL_CLI_EXIT_OK;
-}
-
-int
-carrel_cli_token(CarrelCli *cli, int argc, char **argv)
-{
-    g_autofree char *role = NULL;
-    const GOptionEntry entries[] = {
-        {"role", 0, 0, G_OPTION_ARG_STRING, &role, "admin, agent or reviewer (default reviewer)",
-         "ROLE"},
-        G_OPTION_ENTRY_NULL,
-    };
-    g_autoptr(JsonNode) body = NULL;
-
-    if (!carrel_cli_parse_options(cli, "add NAME [--role ROLE]",
-                                  "Makes a token for a person or an agent; their actions are "
-                                  "recorded under NAME. The token is shown once.",
-                                  entries, 2, 2, &argc, &argv))
-        return CARREL_CLI_EXIT_USAGE;
-    if (g_strcmp0(argv[1], "add") != 0)
-        return carrel_cli_usage(cli, "unknown token verb '%s' (try: token add NAME)", argv[1]);
-    body = object_with("role", role ? role : "reviewer", "name", argv[2]);
-    return post_and_print(cli, "/v1/tokens", body);
 }
 
 int

@@ -10,7 +10,8 @@ G_BEGIN_DECLS
  * Exit codes (CarrelCliExit in cli-format.h, also printed by `carrel --help`):
  *   0 ok, 1 failed (host or other errors), 2 usage, 3 not found,
  *   4 conflict (wrong_state, exists), 5 unauthorized / forbidden / policy_denied,
- *   6 carreld unreachable, 7 timeout, 8 invalid argument refused by carreld.
+ *   6 carreld unreachable, 7 timeout, 8 invalid argument refused by carreld,
+ *   9 audit log broken (`carrel audit verify` found the hash chain broken).
  * With --json, stdout carries JSON only; an error is {"error": {"code", "message"}} there, with
  * the codes of the API plus "usage" (exit 2) and "unreachable" (exit 6).
  */
@@ -23,6 +24,8 @@ typedef struct {
     gboolean stderr_tty; /* progress and "waiting" lines only on a terminal */
     gboolean has_token;  /* to hint at --token-file on "unauthorized" */
     const char *url;     /* carreld's TCP address (--url, CARREL_URL); NULL on the Unix socket */
+    /* The file the token was read from (--token-file or the default admin.token), else NULL. */
+    const char *token_file;
 } CarrelCli;
 
 /*
@@ -63,8 +66,11 @@ int carrel_cli_type(CarrelCli *cli, int argc, char **argv);
 int carrel_cli_key(CarrelCli *cli, int argc, char **argv);
 int carrel_cli_scroll(CarrelCli *cli, int argc, char **argv);
 int carrel_cli_do(CarrelCli *cli, int argc, char **argv);
-/* Named tokens, the control lease, approvals (cli-review.c). */
+/* Named tokens: ls, add, revoke, rotate-admin (cli-token.c). */
 int carrel_cli_token(CarrelCli *cli, int argc, char **argv);
+/* The audit log: ls, verify, export (cli-audit.c). */
+int carrel_cli_audit(CarrelCli *cli, int argc, char **argv);
+/* The control lease, approvals (cli-review.c). */
 int carrel_cli_control(CarrelCli *cli, int argc, char **argv);
 int carrel_cli_approvals(CarrelCli *cli, int argc, char **argv);
 /* argv[0] is "approve" or "deny". */

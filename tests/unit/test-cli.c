@@ -1,4 +1,7 @@
-/* Unit tests of the CLI's pure helpers (cli-format.c): exit codes, sizes, ages, text, tables. */
+/*
+ * Unit tests of the CLI's pure helpers (cli-format.c): exit codes, sizes, ages, text, tables,
+ * audit queries and verdicts.
+ */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -231,6 +234,97 @@ test_fields(void **state)
                                                "tags:       a, 1\n");
 }
 
+static void
+test_token_row(void **state)
+{
+    g_autoptr(JsonObject) live = parse_object(
+        "{\"id\":\"t-0123456789ab\",\"name\":\"alice\",\"role\":\"reviewer\",\"state\":\"live\","
+        "\"created_at\":\"2023-11-14T22:13:20Z\",\"last_used_at\":null,"
+        "\"expires_at\":\"2023-11-15T10:13:20Z\",\"revoked_at\":null}");
+    g_autoptr(JsonObject) revoked = parse_object(
+        "{\"id\":\"t-1\",\"name\":\"bot\\u001b\",\"role\":\"agent\",\"state\":\"revoked\","
+        "\"created_at\":\"2023-11-14T22:13:20Z\",\"last_used_at\":\"2023-11-14T22:14:00Z\","
+        "\"expires_at\":null,\"revoked_at\":\"2023-11-14T22:15:00Z\"}");
+    g_autoptr(CarrelCliTable) table = carrel_cli_table_new_tokens();
+
+    carrel_cli_table_add_token(table, live);
+    carrel_cli_table_add_token(table, revoked);
+    assert_text(carrel_cli_table_render(table),
+                "NAME   ID              ROLE      STATE    CREATED               LAST-USED      "
+                "       EXPIRES\n"
+                "alice  t-0123456789ab  reviewer  live     2023-11-14T22:13:20Z  -              "
+                "       2023-11-15T10:13:20Z\n"
+                "bot?   t-1             agent     revoked  2023-11-14T22:13:20Z  "
+                "2023-11-14T22:14:00Z  -\n");
+}
+
+static void
+test_audit_row(void **state)
+{
+    g_autoptr(JsonObject) ok = parse_object(
+        "{\"seq\":1,\"time\":\"2023-11-14T22:13:20.123456Z\",\"principal\":{\"id\":\"t-1\","
+        "\"label\":\"admin\"},\"role\":\"admin\",\"operation\":\"token.create\",\"session\":null,"
+        "\"result\":\"ok\",\"error_code\":null}");
+    g_autoptr(JsonObject) denied = parse_object(
+        "{\"seq\":12,\"time\":\"2023-11-14T22:13:21.999999Z\",\"principal\":{\"id\":\"t-2\"},"
+        "\"role\":\"reviewer\",\"operation\":\"session.stop\",\"session\":\"s-0123456789ab\","
+        "\"result\":\"denied\",\"error_code\":\"forbidden\"}");
+    g_autoptr(CarrelCliTable) table = carrel_cli_table_new_audit();
+
+    carrel_cli_table_add_audit(table, ok);
+    carrel_cli_table_add_audit(table, denied);
+    assert_text(carrel_cli_table_render(table),
+                "SEQ  TIME                  PRINCIPAL  ROLE      OPERATION     SESSION         "
+                "RESULT\n"
+                "1    2023-11-14T22:13:20Z  admin      admin     token.create  -               ok\n"
+                "12   2023-11-14T22:13:21Z  t-2        reviewer  session.stop  s-0123456789ab  "
+                "denied (forbidden)\n");
+}
+
+static void
+test_audit_path(void **state)
+{
+    CarrelCliAuditFilter none = {0};
+    CarrelCliAuditFilter all = {
+        .since = "2026-12-01T10:00:00+02:00",
+        .session = "s-1",
+        .principal = "a&limit=1",
+        .operation = "token.create",
+        .result = "denied",
+    };
+
+    assert_text(carrel_cli_audit_path(&none, 0, 0), "/v1/audit");
+    assert_text(carrel_cli_audit_path(&none, -3, 0), "/v1/audit");
+    assert_text(carrel_cli_audit_path(&none, 1000, 1000), "/v1/audit?after=1000&limit=1000");
+    /* Values cannot add parameters or turn '+' into a space. */
+    assert_text(carrel_cli_audit_path(&all, 7, 50),
+                "/v1/audit?after=7&since=2026-12-01T10%3A00%3A00%2B02%3A00&session=s-1"
+                "&principal=a%26limit%3D1&operation=token.create&result=denied&limit=50");
+}
+
+static void
+test_audit_verdict(void **state)
+{
+    g_autoptr(JsonObject) intact =
+        parse_object("{\"intact\":true,\"rows\":42,\"bad_seq\":null,\"why\":null}");
+    g_autoptr(JsonObject) broken = parse_object(
+        "{\"intact\":false,\"rows\":2,\"bad_seq\":2,\"why\":\"row 2: hash\\u001b[2J\"}");
+    g_autoptr(JsonObject) garbled = parse_object("{\"intact\":\"yes\",\"rows\":3}");
+    gboolean ok = FALSE;
+
+    assert_text(carrel_cli_format_audit_verdict(intact, &ok), "audit log intact: 42 rows");
+    assert_true(ok);
+    assert_text(carrel_cli_format_audit_verdict(broken, &ok),
+                "audit log broken at seq 2: row 2: hash?[2J");
+    assert_false(ok);
+    ok = TRUE;
+    assert_text(carrel_cli_format_audit_verdict(garbled, &ok), "audit log broken at seq ?: -");
+    assert_false(ok);
+    ok = TRUE;
+    assert_text(carrel_cli_format_audit_verdict(NULL, &ok), "audit log broken at seq ?: -");
+    assert_false(ok);
+}
+
 int
 main(void)
 {
@@ -240,7 +334,9 @@ main(void)
         cmocka_unit_test(test_escape_segment), cmocka_unit_test(test_template_ref),
         cmocka_unit_test(test_progress),       cmocka_unit_test(test_table),
         cmocka_unit_test(test_session_row),    cmocka_unit_test(test_template_row),
-        cmocka_unit_test(test_fields),
+        cmocka_unit_test(test_fields),         cmocka_unit_test(test_token_row),
+        cmocka_unit_test(test_audit_row),      cmocka_unit_test(test_audit_path),
+        cmocka_unit_test(test_audit_verdict),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
