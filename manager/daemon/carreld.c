@@ -245,7 +245,7 @@ start_api(CarrelApi *api, const Options *opts, GError **error)
         return FALSE;
     g_message("listening on %s", opts->socket_path);
     if (opts->listen) {
-        g_autoptr(GSocketAddress) addr = carrel_net_parse_loopback_listen(opts->listen, error);
+        g_autoptr(GSocketAddress) addr = carrel_net_parse_listen(opts->listen, FALSE, error);
         if (!addr || !carrel_api_listen_tcp(api, addr, error))
             return FALSE;
         g_message("listening on http://%s", opts->listen);
