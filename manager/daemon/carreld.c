@@ -246,7 +246,7 @@ start_api(CarrelApi *api, const Options *opts, GError **error)
     g_message("listening on %s", opts->socket_path);
     if (opts->listen) {
         g_autoptr(GSocketAddress) addr = carrel_net_parse_listen(opts->listen, FALSE, error);
-        if (!addr || !carrel_api_listen_tcp(api, addr, error))
+        if (!addr || !carrel_api_listen_tcp(api, addr, NULL, error))
             return FALSE;
         g_message("listening on http://%s", opts->listen);
     }
