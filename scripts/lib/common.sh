@@ -18,6 +18,8 @@ CARREL_PACKAGES=(
     libguestfs-tools extlinux syslinux-common grub-efi-amd64-bin dosfstools ovmf
     mmdebstrap e2fsprogs
     shellcheck clang-format curl jq
+    # the TLS integration test makes its own self-signed certificate with openssl's CLI
+    openssl
     libx11-dev xvfb xauth x11-utils twm xterm xdotool xclip
     # the web console: spice-html5 (served by carreld); browser tests in Debian's chromium and
     # firefox-esr
