@@ -105,7 +105,8 @@ gboolean carrel_api_web_has_cookie(SoupServerMessage *msg);
 /* The principal of msg's cookie session, asked of core (a revoked token has none any more);
  * UNAUTHORIZED otherwise. */
 CarrelPrincipal *carrel_api_web_lookup(CarrelApi *api, SoupServerMessage *msg, GError **error);
-/* TRUE when msg's Origin header names this server (http(s):// + Host). */
+/* TRUE when msg's Origin header names this server: https:// + Host, or http:// + Host when msg
+ * did not come over TLS. */
 gboolean carrel_api_same_origin(SoupServerMessage *msg);
 /* Serves a file of web-console/ or spice-html5 for GET/HEAD of a path outside /v1 and /mcp. */
 void carrel_api_web_static(CarrelApi *api, SoupServerMessage *msg, const char *path);

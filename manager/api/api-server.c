@@ -501,17 +501,26 @@ carrel_api_listen_unix(CarrelApi *api, const char *path, GError **error)
 }
 
 gboolean
-carrel_api_listen_tcp(CarrelApi *api, GSocketAddress *address, GError **error)
+carrel_api_listen_tcp(CarrelApi *api, GSocketAddress *address, GTlsCertificate *certificate,
+                      GError **error)
 {
+    SoupServerListenOptions options = 0;
     g_autofree char *where = NULL;
 
-    if (!soup_server_listen(api->server, address, 0, error)) {
-        g_prefix_error(error, "listening on TCP: ");
+    /* The certificate is the server's, but only listeners with the HTTPS option use it: the
+     * Unix socket stays plain. */
+    if (certificate) {
+        g_object_set(api->server, "tls-certificate", certificate, NULL);
+        options |= SOUP_SERVER_LISTEN_HTTPS;
+    }
+    if (!soup_server_listen(api->server, address, options, error)) {
+        g_prefix_error(error, "listening on TCP%s: ", certificate ? " with TLS" : "");
         return FALSE;
     }
+    api->tls = certificate != NULL;
     /* Where the web console is, for clients that talk over the socket (carrel console). */
     where = g_socket_connectable_to_string(G_SOCKET_CONNECTABLE(address));
     g_free(api->web_url);
-    api->web_url = g_strconcat("http://", where, NULL);
+    api->web_url = g_strconcat(api->tls ? "https://" : "http://", where, NULL);
     return TRUE;
 }

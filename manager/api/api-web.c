@@ -140,20 +140,33 @@ carrel_api_web_logout(CarrelApi *api, SoupServerMessage *msg)
     return g_strdup(CARREL_API_COOKIE "=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0");
 }
 
+/*
+ * Over TLS only https://HOST is the console's origin. A page of http://HOST would come from
+ * whoever answers plain HTTP on the way (a network attacker), and browsers without schemeful
+ * same-site still send it the Strict cookie. Over plain HTTP, https://HOST is what a proxy that
+ * ends TLS in front of the loopback listener passes on.
+ */
 gboolean
 carrel_api_same_origin(SoupServerMessage *msg)
 {
     SoupMessageHeaders *headers = soup_server_message_get_request_headers(msg);
     const char *origin = soup_message_headers_get_one(headers, "Origin");
     const char *host = soup_message_headers_get_one(headers, "Host");
+    /* libsoup's scheme says whether the connection is TLS (a client that sends an absolute URI
+     * picks its own, but that is no browser, and it could send any Origin anyway). */
+    gboolean tls = g_strcmp0(g_uri_get_scheme(soup_server_message_get_uri(msg)), "https") == 0;
     g_autofree char *http = NULL;
     g_autofree char *https = NULL;
 
     if (!origin || !host)
         return FALSE;
-    http = g_strconcat("http://", host, NULL);
     https = g_strconcat("https://", host, NULL);
-    return g_str_equal(origin, http) || g_str_equal(origin, https);
+    if (g_str_equal(origin, https))
+        return TRUE;
+    if (tls)
+        return FALSE;
+    http = g_strconcat("http://", host, NULL);
+    return g_str_equal(origin, http);
 }
 
 /* ---- static files ---- */

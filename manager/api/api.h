@@ -17,8 +17,13 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelApi, carrel_api_free)
 /* Listens on a Unix socket at path (mode 0600, replacing a stale socket file). */
 gboolean carrel_api_listen_unix(CarrelApi *api, const char *path, GError **error);
 
-/* Listens on a TCP address that must be loopback (checked by the caller with net/). */
-gboolean carrel_api_listen_tcp(CarrelApi *api, GSocketAddress *address, GError **error);
+/*
+ * Listens on a TCP address (checked by the caller with net/: loopback unless with TLS). With a
+ * certificate (holding its private key) the listener speaks HTTPS only: the console's cookies
+ * are then Secure and its URL starts with https://. NULL: plain HTTP.
+ */
+gboolean carrel_api_listen_tcp(CarrelApi *api, GSocketAddress *address,
+                               GTlsCertificate *certificate, GError **error);
 
 /* The one table from error to HTTP status. Errors outside CARREL_ERROR are 500. */
 guint carrel_api_status_for_error(const GError *error);

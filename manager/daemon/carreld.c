@@ -1,8 +1,11 @@
 /* carreld: options, signals and wiring of the manager and the API. */
+#include <errno.h>
 #include <glib-unix.h>
 #include <glib/gstdio.h>
 #include <locale.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "carrel-config.h"
 #include "api/api.h"
@@ -13,6 +16,8 @@ typedef struct {
     char *state_dir;
     char *socket_path;
     char *listen;
+    char *tls_cert;
+    char *tls_key;
     char *libvirt_uri;
     char *accel;
     char *recipes_dir;
@@ -25,6 +30,8 @@ typedef struct {
     gboolean test_hooks;
     gboolean probe_accel;
     int agent_timeout_s;
+    GSocketAddress *listen_address; /* --listen, checked */
+    GTlsCertificate *tls;           /* --tls-cert with --tls-key, loaded */
 } Options;
 
 static void
@@ -33,6 +40,8 @@ options_clear(Options *opts)
     g_free(opts->state_dir);
     g_free(opts->socket_path);
     g_free(opts->listen);
+    g_free(opts->tls_cert);
+    g_free(opts->tls_key);
     g_free(opts->libvirt_uri);
     g_free(opts->accel);
     g_free(opts->recipes_dir);
@@ -42,6 +51,8 @@ options_clear(Options *opts)
     g_free(opts->guest_tool);
     g_free(opts->web_dir);
     g_free(opts->spice_dir);
+    g_clear_object(&opts->listen_address);
+    g_clear_object(&opts->tls);
 }
 
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Options, options_clear)
@@ -68,6 +79,175 @@ default_web_dir(void)
     return g_build_filename(CARREL_DATA_DIR, "web-console", NULL);
 }
 
+/* Reads a file an option names, for the error that names both. */
+static gboolean
+check_readable(const char *option, const char *path, GError **error)
+{
+    g_autofree char *data = NULL;
+    g_autoptr(GError) local = NULL;
+
+    if (g_file_get_contents(path, &data, NULL, &local))
+        return TRUE;
+    g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "cannot read %s '%s': %s", option,
+                path, local->message);
+    return FALSE;
+}
+
+#define TLS_SELF_CHECK_TIMEOUT_S 5
+
+static gpointer
+server_handshake(gpointer conn)
+{
+    GError *error = NULL;
+
+    /* Closed on failure, so the client's side ends too instead of waiting for its timeout. */
+    if (!g_tls_connection_handshake(conn, NULL, &error))
+        g_io_stream_close(conn, NULL, NULL);
+    return error;
+}
+
+/* Only the key pair is under test, not whether anyone trusts the certificate. */
+static gboolean
+accept_any(GTlsConnection *conn, GTlsCertificate *peer, GTlsCertificateFlags errors, gpointer data)
+{
+    return TRUE;
+}
+
+static GIOStream *
+stream_from_fd(int fd, GError **error)
+{
+    g_autoptr(GSocket) sock = g_socket_new_from_fd(fd, error);
+
+    if (!sock) {
+        close(fd);
+        return NULL;
+    }
+    g_socket_set_timeout(sock, TLS_SELF_CHECK_TIMEOUT_S);
+    return G_IO_STREAM(g_socket_connection_factory_create_connection(sock));
+}
+
+/*
+ * GLib takes any key with any certificate; a key that is not the certificate's would fail every
+ * client's handshake later, with nothing said here. A handshake with itself over a socket pair
+ * finds out at start.
+ */
+static gboolean
+check_tls_pair(GTlsCertificate *cert, GError **error)
+{
+    g_autoptr(GIOStream) server_base = NULL;
+    g_autoptr(GIOStream) client_base = NULL;
+    g_autoptr(GIOStream) server = NULL;
+    g_autoptr(GIOStream) client = NULL;
+    g_autoptr(GError) client_error = NULL;
+    GError *server_error;
+    GThread *thread;
+    int fds[2];
+
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) < 0) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INTERNAL, "socketpair: %s",
+                    g_strerror(errno));
+        return FALSE;
+    }
+    server_base = stream_from_fd(fds[0], error);
+    if (!server_base) {
+        close(fds[1]);
+        return FALSE;
+    }
+    client_base = stream_from_fd(fds[1], error);
+    if (!client_base)
+        return FALSE;
+    server = g_tls_server_connection_new(server_base, cert, error);
+    client = server ? g_tls_client_connection_new(client_base, NULL, error) : NULL;
+    if (!client)
+        return FALSE;
+    g_signal_connect(client, "accept-certificate", G_CALLBACK(accept_any), NULL);
+    thread = g_thread_new("tls-check", server_handshake, server);
+    g_tls_connection_handshake(G_TLS_CONNECTION(client), NULL, &client_error);
+    /* Either side failing makes the other fail too: the client's socket goes with it. */
+    g_clear_object(&client);
+    g_clear_object(&client_base);
+    server_error = g_thread_join(thread);
+    if (server_error || client_error) {
+        /* Which side says why depends on the mismatch (a signature, a key type): both do. */
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "a handshake with itself failed (server: %s; client: %s)",
+                    server_error ? server_error->message : "ok",
+                    client_error ? client_error->message : "ok");
+        g_clear_error(&server_error);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* The certificate and its key; errors name the option and the file at fault. */
+static GTlsCertificate *
+load_tls(const char *cert_path, const char *key_path, GError **error)
+{
+    g_autoptr(GTlsCertificate) cert = NULL;
+    g_autoptr(GError) local = NULL;
+
+    if (!check_readable("--tls-cert", cert_path, error) ||
+        !check_readable("--tls-key", key_path, error))
+        return NULL;
+    cert = g_tls_certificate_new_from_file(cert_path, &local);
+    if (!cert) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "--tls-cert '%s' holds no valid PEM certificate: %s", cert_path,
+                    local->message);
+        return NULL;
+    }
+    g_clear_object(&cert);
+    /* Both files read and the certificate parsed on its own: a failure now is the key's. */
+    cert = g_tls_certificate_new_from_files(cert_path, key_path, &local);
+    if (!cert) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "--tls-key '%s' holds no valid PEM private key: %s", key_path, local->message);
+        return NULL;
+    }
+    if (!check_tls_pair(cert, &local)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "--tls-key '%s' is not the key of --tls-cert '%s': %s", key_path, cert_path,
+                    local->message);
+        return NULL;
+    }
+    return g_steal_pointer(&cert);
+}
+
+/* --listen and the TLS files, checked before anything starts: a mistake is an option error. */
+static gboolean
+check_listen(Options *opts, GError **error)
+{
+    g_autoptr(GError) local = NULL;
+    gboolean tls = opts->tls_cert || opts->tls_key;
+
+    if (tls && (!opts->tls_cert || !opts->tls_key)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "--tls-cert and --tls-key go together: give both files or neither");
+        return FALSE;
+    }
+    if (tls && !opts->listen) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "--tls-cert and --tls-key are for the TCP listener: add --listen ADDR:PORT");
+        return FALSE;
+    }
+    if (!opts->listen)
+        return TRUE;
+    opts->listen_address = carrel_net_parse_listen(opts->listen, tls, &local);
+    if (!opts->listen_address) {
+        if (g_error_matches(local, CARREL_ERROR, CARREL_ERROR_POLICY_DENIED))
+            g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                        "%s; add --tls-cert FILE and --tls-key FILE to serve HTTPS there, or "
+                        "keep 127.0.0.1 and use an SSH tunnel (ssh -L PORT:127.0.0.1:PORT HOST)",
+                        local->message);
+        else
+            g_propagate_error(error, g_steal_pointer(&local));
+        return FALSE;
+    }
+    if (tls)
+        opts->tls = load_tls(opts->tls_cert, opts->tls_key, error);
+    return !tls || opts->tls != NULL;
+}
+
 static gboolean
 parse_options(int argc, char **argv, Options *opts, GError **error)
 {
@@ -77,8 +257,12 @@ parse_options(int argc, char **argv, Options *opts, GError **error)
         {"socket", 0, 0, G_OPTION_ARG_FILENAME, &opts->socket_path,
          "API Unix socket (default /run/carrel/carreld.sock; \"\" for none, with --listen)",
          "PATH"},
-        {"listen", 0, 0, G_OPTION_ARG_STRING, &opts->listen, "Also listen on TCP, loopback only",
-         "127.0.0.1:PORT"},
+        {"listen", 0, 0, G_OPTION_ARG_STRING, &opts->listen,
+         "Also listen on TCP: loopback only, unless with --tls-cert and --tls-key", "ADDR:PORT"},
+        {"tls-cert", 0, 0, G_OPTION_ARG_FILENAME, &opts->tls_cert,
+         "PEM certificate (chain) of the TCP listener, which then speaks HTTPS only", "FILE"},
+        {"tls-key", 0, 0, G_OPTION_ARG_FILENAME, &opts->tls_key, "PEM private key of --tls-cert",
+         "FILE"},
         {"libvirt-uri", 0, 0, G_OPTION_ARG_STRING, &opts->libvirt_uri,
          "libvirt connection (default qemu:///system)", "URI"},
         {"accel", 0, 0, G_OPTION_ARG_STRING, &opts->accel, "auto, kvm or tcg (default auto)",
@@ -143,7 +327,7 @@ parse_options(int argc, char **argv, Options *opts, GError **error)
         opts->recipes_dir = default_recipes_dir();
     if (!opts->guest_tool)
         opts->guest_tool = g_build_filename(CARREL_BUILD_DIR, "guest-tools", "carrel-guest", NULL);
-    return TRUE;
+    return check_listen(opts, error);
 }
 
 static CarrelAccel
@@ -268,11 +452,15 @@ start_api(CarrelApi *api, const Options *opts, GError **error)
         g_warning("test hooks are enabled: this daemon is for tests only");
     if (!listen_socket(api, opts, error))
         return FALSE;
-    if (opts->listen) {
-        g_autoptr(GSocketAddress) addr = carrel_net_parse_loopback_listen(opts->listen, error);
-        if (!addr || !carrel_api_listen_tcp(api, addr, error))
+    if (opts->listen_address) {
+        g_autofree char *where =
+            g_socket_connectable_to_string(G_SOCKET_CONNECTABLE(opts->listen_address));
+        if (!carrel_api_listen_tcp(api, opts->listen_address, opts->tls, error))
             return FALSE;
-        g_message("listening on http://%s", opts->listen);
+        if (opts->tls)
+            g_message("listening on https://%s (TLS)", where);
+        else
+            g_message("listening on http://%s (loopback only)", where);
     }
     return TRUE;
 }

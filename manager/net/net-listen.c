@@ -64,7 +64,8 @@ parse_host(const char *text, const char *host, gboolean bracketed, GError **erro
 
     if (!bracketed && g_ascii_strcasecmp(host, "localhost") == 0)
         return g_inet_address_new_loopback(G_SOCKET_FAMILY_IPV4);
-    /* Scope ids ("fe80::1%eth0") are never loopback; refuse them before GLib parses them. */
+    /* Scope ids ("fe80::1%eth0") name an interface, not an address: refused before GLib parses
+     * them, so a listener is always one plain address. */
     if (*host && !strchr(host, '%'))
         addr = g_inet_address_new_from_string(host);
     if (!addr || (bracketed != (g_inet_address_get_family(addr) == G_SOCKET_FAMILY_IPV6))) {
@@ -74,18 +75,11 @@ parse_host(const char *text, const char *host, gboolean bracketed, GError **erro
                     host, text);
         return NULL;
     }
-    if (!g_inet_address_get_is_loopback(addr)) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
-                    "listen address '%s' is not a loopback address: only 127.0.0.0/8 and [::1] "
-                    "are allowed, so the API is never reachable from another host",
-                    text);
-        return NULL;
-    }
     return g_steal_pointer(&addr);
 }
 
 GSocketAddress *
-carrel_net_parse_loopback_listen(const char *text, GError **error)
+carrel_net_parse_listen(const char *text, gboolean tls, GError **error)
 {
     g_autofree char *host = NULL;
     g_autofree char *port_text = NULL;
@@ -105,5 +99,14 @@ carrel_net_parse_loopback_listen(const char *text, GError **error)
     addr = parse_host(text, host, bracketed, error);
     if (!addr)
         return NULL;
+    /* Cookies and tokens cross this listener: in the clear, only on the host itself. */
+    if (!tls && !g_inet_address_get_is_loopback(addr)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_POLICY_DENIED,
+                    "listen address '%s' is not a loopback address: without TLS only "
+                    "127.0.0.0/8 and [::1] are allowed, so the API is never reachable in the "
+                    "clear from another host",
+                    text);
+        return NULL;
+    }
     return g_inet_socket_address_new(addr, port);
 }

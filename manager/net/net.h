@@ -1,4 +1,4 @@
-/* net: address rules (loopback-only listeners), the isolated session network and NIC MACs;
+/* net: address rules (plain HTTP on loopback only), the isolated session network and NIC MACs;
  * the egress proxy later. */
 #pragma once
 
@@ -9,10 +9,12 @@
 G_BEGIN_DECLS
 
 /*
- * Parses "HOST:PORT" for a TCP listener and refuses anything but a loopback address
- * (127.0.0.0/8 or ::1), so the API is never exposed beyond the host by accident.
+ * Parses "HOST:PORT" or "[IPV6]:PORT" (numeric addresses, or "localhost" as 127.0.0.1) for the
+ * TCP listener; INVALID_ARG when malformed. Without tls, a listener that is not loopback
+ * (127.0.0.0/8 or ::1) is POLICY_DENIED, so plain HTTP never leaves the host; with tls, any
+ * address is accepted, the wildcards 0.0.0.0 and [::] included. Pure: nothing is resolved.
  */
-GSocketAddress *carrel_net_parse_loopback_listen(const char *text, GError **error);
+GSocketAddress *carrel_net_parse_listen(const char *text, gboolean tls, GError **error);
 
 /* The libvirt network every session's NIC is on, and its bridge. */
 #define CARREL_NET_ISOLATED_NAME "carrel-isolated"

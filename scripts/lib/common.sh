@@ -24,6 +24,8 @@ CARREL_PACKAGES=(
     # twm on the host (guest tier) needs the fonts behind its default fontset "variable"
     # (helvetica, from xfonts-75dpi) or it exits at once
     libx11-dev xvfb xauth x11-utils twm xterm xdotool xclip xfonts-base xfonts-75dpi
+    # the TLS integration test makes its own self-signed certificate with openssl's CLI
+    openssl
     # the web console: spice-html5 (served by carreld); browser tests in Debian's chromium and
     # firefox-esr
     spice-html5 chromium firefox-esr fonts-dejavu-core
