@@ -309,7 +309,7 @@ carrel_api_get_audit_verify(CarrelApiRequest *req, guint *ret_status, GError **e
 JsonNode *
 carrel_api_get_roles(CarrelApiRequest *req, guint *ret_status, GError **error)
 {
-    return carrel_manager_role_matrix(req->mgr);
+    return carrel_manager_role_matrix(req->mgr, req->who, error);
 }
 
 JsonNode *

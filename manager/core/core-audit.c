@@ -70,7 +70,11 @@ carrel_manager_audit_verify(CarrelManager *mgr, const CarrelPrincipal *who, GErr
 }
 
 JsonNode *
-carrel_manager_role_matrix(CarrelManager *mgr)
+carrel_manager_role_matrix(CarrelManager *mgr, const CarrelPrincipal *who, GError **error)
 {
+    g_auto(CarrelDoor) door = {0};
+
+    if (!carrel_door_enter(&door, mgr, who, CARREL_OP_SERVER_READ, NULL, NULL, error))
+        return NULL;
     return carrel_policy_matrix_to_json(mgr->policy);
 }

@@ -98,7 +98,8 @@ JsonNode *carrel_manager_audit_list(CarrelManager *mgr, const CarrelPrincipal *w
 JsonNode *carrel_manager_audit_verify(CarrelManager *mgr, const CarrelPrincipal *who,
                                       GError **error);
 /* The role matrix in force: {operation: {admin, agent, reviewer, lease}}. */
-JsonNode *carrel_manager_role_matrix(CarrelManager *mgr);
+JsonNode *carrel_manager_role_matrix(CarrelManager *mgr, const CarrelPrincipal *who,
+                                     GError **error);
 
 /* Records an event on a session's timeline (kind "lifecycle", "control", ...); a failure is the
  * error the action ended with. Never fails: a timeline that cannot be written is logged. */

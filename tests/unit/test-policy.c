@@ -217,6 +217,56 @@ test_role_overrides(void **state)
     }
 }
 
+/* The default matrix as README.md prints it, one row per operation in the enum's order. */
+static char *
+matrix_markdown(void)
+{
+    g_autoptr(CarrelPolicy) p = carrel_policy_new_default();
+    g_autoptr(JsonNode) matrix = carrel_policy_matrix_to_json(p);
+    GString *md = g_string_new("| operation | admin | agent | reviewer | control lease binds |\n"
+                               "| --- | --- | --- | --- | --- |\n");
+
+    for (int op = 0; op < CARREL_OP_LAST; op++) {
+        JsonObject *row = json_object_get_object_member(json_node_get_object(matrix),
+                                                        carrel_op_to_string((CarrelOp)op));
+        const char *lease = json_object_get_string_member(row, "lease");
+
+        g_string_append_printf(
+            md, "| `%s` | %s | %s | %s | %s |\n", carrel_op_to_string((CarrelOp)op),
+            json_object_get_string_member(row, "admin"),
+            json_object_get_string_member(row, "agent"),
+            json_object_get_string_member(row, "reviewer"), g_str_equal(lease, "no") ? "" : lease);
+    }
+    return g_string_free(md, FALSE);
+}
+
+/* README.md prints the matrix in force: a change to one without the other fails here
+ * (CARREL_TEST_REGENERATE=1 rewrites the README's table). */
+static void
+test_readme_matrix(void **state)
+{
+    g_autofree char *readme =
+        g_build_filename(g_getenv("CARREL_TEST_DATA"), "..", "..", "README.md", NULL);
+    g_autofree char *text = NULL;
+    g_autofree char *table = matrix_markdown();
+    const char *begin_mark = "<!-- roles:begin -->\n";
+    char *begin, *end;
+
+    assert_true(g_file_get_contents(readme, &text, NULL, NULL));
+    begin = strstr(text, begin_mark);
+    end = begin ? strstr(begin, "<!-- roles:end -->") : NULL;
+    assert_non_null(end);
+    begin += strlen(begin_mark);
+    if (g_getenv("CARREL_TEST_REGENERATE")) {
+        g_autofree char *head = g_strndup(text, begin - text);
+        g_autofree char *out = g_strconcat(head, table, end, NULL);
+        assert_true(g_file_set_contents(readme, out, -1, NULL));
+        return;
+    }
+    if ((gsize)(end - begin) != strlen(table) || strncmp(begin, table, end - begin) != 0)
+        fail_msg("README.md's role matrix differs from the policy's; expected:\n%s", table);
+}
+
 int
 main(void)
 {
@@ -224,7 +274,7 @@ main(void)
         cmocka_unit_test(test_default),        cmocka_unit_test(test_load),
         cmocka_unit_test(test_load_refusals),  cmocka_unit_test(test_exit_paths),
         cmocka_unit_test(test_role_matrix),    cmocka_unit_test(test_lease_binds),
-        cmocka_unit_test(test_role_overrides),
+        cmocka_unit_test(test_role_overrides), cmocka_unit_test(test_readme_matrix),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
