@@ -15,7 +15,7 @@
 typedef enum {
     LEASE_FREE,   /* the lease does not bind it */
     LEASE_AGENTS, /* agents wait while a person holds the session */
-    LEASE_ALL, /* nobody but the holder: input, so a person at the desktop never races a script */
+    LEASE_ALL,    /* everyone's, the holder's token too: input, so nothing races the person */
 } LeaseBinding;
 
 typedef struct {
@@ -165,8 +165,10 @@ lease_allows(const CarrelPrincipal *who, CarrelOp op, const CarrelPolicyTarget *
     g_autofree char *when = NULL;
 
     if (!target->lease_holder_id || !row || row->lease == LEASE_FREE ||
-        who->role == CARREL_ROLE_SYSTEM || g_strcmp0(who->token_id, target->lease_holder_id) == 0)
+        who->role == CARREL_ROLE_SYSTEM)
         return TRUE;
+    /* Agents never hold a lease; input through the API waits even for the holder's own token:
+     * the person is at the console, and a script with their token must not race them. */
     if (row->lease == LEASE_AGENTS && who->role != CARREL_ROLE_AGENT)
         return TRUE;
     when = carrel_util_format_time(target->lease_since);

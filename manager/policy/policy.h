@@ -61,7 +61,7 @@ typedef struct {
  * FORBIDDEN when the role may not do op; NOT_FOUND when it may only on its own sessions and
  * this one is not (it must not learn that the session exists); WRONG_STATE "session under
  * human control" when a person holds target's control lease and op is bound to it (every
- * mutating verb of an agent; input from anyone but the holder). Pure.
+ * mutating verb of an agent; input through the API from anyone). Pure.
  */
 gboolean carrel_policy_authorize(const CarrelPolicy *policy, const CarrelPrincipal *who,
                                  CarrelOp op, const CarrelPolicyTarget *target, GError **error);

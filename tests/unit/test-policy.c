@@ -177,12 +177,14 @@ test_lease_binds(void **state)
         assert_int_equal(decide(p, &agent_a, bound[i], &held), CARREL_ERROR_WRONG_STATE);
     assert_false(carrel_policy_authorize(p, &agent_a, CARREL_OP_SESSION_DESTROY, &held, &error));
     assert_non_null(strstr(error->message, "session under human control: 'rita'"));
-    /* Looking stays allowed; the holder acts; an admin may still inspect, never type. */
+    /* Looking stays allowed; an admin may still inspect, never type; nor may the holder's own
+     * token (the person is at the console). */
     assert_int_equal(decide(p, &agent_a, CARREL_OP_SESSION_SCREENSHOT, &held), -1);
     assert_int_equal(decide(p, &agent_a, CARREL_OP_SESSION_READ, &held), -1);
     assert_int_equal(decide(p, &reviewer, CARREL_OP_SESSION_PAUSE, &held), -1);
     assert_int_equal(decide(p, &admin, CARREL_OP_SESSION_EXEC, &held), -1);
     assert_int_equal(decide(p, &admin, CARREL_OP_SESSION_INPUT, &held), CARREL_ERROR_WRONG_STATE);
+    assert_int_equal(decide(p, &reviewer, CARREL_OP_SESSION_INPUT, &held), CARREL_ERROR_FORBIDDEN);
     assert_int_equal(decide(p, carrel_principal_daemon(), CARREL_OP_SESSION_DESTROY, &held), -1);
 }
 
