@@ -26,6 +26,8 @@ CARREL_PACKAGES=(
     libx11-dev xvfb xauth x11-utils twm xterm xdotool xclip xfonts-base xfonts-75dpi
     # the TLS integration test makes its own self-signed certificate with openssl's CLI
     openssl
+    # the e2e tier edits a copy of state.db to show that the audit chain catches it
+    sqlite3
     # the web console: spice-html5 (served by carreld); browser tests in Debian's chromium and
     # firefox-esr
     spice-html5 chromium firefox-esr fonts-dejavu-core

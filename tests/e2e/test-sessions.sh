@@ -18,6 +18,8 @@ source "$(dirname "$0")/console.sh"
 source "$(dirname "$0")/browser.sh"
 # shellcheck source=tests/e2e/accel.sh
 source "$(dirname "$0")/accel.sh"
+# shellcheck source=tests/e2e/trust.sh
+source "$(dirname "$0")/trust.sh"
 trap 'finish; exit $?' EXIT
 
 start_daemon || exit 1
@@ -164,6 +166,9 @@ review_checks "$a"
 console_checks "$a"
 # The web console in headless Chromium on the same session (screenshots under $E2E_DIR/browser).
 browser_checks "$a"
+# Who may do what: owners, the role matrix, the lease, revocation, the audit chain; then TLS.
+trust_checks
+trust_tls "$a"
 
 # Task inputs in, artifacts out (libguestfs and the agent), the exit path, the diff.
 artifacts_checks

@@ -905,6 +905,76 @@ test_diff_plan(void **state)
                         "/home/agent/touched");
 }
 
+static const CarrelPrincipal agent_a = {(char *)"t-a", (char *)"agent-a", CARREL_ROLE_AGENT};
+static const CarrelPrincipal agent_b = {(char *)"t-b", (char *)"agent-b", CARREL_ROLE_AGENT};
+
+/* Rows of the audit log matching principal, operation and result (any when NULL). */
+static guint
+audit_rows(Fixture *fx, const char *principal, const char *operation, const char *result)
+{
+    CarrelAuditQuery q = {.principal = principal, .operation = operation, .result = result};
+    g_autoptr(JsonNode) list = carrel_manager_audit_list(fx->mgr, ADMIN, &q, NULL);
+
+    assert_non_null(list);
+    return json_array_get_length(
+        json_object_get_array_member(json_node_get_object(list), "entries"));
+}
+
+/* The door: owners, refusals audited, the state change and its row together, the timeline
+ * naming who acted, and an intact chain. */
+static void
+test_door(void **state)
+{
+    Fixture *fx = *state;
+    g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = import(fx, "tiny");
+    CarrelSessionRequest req = {.template_name = (char *)"tiny", .name = (char *)"mine"};
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelSession) s = carrel_manager_session_create(fx->mgr, &agent_a, &req, &error);
+    g_autoptr(CarrelSession) paused = NULL;
+    g_autoptr(GPtrArray) seen_by_b = NULL;
+    g_autoptr(GPtrArray) events = NULL;
+    g_autoptr(JsonNode) verdict = NULL;
+    CarrelEvent *ev;
+
+    assert_non_null(s);
+    assert_string_equal(s->owner_id, "t-a");
+    assert_string_equal(s->owner_label, "agent-a");
+    /* Agent B: the session does not exist, for reading and for acting; both refusals audited. */
+    assert_null(carrel_manager_session_get(fx->mgr, &agent_b, "mine", &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND));
+    g_clear_error(&error);
+    assert_null(carrel_manager_session_destroy(fx->mgr, &agent_b, s->id, &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND));
+    g_clear_error(&error);
+    seen_by_b = carrel_manager_session_list(fx->mgr, &agent_b, FALSE, &error);
+    assert_int_equal(seen_by_b->len, 0);
+    assert_int_equal(audit_rows(fx, "agent-b", NULL, "denied"), 2);
+    assert_int_equal(audit_rows(fx, "agent-b", "session.destroy", "denied"), 1);
+    /* Agent A pauses its own: the row and the timeline name it. */
+    paused = carrel_manager_session_pause(fx->mgr, &agent_a, "mine", &error);
+    assert_non_null(paused);
+    assert_int_equal(audit_rows(fx, "agent-a", "session.create", "ok"), 1);
+    assert_int_equal(audit_rows(fx, "t-a", "session.pause", "ok"), 1);
+    events = carrel_manager_session_events(fx->mgr, ADMIN, s->id, 0, 100, &error);
+    ev = g_ptr_array_index(events, events->len - 1);
+    assert_string_equal(ev->action, "pause");
+    assert_string_equal(ev->actor, "agent-a");
+    assert_string_equal(ev->actor_id, "t-a");
+    /* A failed verb is a "failed" row: pausing a paused session. */
+    assert_null(carrel_manager_session_pause(fx->mgr, &agent_a, "mine", &error));
+    g_clear_error(&error);
+    assert_int_equal(audit_rows(fx, "agent-a", "session.pause", "failed"), 1);
+    /* Agents may not read the log. */
+    {
+        CarrelAuditQuery q = {0};
+        assert_null(carrel_manager_audit_list(fx->mgr, &agent_a, &q, &error));
+        assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_FORBIDDEN));
+        g_clear_error(&error);
+    }
+    verdict = carrel_manager_audit_verify(fx->mgr, ADMIN, &error);
+    assert_true(json_object_get_boolean_member(json_node_get_object(verdict), "intact"));
+}
+
 static void
 test_pause_hibernate(void **state)
 {
@@ -1265,6 +1335,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_extract_by_agent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_marks_crashed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pause_hibernate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_door, setup, teardown),
         cmocka_unit_test_setup_teardown(test_snapshots, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fork, setup, teardown),
         cmocka_unit_test_setup_teardown(test_time_limits, setup, teardown),
