@@ -35,6 +35,7 @@ typedef struct {
     const char *reply_type; /* a static string, e.g. "image/png" */
     CarrelPrincipal *who;   /* whoever the credentials say, handed to every core verb */
     char *source;           /* the peer's address ("unix" on the socket), for the login limit */
+    guint retry_after_s;    /* with a 429: sent as Retry-After */
     gboolean by_cookie;     /* authenticated by the web console's cookie */
     char *set_cookie;       /* a Set-Cookie value the reply carries (login, logout) */
     char *reply_filename;   /* with reply_bytes: sent as an attachment of this name */

@@ -61,11 +61,9 @@ carrel_api_post_login(CarrelApiRequest *req, guint *ret_status, GError **error)
     static const char *const allowed[] = {"token", NULL};
     const char *token = NULL;
     g_autoptr(CarrelPrincipal) who = NULL;
-    guint retry_s = 0;
-
     if (!body_strings(req, allowed, "token", TRUE, &token, error))
         return NULL;
-    if (!carrel_api_check_login_limit(req->api, req->source, &retry_s, error)) {
+    if (!carrel_api_check_login_limit(req->api, req->source, &req->retry_after_s, error)) {
         *ret_status = CARREL_HTTP_TOO_MANY_REQUESTS;
         return NULL;
     }

@@ -38,6 +38,7 @@ typedef struct {
     char *set_cookie;
     char *csp;
     char *disposition;
+    char *retry_after;
 } Reply;
 
 static void
@@ -48,6 +49,7 @@ reply_clear(Reply *r)
     g_clear_pointer(&r->set_cookie, g_free);
     g_clear_pointer(&r->csp, g_free);
     g_clear_pointer(&r->disposition, g_free);
+    g_clear_pointer(&r->retry_after, g_free);
 }
 
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Reply, reply_clear)
@@ -90,6 +92,7 @@ request(Reply *r, const char *method, const char *path, const char *body, const 
     r->set_cookie = g_strdup(soup_message_headers_get_one(h, "Set-Cookie"));
     r->csp = g_strdup(soup_message_headers_get_one(h, "Content-Security-Policy"));
     r->disposition = g_strdup(soup_message_headers_get_one(h, "Content-Disposition"));
+    r->retry_after = g_strdup(soup_message_headers_get_one(h, "Retry-After"));
 }
 
 static const char *
@@ -524,6 +527,34 @@ test_logout(void **state)
     assert_int_equal(r.status, 401);
 }
 
+/* Failed credentials from one address: after ten in a minute it waits (429, Retry-After), valid
+ * credentials included, so guessing and flooding the audit log go nowhere. Runs last: the
+ * test's address waits afterwards. */
+static void
+test_login_limit(void **state)
+{
+    g_autofree char *auth = bearer(fx.token);
+    g_auto(Reply) r = {0};
+    guint refused = 0, limited = 0;
+    gint64 wait_s;
+
+    for (int i = 0; i < 12; i++) {
+        reply_clear(&r);
+        request(&r, "POST", "/v1/login", "{\"token\":\"guess\"}", NULL, fx.origin);
+        refused += r.status == 401;
+        limited += r.status == 429;
+    }
+    assert_true(refused >= 1 && refused <= 10);
+    assert_true(limited >= 2);
+    reply_clear(&r);
+    request(&r, "GET", "/v1/sessions", NULL, auth, NULL);
+    assert_int_equal(r.status, 429);
+    assert_non_null(r.retry_after);
+    wait_s = g_ascii_strtoll(r.retry_after, NULL, 10);
+    assert_true(wait_s >= 1 && wait_s <= 60);
+    assert_non_null(strstr(r.text, "too many failed logins"));
+}
+
 int
 main(void)
 {
@@ -534,6 +565,7 @@ main(void)
         cmocka_unit_test(test_approvals),
         cmocka_unit_test(test_stream),
         cmocka_unit_test(test_logout),
+        cmocka_unit_test(test_login_limit),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
