@@ -124,8 +124,10 @@ tamper_verify() {
     mkdir -p "$dir/state"
     cp "$STATE_DIR/admin.token" "$dir/state/"
     sqlite3 "$STATE_DIR/state.db" ".backup '$dir/state/state.db'"
-    sqlite3 "$dir/state/state.db" \
-        "DROP TRIGGER IF EXISTS audit_no_update; DROP TRIGGER IF EXISTS audit_no_delete; $2"
+    # No sessions or pools in the copy: its carreld must never act on this run's sessions (their
+    # folders are the real ones). Only the audit table matters here.
+    sqlite3 "$dir/state/state.db" "DELETE FROM pools; DELETE FROM sessions;
+        DROP TRIGGER IF EXISTS audit_no_update; DROP TRIGGER IF EXISTS audit_no_delete; $2"
     "$CARRELD_BIN" --state-dir "$dir/state" --socket "$dir/s.sock" --libvirt-uri test:///default \
         --accel tcg >"$dir/log" 2>&1 &
     pid=$!
