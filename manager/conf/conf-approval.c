@@ -25,14 +25,6 @@ carrel_approval_free(CarrelApproval *a)
     g_free(a);
 }
 
-static void
-add_time(JsonBuilder *b, const char *name, gint64 unix_seconds)
-{
-    g_autofree char *text = unix_seconds ? carrel_util_format_time(unix_seconds) : NULL;
-
-    carrel_conf_add_optional_string(b, name, text);
-}
-
 JsonNode *
 carrel_approval_to_json(const CarrelApproval *a)
 {
@@ -49,9 +41,9 @@ carrel_approval_to_json(const CarrelApproval *a)
         json_builder_add_null_value(b);
     carrel_conf_add_optional_string(b, "state", a->state);
     carrel_conf_add_optional_string(b, "requested_by", a->requested_by);
-    add_time(b, "requested_at", a->requested_at);
+    carrel_conf_add_optional_time(b, "requested_at", a->requested_at);
     carrel_conf_add_optional_string(b, "decided_by", a->decided_by);
-    add_time(b, "decided_at", a->decided_at);
+    carrel_conf_add_optional_time(b, "decided_at", a->decided_at);
     carrel_conf_add_optional_string(b, "reason", a->reason);
     json_builder_end_object(b);
     return json_builder_get_root(b);

@@ -73,3 +73,11 @@ carrel_conf_get_string_array(JsonObject *obj, const char *member, guint max, GSt
     *ret_value = g_strv_builder_end(builder);
     return TRUE;
 }
+
+void
+carrel_conf_add_optional_time(JsonBuilder *b, const char *member, gint64 unix_seconds)
+{
+    g_autofree char *text = unix_seconds ? carrel_util_format_time(unix_seconds) : NULL;
+
+    carrel_conf_add_optional_string(b, member, text);
+}

@@ -5,6 +5,8 @@
 
 /* Adds member with value, or null when value is NULL. */
 void carrel_conf_add_optional_string(JsonBuilder *b, const char *member, const char *value);
+/* Adds member as an RFC 3339 time, or null when unix_seconds is 0 (never). */
+void carrel_conf_add_optional_time(JsonBuilder *b, const char *member, gint64 unix_seconds);
 
 /* Reads an optional or required string member; NULL stays NULL. */
 gboolean carrel_conf_get_string(JsonObject *obj, const char *member, gboolean required,

@@ -174,14 +174,6 @@ carrel_token_is_live(const CarrelToken *token, gint64 now)
     return token->revoked_at == 0 && (token->expires_at == 0 || now < token->expires_at);
 }
 
-static void
-add_time(JsonBuilder *b, const char *member, gint64 unix_seconds)
-{
-    g_autofree char *text = unix_seconds ? carrel_util_format_time(unix_seconds) : NULL;
-
-    carrel_conf_add_optional_string(b, member, text);
-}
-
 static const char *
 token_state(const CarrelToken *token, gint64 now)
 {
@@ -202,10 +194,10 @@ carrel_token_to_json(const CarrelToken *token, gint64 now)
     carrel_conf_add_optional_string(b, "name", token->label);
     carrel_conf_add_optional_string(b, "role", carrel_role_to_string(token->role));
     carrel_conf_add_optional_string(b, "state", token_state(token, now));
-    add_time(b, "created_at", token->created_at);
-    add_time(b, "last_used_at", token->last_used_at);
-    add_time(b, "expires_at", token->expires_at);
-    add_time(b, "revoked_at", token->revoked_at);
+    carrel_conf_add_optional_time(b, "created_at", token->created_at);
+    carrel_conf_add_optional_time(b, "last_used_at", token->last_used_at);
+    carrel_conf_add_optional_time(b, "expires_at", token->expires_at);
+    carrel_conf_add_optional_time(b, "revoked_at", token->revoked_at);
     json_builder_end_object(b);
     return json_builder_get_root(b);
 }
