@@ -24,6 +24,8 @@ typedef enum {
     CARREL_ERROR_DISK,
     CARREL_ERROR_STORE,
     CARREL_ERROR_INTERNAL,
+    /* Another operation holds the object right now: the same request may succeed later. */
+    CARREL_ERROR_BUSY,
     CARREL_ERROR_LAST
 } CarrelErrorCode;
 
