@@ -124,6 +124,47 @@ after_create(Fixture *fx, const char *id)
     return ev->seq;
 }
 
+/* A source the daemon cannot read is the caller's mistake (INVALID_ARG: 400), not the host's. */
+static void
+test_import_bad_source(void **state)
+{
+    Fixture *fx = *state;
+    g_autofree char *missing = g_build_filename(fx->dir, "missing.qcow2", NULL);
+    char *disks[] = {missing, fx->dir};
+    g_autoptr(GError) error = NULL;
+
+    for (gsize i = 0; i < G_N_ELEMENTS(disks); i++) {
+        CarrelTemplateImport req = {
+            .name = (char *)"tiny",
+            .disk = disks[i],
+            .format = (char *)"qcow2",
+            .boot = CARREL_BOOT_DIRECT,
+            .kernel = fx->kernel,
+            .cmdline = (char *)"root=/dev/vda",
+        };
+        g_autoptr(CarrelTemplate) tmpl =
+            carrel_manager_template_import(fx->mgr, ADMIN, &req, &error);
+
+        assert_null(tmpl);
+        assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG));
+        assert_non_null(strstr(error->message, disks[i]));
+        g_clear_error(&error);
+    }
+    {
+        CarrelTemplateImport req = {.name = (char *)"tiny",
+                                    .disk = fx->disk,
+                                    .format = (char *)"qcow2",
+                                    .boot = CARREL_BOOT_DIRECT,
+                                    .kernel = missing,
+                                    .cmdline = (char *)"root=/dev/vda"};
+        g_autoptr(CarrelTemplate) tmpl =
+            carrel_manager_template_import(fx->mgr, ADMIN, &req, &error);
+
+        assert_null(tmpl);
+        assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG));
+    }
+}
+
 static void
 test_import_versions(void **state)
 {
@@ -1371,6 +1412,7 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_import_bad_source, setup, teardown),
         cmocka_unit_test_setup_teardown(test_import_versions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_create_and_lifecycle, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_create_leaves_nothing, setup, teardown),
