@@ -330,12 +330,10 @@ gboolean carrel_manager_pool_set(CarrelManager *mgr, const CarrelPrincipal *who,
                                  const char *template_name, guint size, GError **error);
 JsonNode *carrel_manager_pool_list(CarrelManager *mgr, const CarrelPrincipal *who, GError **error);
 
-/* Console access (core-console.c). A viewer links its later channels (display, inputs, cursor,
- * playback) with the password its page got: on a loaded host that took over 15 s, and a channel
- * linking after its password expired or was replaced failed with "Permission denied". */
-#define CARREL_CONSOLE_PASSWORD_TTL_S 60
+/* Console access (core-console.c). */
+#define CARREL_CONSOLE_PASSWORD_TTL_S 30
 /* A password with at least this much life left is handed out again instead of replaced. */
-#define CARREL_CONSOLE_PASSWORD_REUSE_S 30
+#define CARREL_CONSOLE_PASSWORD_REUSE_S 15
 
 /* A way into a session's SPICE display. */
 typedef struct {
