@@ -284,8 +284,7 @@ JsonNode *
 carrel_api_session_json(CarrelManager *mgr, const CarrelPrincipal *who, const CarrelSession *s)
 {
     JsonNode *node = carrel_session_to_json(s);
-    /* s came through the door already (a list or a verb's reply): its lease is shown as is. */
-    g_autoptr(JsonNode) lease = carrel_manager_session_lease(mgr, s);
+    g_autoptr(JsonNode) lease = carrel_manager_lease_get(mgr, who, s->id, NULL);
     JsonObject *l = lease ? json_node_get_object(lease) : NULL;
 
     if (l && !json_object_get_null_member(l, "holder"))

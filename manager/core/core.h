@@ -119,9 +119,6 @@ JsonNode *carrel_manager_lease_take(CarrelManager *mgr, const CarrelPrincipal *w
                                     const char *id_or_name, GError **error);
 JsonNode *carrel_manager_lease_release(CarrelManager *mgr, const CarrelPrincipal *who,
                                        const char *id_or_name, GError **error);
-/* The lease of a session the caller already has through the door (a list, a verb's reply):
- * {holder, holder_id, since}, no second permission check; NULL when it cannot be read. */
-JsonNode *carrel_manager_session_lease(CarrelManager *mgr, const CarrelSession *s);
 /* The holder's token id and name (NULLs when nobody holds it or the session is unknown). */
 void carrel_manager_lease_holder(CarrelManager *mgr, const char *session_id, char **ret_holder_id,
                                  char **ret_holder_label);
