@@ -283,9 +283,12 @@ setup(void **state)
     sdir = g_build_filename(fx.dir, "state", NULL);
     listen = g_strdup_printf("127.0.0.1:%u", port);
     fx.url = g_strdup_printf("http://127.0.0.1:%u", port);
-    fx.daemon = g_subprocess_new(G_SUBPROCESS_FLAGS_STDERR_SILENCE, NULL, g_getenv("CARREL_DAEMON"),
-                                 "--state-dir", sdir, "--socket", "", "--libvirt-uri",
-                                 "test:///default", "--listen", listen, "--test-hooks", NULL);
+    /* Both streams silenced: what carreld starts (a libguestfs appliance for a diff) may outlive
+     * it for a while, and must not hold the test's output open after the test is done. */
+    fx.daemon = g_subprocess_new(
+        G_SUBPROCESS_FLAGS_STDOUT_SILENCE | G_SUBPROCESS_FLAGS_STDERR_SILENCE, NULL,
+        g_getenv("CARREL_DAEMON"), "--state-dir", sdir, "--socket", "", "--libvirt-uri",
+        "test:///default", "--listen", listen, "--test-hooks", NULL);
     assert_non_null(fx.daemon);
     fx.http = soup_session_new_with_options("timeout", 30, NULL);
     token_path = g_build_filename(sdir, "admin.token", NULL);
