@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <libsoup/soup.h>
+#include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -265,9 +266,19 @@ new_approval(const char *session)
     return g_strdup(str(r.body, "id"));
 }
 
+/* In the child: a process group of its own, so that teardown kills all it started. */
+static void
+own_group(gpointer unused)
+{
+    (void)setpgid(0, 0);
+}
+
 static int
 setup(void **state)
 {
+    g_autoptr(GSubprocessLauncher) launcher = NULL;
+    g_autofree char *recipes = NULL;
+    g_autofree char *cache = NULL;
     g_autofree char *sdir = NULL;
     g_autofree char *token_path = NULL;
     g_autofree char *listen = NULL;
@@ -283,12 +294,20 @@ setup(void **state)
     sdir = g_build_filename(fx.dir, "state", NULL);
     listen = g_strdup_printf("127.0.0.1:%u", port);
     fx.url = g_strdup_printf("http://127.0.0.1:%u", port);
-    /* Both streams silenced: what carreld starts (a libguestfs appliance for a diff) may outlive
-     * it for a while, and must not hold the test's output open after the test is done. */
-    fx.daemon = g_subprocess_new(
-        G_SUBPROCESS_FLAGS_STDOUT_SILENCE | G_SUBPROCESS_FLAGS_STDERR_SILENCE, NULL,
-        g_getenv("CARREL_DAEMON"), "--state-dir", sdir, "--socket", "", "--libvirt-uri",
-        "test:///default", "--listen", listen, "--test-hooks", NULL);
+    recipes = g_build_filename(fx.dir, "recipes", NULL);
+    cache = g_build_filename(fx.dir, "cache", NULL);
+    assert_int_equal(g_mkdir_with_parents(recipes, 0755), 0);
+    /* No recipes and a cache of its own: the admin's build request must not start a real
+     * template build in the host's shared cache (the e2e tier builds there). Both streams
+     * silenced and a process group of its own: what carreld starts (a libguestfs appliance for
+     * a diff) is killed with it and never holds the test's output open. */
+    launcher = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_SILENCE |
+                                         G_SUBPROCESS_FLAGS_STDERR_SILENCE);
+    g_subprocess_launcher_set_child_setup(launcher, own_group, NULL, NULL);
+    fx.daemon = g_subprocess_launcher_spawn(launcher, NULL, g_getenv("CARREL_DAEMON"),
+                                            "--state-dir", sdir, "--socket", "", "--libvirt-uri",
+                                            "test:///default", "--listen", listen, "--test-hooks",
+                                            "--recipes-dir", recipes, "--cache-dir", cache, NULL);
     assert_non_null(fx.daemon);
     fx.http = soup_session_new_with_options("timeout", 30, NULL);
     token_path = g_build_filename(sdir, "admin.token", NULL);
@@ -317,8 +336,10 @@ setup(void **state)
 static int
 teardown(void **state)
 {
-    if (fx.daemon && g_subprocess_get_identifier(fx.daemon))
-        g_subprocess_force_exit(fx.daemon);
+    const char *pid = fx.daemon ? g_subprocess_get_identifier(fx.daemon) : NULL;
+
+    if (pid)
+        (void)kill(-(pid_t)g_ascii_strtoll(pid, NULL, 10), SIGKILL);
     g_clear_object(&fx.daemon);
     g_clear_object(&fx.http);
     if (!g_getenv("CARREL_TEST_KEEP"))
