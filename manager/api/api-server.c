@@ -506,11 +506,26 @@ carrel_api_listen_unix(CarrelApi *api, const char *path, GError **error)
     return TRUE;
 }
 
+/* The local address of the server's TCP listener (there is at most one), or NULL. */
+static GSocketAddress *
+tcp_local_address(SoupServer *server)
+{
+    g_autoptr(GSList) listeners = soup_server_get_listeners(server);
+
+    for (GSList *l = listeners; l; l = l->next) {
+        GSocketFamily family = g_socket_get_family(l->data);
+        if (family == G_SOCKET_FAMILY_IPV4 || family == G_SOCKET_FAMILY_IPV6)
+            return g_socket_get_local_address(l->data, NULL);
+    }
+    return NULL;
+}
+
 gboolean
 carrel_api_listen_tcp(CarrelApi *api, GSocketAddress *address, GTlsCertificate *certificate,
                       GError **error)
 {
     SoupServerListenOptions options = 0;
+    g_autoptr(GSocketAddress) bound = NULL;
     g_autofree char *where = NULL;
 
     /* The certificate is the server's, but only listeners with the HTTPS option use it: the
@@ -524,9 +539,17 @@ carrel_api_listen_tcp(CarrelApi *api, GSocketAddress *address, GTlsCertificate *
         return FALSE;
     }
     api->tls = certificate != NULL;
-    /* Where the web console is, for clients that talk over the socket (carrel console). */
-    where = g_socket_connectable_to_string(G_SOCKET_CONNECTABLE(address));
+    /* Where the web console is, for clients that talk over the socket (carrel console): the
+     * address really bound, so that port 0 (any free port) gives the port the kernel chose. */
+    bound = tcp_local_address(api->server);
+    where = g_socket_connectable_to_string(G_SOCKET_CONNECTABLE(bound ? bound : address));
     g_free(api->web_url);
     api->web_url = g_strconcat(api->tls ? "https://" : "http://", where, NULL);
     return TRUE;
+}
+
+const char *
+carrel_api_web_url(CarrelApi *api)
+{
+    return api->web_url;
 }

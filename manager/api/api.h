@@ -25,6 +25,9 @@ gboolean carrel_api_listen_unix(CarrelApi *api, const char *path, GError **error
 gboolean carrel_api_listen_tcp(CarrelApi *api, GSocketAddress *address,
                                GTlsCertificate *certificate, GError **error);
 
+/* http(s)://ADDR:PORT of the TCP listener, with the port really bound; NULL without one. */
+const char *carrel_api_web_url(CarrelApi *api);
+
 /* The one table from error to HTTP status. Errors outside CARREL_ERROR are 500. */
 guint carrel_api_status_for_error(const GError *error);
 

@@ -258,7 +258,9 @@ parse_options(int argc, char **argv, Options *opts, GError **error)
          "API Unix socket (default /run/carrel/carreld.sock; \"\" for none, with --listen)",
          "PATH"},
         {"listen", 0, 0, G_OPTION_ARG_STRING, &opts->listen,
-         "Also listen on TCP: loopback only, unless with --tls-cert and --tls-key", "ADDR:PORT"},
+         "Also listen on TCP: loopback only, unless with --tls-cert and --tls-key; port 0 takes "
+         "a free one (written to STATE/web.url)",
+         "ADDR:PORT"},
         {"tls-cert", 0, 0, G_OPTION_ARG_FILENAME, &opts->tls_cert,
          "PEM certificate (chain) of the TCP listener, which then speaks HTTPS only", "FILE"},
         {"tls-key", 0, 0, G_OPTION_ARG_FILENAME, &opts->tls_key, "PEM private key of --tls-cert",
@@ -444,6 +446,27 @@ listen_socket(CarrelApi *api, const Options *opts, GError **error)
     return TRUE;
 }
 
+/* The TCP listener; its URL, with the port really bound (--listen ADDR:0 takes any free one),
+ * goes to STATE/web.url for scripts and tests. A stale file is removed first, so that a reader
+ * waiting for it never takes the URL of an earlier run. */
+static gboolean
+listen_tcp(CarrelApi *api, const Options *opts, GError **error)
+{
+    g_autofree char *path = g_build_filename(opts->state_dir, "web.url", NULL);
+    g_autofree char *line = NULL;
+
+    (void)g_unlink(path);
+    if (!carrel_api_listen_tcp(api, opts->listen_address, opts->tls, error))
+        return FALSE;
+    g_message("listening on %s (%s)", carrel_api_web_url(api), opts->tls ? "TLS" : "loopback only");
+    line = g_strconcat(carrel_api_web_url(api), "\n", NULL);
+    if (!g_file_set_contents(path, line, -1, error)) {
+        g_prefix_error(error, "writing the listener's URL: ");
+        return FALSE;
+    }
+    return TRUE;
+}
+
 static gboolean
 start_api(CarrelApi *api, const Options *opts, GError **error)
 {
@@ -452,17 +475,7 @@ start_api(CarrelApi *api, const Options *opts, GError **error)
         g_warning("test hooks are enabled: this daemon is for tests only");
     if (!listen_socket(api, opts, error))
         return FALSE;
-    if (opts->listen_address) {
-        g_autofree char *where =
-            g_socket_connectable_to_string(G_SOCKET_CONNECTABLE(opts->listen_address));
-        if (!carrel_api_listen_tcp(api, opts->listen_address, opts->tls, error))
-            return FALSE;
-        if (opts->tls)
-            g_message("listening on https://%s (TLS)", where);
-        else
-            g_message("listening on http://%s (loopback only)", where);
-    }
-    return TRUE;
+    return opts->listen_address ? listen_tcp(api, opts, error) : TRUE;
 }
 
 static void

@@ -36,6 +36,7 @@ split_host_port(const char *text, char **ret_host, char **ret_port, gboolean *re
     return TRUE;
 }
 
+/* Port 0 is any free port: carreld writes the one bound to web.url in its state directory. */
 static gboolean
 parse_port(const char *text, const char *port, guint16 *ret_port, GError **error)
 {
@@ -43,9 +44,9 @@ parse_port(const char *text, const char *port, guint16 *ret_port, GError **error
     gsize len = strlen(port);
 
     if (len == 0 || len > 5 || strspn(port, "0123456789") != len ||
-        !g_ascii_string_to_unsigned(port, 10, 1, 65535, &value, NULL)) {
+        !g_ascii_string_to_unsigned(port, 10, 0, 65535, &value, NULL)) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
-                    "port '%s' in listen address '%s' must be a number from 1 to 65535", port,
+                    "port '%s' in listen address '%s' must be a number from 0 to 65535", port,
                     text);
         return FALSE;
     }

@@ -16,8 +16,9 @@ export CARREL_SOCKET="$SOCKET" CARREL_STATE_DIR="$STATE_DIR"
 
 E2E_SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 export E2E_SRC
-# carreld also listens on loopback TCP for the web console and the browser tests.
-E2E_PORT="${E2E_PORT:-$((20000 + RANDOM % 20000))}"
+# carreld also listens on loopback TCP for the web console and the browser tests, on a port
+# below the kernel's ephemeral range (32768 and up), which outgoing connections never take.
+E2E_PORT="${E2E_PORT:-$((20000 + RANDOM % 12000))}"
 E2E_URL="http://127.0.0.1:$E2E_PORT"
 export E2E_URL
 

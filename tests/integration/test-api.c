@@ -14,6 +14,7 @@
 
 #include "client/client.h"
 #include "conf/conf.h"
+#include "daemon-url.h"
 
 typedef struct {
     char *dir;
@@ -577,9 +578,7 @@ test_listen_and_policy_options(void **state)
     g_autofree char *state_dir = g_build_filename(fx.dir, "state-tcp", NULL);
     g_autofree char *sock = g_build_filename(fx.dir, "tcp.sock", NULL);
     g_autofree char *policy = g_build_filename(fx.dir, "small.policy", NULL);
-    guint port = 20000 + (guint)(getpid() % 20000);
-    g_autofree char *listen = g_strdup_printf("127.0.0.1:%u", port);
-    g_autofree char *url = g_strdup_printf("http://127.0.0.1:%u", port);
+    g_autofree char *url = NULL;
     g_autofree char *err = NULL;
     g_autoptr(GSubprocess) daemon = NULL;
     g_autoptr(CarrelClient) tcp = NULL;
@@ -594,10 +593,15 @@ test_listen_and_policy_options(void **state)
     assert_non_null(strstr(err, "max_vcpus"));
     assert_true(
         carrel_util_write_file(policy, "[resources]\nmax_memory_mib=512\n", -1, 0644, NULL));
-    daemon = g_subprocess_new(G_SUBPROCESS_FLAGS_STDERR_SILENCE, NULL, g_getenv("CARREL_DAEMON"),
-                              "--state-dir", state_dir, "--socket", sock, "--libvirt-uri",
-                              "test:///default", "--listen", listen, "--policy", policy, NULL);
+    daemon =
+        g_subprocess_new(G_SUBPROCESS_FLAGS_STDERR_SILENCE, NULL, g_getenv("CARREL_DAEMON"),
+                         "--state-dir", state_dir, "--socket", sock, "--libvirt-uri",
+                         "test:///default", "--listen", "127.0.0.1:0", "--policy", policy, NULL);
     assert_non_null(daemon);
+    url = test_daemon_url(state_dir, 60, NULL);
+    assert_non_null(url);
+    assert_true(g_str_has_prefix(url, "http://127.0.0.1:"));
+    assert_int_not_equal(test_url_port(url), 0);
     tcp = carrel_client_new(NULL, url, "no-token", 10, NULL);
     for (int i = 0; i < 100 && raw_try_status(tcp, "/v1/healthz") != 200; i++)
         g_usleep(50 * 1000);

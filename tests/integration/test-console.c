@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "util/util.h"
+#include "daemon-url.h"
 
 typedef struct {
     char *dir;
@@ -81,7 +82,7 @@ setup(void **state)
 {
     g_autofree char *state_dir = NULL;
     g_autofree char *sock = NULL;
-    g_autofree char *listen = NULL;
+    g_autofree char *url = NULL;
     g_autofree char *token_path = NULL;
     g_autofree char *reply = NULL;
     g_autofree char *login = NULL;
@@ -91,12 +92,15 @@ setup(void **state)
     state_dir = g_build_filename(fx.dir, "state", NULL);
     sock = g_build_filename(fx.dir, "carreld.sock", NULL);
     token_path = g_build_filename(state_dir, "admin.token", NULL);
-    fx.port = 40000 + (guint)(getpid() % 20000);
-    listen = g_strdup_printf("127.0.0.1:%u", fx.port);
-    fx.daemon = g_subprocess_new(G_SUBPROCESS_FLAGS_STDERR_SILENCE, NULL, g_getenv("CARREL_DAEMON"),
-                                 "--state-dir", state_dir, "--socket", sock, "--libvirt-uri",
-                                 "test:///default", "--accel", "tcg", "--listen", listen, NULL);
+    fx.daemon =
+        g_subprocess_new(G_SUBPROCESS_FLAGS_STDERR_SILENCE, NULL, g_getenv("CARREL_DAEMON"),
+                         "--state-dir", state_dir, "--socket", sock, "--libvirt-uri",
+                         "test:///default", "--accel", "tcg", "--listen", "127.0.0.1:0", NULL);
     assert_non_null(fx.daemon);
+    url = test_daemon_url(state_dir, 60, NULL);
+    assert_non_null(url);
+    fx.port = test_url_port(url);
+    assert_int_not_equal(fx.port, 0);
     for (int i = 0; i < 200 && !daemon_up(); i++)
         g_usleep(50 * 1000);
     assert_true(g_file_get_contents(token_path, &fx.token, NULL, NULL));

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "api/api-priv.h"
+#include "daemon-url.h"
 
 typedef enum { OK, NF, FB, UA } Outcome;
 enum { P_ADMIN, P_OWNER, P_OTHER, P_REVIEWER, P_NONE, P_LAST };
@@ -281,19 +282,15 @@ setup(void **state)
     g_autofree char *cache = NULL;
     g_autofree char *sdir = NULL;
     g_autofree char *token_path = NULL;
-    g_autofree char *listen = NULL;
     g_autofree char *import = NULL;
     g_auto(Reply) r = {0};
     const char *create[] = {"qemu-img", "create", "-q", "-f", "qcow2", NULL, "64M", NULL};
-    guint port = 20000 + (guint)((getpid() * 13) % 20000);
 
     fx.dir = g_dir_make_tmp("carrel-matrix-XXXXXX", NULL);
     fx.disk = g_build_filename(fx.dir, "disk.qcow2", NULL);
     create[5] = fx.disk;
     assert_true(carrel_util_run(create, 60, NULL, NULL, NULL));
     sdir = g_build_filename(fx.dir, "state", NULL);
-    listen = g_strdup_printf("127.0.0.1:%u", port);
-    fx.url = g_strdup_printf("http://127.0.0.1:%u", port);
     recipes = g_build_filename(fx.dir, "recipes", NULL);
     cache = g_build_filename(fx.dir, "cache", NULL);
     assert_int_equal(g_mkdir_with_parents(recipes, 0755), 0);
@@ -304,11 +301,13 @@ setup(void **state)
     launcher = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_SILENCE |
                                          G_SUBPROCESS_FLAGS_STDERR_SILENCE);
     g_subprocess_launcher_set_child_setup(launcher, own_group, NULL, NULL);
-    fx.daemon = g_subprocess_launcher_spawn(launcher, NULL, g_getenv("CARREL_DAEMON"),
-                                            "--state-dir", sdir, "--socket", "", "--libvirt-uri",
-                                            "test:///default", "--listen", listen, "--test-hooks",
-                                            "--recipes-dir", recipes, "--cache-dir", cache, NULL);
+    fx.daemon = g_subprocess_launcher_spawn(
+        launcher, NULL, g_getenv("CARREL_DAEMON"), "--state-dir", sdir, "--socket", "",
+        "--libvirt-uri", "test:///default", "--listen", "127.0.0.1:0", "--test-hooks",
+        "--recipes-dir", recipes, "--cache-dir", cache, NULL);
     assert_non_null(fx.daemon);
+    fx.url = test_daemon_url(sdir, 60, NULL);
+    assert_non_null(fx.url);
     fx.http = soup_session_new_with_options("timeout", 30, NULL);
     token_path = g_build_filename(sdir, "admin.token", NULL);
     for (int i = 0; i < 200 && !g_file_get_contents(token_path, &fx.tokens[P_ADMIN], NULL, NULL);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "conf/conf.h"
+#include "daemon-url.h"
 
 typedef struct {
     char *dir;
@@ -177,8 +178,9 @@ setup(void **state)
 {
     g_autoptr(GError) error = NULL;
     g_autofree char *token_path = NULL;
-    g_autofree char *listen = NULL;
+    g_autoptr(GSubprocessLauncher) launcher = NULL;
     g_autofree char *sock = NULL;
+    g_autofree char *log = NULL;
     g_autofree char *other_cert = NULL;
 
     fx.dir = g_dir_make_tmp("carrel-tls-XXXXXX", NULL);
@@ -194,20 +196,23 @@ setup(void **state)
     }
     fx.cert = g_tls_certificate_new_from_file(fx.cert_path, &error);
     assert_non_null(fx.cert);
-    fx.port = 40000 + (guint)((getpid() * 11) % 20000);
-    fx.url = g_strdup_printf("https://127.0.0.1:%u", fx.port);
-    listen = g_strdup_printf("127.0.0.1:%u", fx.port);
     sock = g_build_filename(fx.dir, "carreld.sock", NULL);
-    fx.daemon = g_subprocess_new(G_SUBPROCESS_FLAGS_STDERR_SILENCE, &error,
-                                 g_getenv("CARREL_DAEMON"), "--state-dir", fx.state, "--socket",
-                                 sock, "--libvirt-uri", "test:///default", "--listen", listen,
-                                 "--tls-cert", fx.cert_path, "--tls-key", fx.key_path, NULL);
+    log = g_build_filename(fx.dir, "carreld.log", NULL);
+    launcher = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_NONE);
+    g_subprocess_launcher_set_stderr_file_path(launcher, log);
+    fx.daemon = g_subprocess_launcher_spawn(
+        launcher, &error, g_getenv("CARREL_DAEMON"), "--state-dir", fx.state, "--socket", sock,
+        "--libvirt-uri", "test:///default", "--listen", "127.0.0.1:0", "--tls-cert", fx.cert_path,
+        "--tls-key", fx.key_path, NULL);
     assert_non_null(fx.daemon);
     fx.http = soup_session_new_with_options("timeout", 30, NULL);
+    fx.url = test_daemon_url(fx.state, 60, log);
+    assert_non_null(fx.url);
+    assert_true(g_str_has_prefix(fx.url, "https://127.0.0.1:"));
+    fx.port = test_url_port(fx.url);
+    assert_int_not_equal(fx.port, 0);
     token_path = g_build_filename(fx.state, "admin.token", NULL);
-    for (int i = 0; i < 200 && !g_file_get_contents(token_path, &fx.token, NULL, NULL); i++)
-        g_usleep(50 * 1000);
-    assert_non_null(fx.token);
+    assert_true(g_file_get_contents(token_path, &fx.token, NULL, NULL));
     g_strstrip(fx.token);
     wait_ready();
     return 0;
@@ -332,7 +337,7 @@ test_plain_http_fails(void **state)
 static void
 test_non_loopback_needs_tls(void **state)
 {
-    g_autofree char *listen = g_strdup_printf("0.0.0.0:%u", fx.port + 1);
+    g_autofree char *listen = g_strdup("0.0.0.0:0");
     const char *extra[] = {"--listen", listen, NULL};
     int status = 0;
     g_autofree char *err = refused_start(extra, &status);
@@ -347,7 +352,7 @@ test_non_loopback_needs_tls(void **state)
 static void
 test_half_key_pair_refused(void **state)
 {
-    g_autofree char *listen = g_strdup_printf("0.0.0.0:%u", fx.port + 1);
+    g_autofree char *listen = g_strdup("0.0.0.0:0");
     const char *cert_only[] = {"--listen", listen, "--tls-cert", fx.cert_path, NULL};
     const char *key_only[] = {"--listen", listen, "--tls-key", fx.key_path, NULL};
     int status = 0;
@@ -364,7 +369,7 @@ test_half_key_pair_refused(void **state)
 static void
 test_bad_files_named(void **state)
 {
-    g_autofree char *listen = g_strdup_printf("0.0.0.0:%u", fx.port + 1);
+    g_autofree char *listen = g_strdup("0.0.0.0:0");
     g_autofree char *missing = g_build_filename(fx.dir, "missing.pem", NULL);
     const char *no_cert[] = {"--listen",  listen,      "--tls-cert", missing,
                              "--tls-key", fx.key_path, NULL};

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "conf/conf.h"
+#include "daemon-url.h"
 
 typedef struct {
     char *dir;
@@ -140,9 +141,7 @@ setup(void **state)
     g_autofree char *spice_js = NULL;
     g_autofree char *sdir = NULL;
     g_autofree char *token_path = NULL;
-    g_autofree char *listen = NULL;
     const char *create[] = {"qemu-img", "create", "-q", "-f", "qcow2", NULL, "64M", NULL};
-    guint port = 20000 + (guint)((getpid() * 7) % 20000);
 
     fx.dir = g_dir_make_tmp("carrel-web-XXXXXX", NULL);
     fx.disk = g_build_filename(fx.dir, "disk.qcow2", NULL);
@@ -155,14 +154,14 @@ setup(void **state)
     assert_int_equal(g_mkdir_with_parents(spice, 0755), 0);
     assert_true(carrel_util_write_file(spice_js, "export {};", -1, 0644, NULL));
     sdir = g_build_filename(fx.dir, "state", NULL);
-    listen = g_strdup_printf("127.0.0.1:%u", port);
-    fx.url = g_strdup_printf("http://127.0.0.1:%u", port);
-    fx.origin = g_strdup(fx.url);
     fx.daemon = g_subprocess_new(G_SUBPROCESS_FLAGS_STDERR_SILENCE, NULL, g_getenv("CARREL_DAEMON"),
                                  "--state-dir", sdir, "--socket", "", "--libvirt-uri",
-                                 "test:///default", "--listen", listen, "--web-dir", web,
+                                 "test:///default", "--listen", "127.0.0.1:0", "--web-dir", web,
                                  "--spice-html5-dir", spice, "--test-hooks", NULL);
     assert_non_null(fx.daemon);
+    fx.url = test_daemon_url(sdir, 60, NULL);
+    assert_non_null(fx.url);
+    fx.origin = g_strdup(fx.url);
     fx.http = soup_session_new_with_options("timeout", 30, NULL);
     token_path = g_build_filename(sdir, "admin.token", NULL);
     for (int i = 0; i < 200 && !g_file_get_contents(token_path, &fx.token, NULL, NULL); i++)
