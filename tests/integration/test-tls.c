@@ -25,6 +25,7 @@ typedef struct {
     GTlsCertificate *cert;
     guint port;
     char *url; /* https://127.0.0.1:PORT */
+    char *log; /* the daemon's stderr */
     char *token;
     char *cookie; /* "carrel_session=..." after login */
     GSubprocess *daemon;
@@ -163,6 +164,8 @@ refused_start(const char *const *extra, int *ret_status)
 static void
 wait_ready(void)
 {
+    g_autofree char *log = NULL;
+
     for (int i = 0; i < 200; i++) {
         g_auto(Reply) r = {0};
         request_to(&r, fx.url, TRUE, "GET", "/v1/healthz", NULL, NULL, NULL);
@@ -170,6 +173,8 @@ wait_ready(void)
             return;
         g_usleep(50 * 1000);
     }
+    if (g_file_get_contents(fx.log, &log, NULL, NULL))
+        g_printerr("carreld's log:\n%s\n", log);
     fail_msg("carreld did not answer on %s", fx.url);
 }
 
@@ -180,7 +185,6 @@ setup(void **state)
     g_autofree char *token_path = NULL;
     g_autoptr(GSubprocessLauncher) launcher = NULL;
     g_autofree char *sock = NULL;
-    g_autofree char *log = NULL;
     g_autofree char *other_cert = NULL;
 
     fx.dir = g_dir_make_tmp("carrel-tls-XXXXXX", NULL);
@@ -197,16 +201,16 @@ setup(void **state)
     fx.cert = g_tls_certificate_new_from_file(fx.cert_path, &error);
     assert_non_null(fx.cert);
     sock = g_build_filename(fx.dir, "carreld.sock", NULL);
-    log = g_build_filename(fx.dir, "carreld.log", NULL);
+    fx.log = g_build_filename(fx.dir, "carreld.log", NULL);
     launcher = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_NONE);
-    g_subprocess_launcher_set_stderr_file_path(launcher, log);
+    g_subprocess_launcher_set_stderr_file_path(launcher, fx.log);
     fx.daemon = g_subprocess_launcher_spawn(
         launcher, &error, g_getenv("CARREL_DAEMON"), "--state-dir", fx.state, "--socket", sock,
         "--libvirt-uri", "test:///default", "--listen", "127.0.0.1:0", "--tls-cert", fx.cert_path,
         "--tls-key", fx.key_path, NULL);
     assert_non_null(fx.daemon);
     fx.http = soup_session_new_with_options("timeout", 30, NULL);
-    fx.url = test_daemon_url(fx.state, 60, log);
+    fx.url = test_daemon_url(fx.state, 60, fx.log);
     assert_non_null(fx.url);
     assert_true(g_str_has_prefix(fx.url, "https://127.0.0.1:"));
     fx.port = test_url_port(fx.url);
@@ -234,6 +238,7 @@ teardown(void **state)
     g_free(fx.key_path);
     g_free(fx.other_key_path);
     g_free(fx.url);
+    g_free(fx.log);
     g_free(fx.token);
     g_free(fx.cookie);
     return 0;
