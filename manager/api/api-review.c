@@ -177,7 +177,8 @@ carrel_api_post_test_approval(CarrelApiRequest *req, guint *ret_status, GError *
 JsonNode *
 carrel_api_post_tokens(CarrelApiRequest *req, guint *ret_status, GError **error)
 {
-    static const char *const allowed[] = {"role", "name", "expires", NULL};
+    static const char *const allowed[] = {"role", "name", "expires", "policies", NULL};
+    g_auto(GStrv) policies = NULL;
     const char *role = NULL;
     const char *name = NULL;
     const char *expires = NULL;
@@ -190,7 +191,9 @@ carrel_api_post_tokens(CarrelApiRequest *req, guint *ret_status, GError **error)
         !body_strings(req, allowed, "name", TRUE, &name, error) ||
         !body_strings(req, allowed, "expires", FALSE, &expires, error) ||
         (expires && !carrel_token_parse_ttl(expires, &ttl_s, error)) ||
-        !(token = carrel_manager_token_create(req->mgr, req->who, role, name, ttl_s, &made, error)))
+        !carrel_token_policies_from_json(req->body, &policies, error) ||
+        !(token = carrel_manager_token_create(req->mgr, req->who, role, name, ttl_s, policies,
+                                              &made, error)))
         return NULL;
     node = carrel_token_to_json(made, carrel_util_now());
     /* The only time the token is shown: it is kept as a hash. */

@@ -238,6 +238,18 @@ get_pools(CarrelApiRequest *req, guint *ret_status, GError **error)
 }
 
 static JsonNode *
+get_policies(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    return carrel_manager_policy_list(req->mgr, req->who, error);
+}
+
+static JsonNode *
+get_policy(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    return carrel_manager_policy_show(req->mgr, req->who, param(req, 0), error);
+}
+
+static JsonNode *
 get_job(CarrelApiRequest *req, guint *ret_status, GError **error)
 {
     g_autoptr(CarrelJob) job = carrel_manager_job_get(req->mgr, req->who, param(req, 0), error);
@@ -687,6 +699,8 @@ const CarrelApiRoute carrel_api_routes[] = {
     {"POST", "/v1/templates/*/warm", post_template_warm, CARREL_OP_TEMPLATE_WARM, 0},
     {"PUT", "/v1/templates/*/pool", put_template_pool, CARREL_OP_POOL_SET, 0},
     {"GET", "/v1/pools", get_pools, CARREL_OP_POOL_READ, 0},
+    {"GET", "/v1/policies", get_policies, CARREL_OP_POLICY_READ, 0},
+    {"GET", "/v1/policies/*", get_policy, CARREL_OP_POLICY_READ, 0},
     {"GET", "/v1/jobs/*", get_job, CARREL_OP_JOB_READ, 0},
     {"GET", "/v1/sessions", get_sessions, CARREL_OP_SESSION_LIST, 0},
     {"POST", "/v1/sessions", post_sessions, CARREL_OP_SESSION_CREATE, 0},

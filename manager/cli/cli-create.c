@@ -8,6 +8,7 @@
 typedef struct {
     char *template_name;
     char *name;
+    char *policy;     /* NULL: carreld's default (or the token's only policy) */
     int vcpus;        /* -1: not given */
     int memory_mib;   /* -1: not given */
     gboolean cold;    /* boot even from a warm template */
@@ -107,6 +108,10 @@ create_body(const CreateArgs *args)
         json_builder_set_member_name(builder, "name");
         json_builder_add_string_value(builder, args->name);
     }
+    if (args->policy) {
+        json_builder_set_member_name(builder, "policy");
+        json_builder_add_string_value(builder, args->policy);
+    }
     if (args->vcpus > 0) {
         json_builder_set_member_name(builder, "vcpus");
         json_builder_add_int_value(builder, args->vcpus);
@@ -186,6 +191,8 @@ carrel_cli_create(CarrelCli *cli, int argc, char **argv)
         {"template", 't', 0, G_OPTION_ARG_STRING, &args.template_name,
          "Template to clone: NAME or NAME@VERSION", "TEMPLATE"},
         {"name", 'n', 0, G_OPTION_ARG_STRING, &args.name, "Name of the session", "NAME"},
+        {"policy", 'p', 0, G_OPTION_ARG_STRING, &args.policy,
+         "Named policy the session runs under (default: default; carrel policy ls)", "NAME"},
         {"vcpus", 0, 0, G_OPTION_ARG_INT, &args.vcpus, "Virtual CPUs (default 1)", "N"},
         {"memory", 'm', 0, G_OPTION_ARG_INT, &args.memory_mib, "Memory in MiB (default 1024)",
          "MIB"},
@@ -233,6 +240,7 @@ carrel_cli_create(CarrelCli *cli, int argc, char **argv)
     }
     g_free(args.template_name);
     g_free(args.name);
+    g_free(args.policy);
     g_strfreev(args.inputs);
     g_strfreev(args.artifacts);
     g_free(args.upload);

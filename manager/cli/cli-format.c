@@ -431,8 +431,8 @@ carrel_cli_table_add_template(CarrelCliTable *table, JsonObject *tmpl)
 CarrelCliTable *
 carrel_cli_table_new_tokens(void)
 {
-    static const char *const columns[] = {"NAME",    "ID",        "ROLE",    "STATE",
-                                          "CREATED", "LAST-USED", "EXPIRES", NULL};
+    static const char *const columns[] = {"NAME",      "ID",      "ROLE",     "STATE", "CREATED",
+                                          "LAST-USED", "EXPIRES", "POLICIES", NULL};
 
     return carrel_cli_table_new(columns);
 }
@@ -440,8 +440,14 @@ carrel_cli_table_new_tokens(void)
 void
 carrel_cli_table_add_token(CarrelCliTable *table, JsonObject *token)
 {
-    const char *cells[8];
+    JsonNode *list = json_object_get_member(token, "policies");
+    JsonArray *policies = list && JSON_NODE_HOLDS_ARRAY(list) ? json_node_get_array(list) : NULL;
+    g_autoptr(GString) names = g_string_new(NULL);
+    const char *cells[9];
 
+    for (guint i = 0; policies && i < json_array_get_length(policies); i++)
+        g_string_append_printf(names, "%s%s", i ? "," : "",
+                               json_array_get_string_element(policies, i));
     cells[0] = carrel_cli_json_string(token, "name");
     cells[1] = carrel_cli_json_string(token, "id");
     cells[2] = carrel_cli_json_string(token, "role");
@@ -449,7 +455,8 @@ carrel_cli_table_add_token(CarrelCliTable *table, JsonObject *token)
     cells[4] = carrel_cli_json_string(token, "created_at");
     cells[5] = carrel_cli_json_string(token, "last_used_at");
     cells[6] = carrel_cli_json_string(token, "expires_at");
-    cells[7] = NULL;
+    cells[7] = policies ? names->str : "any";
+    cells[8] = NULL;
     carrel_cli_table_add(table, cells);
 }
 

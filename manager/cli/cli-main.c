@@ -28,7 +28,8 @@ static const char cli_help[] =
     "  template warm NAME[@VERSION]   boot it once and save the running desktop: sessions\n"
     "                                 then restore instead of booting\n"
     "  template rm NAME[@VERSION]     delete one version, or every version (once unused)\n"
-    "  create [--template] TEMPLATE [--name NAME] [--vcpus N] [--memory MIB] [--cold]\n"
+    "  create [--template] TEMPLATE [--name NAME] [--policy P] [--vcpus N] [--memory MIB]\n"
+    "         [--cold]\n"
     "         [--input LOCAL:GUEST_PATH]... [--artifact GUEST_PATH]...\n"
     "         [--ttl S] [--idle S] [--on-expiry destroy|stop|hibernate|pause]\n"
     "                                 create a session and wait for its desktop; inputs are\n"
@@ -49,10 +50,12 @@ static const char cli_help[] =
     "  approvals [--all]              actions waiting for a reviewer\n"
     "  approve|deny AID [--reason R]  decide one (once)\n"
     "  token ls                       tokens: name, id, role, state, last use, expiry\n"
-    "  token add NAME [--role R] [--expires 12h]\n"
+    "  token add NAME [--role R] [--expires 12h] [--policy P]...\n"
     "                                 a token for a person or agent (reviewer by default);\n"
-    "                                 events and the audit log name them; shown once\n"
+    "                                 events and the audit log name them; shown once;\n"
+    "                                 --policy limits an agent's sessions to those policies\n"
     "  token revoke NAME              refuse a token from now on\n"
+    "  policy ls | show NAME          the named policies sessions are created under\n"
     "  token rotate-admin             a new admin token; carreld writes it to its admin.token\n"
     "  audit ls [--session S] [--principal P] [--operation O] [--result R] [--since T]\n"
     "           [--after SEQ] [--limit N]\n"
@@ -142,6 +145,7 @@ static const CliVerb cli_verbs[] = {
     {"do", carrel_cli_do},
     {"mcp", carrel_cli_mcp},
     {"token", carrel_cli_token},
+    {"policy", carrel_cli_policy},
     {"audit", carrel_cli_audit},
     {"control", carrel_cli_control},
     {"approvals", carrel_cli_approvals},

@@ -10,9 +10,10 @@ static const char token_usage[] =
     "\n"
     "  ls                          list tokens: name, id, role, state, created, last used,\n"
     "                              expiry\n"
-    "  add NAME [--role R] [--expires 12h]\n"
+    "  add NAME [--role R] [--expires 12h] [--policy P]...\n"
     "                              a token for a person or an agent (reviewer by default);\n"
-    "                              their actions are recorded under NAME; shown once\n"
+    "                              their actions are recorded under NAME; shown once;\n"
+    "                              --policy limits an agent's sessions to those policies\n"
     "  revoke NAME                 refuse the token from now on\n"
     "  rotate-admin                a new admin token, shown once; carreld writes it to its\n"
     "                              admin.token and the old one stops working\n";
@@ -53,11 +54,15 @@ token_add(CarrelCli *cli, int argc, char **argv)
 {
     g_autofree char *role = NULL;
     g_autofree char *expires = NULL;
+    g_auto(GStrv) policies = NULL;
     const GOptionEntry entries[] = {
         {"role", 0, 0, G_OPTION_ARG_STRING, &role, "admin, agent or reviewer (default reviewer)",
          "ROLE"},
         {"expires", 0, 0, G_OPTION_ARG_STRING, &expires,
          "Refused after this long: 90s, 30m, 12h, 7d (default never)", "TTL"},
+        {"policy", 0, 0, G_OPTION_ARG_STRING_ARRAY, &policies,
+         "An agent token's sessions may have only these policies (repeatable; default any)",
+         "NAME"},
         G_OPTION_ENTRY_NULL,
     };
     g_autoptr(JsonNode) body = carrel_cli_json_new_object();
@@ -65,7 +70,8 @@ token_add(CarrelCli *cli, int argc, char **argv)
     g_autoptr(GError) error = NULL;
     JsonObject *obj = json_node_get_object(body);
 
-    if (!carrel_cli_parse_options(cli, "token add NAME [--role ROLE] [--expires TTL]",
+    if (!carrel_cli_parse_options(cli,
+                                  "token add NAME [--role ROLE] [--expires TTL] [--policy P]...",
                                   "Makes a token for a person or an agent; their actions are "
                                   "recorded under NAME. The token is shown once.",
                                   entries, 1, 1, &argc, &argv))
@@ -74,6 +80,12 @@ token_add(CarrelCli *cli, int argc, char **argv)
     json_object_set_string_member(obj, "name", argv[1]);
     if (expires)
         json_object_set_string_member(obj, "expires", expires);
+    if (policies) {
+        JsonArray *list = json_array_new();
+        for (guint i = 0; policies[i]; i++)
+            json_array_add_string_element(list, policies[i]);
+        json_object_set_array_member(obj, "policies", list);
+    }
     if (!carrel_cli_call(cli, "POST", "/v1/tokens", body, &reply, &error))
         return carrel_cli_fail(cli, error);
     carrel_cli_print_fields(cli, reply);

@@ -55,6 +55,8 @@ static const Param create_params[] = {
      "Template to boot, NAME or NAME@VERSION (for example 'tiny' or 'desktop')", 0, 0, NULL},
     {"name", PARAM_STRING, FALSE,
      "A unique name for the sandbox: 1-63 of [a-z0-9._-], not starting with 's-'", 0, 0, NULL},
+    {"policy", PARAM_STRING, FALSE,
+     "The named policy it runs under (default 'default'; GET /v1/policies lists them)", 0, 0, NULL},
     {"vcpus", PARAM_INTEGER, FALSE, "Virtual CPUs (default 1)", 1, CARREL_LIMIT_VCPUS, NULL},
     {"memory_mib", PARAM_INTEGER, FALSE, "Memory in MiB (default 1024)",
      CARREL_LIMIT_MIN_MEMORY_MIB, CARREL_LIMIT_MEMORY_MIB, NULL},

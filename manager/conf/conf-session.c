@@ -29,6 +29,7 @@ carrel_session_free(CarrelSession *session)
     g_free(session->pool);
     g_free(session->owner_id);
     g_free(session->owner_label);
+    g_free(session->policy);
     g_free(session);
 }
 
@@ -73,6 +74,7 @@ carrel_session_to_json(const CarrelSession *session)
     carrel_conf_add_optional_string(b, "forked_from", session->origin_session);
     carrel_conf_add_optional_string(b, "owner", session->owner_label);
     carrel_conf_add_optional_string(b, "owner_id", session->owner_id);
+    carrel_conf_add_optional_string(b, "policy", session->policy);
     if (session->expires_at) {
         g_autofree char *expires = carrel_util_format_time(session->expires_at);
         carrel_conf_add_optional_string(b, "expires_at", expires);
@@ -100,6 +102,7 @@ carrel_session_request_free(CarrelSessionRequest *req)
         return;
     g_free(req->template_name);
     g_free(req->name);
+    g_free(req->policy);
     g_strfreev(req->exit_paths);
     g_free(req->expiry_action);
     if (req->inputs)
@@ -247,9 +250,9 @@ get_inputs(JsonObject *obj, GPtrArray **ret_inputs, GError **error)
 CarrelSessionRequest *
 carrel_session_request_from_json(JsonNode *node, GError **error)
 {
-    static const char *const allowed[] = {"template",       "name",      "vcpus",  "memory_mib",
-                                          "cold",           "artifacts", "inputs", "ttl_s",
-                                          "idle_timeout_s", "on_expiry", NULL};
+    static const char *const allowed[] = {"template",   "name",           "policy",    "vcpus",
+                                          "memory_mib", "cold",           "artifacts", "inputs",
+                                          "ttl_s",      "idle_timeout_s", "on_expiry", NULL};
     g_autoptr(CarrelSessionRequest) req = g_new0(CarrelSessionRequest, 1);
     JsonObject *obj;
 
@@ -261,6 +264,7 @@ carrel_session_request_from_json(JsonNode *node, GError **error)
     if (!carrel_conf_check_members(obj, allowed, error) ||
         !carrel_conf_get_string(obj, "template", TRUE, &req->template_name, error) ||
         !carrel_conf_get_string(obj, "name", FALSE, &req->name, error) ||
+        !carrel_conf_get_string(obj, "policy", FALSE, &req->policy, error) ||
         !carrel_conf_get_uint(obj, "vcpus", 1, CARREL_LIMIT_VCPUS, &req->vcpus, error) ||
         !carrel_conf_get_uint(obj, "memory_mib", CARREL_LIMIT_MIN_MEMORY_MIB,
                               CARREL_LIMIT_MEMORY_MIB, &req->memory_mib, error) ||
@@ -281,6 +285,11 @@ carrel_session_request_from_json(JsonNode *node, GError **error)
     }
     if (!split_template_ref(req, error))
         return NULL;
+    if (req->policy && !carrel_util_is_valid_name(req->policy)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "invalid policy name: use 1-63 of [a-z0-9._-] (carrel policy ls)");
+        return NULL;
+    }
     /* Names share the id namespace for lookups, so an id-shaped name would be ambiguous. */
     if (req->name && (!carrel_util_is_valid_name(req->name) || g_str_has_prefix(req->name, "s-"))) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,

@@ -55,6 +55,7 @@ static const OpInfo ops[CARREL_OP_LAST] = {
     [CARREL_OP_TEMPLATE_REMOVE] = {"template.remove", TRUE},
     [CARREL_OP_POOL_READ] = {"pool.read", FALSE},
     [CARREL_OP_POOL_SET] = {"pool.set", TRUE},
+    [CARREL_OP_POLICY_READ] = {"policy.read", FALSE},
     [CARREL_OP_JOB_READ] = {"job.read", FALSE},
     [CARREL_OP_UPLOAD_CREATE] = {"upload.create", TRUE},
     [CARREL_OP_TOKEN_LIST] = {"token.list", FALSE},
@@ -117,7 +118,19 @@ carrel_principal_new(const char *token_id, const char *label, CarrelRole role)
 CarrelPrincipal *
 carrel_principal_copy(const CarrelPrincipal *who)
 {
-    return who ? carrel_principal_new(who->token_id, who->label, who->role) : NULL;
+    CarrelPrincipal *copy;
+
+    if (!who)
+        return NULL;
+    copy = carrel_principal_new(who->token_id, who->label, who->role);
+    copy->policies = g_strdupv(who->policies);
+    return copy;
+}
+
+gboolean
+carrel_principal_may_use_policy(const CarrelPrincipal *who, const char *policy)
+{
+    return !who->policies || g_strv_contains((const char *const *)who->policies, policy);
 }
 
 void
@@ -127,6 +140,7 @@ carrel_principal_free(CarrelPrincipal *who)
         return;
     g_free(who->token_id);
     g_free(who->label);
+    g_strfreev(who->policies);
     g_free(who);
 }
 
@@ -165,6 +179,7 @@ carrel_token_free(CarrelToken *token)
         return;
     g_free(token->id);
     g_free(token->label);
+    g_strfreev(token->policies);
     g_free(token);
 }
 
@@ -198,6 +213,15 @@ carrel_token_to_json(const CarrelToken *token, gint64 now)
     carrel_conf_add_optional_time(b, "last_used_at", token->last_used_at);
     carrel_conf_add_optional_time(b, "expires_at", token->expires_at);
     carrel_conf_add_optional_time(b, "revoked_at", token->revoked_at);
+    json_builder_set_member_name(b, "policies");
+    if (token->policies) {
+        json_builder_begin_array(b);
+        for (guint i = 0; token->policies[i]; i++)
+            json_builder_add_string_value(b, token->policies[i]);
+        json_builder_end_array(b);
+    } else {
+        json_builder_add_null_value(b);
+    }
     json_builder_end_object(b);
     return json_builder_get_root(b);
 }
@@ -236,6 +260,29 @@ carrel_token_parse_ttl(const char *text, gint64 *ret_seconds, GError **error)
         return FALSE;
     }
     *ret_seconds = (gint64)n * factor[unit - units];
+    return TRUE;
+}
+
+gboolean
+carrel_token_policies_from_json(JsonNode *request, GStrv *ret_policies, GError **error)
+{
+    g_auto(GStrv) names = NULL;
+
+    *ret_policies = NULL;
+    if (!request || !JSON_NODE_HOLDS_OBJECT(request))
+        return TRUE;
+    if (!carrel_conf_get_string_array(json_node_get_object(request), "policies",
+                                      CARREL_LIMIT_TOKEN_POLICIES, &names, error))
+        return FALSE;
+    for (guint i = 0; names && names[i]; i++) {
+        if (!carrel_util_is_valid_name(names[i])) {
+            g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                        "'policies' holds names of policies (carrel policy ls), not '%s'",
+                        names[i]);
+            return FALSE;
+        }
+    }
+    *ret_policies = g_steal_pointer(&names);
     return TRUE;
 }
 

@@ -28,12 +28,16 @@ typedef struct {
     char *token_id; /* "t-...", or "carreld" */
     char *label;    /* shown on timelines, leases and the audit log */
     CarrelRole role;
+    GStrv policies; /* the named policies its sessions may have; NULL = any */
 } CarrelPrincipal;
 
 CarrelPrincipal *carrel_principal_new(const char *token_id, const char *label, CarrelRole role);
 CarrelPrincipal *carrel_principal_copy(const CarrelPrincipal *who);
 void carrel_principal_free(CarrelPrincipal *who);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelPrincipal, carrel_principal_free)
+/* TRUE when who may have sessions under the named policy. */
+gboolean carrel_principal_may_use_policy(const CarrelPrincipal *who, const char *policy);
+
 /* carreld itself (a static principal; never free it). */
 const CarrelPrincipal *carrel_principal_daemon(void);
 /* {id, label, role} */
@@ -79,6 +83,7 @@ typedef enum {
     CARREL_OP_TEMPLATE_REMOVE,
     CARREL_OP_POOL_READ,
     CARREL_OP_POOL_SET,
+    CARREL_OP_POLICY_READ, /* the named policies a caller may create sessions under */
     CARREL_OP_JOB_READ,
     CARREL_OP_UPLOAD_CREATE,
     CARREL_OP_TOKEN_LIST,
@@ -109,6 +114,7 @@ typedef struct {
     gint64 last_used_at;
     gint64 expires_at;
     gint64 revoked_at;
+    GStrv policies; /* the only named policies its sessions may have; NULL = any */
 } CarrelToken;
 
 CarrelToken *carrel_token_new(void);
@@ -116,12 +122,17 @@ void carrel_token_free(CarrelToken *token);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelToken, carrel_token_free)
 /* TRUE while the token may be used at now (not revoked, not expired). */
 gboolean carrel_token_is_live(const CarrelToken *token, gint64 now);
-/* {id, name, role, created_at, last_used_at, expires_at, revoked_at, state}; times RFC 3339. */
+/* {id, name, role, created_at, last_used_at, expires_at, revoked_at, state, policies (null =
+ * any)}; times RFC 3339. */
 JsonNode *carrel_token_to_json(const CarrelToken *token, gint64 now);
 /* A token's name: 1-64 of [A-Za-z0-9._@-]. */
 gboolean carrel_token_check_label(const char *label, GError **error);
 /* "90s", "30m", "12h", "7d" (at most 366 days) -> seconds; INVALID_ARG otherwise. */
 gboolean carrel_token_parse_ttl(const char *text, gint64 *ret_seconds, GError **error);
+
+/* A token request's "policies": absent or null = NULL (any), else names of policies (checked
+ * for shape here; whether they exist, core decides). */
+gboolean carrel_token_policies_from_json(JsonNode *request, GStrv *ret_policies, GError **error);
 
 #define CARREL_AUDIT_GENESIS "0000000000000000000000000000000000000000000000000000000000000000"
 

@@ -146,6 +146,7 @@ typedef struct {
     char *owner_id;       /* token id of the principal that created (or forked, claimed) it;
                              NULL for sessions older than owners: admins and reviewers only */
     char *owner_label;    /* that principal's name */
+    char *policy;         /* the named policy it was created under ("default") */
     gint64 created_at;
     gint64 updated_at;
 } CarrelSession;
@@ -177,12 +178,13 @@ typedef struct {
 void carrel_input_free(CarrelInput *input);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelInput, carrel_input_free)
 
-/* A request to create a session: {template, name?, vcpus?, memory_mib?, cold?, artifacts?,
- * inputs?, ttl_s?, idle_timeout_s?, on_expiry?}. */
+/* A request to create a session: {template, name?, policy?, vcpus?, memory_mib?, cold?,
+ * artifacts?, inputs?, ttl_s?, idle_timeout_s?, on_expiry?}. */
 typedef struct {
     char *template_name;
     guint template_version; /* 0 = latest */
     char *name;             /* NULL = derived from the id */
+    char *policy;           /* a named policy; NULL = "default" (or the token's only one) */
     guint vcpus;            /* 0 = default */
     guint memory_mib;       /* 0 = default */
     gboolean cold;          /* boot even when the template is warm */

@@ -25,6 +25,7 @@ fork_row(CarrelManager *mgr, const CarrelPrincipal *who, const CarrelSession *or
     s->overlay_path = g_build_filename(s->dir, "disk.qcow2", NULL);
     s->from_warm = TRUE;
     s->exit_paths = g_strdupv(origin->exit_paths);
+    s->policy = g_strdup(origin->policy);
     s->head_snapshot = g_strdup(snap->id);
     s->origin_session = g_strdup(origin->id);
     s->mac = carrel_net_new_mac();
@@ -112,6 +113,7 @@ fork_from(CarrelManager *mgr, const CarrelPrincipal *who, const CarrelSession *o
           const char *snapshot, guint count, GError **error)
 {
     g_autoptr(CarrelSnapshot) snap = NULL;
+    const CarrelPolicy *policy;
     g_autoptr(GPtrArray) forks =
         g_ptr_array_new_with_free_func((GDestroyNotify)carrel_session_free);
 
@@ -120,7 +122,9 @@ fork_from(CarrelManager *mgr, const CarrelPrincipal *who, const CarrelSession *o
                     CARREL_LIMIT_FORKS);
         return NULL;
     }
-    if (!carrel_policy_check_resources(mgr->policy, origin->vcpus, origin->memory_mib, error) ||
+    /* A fork runs under its origin's policy, which the caller must be allowed to use. */
+    if (!(policy = carrel_manager_policy_for(mgr, who, origin->policy, error)) ||
+        !carrel_policy_check_resources(policy, origin->vcpus, origin->memory_mib, error) ||
         !(snap = fork_source(mgr, origin, snapshot, error))) {
         g_prefix_error(error, "fork of '%s': ", origin->id);
         return NULL;

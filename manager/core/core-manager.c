@@ -41,23 +41,6 @@ make_layout(const char *state_dir, GError **error)
     return TRUE;
 }
 
-static CarrelPolicy *
-load_policy(const char *path, GError **error)
-{
-    g_autofree char *text = NULL;
-    gsize len = 0;
-    CarrelPolicy *policy;
-
-    if (!path)
-        return carrel_policy_new_default();
-    if (!g_file_get_contents(path, &text, &len, error))
-        return NULL;
-    policy = carrel_policy_load_data(text, len, error);
-    if (!policy)
-        g_prefix_error(error, "policy '%s': ", path);
-    return policy;
-}
-
 static void
 input_state_free(gpointer data)
 {
@@ -114,8 +97,11 @@ carrel_manager_new(const CarrelManagerConfig *config, CarrelHypervisor *hv, GErr
     mgr->screen_grace_s = config->screen_grace_s ? config->screen_grace_s : 45;
     mgr->screen_poll_ms = config->screen_poll_ms ? config->screen_poll_ms : 500;
     mgr->tb_cache_mib = config->tb_cache_mib ? config->tb_cache_mib : 64;
-    mgr->policy = load_policy(config->policy_path, error);
-    if (!mgr->policy || !make_layout(mgr->state_dir, error))
+    mgr->policies = carrel_manager_load_policies(config->policy_dir, config->policy_path, error);
+    if (!mgr->policies)
+        return NULL;
+    mgr->policy = carrel_policy_set_get_default(mgr->policies);
+    if (!make_layout(mgr->state_dir, error))
         return NULL;
     mgr->instance_id = load_instance_id(mgr->state_dir, error);
     if (!mgr->instance_id)
@@ -145,7 +131,7 @@ carrel_manager_free(CarrelManager *mgr)
     g_mutex_clear(&mgr->console_lock);
     g_clear_pointer(&mgr->store, carrel_store_free);
     g_clear_pointer(&mgr->hv, carrel_hypervisor_free);
-    g_clear_pointer(&mgr->policy, carrel_policy_free);
+    g_clear_pointer(&mgr->policies, carrel_policy_set_free);
     g_mutex_clear(&mgr->lock);
     g_mutex_clear(&mgr->warm_lock);
     g_free(mgr->state_dir);

@@ -73,11 +73,14 @@ carrel_manager_pool_list(CarrelManager *mgr, const CarrelPrincipal *who, GError 
     return json_builder_get_root(b);
 }
 
-/* The request fits the pool's members: same version, same shape, no cold boot asked for. */
+/* The request fits the pool's members: same version, same shape, no cold boot asked for, and a
+ * shape the request's policy allows. */
 static gboolean
-fits(const CarrelSessionRequest *req, const CarrelTemplate *tmpl, const CarrelSession *m)
+fits(const CarrelSessionRequest *req, const CarrelTemplate *tmpl, const CarrelPolicy *policy,
+     const CarrelSession *m)
 {
     return !req->cold && m->state == CARREL_SESSION_PAUSED &&
+           carrel_policy_check_resources(policy, m->vcpus, m->memory_mib, NULL) &&
            m->template_version == tmpl->version && (!req->vcpus || req->vcpus == m->vcpus) &&
            (!req->memory_mib || req->memory_mib == m->memory_mib);
 }
@@ -85,7 +88,7 @@ fits(const CarrelSessionRequest *req, const CarrelTemplate *tmpl, const CarrelSe
 /* The member becomes the request's session: running, clock set, named, limits and inputs. */
 static gboolean
 hand_over(CarrelManager *mgr, const CarrelPrincipal *who, CarrelSession *m,
-          const CarrelSessionRequest *req, GError **error)
+          const CarrelSessionRequest *req, const CarrelPolicy *policy, GError **error)
 {
     g_autofree char *domain = carrel_session_domain_name(m->id);
     guint ttl_s = 0, idle_s = 0;
@@ -94,9 +97,11 @@ hand_over(CarrelManager *mgr, const CarrelPrincipal *who, CarrelSession *m,
     g_free(m->name);
     m->name = g_strdup(req->name ? req->name : m->id);
     g_strfreev(m->exit_paths);
-    m->exit_paths = carrel_policy_exit_paths(mgr->policy, req->exit_paths);
-    carrel_policy_time_limits(mgr->policy, req->ttl_s, req->idle_timeout_s, req->expiry_action,
-                              &ttl_s, &idle_s, &action);
+    m->exit_paths = carrel_policy_exit_paths(policy, req->exit_paths);
+    g_free(m->policy);
+    m->policy = g_strdup(carrel_policy_get_name(policy));
+    carrel_policy_time_limits(policy, req->ttl_s, req->idle_timeout_s, req->expiry_action, &ttl_s,
+                              &idle_s, &action);
     m->expires_at = ttl_s ? carrel_util_now() + ttl_s : 0;
     m->idle_timeout_s = idle_s;
     g_free(m->expiry_action);
@@ -116,7 +121,8 @@ hand_over(CarrelManager *mgr, const CarrelPrincipal *who, CarrelSession *m,
 
 CarrelSession *
 carrel_manager_pool_claim(CarrelManager *mgr, const CarrelPrincipal *who,
-                          const CarrelSessionRequest *req, const CarrelTemplate *tmpl)
+                          const CarrelSessionRequest *req, const CarrelTemplate *tmpl,
+                          const CarrelPolicy *policy)
 {
     g_autoptr(GPtrArray) members = carrel_store_pool_members(mgr->store, tmpl->name, NULL);
     g_autoptr(GError) error = NULL;
@@ -132,11 +138,11 @@ carrel_manager_pool_claim(CarrelManager *mgr, const CarrelPrincipal *who,
         CarrelSession *m = g_ptr_array_index(members, i);
         g_autoptr(CarrelSession) fresh = NULL;
         gboolean ok;
-        if (!fits(req, tmpl, m) || !carrel_manager_claim(mgr, m->id, "claim", NULL))
+        if (!fits(req, tmpl, policy, m) || !carrel_manager_claim(mgr, m->id, "claim", NULL))
             continue;
         fresh = carrel_store_session_get(mgr->store, m->id, NULL);
-        ok = fresh && fresh->pool && fits(req, tmpl, fresh) &&
-             hand_over(mgr, who, fresh, req, &error);
+        ok = fresh && fresh->pool && fits(req, tmpl, policy, fresh) &&
+             hand_over(mgr, who, fresh, req, policy, &error);
         carrel_manager_release(mgr, m->id);
         if (ok) {
             carrel_manager_forget_uploads(mgr, req->inputs);

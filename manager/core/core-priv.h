@@ -23,12 +23,13 @@ struct _CarrelManager {
     guint tb_cache_mib;
     CarrelStore *store;
     CarrelHypervisor *hv;
-    CarrelPolicy *policy;
-    GMutex lock;        /* guards busy and jobs */
-    GMutex warm_lock;   /* serialises restores: each rewrites its save file\'s header */
-    GHashTable *busy;   /* session id or "template:<name>" -> operation name */
-    GHashTable *jobs;   /* job id -> CarrelJob */
-    GHashTable *inputs; /* session id -> CarrelInputState, guarded by lock */
+    CarrelPolicySet *policies;  /* the named policies (core-policy.c) */
+    const CarrelPolicy *policy; /* "default": its [roles] are the role matrix */
+    GMutex lock;                /* guards busy and jobs */
+    GMutex warm_lock;           /* serialises restores: each rewrites its save file\'s header */
+    GHashTable *busy;           /* session id or "template:<name>" -> operation name */
+    GHashTable *jobs;           /* job id -> CarrelJob */
+    GHashTable *inputs;         /* session id -> CarrelInputState, guarded by lock */
     GThread *watch_thread;
     GMutex watch_lock; /* guards watch_stop, with watch_cond */
     GCond watch_cond;
@@ -146,6 +147,21 @@ typedef struct {
 void carrel_door_clear(CarrelDoor *door);
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(CarrelDoor, carrel_door_clear)
 
+/* Named policies (core-policy.c). load: every NAME.policy of dir (NULL: none), default_path
+ * (NULL: none) standing in for dir's default.policy; a bad file is an error naming it. */
+CarrelPolicySet *carrel_manager_load_policies(const char *dir, const char *default_path,
+                                              GError **error);
+/* The policy a create by who under name (NULL: "default", or the token's first when it may not
+ * use "default") gets: NOT_FOUND for an unknown name, POLICY_DENIED for one the token may not
+ * use. */
+const CarrelPolicy *carrel_manager_policy_for(CarrelManager *mgr, const CarrelPrincipal *who,
+                                              const char *name, GError **error);
+/* The policy a session runs under; WRONG_STATE when carreld no longer has it. */
+const CarrelPolicy *carrel_manager_session_policy(CarrelManager *mgr, const CarrelSession *session,
+                                                  GError **error);
+/* Every name is a loaded policy (a token's limits); an empty list is INVALID_ARG. */
+gboolean carrel_manager_check_policy_names(CarrelManager *mgr, char **names, GError **error);
+
 /* Finds the session (id_or_name may be NULL: no session involved), asks the policy, and audits
  * a refusal. Takes params. FALSE with NOT_FOUND, FORBIDDEN or WRONG_STATE (the lease). */
 gboolean carrel_door_enter(CarrelDoor *door, CarrelManager *mgr, const CarrelPrincipal *who,
@@ -247,6 +263,6 @@ CarrelSession *carrel_manager_create_into(CarrelManager *mgr, const CarrelPrinci
  * or the hand-over failed (logged; the create then boots or restores as usual). */
 CarrelSession *carrel_manager_pool_claim(CarrelManager *mgr, const CarrelPrincipal *who,
                                          const CarrelSessionRequest *req,
-                                         const CarrelTemplate *tmpl);
+                                         const CarrelTemplate *tmpl, const CarrelPolicy *policy);
 /* One refill step per pool whose members are fewer than its size (the watcher calls it). */
 void carrel_manager_pool_refill(CarrelManager *mgr);

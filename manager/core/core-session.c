@@ -49,13 +49,13 @@ carrel_manager_session_teardown(CarrelManager *mgr, const CarrelSession *session
 }
 
 static void
-set_time_limits(CarrelManager *mgr, const CarrelSessionRequest *req, CarrelSession *session)
+set_time_limits(const CarrelPolicy *policy, const CarrelSessionRequest *req, CarrelSession *session)
 {
     guint ttl_s = 0, idle_s = 0;
     const char *action = NULL;
 
-    carrel_policy_time_limits(mgr->policy, req->ttl_s, req->idle_timeout_s, req->expiry_action,
-                              &ttl_s, &idle_s, &action);
+    carrel_policy_time_limits(policy, req->ttl_s, req->idle_timeout_s, req->expiry_action, &ttl_s,
+                              &idle_s, &action);
     session->expires_at = ttl_s ? session->created_at + ttl_s : 0;
     session->idle_timeout_s = idle_s;
     session->expiry_action = g_strdup(action);
@@ -63,7 +63,8 @@ set_time_limits(CarrelManager *mgr, const CarrelSessionRequest *req, CarrelSessi
 
 static CarrelSession *
 session_from_request(CarrelManager *mgr, const CarrelPrincipal *owner,
-                     const CarrelSessionRequest *req, const CarrelTemplate *tmpl)
+                     const CarrelSessionRequest *req, const CarrelTemplate *tmpl,
+                     const CarrelPolicy *policy)
 {
     g_autoptr(CarrelSession) session = carrel_session_new();
 
@@ -84,8 +85,9 @@ session_from_request(CarrelManager *mgr, const CarrelPrincipal *owner,
     session->overlay_path = g_build_filename(session->dir, "disk.qcow2", NULL);
     session->mac = carrel_net_new_mac();
     session->created_at = session->updated_at = carrel_util_now();
-    session->exit_paths = carrel_policy_exit_paths(mgr->policy, req->exit_paths);
-    set_time_limits(mgr, req, session);
+    session->policy = g_strdup(carrel_policy_get_name(policy));
+    session->exit_paths = carrel_policy_exit_paths(policy, req->exit_paths);
+    set_time_limits(policy, req, session);
     return g_steal_pointer(&session);
 }
 
@@ -235,17 +237,21 @@ carrel_manager_create_into(CarrelManager *mgr, const CarrelPrincipal *who,
     g_autoptr(CarrelTemplate) tmpl = NULL;
     g_autoptr(CarrelSession) session = NULL;
     g_autoptr(CarrelWarmState) warm = NULL;
+    const CarrelPolicy *policy;
     CarrelSession *result;
 
-    tmpl = carrel_store_template_get(mgr->store, req->template_name, req->template_version, error);
+    policy = carrel_manager_policy_for(mgr, who, req->policy, error);
+    tmpl = policy ? carrel_store_template_get(mgr->store, req->template_name, req->template_version,
+                                              error)
+                  : NULL;
     if (!tmpl) {
         g_prefix_error(error, "creating session: ");
         return NULL;
     }
     /* A ready member of the template's warm pool: claimed at once, refilled later. */
-    if (!pool && (result = carrel_manager_pool_claim(mgr, who, req, tmpl)))
+    if (!pool && (result = carrel_manager_pool_claim(mgr, who, req, tmpl, policy)))
         return result;
-    session = session_from_request(mgr, who, req, tmpl);
+    session = session_from_request(mgr, who, req, tmpl, policy);
     session->pool = g_strdup(pool);
     warm = pick_warm(mgr, req, tmpl);
     if (warm) {
@@ -253,7 +259,7 @@ carrel_manager_create_into(CarrelManager *mgr, const CarrelPrincipal *who,
         session->memory_mib = warm->memory_mib;
         session->from_warm = TRUE;
     }
-    if (!carrel_policy_check_resources(mgr->policy, session->vcpus, session->memory_mib, error) ||
+    if (!carrel_policy_check_resources(policy, session->vcpus, session->memory_mib, error) ||
         !carrel_manager_check_inputs(mgr, req->inputs, error) ||
         !carrel_manager_claim(mgr, session->id, "create", error)) {
         g_prefix_error(error, "creating session: ");
@@ -291,6 +297,8 @@ create_params(const CarrelSessionRequest *req)
     json_object_set_string_member(obj, "template", req->template_name);
     if (req->name)
         json_object_set_string_member(obj, "name", req->name);
+    if (req->policy)
+        json_object_set_string_member(obj, "policy", req->policy);
     return node;
 }
 

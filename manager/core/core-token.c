@@ -13,7 +13,10 @@
 static CarrelPrincipal *
 principal_of(const CarrelToken *t)
 {
-    return carrel_principal_new(t->id, t->label, t->role);
+    CarrelPrincipal *who = carrel_principal_new(t->id, t->label, t->role);
+
+    who->policies = g_strdupv(t->policies);
+    return who;
 }
 
 /* A credential refused: UNAUTHORIZED, and a "denied" row for auth.login. */
@@ -107,7 +110,7 @@ carrel_manager_audit_refused_login(CarrelManager *mgr, const char *source, const
 
 static gboolean
 insert_token(CarrelManager *mgr, const char *secret, CarrelRole role, const char *label,
-             gint64 ttl_s, CarrelToken **ret_token, GError **error)
+             gint64 ttl_s, char **policies, CarrelToken **ret_token, GError **error)
 {
     g_autoptr(CarrelToken) t = carrel_token_new();
     g_autofree char *hash = carrel_util_sha256_string(secret);
@@ -117,6 +120,7 @@ insert_token(CarrelManager *mgr, const char *secret, CarrelRole role, const char
     t->role = role;
     t->created_at = carrel_util_now();
     t->expires_at = ttl_s ? t->created_at + ttl_s : 0;
+    t->policies = g_strdupv(policies);
     if (!carrel_store_token_insert(mgr->store, t, hash, error))
         return FALSE;
     if (ret_token)
@@ -137,12 +141,12 @@ carrel_manager_ensure_admin_token(CarrelManager *mgr, const char *token, GError 
     admin = carrel_store_token_get(mgr->store, ADMIN_LABEL, NULL);
     if (admin)
         return carrel_store_token_set_hash(mgr->store, admin->id, hash, error);
-    return insert_token(mgr, token, CARREL_ROLE_ADMIN, ADMIN_LABEL, 0, NULL, error);
+    return insert_token(mgr, token, CARREL_ROLE_ADMIN, ADMIN_LABEL, 0, NULL, NULL, error);
 }
 
 static char *
 create_token(CarrelManager *mgr, const char *role_name, const char *name, gint64 ttl_s,
-             CarrelToken **ret_token, GError **error)
+             char **policies, CarrelToken **ret_token, GError **error)
 {
     CarrelRole role = carrel_role_from_string(role_name);
     g_autofree char *secret = NULL;
@@ -158,15 +162,24 @@ create_token(CarrelManager *mgr, const char *role_name, const char *name, gint64
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "an expiry must be positive");
         return NULL;
     }
+    /* Only what makes sessions can be limited; a reviewer's or admin's token is not. */
+    if (policies && role != CARREL_ROLE_AGENT) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "only agent tokens are limited to policies");
+        return NULL;
+    }
+    if (!carrel_manager_check_policy_names(mgr, policies, error))
+        return NULL;
     secret = carrel_util_new_token();
-    if (!insert_token(mgr, secret, role, name, ttl_s, ret_token, error))
+    if (!insert_token(mgr, secret, role, name, ttl_s, policies, ret_token, error))
         return NULL;
     return g_steal_pointer(&secret);
 }
 
 char *
 carrel_manager_token_create(CarrelManager *mgr, const CarrelPrincipal *who, const char *role,
-                            const char *name, gint64 ttl_s, CarrelToken **ret_token, GError **error)
+                            const char *name, gint64 ttl_s, char **policies,
+                            CarrelToken **ret_token, GError **error)
 {
     g_auto(CarrelDoor) door = {0};
     g_autoptr(GError) local = NULL;
@@ -176,9 +189,15 @@ carrel_manager_token_create(CarrelManager *mgr, const CarrelPrincipal *who, cons
     /* Name and role only: the secret never reaches the audit log, not even digested. */
     json_object_set_string_member(json_node_get_object(params), "name", name ? name : "");
     json_object_set_string_member(json_node_get_object(params), "role", role ? role : "");
+    if (policies) {
+        JsonArray *list = json_array_new();
+        for (guint i = 0; policies[i]; i++)
+            json_array_add_string_element(list, policies[i]);
+        json_object_set_array_member(json_node_get_object(params), "policies", list);
+    }
     if (!carrel_door_enter(&door, mgr, who, CARREL_OP_TOKEN_CREATE, NULL, params, error))
         return NULL;
-    secret = create_token(mgr, role, name, ttl_s, ret_token, &local);
+    secret = create_token(mgr, role, name, ttl_s, policies, ret_token, &local);
     return carrel_door_finish(&door, secret, &local, error);
 }
 

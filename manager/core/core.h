@@ -20,7 +20,9 @@ typedef struct {
     guint screen_grace_s;       /* silent agent this long: judge by the screen (0 = 45) */
     guint screen_poll_ms;       /* between screenshots that judge readiness (0 = 500) */
     guint tb_cache_mib;         /* TCG translation cache per guest (0 = 64) */
-    const char *policy_path;    /* NULL = the built-in default policy */
+    const char *policy_dir;     /* every *.policy in it, by name; NULL = none */
+    const char *policy_path;    /* the "default" policy, over policy_dir's; NULL = that one, or
+                                   the built-in default */
     const char *guest_tool;     /* carrel-guest binary given to recipes, or NULL */
     const char *guest_tool_src; /* its sources, hashed into every recipe hash, or NULL */
 } CarrelManagerConfig;
@@ -67,10 +69,11 @@ void carrel_manager_audit_refused_login(CarrelManager *mgr, const char *source, 
  * and when the file changed, the "admin" token takes its value. */
 gboolean carrel_manager_ensure_admin_token(CarrelManager *mgr, const char *token, GError **error);
 /* Makes a token named name (unique, [A-Za-z0-9._@-] 1-64) for role, expiring after ttl_s
- * (0 = never). Returns the secret, shown once (only its hash is kept); *ret_token its record. */
+ * (0 = never), limited to the named policies (NULL: any; agents only; each must be loaded).
+ * Returns the secret, shown once (only its hash is kept); *ret_token its record. */
 char *carrel_manager_token_create(CarrelManager *mgr, const CarrelPrincipal *who, const char *role,
-                                  const char *name, gint64 ttl_s, CarrelToken **ret_token,
-                                  GError **error);
+                                  const char *name, gint64 ttl_s, char **policies,
+                                  CarrelToken **ret_token, GError **error);
 GPtrArray *carrel_manager_token_list(CarrelManager *mgr, const CarrelPrincipal *who,
                                      GError **error);
 /* Revokes by name or id: every request and console cookie of it fails from now on. */
@@ -100,6 +103,15 @@ JsonNode *carrel_manager_audit_verify(CarrelManager *mgr, const CarrelPrincipal 
 /* The role matrix in force: {operation: {admin, agent, reviewer, lease}}. */
 JsonNode *carrel_manager_role_matrix(CarrelManager *mgr, const CarrelPrincipal *who,
                                      GError **error);
+
+/* The loaded policies' names, ", "-separated (for carreld's log). */
+char *carrel_manager_policy_names(CarrelManager *mgr);
+/* Named policies: {policies: [carrel_policy_to_json...]}, those who may use alone; show: one,
+ * NOT_FOUND when unknown or not the caller's to use. */
+JsonNode *carrel_manager_policy_list(CarrelManager *mgr, const CarrelPrincipal *who,
+                                     GError **error);
+JsonNode *carrel_manager_policy_show(CarrelManager *mgr, const CarrelPrincipal *who,
+                                     const char *name, GError **error);
 
 /* Records an event on a session's timeline (kind "lifecycle", "control", ...); a failure is the
  * error the action ended with. Never fails: a timeline that cannot be written is logged. */

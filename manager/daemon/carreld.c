@@ -24,6 +24,7 @@ typedef struct {
     char *cache_dir;
     char *probe_kernel;
     char *policy;
+    char *policy_dir;
     char *guest_tool;
     char *web_dir;
     char *spice_dir;
@@ -48,6 +49,7 @@ options_clear(Options *opts)
     g_free(opts->cache_dir);
     g_free(opts->probe_kernel);
     g_free(opts->policy);
+    g_free(opts->policy_dir);
     g_free(opts->guest_tool);
     g_free(opts->web_dir);
     g_free(opts->spice_dir);
@@ -66,6 +68,17 @@ default_recipes_dir(void)
     if (g_file_test(source, G_FILE_TEST_IS_DIR))
         return g_steal_pointer(&source);
     return g_build_filename(CARREL_DATA_DIR, "templates", NULL);
+}
+
+/* The source tree's policies/ (a checkout), else the installed copy. */
+static char *
+default_policy_dir(void)
+{
+    g_autofree char *source = g_build_filename(CARREL_SOURCE_DIR, "policies", NULL);
+
+    if (g_file_test(source, G_FILE_TEST_IS_DIR))
+        return g_steal_pointer(&source);
+    return g_build_filename(CARREL_DATA_DIR, "policies", NULL);
 }
 
 /* The source tree's web-console/ (a checkout), else the installed copy. */
@@ -275,8 +288,10 @@ parse_options(int argc, char **argv, Options *opts, GError **error)
          "Cache of built images (default /var/cache/carrel)", "DIR"},
         {"probe-kernel", 0, 0, G_OPTION_ARG_FILENAME, &opts->probe_kernel,
          "Kernel booted to prove KVM (default: newest /boot/vmlinuz-*)", "FILE"},
+        {"policy-dir", 0, 0, G_OPTION_ARG_FILENAME, &opts->policy_dir,
+         "Named policies: every NAME.policy in it (default: the source tree's policies/)", "DIR"},
         {"policy", 0, 0, G_OPTION_ARG_FILENAME, &opts->policy,
-         "Policy file (default: built-in, as policies/default.policy)", "FILE"},
+         "The default policy's file, over the folder's default.policy", "FILE"},
         {"guest-tool", 0, 0, G_OPTION_ARG_FILENAME, &opts->guest_tool,
          "carrel-guest binary installed by template recipes (default: this build's)", "FILE"},
         {"web-dir", 0, 0, G_OPTION_ARG_FILENAME, &opts->web_dir,
@@ -327,6 +342,8 @@ parse_options(int argc, char **argv, Options *opts, GError **error)
         opts->web_dir = default_web_dir();
     if (!opts->recipes_dir)
         opts->recipes_dir = default_recipes_dir();
+    if (!opts->policy_dir)
+        opts->policy_dir = default_policy_dir();
     if (!opts->guest_tool)
         opts->guest_tool = g_build_filename(CARREL_BUILD_DIR, "guest-tools", "carrel-guest", NULL);
     return check_listen(opts, error);
@@ -413,6 +430,7 @@ open_manager(const Options *opts, GError **error)
     config.accel_reason = reason;
     config.agent_timeout_s = (guint)opts->agent_timeout_s;
     config.policy_path = opts->policy;
+    config.policy_dir = opts->policy_dir;
     if (g_file_test(opts->guest_tool, G_FILE_TEST_IS_EXECUTABLE)) {
         config.guest_tool = opts->guest_tool;
         config.guest_tool_src = CARREL_SOURCE_DIR "/guest-tools";
@@ -420,6 +438,10 @@ open_manager(const Options *opts, GError **error)
         g_message("no carrel-guest at %s: built templates will lack it", opts->guest_tool);
     }
     mgr = carrel_manager_new(&config, hv, error);
+    if (mgr) {
+        g_autofree char *names = carrel_manager_policy_names(mgr);
+        g_message("policies: %s (from %s)", names, opts->policy_dir);
+    }
     if (!mgr || !ensure_admin_token(mgr, opts->state_dir, error) ||
         !carrel_manager_reconcile(mgr, &report, error))
         return NULL;

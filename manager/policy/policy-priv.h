@@ -4,6 +4,7 @@
 #include "policy/policy.h"
 
 struct _CarrelPolicy {
+    char *name; /* the file's base name without .policy; "default" for the built-in one */
     guint max_vcpus;
     guint max_memory_mib;
     GStrv exit_paths; /* [artifacts] paths: collected from every session on exit */

@@ -5,6 +5,7 @@ carrel_policy_new_default(void)
 {
     CarrelPolicy *policy = g_new0(CarrelPolicy, 1);
 
+    policy->name = g_strdup(CARREL_POLICY_DEFAULT);
     policy->max_vcpus = 4;
     policy->max_memory_mib = 8192;
     carrel_policy_roles_init(policy);
@@ -16,6 +17,7 @@ carrel_policy_free(CarrelPolicy *policy)
 {
     if (!policy)
         return;
+    g_free(policy->name);
     g_strfreev(policy->exit_paths);
     g_free(policy->expiry_action);
     g_free(policy);

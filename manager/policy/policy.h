@@ -7,7 +7,10 @@ G_BEGIN_DECLS
 
 typedef struct _CarrelPolicy CarrelPolicy;
 
-/* The built-in default: at most 4 vCPUs and 8 GiB per session. */
+/* The policy a session gets when its request names none. */
+#define CARREL_POLICY_DEFAULT "default"
+
+/* The built-in default (named "default"): at most 4 vCPUs and 8 GiB per session. */
 CarrelPolicy *carrel_policy_new_default(void);
 
 /* Parses a policy in GKeyFile syntax: [resources] max_vcpus=, max_memory_mib=;
@@ -18,6 +21,35 @@ CarrelPolicy *carrel_policy_load_data(const char *data, gsize len, GError **erro
 
 void carrel_policy_free(CarrelPolicy *policy);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelPolicy, carrel_policy_free)
+
+const char *carrel_policy_get_name(const CarrelPolicy *policy);
+
+/* {name, resources: {max_vcpus, max_memory_mib}, artifacts: {paths}, timeouts: {ttl_s,
+ * idle_timeout_s, on_expiry}}; what `carrel policy show` prints. Pure. */
+JsonNode *carrel_policy_to_json(const CarrelPolicy *policy);
+
+/*
+ * Named policies (policy-set.c): every *.policy of carreld's policy folder, by name. The role
+ * matrix is carreld's, not a session's: [roles] is read from "default" only. A set always has
+ * a "default" (the built-in one unless a file of that name was added).
+ */
+typedef struct _CarrelPolicySet CarrelPolicySet;
+
+CarrelPolicySet *carrel_policy_set_new(void);
+void carrel_policy_set_free(CarrelPolicySet *set);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelPolicySet, carrel_policy_set_free)
+
+/* Parses data as the policy called name. INVALID_ARG: a name that is not a carrel name
+ * ([a-z0-9][a-z0-9._-]*, at most 63), a name already added, [roles] outside "default", or
+ * anything carrel_policy_load_data refuses. */
+gboolean carrel_policy_set_add(CarrelPolicySet *set, const char *name, const char *data, gsize len,
+                               GError **error);
+
+/* The policy called name, or NULL. */
+const CarrelPolicy *carrel_policy_set_lookup(const CarrelPolicySet *set, const char *name);
+const CarrelPolicy *carrel_policy_set_get_default(const CarrelPolicySet *set);
+/* Every policy, sorted by name (borrowed: the set owns them). */
+GPtrArray *carrel_policy_set_list(const CarrelPolicySet *set);
 
 /* Decides whether a session of that size may be created; POLICY_DENIED says which limit. */
 gboolean carrel_policy_check_resources(const CarrelPolicy *policy, guint vcpus, guint memory_mib,

@@ -307,6 +307,11 @@ static const StoreMigration migrations[] = {
      "CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit"
      "  BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;",
      TRUE},
+    /* v8: named policies. Sessions made before them ran under the one policy, now "default";
+     * a token's policies are comma-separated names, NULL for any. */
+    {"ALTER TABLE sessions ADD COLUMN policy TEXT NOT NULL DEFAULT 'default';"
+     "ALTER TABLE tokens ADD COLUMN policies TEXT;",
+     FALSE},
 };
 
 int

@@ -4,7 +4,8 @@
 #define SESSION_COLUMNS                                                                            \
     "id, name, template_name, template_version, state, state_reason, vcpus, memory_mib, dir, "     \
     "overlay_path, created_at, updated_at, origin, exit_paths, head_snapshot, origin_session, "    \
-    "expires_at, idle_timeout_s, expiry_action, mac, pool, from_pool, owner_id, owner_label"
+    "expires_at, idle_timeout_s, expiry_action, mac, pool, from_pool, owner_id, owner_label, "     \
+    "policy"
 
 /* exit_paths as a JSON array of strings (NULL when there are none). */
 static char *
@@ -83,7 +84,8 @@ bind_session(CarrelStore *store, sqlite3_stmt *stmt, const CarrelSession *s, GEr
            carrel_store_bind_text(store, stmt, 21, s->pool, error) &&
            carrel_store_bind_int64(store, stmt, 22, s->from_pool, error) &&
            carrel_store_bind_text(store, stmt, 23, s->owner_id, error) &&
-           carrel_store_bind_text(store, stmt, 24, s->owner_label, error);
+           carrel_store_bind_text(store, stmt, 24, s->owner_label, error) &&
+           carrel_store_bind_text(store, stmt, 25, s->policy ? s->policy : "default", error);
 }
 
 static CarrelSession *
@@ -116,6 +118,7 @@ session_from_row(sqlite3_stmt *stmt, GError **error)
     s->from_pool = sqlite3_column_int64(stmt, 21) != 0;
     s->owner_id = carrel_store_column_dup(stmt, 22);
     s->owner_label = carrel_store_column_dup(stmt, 23);
+    s->policy = carrel_store_column_dup(stmt, 24);
     if (s->state == CARREL_SESSION_LAST) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_STORE,
                     "session '%s' has an unknown state '%s'", s->id, state ? state : "");
@@ -159,7 +162,7 @@ insert_session(CarrelStore *store, const CarrelSession *session, GError **error)
     stmt = carrel_store_prepare(
         store,
         "INSERT INTO sessions (" SESSION_COLUMNS ") "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         error);
     return stmt && bind_session(store, stmt, session, error) &&
            carrel_store_step_done(store, stmt, &conflict, "inserting session", error);
@@ -447,7 +450,7 @@ carrel_store_session_claim(CarrelStore *store, const CarrelSession *s, GError **
         store,
         "UPDATE sessions SET pool = NULL, from_pool = 1, name = ?2, exit_paths = ?3, "
         "expires_at = ?4, idle_timeout_s = ?5, expiry_action = ?6, updated_at = ?7, "
-        "owner_id = ?8, owner_label = ?9 WHERE id = ?1 AND pool IS NOT NULL",
+        "owner_id = ?8, owner_label = ?9, policy = ?10 WHERE id = ?1 AND pool IS NOT NULL",
         error);
     if (!stmt || !carrel_store_bind_text(store, stmt, 1, s->id, error) ||
         !carrel_store_bind_text(store, stmt, 2, s->name, error) ||
@@ -458,6 +461,7 @@ carrel_store_session_claim(CarrelStore *store, const CarrelSession *s, GError **
         !carrel_store_bind_int64(store, stmt, 7, carrel_util_now(), error) ||
         !carrel_store_bind_text(store, stmt, 8, s->owner_id, error) ||
         !carrel_store_bind_text(store, stmt, 9, s->owner_label, error) ||
+        !carrel_store_bind_text(store, stmt, 10, s->policy ? s->policy : "default", error) ||
         !carrel_store_step_done(store, stmt, &conflict, "claiming a pool member", error))
         return FALSE;
     if (sqlite3_changes(store->db) == 0) {

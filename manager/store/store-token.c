@@ -1,7 +1,7 @@
 #define CARREL_STORE_PRIV_H_ALLOW
 #include "store/store-priv.h"
 
-#define TOKEN_COLUMNS "id, label, role, created_at, last_used_at, expires_at, revoked_at"
+#define TOKEN_COLUMNS "id, label, role, created_at, last_used_at, expires_at, revoked_at, policies"
 
 /* last_used_at is rewritten at most this often: a busy agent must not make every call a write. */
 #define TOKEN_TOUCH_INTERVAL_S 60
@@ -43,6 +43,8 @@ token_from_row(sqlite3_stmt *stmt, GError **error)
     token->last_used_at = sqlite3_column_int64(stmt, 4);
     token->expires_at = sqlite3_column_int64(stmt, 5);
     token->revoked_at = sqlite3_column_int64(stmt, 6);
+    if (sqlite3_column_type(stmt, 7) != SQLITE_NULL)
+        token->policies = g_strsplit((const char *)sqlite3_column_text(stmt, 7), ",", -1);
     /* Fail closed: a row whose role this build does not know grants nothing. */
     if (token->role == CARREL_ROLE_LAST || token->role == CARREL_ROLE_SYSTEM) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_STORE, "token '%s' has an unknown role '%s'",
@@ -77,12 +79,13 @@ insert_token(CarrelStore *store, const CarrelToken *token, const char *token_has
     /* The label is checked first, so the only UNIQUE left to break is the secret's. */
     const CarrelStoreConflict conflict = {.unique = TOKEN_SECRET_CLASH, .primary_key = id_used};
     g_autoptr(sqlite3_stmt) stmt = NULL;
+    g_autofree char *policies = token->policies ? g_strjoinv(",", token->policies) : NULL;
 
     if (!label_taken(store, token->label, error))
         return FALSE;
     stmt = carrel_store_prepare(store,
                                 "INSERT INTO tokens (" TOKEN_COLUMNS ", hash) "
-                                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                                 error);
     return stmt && carrel_store_bind_text(store, stmt, 1, token->id, error) &&
            carrel_store_bind_text(store, stmt, 2, token->label, error) &&
@@ -92,7 +95,8 @@ insert_token(CarrelStore *store, const CarrelToken *token, const char *token_has
            carrel_store_bind_int64(store, stmt, 5, token->last_used_at, error) &&
            carrel_store_bind_int64(store, stmt, 6, token->expires_at, error) &&
            carrel_store_bind_int64(store, stmt, 7, token->revoked_at, error) &&
-           carrel_store_bind_text(store, stmt, 8, token_hash, error) &&
+           carrel_store_bind_text(store, stmt, 8, policies, error) &&
+           carrel_store_bind_text(store, stmt, 9, token_hash, error) &&
            carrel_store_step_done(store, stmt, &conflict, "storing a token", error);
 }
 

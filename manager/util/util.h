@@ -46,6 +46,8 @@ CarrelErrorCode carrel_error_code_from_string(const char *name);
 #define CARREL_LIMIT_EXTRACT_FILES 10000
 #define CARREL_LIMIT_EXTRACT_MAX_FILES 1000000
 #define CARREL_LIMIT_EXTRACT_PATHS 256
+/* Named policies one token may be limited to. */
+#define CARREL_LIMIT_TOKEN_POLICIES 64
 /* Task inputs: items per create request, and the size of one upload (a tar). */
 #define CARREL_LIMIT_INPUTS 256
 #define CARREL_LIMIT_UPLOAD_BYTES (256 * 1024 * 1024)

@@ -20,6 +20,8 @@ source "$(dirname "$0")/browser.sh"
 source "$(dirname "$0")/accel.sh"
 # shellcheck source=tests/e2e/trust.sh
 source "$(dirname "$0")/trust.sh"
+# shellcheck source=tests/e2e/policy.sh
+source "$(dirname "$0")/policy.sh"
 trap 'finish; exit $?' EXIT
 
 start_daemon || exit 1
@@ -169,6 +171,8 @@ browser_checks "$a"
 # Who may do what: owners, the role matrix, the lease, revocation, the audit chain; then TLS.
 trust_checks
 trust_tls "$a"
+# Named policies: a token limited to one, a real guest within its limits.
+policy_checks
 
 # Task inputs in, artifacts out (libguestfs and the agent), the exit path, the diff.
 artifacts_checks

@@ -25,6 +25,7 @@ typedef struct {
     char *state;
     char *admin_file; /* carreld's own admin.token */
     char *log;
+    char *policies; /* the daemon's policy folder: small.policy */
     GSubprocess *daemon;
 } Fixture;
 
@@ -143,17 +144,22 @@ setup(void **state)
 {
     g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_NONE);
     g_autoptr(GError) error = NULL;
+    g_autofree char *small = NULL;
 
     fx.dir = g_dir_make_tmp("carrel-cli-trust-XXXXXX", NULL);
     fx.socket = g_build_filename(fx.dir, "carreld.sock", NULL);
     fx.state = g_build_filename(fx.dir, "state", NULL);
     fx.admin_file = g_build_filename(fx.state, "admin.token", NULL);
     fx.log = g_build_filename(fx.dir, "carreld.log", NULL);
+    fx.policies = g_build_filename(fx.dir, "policies", NULL);
+    small = g_build_filename(fx.policies, "small.policy", NULL);
+    assert_int_equal(g_mkdir_with_parents(fx.policies, 0755), 0);
+    assert_true(carrel_util_write_file(small, "[resources]\nmax_vcpus=1\n", -1, 0644, NULL));
     assert_non_null(g_getenv("CARREL_DAEMON"));
     g_subprocess_launcher_set_stderr_file_path(launcher, fx.log);
-    fx.daemon = g_subprocess_launcher_spawn(launcher, &error, g_getenv("CARREL_DAEMON"),
-                                            "--state-dir", fx.state, "--socket", fx.socket,
-                                            "--libvirt-uri", "test:///default", NULL);
+    fx.daemon = g_subprocess_launcher_spawn(
+        launcher, &error, g_getenv("CARREL_DAEMON"), "--state-dir", fx.state, "--socket", fx.socket,
+        "--libvirt-uri", "test:///default", "--policy-dir", fx.policies, NULL);
     assert_non_null(fx.daemon);
     for (int i = 0; i < 300 && !g_file_test(fx.socket, G_FILE_TEST_EXISTS); i++)
         g_usleep(50 * 1000);
@@ -176,6 +182,7 @@ teardown(void **state)
     g_clear_pointer(&fx.state, g_free);
     g_clear_pointer(&fx.admin_file, g_free);
     g_clear_pointer(&fx.log, g_free);
+    g_clear_pointer(&fx.policies, g_free);
     return 0;
 }
 
@@ -237,6 +244,88 @@ test_token_add_ls(void **state)
     assert_int_equal(as_alice.status, 0);
     cli(alice_file, (const char *const[]){"token", "ls", NULL}, &forbidden);
     assert_int_equal(forbidden.status, 5);
+}
+
+/* The names in a `--json policy ls` reply, comma-separated. */
+static char *
+policy_names(const char *out)
+{
+    g_autoptr(JsonNode) reply = parse(out);
+    JsonArray *list = json_object_get_array_member(json_node_get_object(reply), "policies");
+    g_autoptr(GString) names = g_string_new(NULL);
+
+    for (guint i = 0; i < json_array_get_length(list); i++)
+        g_string_append_printf(
+            names, "%s%s", i ? "," : "",
+            json_object_get_string_member(json_array_get_object_element(list, i), "name"));
+    return g_string_free(g_steal_pointer(&names), FALSE);
+}
+
+/* Named policies: listed, shown, and an agent token limited to some of them. */
+static void
+test_policies(void **state)
+{
+    g_autofree char *pat_file = g_build_filename(fx.dir, "pat.token", NULL);
+    g_autofree char *all = NULL;
+    g_autofree char *mine = NULL;
+    g_autoptr(JsonNode) shown = NULL;
+    g_autoptr(JsonNode) made = NULL;
+    g_auto(CliRun) ls = {0}, show = {0}, unknown = {0}, bad_token = {0}, reviewer = {0};
+    g_auto(CliRun) pat = {0}, tokens = {0}, pat_ls = {0}, pat_show = {0}, pat_create = {0};
+    g_auto(CliRun) pat_unknown = {0};
+    JsonArray *limits;
+
+    admin_expect(0, (const char *const[]){"--json", "policy", "ls", NULL}, &ls);
+    all = policy_names(ls.out);
+    assert_string_equal(all, "default,small");
+    admin_expect(0, (const char *const[]){"policy", "show", "small", NULL}, &show);
+    shown = parse(show.out);
+    assert_int_equal(
+        json_object_get_int_member(
+            json_object_get_object_member(json_node_get_object(shown), "resources"), "max_vcpus"),
+        1);
+    admin_expect(3, (const char *const[]){"policy", "show", "nope", NULL}, &unknown);
+    assert_non_null(strstr(unknown.err, "no policy named 'nope'"));
+
+    /* A token limited to a policy that does not exist, or a reviewer's: refused. */
+    admin_expect(3,
+                 (const char *const[]){"token", "add", "pat", "--role", "agent", "--policy",
+                                       "small", "--policy", "nope", NULL},
+                 &bad_token);
+    admin_expect(8,
+                 (const char *const[]){"token", "add", "rita2", "--role", "reviewer", "--policy",
+                                       "small", NULL},
+                 &reviewer);
+    admin_expect(0,
+                 (const char *const[]){"--json", "token", "add", "pat", "--role", "agent",
+                                       "--policy", "small", NULL},
+                 &pat);
+    made = parse(pat.out);
+    limits = json_object_get_array_member(json_node_get_object(made), "policies");
+    assert_int_equal(json_array_get_length(limits), 1);
+    assert_string_equal(json_array_get_string_element(limits, 0), "small");
+    admin_expect(0, (const char *const[]){"token", "ls", NULL}, &tokens);
+    assert_true(g_regex_match_simple("^pat +t-[0-9a-f]+ +agent +live .* small$", tokens.out,
+                                     G_REGEX_MULTILINE, 0));
+    assert_true(g_regex_match_simple("^bob +t-[0-9a-f]+ +agent +live .* any$", tokens.out,
+                                     G_REGEX_MULTILINE, 0));
+
+    /* Pat sees small alone, and may not create under another policy. */
+    assert_true(carrel_util_write_file(
+        pat_file, json_object_get_string_member(json_node_get_object(made), "token"), -1, 0600,
+        NULL));
+    cli(pat_file, (const char *const[]){"--json", "policy", "ls", NULL}, &pat_ls);
+    assert_int_equal(pat_ls.status, 0);
+    mine = policy_names(pat_ls.out);
+    assert_string_equal(mine, "small");
+    cli(pat_file, (const char *const[]){"policy", "show", "default", NULL}, &pat_show);
+    assert_int_equal(pat_show.status, 3);
+    cli(pat_file, (const char *const[]){"create", "tiny", "--policy", "default", NULL},
+        &pat_create);
+    assert_int_equal(pat_create.status, 5);
+    assert_non_null(strstr(pat_create.err, "only under the policies small"));
+    cli(pat_file, (const char *const[]){"create", "tiny", "--policy", "nope", NULL}, &pat_unknown);
+    assert_int_equal(pat_unknown.status, 3);
 }
 
 static void
@@ -489,11 +578,9 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_token_add_ls),
-        cmocka_unit_test(test_token_revoke),
-        cmocka_unit_test(test_rotate_admin),
-        cmocka_unit_test(test_audit_ls),
-        cmocka_unit_test(test_audit_verify_and_export),
+        cmocka_unit_test(test_token_add_ls),   cmocka_unit_test(test_policies),
+        cmocka_unit_test(test_token_revoke),   cmocka_unit_test(test_rotate_admin),
+        cmocka_unit_test(test_audit_ls),       cmocka_unit_test(test_audit_verify_and_export),
         cmocka_unit_test(test_audit_tampered),
     };
 

@@ -83,6 +83,8 @@ static const Row rows[] = {
     {"POST", "/v1/templates/*/warm", "{}", ADMIN_ONLY},
     {"PUT", "/v1/templates/*/pool", "{\"size\":0}", ADMIN_ONLY},
     {"GET", "/v1/pools", NULL, EVERYONE},
+    {"GET", "/v1/policies", NULL, EVERYONE},
+    {"GET", "/v1/policies/*", NULL, EVERYONE},
     {"GET", "/v1/jobs/*", NULL, EVERYONE},
     {"GET", "/v1/sessions", NULL, EVERYONE},
     {"POST", "/v1/sessions", "{\"template\":\"tiny\"}", {OK, OK, OK, FB, UA}},
@@ -388,6 +390,7 @@ fill_path(const char *pattern, const char *session, const char *approval, const 
                             : g_str_equal(prev, "snapshots")   ? "nope"
                             : g_str_equal(prev, "screenshots") ? "shot-000000000000.png"
                             : g_str_equal(prev, "jobs")        ? "j-nope"
+                            : g_str_equal(prev, "policies")    ? "default"
                                                                : "a-nope";
             g_free(parts[i]);
             parts[i] = g_strdup(v);

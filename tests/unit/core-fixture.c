@@ -18,6 +18,8 @@ setup(void **state)
 {
     Fixture *fx = g_new0(Fixture, 1);
     g_autofree char *state_dir = NULL;
+    g_autofree char *policies = NULL;
+    g_autofree char *small = NULL;
     const char *create[] = {"qemu-img", "create", "-q", "-f", "qcow2", NULL, "32M", NULL};
     CarrelManagerConfig config = {0};
     g_autoptr(GError) error = NULL;
@@ -29,6 +31,11 @@ setup(void **state)
     assert_true(carrel_util_run(create, 30, NULL, NULL, &error));
     assert_true(carrel_util_write_file(fx->kernel, "k", 1, 0644, NULL));
     state_dir = g_build_filename(fx->dir, "state", NULL);
+    policies = g_build_filename(fx->dir, "policies", NULL);
+    small = g_build_filename(policies, "small.policy", NULL);
+    assert_int_equal(g_mkdir_with_parents(policies, 0755), 0);
+    assert_true(carrel_util_write_file(small, CORE_FIXTURE_SMALL_POLICY, -1, 0644, NULL));
+    config.policy_dir = policies;
     config.state_dir = state_dir;
     config.recipes_dir = fx->dir;
     config.cache_dir = fx->dir;

@@ -27,6 +27,11 @@ typedef struct {
     CarrelHypervisor *hv; /* owned by mgr */
 } Fixture;
 
+/* The fixture's policy folder holds small.policy (no default.policy: the built-in one). */
+#define CORE_FIXTURE_SMALL_POLICY                                                                  \
+    "[resources]\nmax_vcpus=1\nmax_memory_mib=1024\n[timeouts]\nttl_s=600\n"                       \
+    "[artifacts]\npaths=/tmp/out\n"
+
 /* A manager over the fake hypervisor in a temp dir; guests answer and draw a desktop. */
 int setup(void **state);
 int teardown(void **state);

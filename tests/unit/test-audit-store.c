@@ -87,6 +87,33 @@ insert_token(CarrelStore *store, const char *id, const char *label, CarrelRole r
     assert_null(error);
 }
 
+/* A token's policies come back as they went in; none is NULL (any). */
+static void
+test_token_policies(void **state)
+{
+    g_autoptr(CarrelStore) store = open_memory();
+    g_autoptr(CarrelToken) token = carrel_token_new();
+    g_autoptr(CarrelToken) back = NULL;
+    g_autoptr(CarrelToken) any = NULL;
+    g_autoptr(GError) error = NULL;
+    char *policies[] = {(char *)"small", (char *)"web.v2", NULL};
+
+    token->id = g_strdup("t-000000000001");
+    token->label = g_strdup("limited");
+    token->role = CARREL_ROLE_AGENT;
+    token->policies = g_strdupv(policies);
+    assert_true(carrel_store_token_insert(store, token, "hash-1", &error));
+    insert_token(store, "t-000000000002", "free", CARREL_ROLE_AGENT, 1, "hash-2");
+    back = carrel_store_token_by_hash(store, "hash-1", &error);
+    assert_non_null(back);
+    assert_int_equal(g_strv_length(back->policies), 2);
+    assert_string_equal(back->policies[0], "small");
+    assert_string_equal(back->policies[1], "web.v2");
+    any = carrel_store_token_get(store, "free", &error);
+    assert_non_null(any);
+    assert_null(any->policies);
+}
+
 /* A token's secret (its hash) never appears in an error: messages reach logs and clients. */
 static void
 assert_no_secret(GError *error, const char *hash)
@@ -292,7 +319,7 @@ test_migrate_v6_tokens(void **state)
     make_v6(t->db);
     store = carrel_store_open(t->db, &error);
     assert_non_null(store);
-    assert_int_equal(carrel_store_schema_version(store), 7);
+    assert_int_equal(carrel_store_schema_version(store), carrel_store_latest_schema_version());
     tokens = carrel_store_token_list(store, &error);
     assert_non_null(tokens);
     assert_int_equal(tokens->len, G_N_ELEMENTS(labels));
@@ -304,6 +331,8 @@ test_migrate_v6_tokens(void **state)
         assert_true(g_regex_match_simple("^t-[0-9a-f]{12}$", token->id, 0, 0));
         assert_true(g_hash_table_add(ids, token->id));
         assert_int_equal(token->last_used_at + token->expires_at + token->revoked_at, 0);
+        /* Tokens older than named policies may use any. */
+        assert_null(token->policies);
     }
     by_hash = carrel_store_token_by_hash(store, "h2", &error);
     assert_non_null(by_hash);
@@ -333,6 +362,8 @@ test_migrate_v6_rest(void **state)
     assert_non_null(session);
     assert_null(session->owner_id);
     assert_null(session->owner_label);
+    /* Sessions older than named policies ran under the one policy there was. */
+    assert_string_equal(session->policy, "default");
     assert_true(carrel_store_lease_get(store, session->id, &holder_id, &holder, &since, &error));
     assert_string_equal(holder_id, "alice");
     assert_string_equal(holder, "alice");
@@ -703,6 +734,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_token_insert_and_find),
+        cmocka_unit_test(test_token_policies),
         cmocka_unit_test(test_token_touch_revoke_rotate),
         cmocka_unit_test_setup_teardown(test_migrate_v6_tokens, tmp_setup, tmp_teardown),
         cmocka_unit_test_setup_teardown(test_migrate_v6_rest, tmp_setup, tmp_teardown),

@@ -244,18 +244,19 @@ test_token_row(void **state)
     g_autoptr(JsonObject) revoked = parse_object(
         "{\"id\":\"t-1\",\"name\":\"bot\\u001b\",\"role\":\"agent\",\"state\":\"revoked\","
         "\"created_at\":\"2023-11-14T22:13:20Z\",\"last_used_at\":\"2023-11-14T22:14:00Z\","
-        "\"expires_at\":null,\"revoked_at\":\"2023-11-14T22:15:00Z\"}");
+        "\"expires_at\":null,\"revoked_at\":\"2023-11-14T22:15:00Z\","
+        "\"policies\":[\"small\",\"web\"]}");
     g_autoptr(CarrelCliTable) table = carrel_cli_table_new_tokens();
 
     carrel_cli_table_add_token(table, live);
     carrel_cli_table_add_token(table, revoked);
     assert_text(carrel_cli_table_render(table),
                 "NAME   ID              ROLE      STATE    CREATED               LAST-USED      "
-                "       EXPIRES\n"
+                "       EXPIRES               POLICIES\n"
                 "alice  t-0123456789ab  reviewer  live     2023-11-14T22:13:20Z  -              "
-                "       2023-11-15T10:13:20Z\n"
+                "       2023-11-15T10:13:20Z  any\n"
                 "bot?   t-1             agent     revoked  2023-11-14T22:13:20Z  "
-                "2023-11-14T22:14:00Z  -\n");
+                "2023-11-14T22:14:00Z  -                     small,web\n");
 }
 
 static void

@@ -269,6 +269,55 @@ test_readme_matrix(void **state)
         fail_msg("README.md's role matrix differs from the policy's; expected:\n%s", table);
 }
 
+/* A set: files by name, the built-in default until a file called default comes, sorted lists,
+ * and the JSON `carrel policy show` prints. */
+static void
+test_policy_set(void **state)
+{
+    g_autoptr(CarrelPolicySet) set = carrel_policy_set_new();
+    g_autoptr(GPtrArray) list = NULL;
+    g_autoptr(JsonNode) json = NULL;
+    g_autofree char *text = NULL;
+    g_autoptr(GError) error = NULL;
+    const char *small = "[resources]\nmax_vcpus=1\n[timeouts]\nttl_s=60\non_expiry=stop\n"
+                        "[artifacts]\npaths=/tmp/out\n";
+    const char *wide = "[resources]\nmax_vcpus=8\n";
+    const char *roles = "[roles]\nagent.session.exec=no\n";
+
+    assert_string_equal(carrel_policy_get_name(carrel_policy_set_get_default(set)), "default");
+    assert_true(carrel_policy_set_add(set, "wide", wide, strlen(wide), &error));
+    assert_true(carrel_policy_set_add(set, "small", small, strlen(small), &error));
+    assert_false(carrel_policy_set_add(set, "small", small, strlen(small), &error));
+    assert_non_null(strstr(error->message, "loaded twice"));
+    g_clear_error(&error);
+    assert_false(carrel_policy_set_add(set, "s-x/../y", small, strlen(small), &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG));
+    g_clear_error(&error);
+    assert_false(carrel_policy_set_add(set, "wide2", roles, strlen(roles), &error));
+    assert_non_null(strstr(error->message, "[roles] belongs in default.policy"));
+    g_clear_error(&error);
+    assert_null(carrel_policy_set_lookup(set, "nope"));
+    list = carrel_policy_set_list(set);
+    assert_int_equal(list->len, 3);
+    assert_string_equal(carrel_policy_get_name(list->pdata[0]), "default");
+    assert_string_equal(carrel_policy_get_name(list->pdata[1]), "small");
+    assert_string_equal(carrel_policy_get_name(list->pdata[2]), "wide");
+    json = carrel_policy_to_json(carrel_policy_set_lookup(set, "small"));
+    text = json_to_string(json, FALSE);
+    assert_string_equal(text, "{\"name\":\"small\",\"resources\":{\"max_vcpus\":1,"
+                              "\"max_memory_mib\":8192},\"artifacts\":{\"paths\":[\"/tmp/out\"]},"
+                              "\"timeouts\":{\"ttl_s\":60,\"idle_timeout_s\":null,"
+                              "\"on_expiry\":\"stop\"}}");
+    /* A file called default takes the built-in one's place, [roles] and all. */
+    assert_true(carrel_policy_set_add(set, "default", roles, strlen(roles), &error));
+    assert_int_equal(carrel_policy_grant(carrel_policy_set_get_default(set), CARREL_ROLE_AGENT,
+                                         CARREL_OP_SESSION_EXEC),
+                     CARREL_GRANT_NONE);
+    g_clear_pointer(&list, g_ptr_array_unref);
+    list = carrel_policy_set_list(set);
+    assert_int_equal(list->len, 3);
+}
+
 int
 main(void)
 {
@@ -277,6 +326,7 @@ main(void)
         cmocka_unit_test(test_load_refusals),  cmocka_unit_test(test_exit_paths),
         cmocka_unit_test(test_role_matrix),    cmocka_unit_test(test_lease_binds),
         cmocka_unit_test(test_role_overrides), cmocka_unit_test(test_readme_matrix),
+        cmocka_unit_test(test_policy_set),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

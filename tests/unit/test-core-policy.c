@@ -1,0 +1,214 @@
+/*
+ * core's named policies: a create picks one (or gets "default"), a token may be limited to some,
+ * forks keep their origin's, and the folder's files are checked at start.
+ */
+#include "core-fixture.h"
+
+/* An agent token limited to policies (NULL: any), and its principal as authenticate makes it. */
+static CarrelPrincipal *
+agent(Fixture *fx, const char *name, char **policies)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree char *secret =
+        carrel_manager_token_create(fx->mgr, ADMIN, "agent", name, 0, policies, NULL, &error);
+    CarrelPrincipal *who;
+
+    if (!secret)
+        fail_msg("token: %s", error->message);
+    who = carrel_manager_authenticate(fx->mgr, secret, &error);
+    assert_non_null(who);
+    return who;
+}
+
+static CarrelSession *
+create_under(Fixture *fx, const CarrelPrincipal *who, const char *policy, guint memory_mib,
+             GError **error)
+{
+    CarrelSessionRequest req = {
+        .template_name = (char *)"tiny", .policy = (char *)policy, .memory_mib = memory_mib};
+
+    return carrel_manager_session_create(fx->mgr, who, &req, error);
+}
+
+static guint
+session_count(Fixture *fx)
+{
+    g_autoptr(GPtrArray) all = carrel_manager_session_list(fx->mgr, ADMIN, TRUE, NULL);
+
+    assert_non_null(all);
+    return all->len;
+}
+
+static void
+test_create_under_a_policy(void **state)
+{
+    Fixture *fx = *state;
+    g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = import(fx, "tiny");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelSession) plain = create_under(fx, ADMIN, NULL, 2048, &error);
+    g_autoptr(CarrelSession) small = NULL;
+
+    assert_non_null(plain);
+    assert_string_equal(plain->policy, "default");
+    assert_int_equal(plain->expires_at, 0);
+    /* The small policy's limits, time limit and exit paths apply; a bigger machine is refused. */
+    assert_null(create_under(fx, ADMIN, "small", 2048, &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_POLICY_DENIED));
+    assert_non_null(strstr(error->message, "at most 1024"));
+    g_clear_error(&error);
+    small = create_under(fx, ADMIN, "small", 0, &error);
+    assert_non_null(small);
+    assert_string_equal(small->policy, "small");
+    assert_true(small->expires_at > 0 && small->expires_at <= small->created_at + 600);
+    assert_true(g_strv_contains((const char *const *)small->exit_paths, "/tmp/out"));
+    /* An unknown policy: nothing is made. */
+    assert_null(create_under(fx, ADMIN, "nope", 0, &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND));
+    assert_non_null(strstr(error->message, "no policy named 'nope'"));
+    assert_int_equal(session_count(fx), 2);
+}
+
+static void
+test_token_limited_to_policies(void **state)
+{
+    Fixture *fx = *state;
+    g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = import(fx, "tiny");
+    char *only_small[] = {(char *)"small", NULL};
+    g_autoptr(CarrelPrincipal) limited = agent(fx, "limited", only_small);
+    g_autoptr(CarrelPrincipal) free_agent = agent(fx, "free", NULL);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelSession) implied = NULL;
+    g_autoptr(CarrelSession) any = NULL;
+    g_autoptr(CarrelSnapshot) snap = NULL;
+    g_autoptr(GPtrArray) forks = NULL;
+    g_autoptr(JsonNode) seen = NULL;
+    g_autoptr(JsonNode) all = NULL;
+
+    assert_non_null(limited->policies);
+    /* Without a policy named, the token's only one; "default" is refused, naming the allowed. */
+    implied = create_under(fx, limited, NULL, 0, &error);
+    assert_non_null(implied);
+    assert_string_equal(implied->policy, "small");
+    assert_null(create_under(fx, limited, "default", 0, &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_POLICY_DENIED));
+    assert_non_null(strstr(error->message, "only under the policies small"));
+    g_clear_error(&error);
+    any = create_under(fx, free_agent, "small", 0, &error);
+    assert_non_null(any);
+    /* A fork keeps its origin's policy. */
+    snap = carrel_manager_snapshot_create(fx->mgr, limited, implied->id, "s1", &error);
+    assert_non_null(snap);
+    forks = carrel_manager_session_fork(fx->mgr, limited, implied->id, "s1", 1, &error);
+    if (!forks)
+        fail_msg("fork: %s", error->message);
+    assert_string_equal(((CarrelSession *)forks->pdata[0])->policy, "small");
+    /* The limited token sees its policies alone. */
+    seen = carrel_manager_policy_list(fx->mgr, limited, &error);
+    assert_int_equal(
+        json_array_get_length(json_object_get_array_member(json_node_get_object(seen), "policies")),
+        1);
+    all = carrel_manager_policy_list(fx->mgr, free_agent, &error);
+    assert_int_equal(
+        json_array_get_length(json_object_get_array_member(json_node_get_object(all), "policies")),
+        2);
+    assert_null(carrel_manager_policy_show(fx->mgr, limited, "default", &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND));
+}
+
+static void
+test_token_policy_refusals(void **state)
+{
+    Fixture *fx = *state;
+    char *unknown[] = {(char *)"nope", NULL};
+    char *small[] = {(char *)"small", NULL};
+    char *none[] = {NULL};
+    g_autoptr(GError) error = NULL;
+
+    assert_null(
+        carrel_manager_token_create(fx->mgr, ADMIN, "agent", "a1", 0, unknown, NULL, &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND));
+    g_clear_error(&error);
+    assert_null(carrel_manager_token_create(fx->mgr, ADMIN, "agent", "a2", 0, none, NULL, &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG));
+    g_clear_error(&error);
+    assert_null(
+        carrel_manager_token_create(fx->mgr, ADMIN, "reviewer", "r1", 0, small, NULL, &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG));
+}
+
+/* Each bad folder stops the start, naming the file. */
+static void
+test_load_refusals(void **state)
+{
+    Fixture *fx = *state;
+    static const struct {
+        const char *file;
+        const char *text;
+        const char *says;
+    } cases[] = {
+        {"bad.policy", "[resources]\nmax_vcpus=0\n", "bad.policy"},
+        {"roles.policy", "[roles]\nagent.session.exec=no\n", "[roles] belongs in default.policy"},
+        {"Upper.policy", "", "policy name 'Upper' is not valid"},
+        {"broken.policy", "not a key file", "malformed policy"},
+    };
+
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *dir = g_build_filename(fx->dir, cases[i].file, NULL);
+        g_autofree char *path = g_build_filename(dir, cases[i].file, NULL);
+        g_autoptr(GError) error = NULL;
+
+        assert_int_equal(g_mkdir_with_parents(dir, 0755), 0);
+        assert_true(carrel_util_write_file(path, cases[i].text, -1, 0644, NULL));
+        assert_null(carrel_manager_load_policies(dir, NULL, &error));
+        assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG));
+        if (!strstr(error->message, cases[i].says))
+            fail_msg("%s: %s", cases[i].file, error->message);
+    }
+    {
+        g_autoptr(GError) error = NULL;
+        g_autofree char *missing = g_build_filename(fx->dir, "no-such-folder", NULL);
+
+        assert_null(carrel_manager_load_policies(missing, NULL, &error));
+        assert_non_null(strstr(error->message, "policy folder"));
+    }
+}
+
+/* --policy FILE stands in for the folder's default.policy, whose [roles] set the matrix. */
+static void
+test_default_file_over_folder(void **state)
+{
+    Fixture *fx = *state;
+    g_autofree char *dir = g_build_filename(fx->dir, "both", NULL);
+    g_autofree char *in_dir = g_build_filename(dir, "default.policy", NULL);
+    g_autofree char *file = g_build_filename(fx->dir, "mine.policy", NULL);
+    g_autoptr(CarrelPolicySet) set = NULL;
+    g_autoptr(GError) error = NULL;
+
+    assert_int_equal(g_mkdir_with_parents(dir, 0755), 0);
+    assert_true(carrel_util_write_file(in_dir, "[resources]\nmax_vcpus=0\n", -1, 0644, NULL));
+    assert_true(carrel_util_write_file(file,
+                                       "[resources]\nmax_vcpus=2\n[roles]\n"
+                                       "agent.session.exec=no\n",
+                                       -1, 0644, NULL));
+    set = carrel_manager_load_policies(dir, file, &error);
+    if (!set)
+        fail_msg("load: %s", error->message);
+    assert_false(carrel_policy_check_resources(carrel_policy_set_get_default(set), 3, 512, NULL));
+    assert_int_equal(carrel_policy_grant(carrel_policy_set_get_default(set), CARREL_ROLE_AGENT,
+                                         CARREL_OP_SESSION_EXEC),
+                     CARREL_GRANT_NONE);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_create_under_a_policy, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_token_limited_to_policies, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_token_policy_refusals, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_load_refusals, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_default_file_over_folder, setup, teardown),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
