@@ -43,4 +43,14 @@ char *carrel_net_isolated_network_xml(const char *name, const char *bridge, GErr
  */
 gboolean carrel_net_check_isolated(const char *xml, GError **error);
 
+/*
+ * TRUE for an address no session may reach whatever its policy (net-addr.c): private (RFC 1918,
+ * ULA), loopback, link-local (169.254.169.254 too), CGNAT, multicast, reserved, and IPv6 forms
+ * embedding an IPv4 address. Documentation ranges are not internal (the stand-in internet).
+ */
+gboolean carrel_net_address_is_internal(GInetAddress *addr);
+/* The same for text: an address, or a range "ADDR/PREFIX" (by its first address); FALSE when
+ * text is neither. */
+gboolean carrel_net_text_is_internal(const char *text);
+
 G_END_DECLS

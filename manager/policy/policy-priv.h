@@ -12,7 +12,24 @@ struct _CarrelPolicy {
     guint idle_timeout_s;
     char *expiry_action;
     CarrelGrant grants[CARREL_ROLE_LAST][CARREL_OP_LAST]; /* the role matrix (policy-roles.c) */
+    CarrelNetworkMode network_mode;                       /* [network] (policy-network.c) */
+    GPtrArray *allow;                                     /* CarrelEgressRule */
+    GPtrArray *deny;
+    GPtrArray *ask;
+    guint ask_timeout_s;
 };
+
+typedef struct _CarrelEgressRule CarrelEgressRule;
+void carrel_egress_rule_free(CarrelEgressRule *rule);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelEgressRule, carrel_egress_rule_free)
+
+/* [group] key = an integer from 1 to max, into *ret_value when present. */
+gboolean carrel_policy_read_limit(GKeyFile *kf, const char *group, const char *key, guint max,
+                                  guint *ret_value, GError **error);
+/* Reads [network]; the defaults when it is absent. */
+gboolean carrel_policy_network_read(GKeyFile *kf, CarrelPolicy *policy, GError **error);
+/* Adds "network": {mode, allow, deny, ask, ask_timeout_s} to an object being built. */
+void carrel_policy_network_to_json(const CarrelPolicy *policy, JsonBuilder *b);
 
 /* Fills policy->grants with the default matrix. */
 void carrel_policy_roles_init(CarrelPolicy *policy);

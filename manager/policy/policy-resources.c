@@ -20,6 +20,9 @@ carrel_policy_free(CarrelPolicy *policy)
     g_free(policy->name);
     g_strfreev(policy->exit_paths);
     g_free(policy->expiry_action);
+    g_clear_pointer(&policy->allow, g_ptr_array_unref);
+    g_clear_pointer(&policy->deny, g_ptr_array_unref);
+    g_clear_pointer(&policy->ask, g_ptr_array_unref);
     g_free(policy);
 }
 
@@ -59,9 +62,9 @@ carrel_policy_exit_paths(const CarrelPolicy *policy, char **requested)
     return g_strv_builder_end(b);
 }
 
-static gboolean
-read_group_limit(GKeyFile *kf, const char *group, const char *key, guint max, guint *ret_value,
-                 GError **error)
+gboolean
+carrel_policy_read_limit(GKeyFile *kf, const char *group, const char *key, guint max,
+                         guint *ret_value, GError **error)
 {
     g_autoptr(GError) local = NULL;
     gint64 value;
@@ -81,7 +84,7 @@ read_group_limit(GKeyFile *kf, const char *group, const char *key, guint max, gu
 static gboolean
 read_limit(GKeyFile *kf, const char *key, guint max, guint *ret_value, GError **error)
 {
-    return read_group_limit(kf, "resources", key, max, ret_value, error);
+    return carrel_policy_read_limit(kf, "resources", key, max, ret_value, error);
 }
 
 static gboolean
@@ -89,9 +92,10 @@ read_timeouts(GKeyFile *kf, CarrelPolicy *policy, GError **error)
 {
     g_autofree char *action = g_key_file_get_string(kf, "timeouts", "on_expiry", NULL);
 
-    if (!read_group_limit(kf, "timeouts", "ttl_s", CARREL_LIMIT_TTL_S, &policy->ttl_s, error) ||
-        !read_group_limit(kf, "timeouts", "idle_timeout_s", CARREL_LIMIT_TTL_S,
-                          &policy->idle_timeout_s, error))
+    if (!carrel_policy_read_limit(kf, "timeouts", "ttl_s", CARREL_LIMIT_TTL_S, &policy->ttl_s,
+                                  error) ||
+        !carrel_policy_read_limit(kf, "timeouts", "idle_timeout_s", CARREL_LIMIT_TTL_S,
+                                  &policy->idle_timeout_s, error))
         return FALSE;
     if (action && !carrel_expiry_action_is_valid(action)) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
@@ -128,6 +132,7 @@ carrel_policy_load_data(const char *data, gsize len, GError **error)
         !read_limit(kf, "max_memory_mib", CARREL_LIMIT_MEMORY_MIB, &policy->max_memory_mib,
                     error) ||
         !read_exit_paths(kf, policy, error) || !read_timeouts(kf, policy, error) ||
+        !carrel_policy_network_read(kf, policy, error) ||
         !carrel_policy_roles_read(kf, policy, error))
         return NULL;
     return g_steal_pointer(&policy);

@@ -16,6 +16,8 @@ CarrelPolicy *carrel_policy_new_default(void);
 /* Parses a policy in GKeyFile syntax: [resources] max_vcpus=, max_memory_mib=;
  * [artifacts] paths=/home/agent/out;/tmp/result.json (collected when a session ends);
  * [timeouts] ttl_s=, idle_timeout_s=, on_expiry=destroy|stop|hibernate|pause;
+ * [network] mode=none|allowlist|open, allow=, deny=, ask= (NAME, *.NAME, NAME:PORT, comma-
+ * separated), ask_timeout_s=;
  * [roles] agent.OPERATION=yes|own|no, reviewer.OPERATION=... (the role matrix's overrides). */
 CarrelPolicy *carrel_policy_load_data(const char *data, gsize len, GError **error);
 
@@ -24,8 +26,32 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelPolicy, carrel_policy_free)
 
 const char *carrel_policy_get_name(const CarrelPolicy *policy);
 
+/* [network] mode: none (no route out, the isolated network), allowlist, open. */
+typedef enum {
+    CARREL_NETWORK_NONE,
+    CARREL_NETWORK_ALLOWLIST,
+    CARREL_NETWORK_OPEN,
+    CARREL_NETWORK_LAST
+} CarrelNetworkMode;
+
+const char *carrel_network_mode_to_string(CarrelNetworkMode mode);
+CarrelNetworkMode carrel_policy_network_mode(const CarrelPolicy *policy);
+/* How long a connection to an "ask" destination waits for a reviewer (default 120 s). */
+guint carrel_policy_ask_timeout_s(const CarrelPolicy *policy);
+
+typedef enum { CARREL_EGRESS_DENY, CARREL_EGRESS_ALLOW, CARREL_EGRESS_ASK } CarrelEgressVerdict;
+
+/*
+ * What the policy says about a connection to host (the name the guest used: HTTP Host, TLS SNI,
+ * a DNS query) on port (0: the name alone, as DNS asks). Deny wins, then allow, then ask; then
+ * open allows and allowlist denies. A raw address or a malformed name is always DENY. Whether
+ * the address a name resolves to is internal is the proxy's check, not this one. Pure.
+ */
+CarrelEgressVerdict carrel_policy_egress(const CarrelPolicy *policy, const char *host, guint port);
+
 /* {name, resources: {max_vcpus, max_memory_mib}, artifacts: {paths}, timeouts: {ttl_s,
- * idle_timeout_s, on_expiry}}; what `carrel policy show` prints. Pure. */
+ * idle_timeout_s, on_expiry}, network: {mode, allow, deny, ask, ask_timeout_s}}; what
+ * `carrel policy show` prints. Pure. */
 JsonNode *carrel_policy_to_json(const CarrelPolicy *policy);
 
 /*

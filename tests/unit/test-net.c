@@ -262,17 +262,67 @@ test_check_isolated(void **state)
     }
 }
 
+/* Addresses no session may reach, and some it may (documentation ranges: the stand-in). */
+static void
+test_internal_addresses(void **state)
+{
+    static const struct {
+        const char *text;
+        gboolean internal;
+    } addrs[] = {
+        {"10.1.2.3", TRUE},
+        {"172.16.0.1", TRUE},
+        {"172.31.255.255", TRUE},
+        {"172.32.0.1", FALSE},
+        {"192.168.1.1", TRUE},
+        {"127.0.0.1", TRUE},
+        {"127.8.9.10", TRUE},
+        {"169.254.169.254", TRUE},
+        {"100.64.0.1", TRUE},
+        {"100.127.255.255", TRUE},
+        {"100.128.0.1", FALSE},
+        {"0.0.0.0", TRUE},
+        {"224.0.0.251", TRUE},
+        {"255.255.255.255", TRUE},
+        {"198.18.0.1", TRUE},
+        {"8.8.8.8", FALSE},
+        {"1.1.1.1", FALSE},
+        {"203.0.113.10", FALSE},
+        {"198.51.100.1", FALSE},
+        {"192.0.2.1", FALSE},
+        {"::1", TRUE},
+        {"::", TRUE},
+        {"fd00::1", TRUE},
+        {"fc12::1", TRUE},
+        {"fe80::1", TRUE},
+        {"ff02::1", TRUE},
+        {"::ffff:8.8.8.8", TRUE},
+        {"64:ff9b::808:808", TRUE},
+        {"2002:a00:1::1", TRUE},
+        {"2001:4860:4860::8888", FALSE},
+        {"2001:db8::1", FALSE},
+        {"10.0.0.0/8", TRUE},
+        {"192.168.0.0/16", TRUE},
+        {"8.8.8.0/24", FALSE},
+        {"not-an-address", FALSE},
+        {"", FALSE},
+    };
+
+    for (gsize i = 0; i < G_N_ELEMENTS(addrs); i++) {
+        if (carrel_net_text_is_internal(addrs[i].text) != addrs[i].internal)
+            fail_msg("%s: internal should be %d", addrs[i].text, addrs[i].internal);
+    }
+    assert_false(carrel_net_text_is_internal(NULL));
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_cases),
-        cmocka_unit_test(test_null_refused),
-        cmocka_unit_test(test_message_names_input),
-        cmocka_unit_test(test_mac_from_bytes),
-        cmocka_unit_test(test_new_mac),
-        cmocka_unit_test(test_network_xml),
-        cmocka_unit_test(test_check_isolated),
+        cmocka_unit_test(test_internal_addresses), cmocka_unit_test(test_cases),
+        cmocka_unit_test(test_null_refused),       cmocka_unit_test(test_message_names_input),
+        cmocka_unit_test(test_mac_from_bytes),     cmocka_unit_test(test_new_mac),
+        cmocka_unit_test(test_network_xml),        cmocka_unit_test(test_check_isolated),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -307,7 +307,8 @@ test_policy_set(void **state)
     assert_string_equal(text, "{\"name\":\"small\",\"resources\":{\"max_vcpus\":1,"
                               "\"max_memory_mib\":8192},\"artifacts\":{\"paths\":[\"/tmp/out\"]},"
                               "\"timeouts\":{\"ttl_s\":60,\"idle_timeout_s\":null,"
-                              "\"on_expiry\":\"stop\"}}");
+                              "\"on_expiry\":\"stop\"},\"network\":{\"mode\":\"none\",\"allow\":[],"
+                              "\"deny\":[],\"ask\":[],\"ask_timeout_s\":120}}");
     /* A file called default takes the built-in one's place, [roles] and all. */
     assert_true(carrel_policy_set_add(set, "default", roles, strlen(roles), &error));
     assert_int_equal(carrel_policy_grant(carrel_policy_set_get_default(set), CARREL_ROLE_AGENT,
@@ -318,6 +319,126 @@ test_policy_set(void **state)
     assert_int_equal(list->len, 3);
 }
 
+/* [network]: what loads, what is refused and why, and the JSON of a loaded one. */
+static void
+test_network_load(void **state)
+{
+    static const struct {
+        const char *text;
+        const char *says; /* NULL: loads */
+    } cases[] = {
+        {"[network]\nmode=allowlist\nallow=example.com, *.example.org, api.example.net:8443\n",
+         NULL},
+        {"[network]\nmode=open\ndeny=bad.test\nask=ask.test\nask_timeout_s=30\n", NULL},
+        {"[network]\nmode=allowlist\nallow=Example.COM.;b.test\n", NULL},
+        {"[network]\nmode=everything\n", "mode must be none, allowlist or open"},
+        {"[network]\nmode=allowlist\nallow=10.0.0.1\n", "private or special address"},
+        {"[network]\nmode=allowlist\nallow=192.168.0.0/16\n", "private or special address"},
+        {"[network]\nmode=allowlist\nallow=169.254.169.254:80\n", "private or special address"},
+        {"[network]\nmode=allowlist\nallow=fd00::1\n", "private or special address"},
+        {"[network]\nmode=allowlist\nallow=8.8.8.8\n", "names, not addresses"},
+        {"[network]\nmode=allowlist\nallow=exa mple.com\n", "expected NAME"},
+        {"[network]\nmode=allowlist\nallow=*\n", "expected NAME"},
+        {"[network]\nmode=allowlist\nallow=a.*.example.com\n", "expected NAME"},
+        {"[network]\nmode=allowlist\nallow=-a.example.com\n", "expected NAME"},
+        {"[network]\nmode=allowlist\nallow=example.com:0\n", "port must be a number"},
+        {"[network]\nmode=allowlist\nallow=example.com:http\n", "port must be a number"},
+        {"[network]\nallow=example.com\n", "need mode=allowlist or mode=open"},
+        {"[network]\nmode=open\nask_timeout_s=0\n", "ask_timeout_s must be an integer"},
+        {"[network]\nmode=open\nproxy=x\n", "has no key 'proxy'"},
+    };
+
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(CarrelPolicy) p =
+            carrel_policy_load_data(cases[i].text, strlen(cases[i].text), &error);
+
+        if (!cases[i].says) {
+            if (!p)
+                fail_msg("case %zu: %s", i, error->message);
+            continue;
+        }
+        assert_null(p);
+        assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG));
+        if (!strstr(error->message, cases[i].says))
+            fail_msg("case %zu: '%s' does not say '%s'", i, error->message, cases[i].says);
+    }
+    {
+        const char *text = "[network]\nmode=allowlist\nallow=Example.COM., *.b.test:8443\n"
+                           "ask=ask.test\n";
+        g_autoptr(CarrelPolicy) p = carrel_policy_load_data(text, strlen(text), NULL);
+        g_autoptr(JsonNode) json = NULL;
+        g_autofree char *out = NULL;
+        JsonObject *network;
+
+        assert_non_null(p);
+        json = carrel_policy_to_json(p);
+        network = json_object_get_object_member(json_node_get_object(json), "network");
+        out = json_to_string(json_object_get_member(json_node_get_object(json), "network"), FALSE);
+        assert_non_null(network);
+        assert_string_equal(out, "{\"mode\":\"allowlist\",\"allow\":[\"example.com\","
+                                 "\"*.b.test:8443\"],\"deny\":[],\"ask\":[\"ask.test\"],"
+                                 "\"ask_timeout_s\":120}");
+    }
+}
+
+/* The decision, case by case: deny wins, then allow, then ask, then the mode. */
+static void
+test_network_decide(void **state)
+{
+    const char *allowlist = "[network]\nmode=allowlist\n"
+                            "allow=allowed.test, *.wild.test, api.test:8443, both.test\n"
+                            "deny=bad.wild.test, both.test\nask=ask.test\n";
+    const char *open = "[network]\nmode=open\ndeny=other.test\n";
+    g_autoptr(CarrelPolicy) a = carrel_policy_load_data(allowlist, strlen(allowlist), NULL);
+    g_autoptr(CarrelPolicy) o = carrel_policy_load_data(open, strlen(open), NULL);
+    g_autoptr(CarrelPolicy) none = carrel_policy_new_default();
+    static const struct {
+        int which; /* 0 allowlist, 1 open, 2 none */
+        const char *host;
+        guint port;
+        CarrelEgressVerdict want;
+    } cases[] = {
+        {0, "allowed.test", 443, CARREL_EGRESS_ALLOW},
+        {0, "allowed.test", 80, CARREL_EGRESS_ALLOW},
+        {0, "ALLOWED.test.", 443, CARREL_EGRESS_ALLOW},
+        {0, "allowed.test", 0, CARREL_EGRESS_ALLOW},
+        {0, "allowed.test", 8080, CARREL_EGRESS_DENY},
+        {0, "x.allowed.test", 443, CARREL_EGRESS_DENY},
+        {0, "a.wild.test", 443, CARREL_EGRESS_ALLOW},
+        {0, "a.b.wild.test", 80, CARREL_EGRESS_ALLOW},
+        {0, "wild.test", 443, CARREL_EGRESS_DENY},
+        {0, "xwild.test", 443, CARREL_EGRESS_DENY},
+        {0, "bad.wild.test", 443, CARREL_EGRESS_DENY},
+        {0, "api.test", 8443, CARREL_EGRESS_ALLOW},
+        {0, "api.test", 443, CARREL_EGRESS_DENY},
+        {0, "both.test", 443, CARREL_EGRESS_DENY},
+        {0, "ask.test", 443, CARREL_EGRESS_ASK},
+        {0, "other.test", 443, CARREL_EGRESS_DENY},
+        {0, "203.0.113.7", 443, CARREL_EGRESS_DENY},
+        {0, "", 443, CARREL_EGRESS_DENY},
+        {0, "a..test", 443, CARREL_EGRESS_DENY},
+        {1, "anything.example", 443, CARREL_EGRESS_ALLOW},
+        {1, "other.test", 443, CARREL_EGRESS_DENY},
+        {1, "8.8.8.8", 53, CARREL_EGRESS_DENY},
+        {2, "allowed.test", 443, CARREL_EGRESS_DENY},
+    };
+    const CarrelPolicy *policies[] = {a, o, none};
+
+    assert_non_null(a);
+    assert_non_null(o);
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        CarrelEgressVerdict got =
+            carrel_policy_egress(policies[cases[i].which], cases[i].host, cases[i].port);
+        if (got != cases[i].want)
+            fail_msg("case %zu (%s:%u): %d, not %d", i, cases[i].host, cases[i].port, got,
+                     cases[i].want);
+    }
+    assert_null(carrel_policy_egress(a, NULL, 443) == CARREL_EGRESS_DENY ? NULL : "x");
+    assert_int_equal(carrel_policy_network_mode(none), CARREL_NETWORK_NONE);
+    assert_int_equal(carrel_policy_ask_timeout_s(a), 120);
+}
+
 int
 main(void)
 {
@@ -326,7 +447,8 @@ main(void)
         cmocka_unit_test(test_load_refusals),  cmocka_unit_test(test_exit_paths),
         cmocka_unit_test(test_role_matrix),    cmocka_unit_test(test_lease_binds),
         cmocka_unit_test(test_role_overrides), cmocka_unit_test(test_readme_matrix),
-        cmocka_unit_test(test_policy_set),
+        cmocka_unit_test(test_policy_set),     cmocka_unit_test(test_network_load),
+        cmocka_unit_test(test_network_decide),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
