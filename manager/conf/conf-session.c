@@ -30,6 +30,7 @@ carrel_session_free(CarrelSession *session)
     g_free(session->owner_id);
     g_free(session->owner_label);
     g_free(session->policy);
+    g_free(session->egress_ip);
     g_free(session);
 }
 
@@ -75,6 +76,7 @@ carrel_session_to_json(const CarrelSession *session)
     carrel_conf_add_optional_string(b, "owner", session->owner_label);
     carrel_conf_add_optional_string(b, "owner_id", session->owner_id);
     carrel_conf_add_optional_string(b, "policy", session->policy);
+    carrel_conf_add_optional_string(b, "address", session->egress_ip);
     if (session->expires_at) {
         g_autofree char *expires = carrel_util_format_time(session->expires_at);
         carrel_conf_add_optional_string(b, "expires_at", expires);

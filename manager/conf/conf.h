@@ -147,6 +147,7 @@ typedef struct {
                              NULL for sessions older than owners: admins and reviewers only */
     char *owner_label;    /* that principal's name */
     char *policy;         /* the named policy it was created under ("default") */
+    char *egress_ip;      /* its address on the egress network, or NULL (no network) */
     gint64 created_at;
     gint64 updated_at;
 } CarrelSession;
@@ -817,6 +818,32 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelApproval, carrel_approval_free)
 /* {id, session_id, action, detail, state, requested_by, requested_at, decided_by, decided_at,
  * reason}; times as RFC 3339 or null. */
 JsonNode *carrel_approval_to_json(const CarrelApproval *a);
+
+/*
+ * One attempt of a session to reach the outside (conf-egress.c): a DNS lookup, an HTTP
+ * request or a TLS connection, with what the policy decided. decision: "allowed", "denied",
+ * "approved" or "refused" (an ask a reviewer decided), "expired" (an ask nobody decided in time).
+ */
+typedef struct {
+    gint64 seq;
+    gint64 ts_us;
+    char *session_id;
+    char *name;     /* what the guest asked for: DNS name, Host, SNI (or an address) */
+    char *address;  /* the address it connected to, or NULL (DNS) */
+    guint port;     /* 53 for DNS */
+    char *protocol; /* "dns", "http", "tls" */
+    char *decision;
+    gint64 bytes_out; /* guest to the outside */
+    gint64 bytes_in;
+    gint64 duration_ms;
+} CarrelEgressRecord;
+
+CarrelEgressRecord *carrel_egress_record_new(void);
+void carrel_egress_record_free(CarrelEgressRecord *rec);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelEgressRecord, carrel_egress_record_free)
+/* {seq, time, session, name, address, port, protocol, decision, bytes_out, bytes_in,
+ * duration_ms} */
+JsonNode *carrel_egress_record_to_json(const CarrelEgressRecord *rec);
 /* An action name: 1-64 of [A-Za-z0-9._:-]. */
 gboolean carrel_approval_check_action(const char *action, GError **error);
 /* NULL or clean text of at most CARREL_APPROVAL_REASON_MAX bytes. */

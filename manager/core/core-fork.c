@@ -58,24 +58,31 @@ bring_up_fork(CarrelManager *mgr, CarrelSession *s, const CarrelSnapshot *snap, 
         (!by_screen && !carrel_manager_set_guest_clock(mgr, domain, error)))
         return FALSE;
     carrel_manager_set_clone_mac(mgr, domain, s->mac);
-    return carrel_store_session_set_state(mgr->store, s->id, CARREL_SESSION_RUNNING, NULL, error);
+    /* The restored guest still has its origin's address: it gets its own. */
+    return carrel_manager_egress_attach(mgr, s, TRUE, error) &&
+           carrel_store_session_set_state(mgr->store, s->id, CARREL_SESSION_RUNNING, NULL, error);
 }
 
 /* One fork, all or nothing. */
 static CarrelSession *
 fork_one(CarrelManager *mgr, const CarrelPrincipal *who, const CarrelSession *origin,
-         const CarrelSnapshot *snap, GError **error)
+         const CarrelPolicy *policy, const CarrelSnapshot *snap, GError **error)
 {
     g_autoptr(CarrelSession) s = fork_row(mgr, who, origin, snap);
     gboolean ok;
 
     if (!carrel_manager_claim(mgr, s->id, "fork", error))
         return NULL;
+    if (!carrel_manager_egress_prepare(mgr, s, policy, error)) {
+        carrel_manager_release(mgr, s->id);
+        return NULL;
+    }
     ok = carrel_manager_ensure_network(mgr, error) &&
          carrel_store_session_insert(mgr->store, s, error) && bring_up_fork(mgr, s, snap, error);
     if (!ok) {
         carrel_manager_session_teardown(mgr, s);
         (void)carrel_store_session_delete(mgr->store, s->id, NULL);
+        carrel_manager_egress_detach(mgr, s->id, s->egress_ip);
     }
     carrel_manager_release(mgr, s->id);
     /* Like a warm clone: its free memory goes back to the host. */
@@ -130,7 +137,7 @@ fork_from(CarrelManager *mgr, const CarrelPrincipal *who, const CarrelSession *o
         return NULL;
     }
     for (guint i = 0; i < count; i++) {
-        CarrelSession *s = fork_one(mgr, who, origin, snap, error);
+        CarrelSession *s = fork_one(mgr, who, origin, policy, snap, error);
         if (!s) {
             /* All or nothing: the forks made so far go too. */
             for (guint j = 0; j < forks->len; j++) {

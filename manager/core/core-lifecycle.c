@@ -67,10 +67,13 @@ do_start(CarrelManager *mgr, CarrelSession *session, gpointer data, GError **err
     /* The network may be down since the host rebooted; a domain on it would not start. */
     if (session->mac && !carrel_manager_ensure_network(mgr, error))
         return FALSE;
+    if (session->egress_ip && !carrel_manager_egress_ensure(mgr, error))
+        return FALSE;
     if (carrel_hypervisor_get_state(mgr->hv, domain, &state, &local)) {
         if (state != CARREL_DOMAIN_RUNNING && !carrel_hypervisor_start(mgr->hv, domain, error))
             return FALSE;
-        return carrel_manager_wait_agent(mgr, domain, &by_screen, error);
+        return carrel_manager_wait_agent(mgr, domain, &by_screen, error) &&
+               carrel_manager_egress_attach(mgr, session, TRUE, error);
     }
     if (!g_error_matches(local, CARREL_ERROR, CARREL_ERROR_NOT_FOUND)) {
         g_propagate_error(error, g_steal_pointer(&local));
@@ -83,7 +86,8 @@ do_start(CarrelManager *mgr, CarrelSession *session, gpointer data, GError **err
                                      error);
     xml = tmpl ? carrel_manager_session_xml(mgr, session, tmpl, error) : NULL;
     return xml && carrel_hypervisor_define_start(mgr->hv, xml, error) &&
-           carrel_manager_wait_agent(mgr, domain, &by_screen, error);
+           carrel_manager_wait_agent(mgr, domain, &by_screen, error) &&
+           carrel_manager_egress_attach(mgr, session, TRUE, error);
 }
 
 CarrelSession *
@@ -237,7 +241,8 @@ wake(CarrelManager *mgr, CarrelSession *session, const char *domain, GError **er
     /* The memory is running again: the file is history now. */
     (void)g_unlink(path);
     return carrel_manager_wait_agent(mgr, domain, &by_screen, error) &&
-           (by_screen || carrel_manager_set_guest_clock(mgr, domain, error));
+           (by_screen || carrel_manager_set_guest_clock(mgr, domain, error)) &&
+           carrel_manager_egress_attach(mgr, session, FALSE, error);
 }
 
 static gboolean

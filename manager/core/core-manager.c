@@ -85,6 +85,11 @@ carrel_manager_new(const CarrelManagerConfig *config, CarrelHypervisor *hv, GErr
         g_hash_table_new_full(g_str_hash, g_str_equal, g_free, carrel_console_password_free);
     mgr->jobs =
         g_hash_table_new_full(g_str_hash, g_str_equal, NULL, (GDestroyNotify)carrel_job_unref);
+    g_mutex_init(&mgr->egress_lock);
+    mgr->egress_sources = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    carrel_manager_egress_asks_init(mgr);
+    mgr->egress_dns = g_strdup(config->egress_dns);
+    mgr->egress_helper = g_strdup(config->egress_helper);
     mgr->hv = g_steal_pointer(&owned_hv);
     mgr->state_dir = g_canonicalize_filename(config->state_dir, NULL);
     mgr->recipes_dir = g_strdup(config->recipes_dir);
@@ -129,6 +134,14 @@ carrel_manager_free(CarrelManager *mgr)
     g_clear_pointer(&mgr->inputs, g_hash_table_unref);
     g_clear_pointer(&mgr->consoles, g_hash_table_unref);
     g_mutex_clear(&mgr->console_lock);
+    carrel_manager_egress_stop(mgr);
+    if (mgr->egress_ask_timer)
+        g_source_remove(mgr->egress_ask_timer);
+    g_clear_pointer(&mgr->egress_asks, g_ptr_array_unref);
+    g_clear_pointer(&mgr->egress_sources, g_hash_table_unref);
+    g_mutex_clear(&mgr->egress_lock);
+    g_free(mgr->egress_dns);
+    g_free(mgr->egress_helper);
     g_clear_pointer(&mgr->store, carrel_store_free);
     g_clear_pointer(&mgr->hv, carrel_hypervisor_free);
     g_clear_pointer(&mgr->policies, carrel_policy_set_free);

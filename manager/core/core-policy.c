@@ -97,14 +97,6 @@ carrel_manager_policy_for(CarrelManager *mgr, const CarrelPrincipal *who, const 
                     "no policy named '%s' (carrel policy ls)", name);
         return NULL;
     }
-    /* Until the egress path exists, a session that was promised a network must not get none. */
-    if (carrel_policy_network_mode(policy) != CARREL_NETWORK_NONE) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_POLICY_DENIED,
-                    "policy '%s' gives sessions network mode %s, which this carreld cannot give "
-                    "yet: sessions have no route out",
-                    name, carrel_network_mode_to_string(carrel_policy_network_mode(policy)));
-        return NULL;
-    }
     if (!carrel_principal_may_use_policy(who, name)) {
         allowed = g_strjoinv(", ", who->policies);
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_POLICY_DENIED,

@@ -79,7 +79,9 @@ static gboolean
 fits(const CarrelSessionRequest *req, const CarrelTemplate *tmpl, const CarrelPolicy *policy,
      const CarrelSession *m)
 {
+    /* Members sit on the isolated network: a policy with network boots or restores its own. */
     return !req->cold && m->state == CARREL_SESSION_PAUSED &&
+           carrel_policy_network_mode(policy) == CARREL_NETWORK_NONE &&
            carrel_policy_check_resources(policy, m->vcpus, m->memory_mib, NULL) &&
            m->template_version == tmpl->version && (!req->vcpus || req->vcpus == m->vcpus) &&
            (!req->memory_mib || req->memory_mib == m->memory_mib);

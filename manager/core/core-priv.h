@@ -2,6 +2,7 @@
 #pragma once
 
 #include "core/core.h"
+#include "egress/egress.h"
 #include "policy/policy.h"
 #include "store/store.h"
 
@@ -38,7 +39,35 @@ struct _CarrelManager {
     GPtrArray *pending_exit; /* session ids whose exit path reconcile left to the watcher; lock */
     GMutex console_lock;     /* guards consoles */
     GHashTable *consoles;    /* session id -> its current SPICE password (core-console.c) */
+    char *egress_dns;        /* the sessions' upstream resolver, or NULL: no egress path */
+    char *egress_helper;     /* carrel-egress-helper */
+    GMutex egress_lock;      /* guards egress and egress_sources */
+    CarrelEgress *egress;    /* started with the first session that has a network */
+    GHashTable *egress_sources; /* address -> id of the session on the path (or being made) */
+    GPtrArray *egress_asks;     /* PendingAsk, main context only (core-egress-decide.c) */
+    guint egress_ask_timer;
 };
+
+/* Sessions with a network (core-egress.c). prepare: at create, an address for a session whose
+ * policy has network (starting the path if need be); FAILED when carreld has none. attach: once
+ * the guest's agent answers, tell the guest its address (tell_guest) and put the session on the
+ * path. detach: off the path. sync: off the path for sessions no longer running (the watcher).
+ * resume: back on the path for sessions that ran on while carreld was down. */
+gboolean carrel_manager_egress_prepare(CarrelManager *mgr, CarrelSession *session,
+                                       const CarrelPolicy *policy, GError **error);
+gboolean carrel_manager_egress_attach(CarrelManager *mgr, const CarrelSession *session,
+                                      gboolean tell_guest, GError **error);
+void carrel_manager_egress_detach(CarrelManager *mgr, const char *session_id, const char *address);
+void carrel_manager_egress_sync(CarrelManager *mgr);
+/* The path (and its libvirt network) up, for a session with an address that starts. */
+gboolean carrel_manager_egress_ensure(CarrelManager *mgr, GError **error);
+void carrel_manager_egress_stop(CarrelManager *mgr);
+/* The session's tap on the egress network: "cs-" + its id's hex. */
+char *carrel_manager_egress_tap(const CarrelSession *session);
+/* The proxy's questions and the path's records (core-egress-decide.c, main context). */
+void carrel_manager_egress_decide(CarrelEgressQuery *q, gpointer data);
+void carrel_manager_egress_record(const char *source, const CarrelEgressRecord *rec, gpointer data);
+void carrel_manager_egress_asks_init(CarrelManager *mgr);
 
 /* Frees an entry of mgr->consoles. */
 void carrel_console_password_free(gpointer data);

@@ -13,6 +13,7 @@ carrel_manager_session_xml(CarrelManager *mgr, const CarrelSession *session,
     /* Fresh identity every time: a restored clone must never share its original's. */
     g_autofree char *uuid = g_uuid_string_random();
     g_autofree char *genid = g_uuid_string_random();
+    g_autofree char *tap = session->egress_ip ? carrel_manager_egress_tap(session) : NULL;
     CarrelDomainSpec spec = {
         .domain_name = domain,
         .session_id = session->id,
@@ -31,7 +32,8 @@ carrel_manager_session_xml(CarrelManager *mgr, const CarrelSession *session,
         .console_log_path = log,
         .tb_cache_mib = mgr->accel == CARREL_ACCEL_TCG ? mgr->tb_cache_mib : 0,
         .mac = session->mac,
-        .network = CARREL_NET_ISOLATED_NAME,
+        .network = session->egress_ip ? CARREL_NET_EGRESS_NAME : CARREL_NET_ISOLATED_NAME,
+        .tap = tap,
     };
 
     return carrel_hypervisor_build_domain_xml(&spec, error);
@@ -42,6 +44,7 @@ carrel_manager_session_teardown(CarrelManager *mgr, const CarrelSession *session
 {
     g_autofree char *domain = carrel_session_domain_name(session->id);
 
+    carrel_manager_egress_detach(mgr, session->id, session->egress_ip);
     (void)carrel_hypervisor_destroy(mgr->hv, domain, NULL);
     (void)carrel_hypervisor_undefine(mgr->hv, domain, NULL);
     if (session->dir)
@@ -192,6 +195,9 @@ bring_up(CarrelManager *mgr, CarrelSession *session, const CarrelTemplate *tmpl,
     if (!warm && !by_screen &&
         !carrel_manager_wait_ready(mgr, NULL, domain, mgr->agent_timeout_s, error))
         return FALSE;
+    /* Its network once its agent can set it up: the path is ready before "running". */
+    if (!carrel_manager_egress_attach(mgr, session, TRUE, error))
+        return FALSE;
     return carrel_store_session_set_state(
         mgr->store, session->id, CARREL_SESSION_RUNNING,
         by_screen ? "no guest agent answered: ready once the screen settled" : NULL, error);
@@ -265,8 +271,17 @@ carrel_manager_create_into(CarrelManager *mgr, const CarrelPrincipal *who,
         g_prefix_error(error, "creating session: ");
         return NULL;
     }
+    /* Its address, once everything else about the request is known to be fine. */
+    if (!carrel_manager_egress_prepare(mgr, session, policy, error)) {
+        carrel_manager_release(mgr, session->id);
+        g_prefix_error(error, "creating session '%s': ", session->name);
+        return NULL;
+    }
     result = create_claimed(mgr, session, tmpl, warm, req->inputs, error);
     carrel_manager_release(mgr, session->id);
+    /* A failed create gives its address back. */
+    if (!result)
+        carrel_manager_egress_detach(mgr, session->id, session->egress_ip);
     if (result)
         carrel_manager_forget_uploads(mgr, req->inputs);
     if (result && warm)

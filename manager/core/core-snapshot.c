@@ -50,7 +50,8 @@ restore_onto(CarrelManager *mgr, CarrelSession *session, const char *memory, con
     return xml && carrel_hypervisor_restore(mgr->hv, memory, xml, error) &&
            carrel_hypervisor_define(mgr->hv, xml, error) &&
            carrel_manager_wait_agent(mgr, domain, &by_screen, error) &&
-           (by_screen || carrel_manager_set_guest_clock(mgr, domain, error));
+           (by_screen || carrel_manager_set_guest_clock(mgr, domain, error)) &&
+           carrel_manager_egress_attach(mgr, session, FALSE, error);
 }
 
 /* Defines the (stopped) session's domain on the disk top. */

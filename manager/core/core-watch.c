@@ -223,6 +223,7 @@ carrel_manager_watch(CarrelManager *mgr)
 
     collect_pending(mgr);
     carrel_manager_pool_refill(mgr);
+    carrel_manager_egress_sync(mgr);
     sessions = carrel_store_session_list(mgr->store, FALSE, NULL);
 
     for (guint i = 0; sessions && i < sessions->len; i++) {

@@ -25,6 +25,8 @@ typedef struct {
                                    the built-in default */
     const char *guest_tool;     /* carrel-guest binary given to recipes, or NULL */
     const char *guest_tool_src; /* its sources, hashed into every recipe hash, or NULL */
+    const char *egress_dns;     /* upstream resolver of sessions with a network; NULL: none */
+    const char *egress_helper;  /* carrel-egress-helper (squid's helper) */
 } CarrelManagerConfig;
 
 typedef struct _CarrelManager CarrelManager;
@@ -50,6 +52,9 @@ typedef struct {
     guint cleaned;  /* half-created sessions removed */
     guint orphans;  /* carrel domains of this instance with no session: removed */
 } CarrelReconcileReport;
+
+/* Puts sessions that kept running with a network back on the egress path (after reconcile). */
+gboolean carrel_manager_egress_resume(CarrelManager *mgr, GError **error);
 
 /* Matches the store with libvirt's carrel-tagged domains; run before serving. */
 gboolean carrel_manager_reconcile(CarrelManager *mgr, CarrelReconcileReport *ret_report,

@@ -4,6 +4,7 @@
 #include <glib/gstdio.h>
 #include <locale.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -25,6 +26,8 @@ typedef struct {
     char *probe_kernel;
     char *policy;
     char *policy_dir;
+    char *egress_dns;
+    char *egress_helper;
     char *guest_tool;
     char *web_dir;
     char *spice_dir;
@@ -50,6 +53,8 @@ options_clear(Options *opts)
     g_free(opts->probe_kernel);
     g_free(opts->policy);
     g_free(opts->policy_dir);
+    g_free(opts->egress_dns);
+    g_free(opts->egress_helper);
     g_free(opts->guest_tool);
     g_free(opts->web_dir);
     g_free(opts->spice_dir);
@@ -68,6 +73,26 @@ default_recipes_dir(void)
     if (g_file_test(source, G_FILE_TEST_IS_DIR))
         return g_steal_pointer(&source);
     return g_build_filename(CARREL_DATA_DIR, "templates", NULL);
+}
+
+/* The host's first resolver: what sessions with a network resolve through, unless told. */
+static char *
+host_resolver(void)
+{
+    g_autofree char *text = NULL;
+    g_auto(GStrv) lines = NULL;
+
+    if (!g_file_get_contents("/etc/resolv.conf", &text, NULL, NULL))
+        return NULL;
+    lines = g_strsplit(text, "\n", -1);
+    for (guint i = 0; lines[i]; i++) {
+        g_auto(GStrv) words = g_strsplit_set(g_strstrip(lines[i]), " \t", -1);
+        if (g_strv_length(words) >= 2 && g_str_equal(words[0], "nameserver") &&
+            g_hostname_is_ip_address(words[g_strv_length(words) - 1]) &&
+            !strchr(words[g_strv_length(words) - 1], ':'))
+            return g_strdup(words[g_strv_length(words) - 1]);
+    }
+    return NULL;
 }
 
 /* The source tree's policies/ (a checkout), else the installed copy. */
@@ -292,6 +317,12 @@ parse_options(int argc, char **argv, Options *opts, GError **error)
          "Named policies: every NAME.policy in it (default: the source tree's policies/)", "DIR"},
         {"policy", 0, 0, G_OPTION_ARG_FILENAME, &opts->policy,
          "The default policy's file, over the folder's default.policy", "FILE"},
+        {"egress-dns", 0, 0, G_OPTION_ARG_STRING, &opts->egress_dns,
+         "Upstream resolver of sessions with a network (default: the first nameserver of "
+         "/etc/resolv.conf)",
+         "ADDR"},
+        {"egress-helper", 0, 0, G_OPTION_ARG_FILENAME, &opts->egress_helper,
+         "squid's helper that asks carreld (default: this build's carrel-egress-helper)", "FILE"},
         {"guest-tool", 0, 0, G_OPTION_ARG_FILENAME, &opts->guest_tool,
          "carrel-guest binary installed by template recipes (default: this build's)", "FILE"},
         {"web-dir", 0, 0, G_OPTION_ARG_FILENAME, &opts->web_dir,
@@ -346,6 +377,16 @@ parse_options(int argc, char **argv, Options *opts, GError **error)
         opts->policy_dir = default_policy_dir();
     if (!opts->guest_tool)
         opts->guest_tool = g_build_filename(CARREL_BUILD_DIR, "guest-tools", "carrel-guest", NULL);
+    if (!opts->egress_helper)
+        opts->egress_helper =
+            g_build_filename(CARREL_BUILD_DIR, "manager", "daemon", "carrel-egress-helper", NULL);
+    if (!opts->egress_dns)
+        opts->egress_dns = host_resolver();
+    if (opts->egress_dns && !g_hostname_is_ip_address(opts->egress_dns)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "--egress-dns must be an IP address, not '%s'", opts->egress_dns);
+        return FALSE;
+    }
     return check_listen(opts, error);
 }
 
@@ -415,6 +456,7 @@ open_manager(const Options *opts, GError **error)
     CarrelHypervisor *hv;
     CarrelManagerConfig config = {0};
     CarrelReconcileReport report;
+    g_autoptr(GError) egress_error = NULL;
     g_autoptr(CarrelManager) mgr = NULL;
 
     config.accel = choose_accel(opts, &reason, error);
@@ -431,6 +473,8 @@ open_manager(const Options *opts, GError **error)
     config.agent_timeout_s = (guint)opts->agent_timeout_s;
     config.policy_path = opts->policy;
     config.policy_dir = opts->policy_dir;
+    config.egress_dns = opts->egress_dns;
+    config.egress_helper = opts->egress_helper;
     if (g_file_test(opts->guest_tool, G_FILE_TEST_IS_EXECUTABLE)) {
         config.guest_tool = opts->guest_tool;
         config.guest_tool_src = CARREL_SOURCE_DIR "/guest-tools";
@@ -446,6 +490,11 @@ open_manager(const Options *opts, GError **error)
         !carrel_manager_reconcile(mgr, &report, error))
         return NULL;
     log_reconcile(&report);
+    /* Sessions that ran on with a network get their path back before anyone asks; without it
+     * they reach nothing, which is safe, so carreld serves anyway. */
+    if (!carrel_manager_egress_resume(mgr, &egress_error))
+        g_warning("sessions with a network have none until this is fixed: %s",
+                  egress_error->message);
     /* Crashed or powered-off guests are noticed within seconds, and their exit paths run. */
     carrel_manager_start_watch(mgr, 0);
     return g_steal_pointer(&mgr);

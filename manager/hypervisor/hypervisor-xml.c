@@ -167,6 +167,12 @@ validate_network(const CarrelDomainSpec *spec, GError **error)
                     "mac is not a unicast address of the form 02:1a:2b:3c:4d:5e");
         return FALSE;
     }
+    if (spec->tap && (!carrel_util_is_valid_name(spec->tap) || strlen(spec->tap) > 15 ||
+                      g_str_has_prefix(spec->tap, "vnet"))) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "a NIC's tap name must be a valid name of at most 15 bytes");
+        return FALSE;
+    }
     if (!carrel_util_is_valid_name(spec->network)) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
                     "a NIC needs a network with a valid name");
@@ -306,17 +312,20 @@ append_interface(GString *xml, const CarrelDomainSpec *spec)
     if (!spec->mac)
         return;
     /*
-     * The network is carrel's isolated one (no forward: egress none). No option ROM: no guest
+     * The network is carrel's isolated one (no forward: egress none) or its egress one (the
+     * proxy's, see net-egress.c). No option ROM: no guest
      * boots from the network, and iPXE would only add memory and a PXE attempt under firmware.
      */
     append_markup(xml,
                   "    <interface type='network'>\n"
                   "      <mac address='%s'/>\n"
-                  "      <source network='%s'/>\n"
-                  "      <model type='virtio'/>\n"
-                  "      <rom enabled='no'/>\n"
-                  "    </interface>\n",
+                  "      <source network='%s'/>\n",
                   spec->mac, spec->network);
+    if (spec->tap)
+        append_markup(xml, "      <target dev='%s'/>\n", spec->tap);
+    append_markup(xml, "      <model type='virtio'/>\n"
+                       "      <rom enabled='no'/>\n"
+                       "    </interface>\n");
 }
 
 /* Devices that do not depend on the spec: the same desktop hardware for every session. */

@@ -52,6 +52,9 @@ typedef struct {
      */
     const char *mac;
     const char *network;
+    /* The host side of the NIC (a tap of at most 15 bytes), or NULL for libvirt's own name:
+     * the egress firewall knows each session's tap by name. */
+    const char *tap;
 } CarrelDomainSpec;
 
 /*

@@ -50,6 +50,9 @@ carrel_net_isolated_network_xml(const char *name, const char *bridge, GError **e
 typedef struct {
     gboolean forward;
     gboolean isolated_ports;
+    gboolean dns_off;
+    gboolean dhcp;
+    char *address; /* <ip address=...> */
     int depth;
 } NetworkScan;
 
@@ -65,11 +68,28 @@ scan_start(GMarkupParseContext *ctx, const char *element, const char **names, co
         return;
     if (g_str_equal(element, "forward"))
         scan->forward = TRUE;
-    if (g_str_equal(element, "port")) {
-        for (int i = 0; names[i]; i++)
-            if (g_str_equal(names[i], "isolated") && g_str_equal(values[i], "yes"))
-                scan->isolated_ports = TRUE;
+    for (int i = 0; names[i]; i++) {
+        if (g_str_equal(element, "port") && g_str_equal(names[i], "isolated") &&
+            g_str_equal(values[i], "yes"))
+            scan->isolated_ports = TRUE;
+        if (g_str_equal(element, "dns") && g_str_equal(names[i], "enable") &&
+            g_str_equal(values[i], "no"))
+            scan->dns_off = TRUE;
+        if (g_str_equal(element, "ip") && g_str_equal(names[i], "address") && !scan->address)
+            scan->address = g_strdup(values[i]);
     }
+}
+
+/* <dhcp> sits inside <ip>: any depth counts. */
+static void
+scan_dhcp(GMarkupParseContext *ctx, const char *element, const char **names, const char **values,
+          gpointer data, GError **error)
+{
+    NetworkScan *scan = data;
+
+    if (g_str_equal(element, "dhcp"))
+        scan->dhcp = TRUE;
+    scan_start(ctx, element, names, values, data, error);
 }
 
 static void
@@ -78,32 +98,65 @@ scan_end(GMarkupParseContext *ctx, const char *element, gpointer data, GError **
     ((NetworkScan *)data)->depth--;
 }
 
-gboolean
-carrel_net_check_isolated(const char *xml, GError **error)
+static gboolean
+scan_network(const char *xml, NetworkScan *scan, GError **error)
 {
-    static const GMarkupParser parser = {.start_element = scan_start, .end_element = scan_end};
-    NetworkScan scan = {0};
+    static const GMarkupParser parser = {.start_element = scan_dhcp, .end_element = scan_end};
     g_autoptr(GMarkupParseContext) ctx = NULL;
 
     if (!xml) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "network xml is required");
         return FALSE;
     }
-    ctx = g_markup_parse_context_new(&parser, 0, &scan, NULL);
+    ctx = g_markup_parse_context_new(&parser, 0, scan, NULL);
     if (!g_markup_parse_context_parse(ctx, xml, -1, error) ||
         !g_markup_parse_context_end_parse(ctx, error)) {
         g_prefix_error(error, "parsing network xml: ");
         return FALSE;
     }
     /* Someone else's network of the same name must never give a sandbox a way out. */
-    if (scan.forward) {
+    if (scan->forward) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_POLICY_DENIED,
                     "network has a <forward> element: guests could reach beyond the host");
         return FALSE;
     }
-    if (!scan.isolated_ports) {
+    if (!scan->isolated_ports) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_POLICY_DENIED,
                     "network ports are not isolated: sessions could reach each other");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
+carrel_net_check_isolated(const char *xml, GError **error)
+{
+    NetworkScan scan = {0};
+    gboolean ok = scan_network(xml, &scan, error);
+
+    g_free(scan.address);
+    return ok;
+}
+
+gboolean
+carrel_net_check_egress(const char *xml, const char *gateway, GError **error)
+{
+    NetworkScan scan = {0};
+    g_autofree char *address = NULL;
+    gboolean ok = scan_network(xml, &scan, error);
+
+    address = g_steal_pointer(&scan.address);
+    if (!ok)
+        return FALSE;
+    /* libvirt's own dnsmasq would answer any name: the sessions' resolvers are carreld's. */
+    if (!scan.dns_off || scan.dhcp) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_POLICY_DENIED,
+                    "network runs libvirt's DNS or DHCP: names would resolve past the policy");
+        return FALSE;
+    }
+    if (g_strcmp0(address, gateway) != 0) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_POLICY_DENIED,
+                    "network's host address is %s, not %s", address ? address : "none", gateway);
         return FALSE;
     }
     return TRUE;

@@ -1,5 +1,5 @@
-/* net: address rules (plain HTTP on loopback only), the isolated session network and NIC MACs;
- * the egress proxy later. */
+/* net: address rules (plain HTTP on loopback only), the session networks and NIC MACs, and the
+ * egress path's configuration (pure generators). */
 #pragma once
 
 #include <gio/gio.h>
@@ -42,6 +42,81 @@ char *carrel_net_isolated_network_xml(const char *name, const char *bridge, GErr
  * INVALID_ARG when it does not parse.
  */
 gboolean carrel_net_check_isolated(const char *xml, GError **error);
+
+/* The libvirt network of sessions whose policy gives them a network (net-egress.c): the host is
+ * GATEWAY on BRIDGE; each session gets an address of the /PREFIX and a tap named TAP_PREFIX +
+ * 12 hex (its id's). */
+#define CARREL_NET_EGRESS_NAME "carrel-egress"
+#define CARREL_NET_EGRESS_BRIDGE "carrel-egr0"
+#define CARREL_NET_EGRESS_GATEWAY "10.77.0.1"
+#define CARREL_NET_EGRESS_SUBNET "10.77.0.0/16"
+#define CARREL_NET_EGRESS_PREFIX 16
+#define CARREL_NET_EGRESS_TAP_PREFIX "cs-"
+/* The proxy's intercept ports and the range of the sessions' resolvers, on the gateway only. */
+#define CARREL_NET_EGRESS_HTTP_PORT 3129
+#define CARREL_NET_EGRESS_HTTPS_PORT 3130
+#define CARREL_NET_EGRESS_DNS_PORT_FIRST 15300
+#define CARREL_NET_EGRESS_DNS_PORT_LAST 16299
+
+/* Pure generator: the egress network's XML (no forward, isolated ports, no DHCP, DNS off, the
+ * host at gateway/prefix). INVALID_ARG for bad values. */
+char *carrel_net_egress_network_xml(const char *name, const char *bridge, const char *gateway,
+                                    guint prefix, GError **error);
+/* Checks a running network's XML (untrusted) is one: no forward, isolated ports, DNS off, no
+ * DHCP, and the host at gateway. POLICY_DENIED if not. */
+gboolean carrel_net_check_egress(const char *xml, const char *gateway, GError **error);
+
+typedef struct {
+    const char *bridge;
+    const char *gateway;
+    const char *tap_prefix; /* session taps: "cs-" */
+    guint http_port;        /* the proxy's HTTP intercept port */
+    guint https_port;       /* its TLS intercept port */
+    guint dns_port_first;   /* sessions' resolvers */
+    guint dns_port_last;
+    const guint *tls_ports; /* guest ports sent to the TLS intercept: 443 and policies' others */
+    guint n_tls_ports;
+} CarrelNetEgressFirewall;
+
+/* Pure generator: an nft script replacing the tables inet and bridge carrel_egress atomically. */
+char *carrel_net_egress_nft(const CarrelNetEgressFirewall *fw, GError **error);
+/* Pure generator: an nft script adding (or deleting) one session's resolver port and its
+ * tap/address pair. */
+char *carrel_net_egress_nft_session(gboolean add, const char *address, guint dns_port,
+                                    const char *tap, GError **error);
+
+typedef struct {
+    const char *gateway;
+    guint http_port;
+    guint https_port;
+    const char *subnet;        /* the sessions' addresses: nobody else is served */
+    const char *upstream_dns;  /* what squid resolves with: the same as the sessions' resolvers */
+    const char *helper;        /* the external ACL helper, and its one argument: */
+    const char *helper_socket; /* carreld's decision socket */
+    const char *ca_pem;        /* certificate and key for the TLS intercept port */
+    const char *ssl_db;
+    const char *certgen; /* security_file_certgen */
+    const char *access_log;
+    const char *cache_log;
+    const char *pid_file;
+    const char *user; /* squid's own user (Debian: proxy) */
+} CarrelNetSquidSpec;
+
+/* Pure generator: squid.conf for the egress proxy (transparent HTTP; TLS by SNI, spliced, never
+ * decrypted; every request decided by carreld through the helper). */
+char *carrel_net_squid_conf(const CarrelNetSquidSpec *spec, GError **error);
+
+typedef struct {
+    const char *gateway;
+    guint port;
+    const char *upstream;
+    gboolean open;  /* resolve every name but refuse's */
+    char **resolve; /* names forwarded upstream (with their subdomains); others NXDOMAIN */
+    char **refuse;  /* names answered NXDOMAIN */
+} CarrelNetDnsSpec;
+
+/* Pure generator: one session's dnsmasq.conf. */
+char *carrel_net_dnsmasq_conf(const CarrelNetDnsSpec *spec, GError **error);
 
 /*
  * TRUE for an address no session may reach whatever its policy (net-addr.c): private (RFC 1918,

@@ -291,3 +291,51 @@ carrel_policy_network_to_json(const CarrelPolicy *policy, JsonBuilder *b)
     json_builder_add_int_value(b, carrel_policy_ask_timeout_s(policy));
     json_builder_end_object(b);
 }
+
+static void
+add_names(GStrvBuilder *b, GHashTable *seen, const GPtrArray *rules, GHashTable *skip)
+{
+    for (guint i = 0; rules && i < rules->len; i++) {
+        const CarrelEgressRule *rule = g_ptr_array_index(rules, i);
+        if ((!skip || !g_hash_table_contains(skip, rule->name)) &&
+            g_hash_table_add(seen, rule->name))
+            g_strv_builder_add(b, rule->name);
+    }
+}
+
+void
+carrel_policy_dns_names(const CarrelPolicy *policy, GStrv *ret_resolve, GStrv *ret_refuse)
+{
+    g_autoptr(GStrvBuilder) resolve = g_strv_builder_new();
+    g_autoptr(GStrvBuilder) refuse = g_strv_builder_new();
+    g_autoptr(GHashTable) resolved = g_hash_table_new(g_str_hash, g_str_equal);
+    g_autoptr(GHashTable) refused = g_hash_table_new(g_str_hash, g_str_equal);
+
+    /* A name denied on every port never resolves: deny wins over allow. */
+    for (guint i = 0; policy->deny && i < policy->deny->len; i++) {
+        const CarrelEgressRule *rule = g_ptr_array_index(policy->deny, i);
+        if (!rule->port && g_hash_table_add(refused, rule->name))
+            g_strv_builder_add(refuse, rule->name);
+    }
+    add_names(resolve, resolved, policy->allow, refused);
+    add_names(resolve, resolved, policy->ask, refused);
+    *ret_resolve = g_strv_builder_end(resolve);
+    *ret_refuse = g_strv_builder_end(refuse);
+}
+
+void
+carrel_policy_tls_ports(const CarrelPolicy *policy, GArray *ports)
+{
+    const GPtrArray *lists[] = {policy->allow, policy->ask};
+
+    for (guint l = 0; l < G_N_ELEMENTS(lists); l++) {
+        for (guint i = 0; lists[l] && i < lists[l]->len; i++) {
+            const CarrelEgressRule *rule = g_ptr_array_index(lists[l], i);
+            gboolean known = rule->port == 0 || rule->port == 80;
+            for (guint j = 0; !known && j < ports->len; j++)
+                known = g_array_index(ports, guint, j) == rule->port;
+            if (!known)
+                g_array_append_val(ports, rule->port);
+        }
+    }
+}

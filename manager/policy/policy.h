@@ -48,6 +48,11 @@ typedef enum { CARREL_EGRESS_DENY, CARREL_EGRESS_ALLOW, CARREL_EGRESS_ASK } Carr
  * the address a name resolves to is internal is the proxy's check, not this one. Pure.
  */
 CarrelEgressVerdict carrel_policy_egress(const CarrelPolicy *policy, const char *host, guint port);
+/* What a session's resolver answers: *ret_resolve the allowed and asked names (each with its
+ * subdomains), *ret_refuse the denied ones (NXDOMAIN). Only mode decides about the rest. */
+void carrel_policy_dns_names(const CarrelPolicy *policy, GStrv *ret_resolve, GStrv *ret_refuse);
+/* Appends to ports (guint) the ports other than 80 and 443 the policy's rules name, once. */
+void carrel_policy_tls_ports(const CarrelPolicy *policy, GArray *ports);
 
 /* {name, resources: {max_vcpus, max_memory_mib}, artifacts: {paths}, timeouts: {ttl_s,
  * idle_timeout_s, on_expiry}, network: {mode, allow, deny, ask, ask_timeout_s}}; what

@@ -312,6 +312,29 @@ static const StoreMigration migrations[] = {
     {"ALTER TABLE sessions ADD COLUMN policy TEXT NOT NULL DEFAULT 'default';"
      "ALTER TABLE tokens ADD COLUMN policies TEXT;",
      FALSE},
+    /*
+     * v9: controlled egress. A session with network has an address on the egress network
+     * (unique among sessions that are not destroyed); the egress log keeps every attempt of
+     * every session to reach out, and outlives the session row like the audit log does.
+     */
+    {"ALTER TABLE sessions ADD COLUMN egress_ip TEXT;"
+     "CREATE UNIQUE INDEX sessions_egress_ip ON sessions (egress_ip)"
+     "  WHERE egress_ip IS NOT NULL AND state != 'destroyed';"
+     "CREATE TABLE egress ("
+     "  seq INTEGER PRIMARY KEY,"
+     "  session_id TEXT NOT NULL,"
+     "  ts_us INTEGER NOT NULL,"
+     "  name TEXT NOT NULL,"
+     "  address TEXT,"
+     "  port INTEGER NOT NULL,"
+     "  protocol TEXT NOT NULL,"
+     "  decision TEXT NOT NULL,"
+     "  bytes_out INTEGER NOT NULL DEFAULT 0,"
+     "  bytes_in INTEGER NOT NULL DEFAULT 0,"
+     "  duration_ms INTEGER NOT NULL DEFAULT 0"
+     ") STRICT;"
+     "CREATE INDEX egress_session ON egress (session_id, seq);",
+     FALSE},
 };
 
 int

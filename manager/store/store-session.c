@@ -5,7 +5,7 @@
     "id, name, template_name, template_version, state, state_reason, vcpus, memory_mib, dir, "     \
     "overlay_path, created_at, updated_at, origin, exit_paths, head_snapshot, origin_session, "    \
     "expires_at, idle_timeout_s, expiry_action, mac, pool, from_pool, owner_id, owner_label, "     \
-    "policy"
+    "policy, egress_ip"
 
 /* exit_paths as a JSON array of strings (NULL when there are none). */
 static char *
@@ -85,7 +85,8 @@ bind_session(CarrelStore *store, sqlite3_stmt *stmt, const CarrelSession *s, GEr
            carrel_store_bind_int64(store, stmt, 22, s->from_pool, error) &&
            carrel_store_bind_text(store, stmt, 23, s->owner_id, error) &&
            carrel_store_bind_text(store, stmt, 24, s->owner_label, error) &&
-           carrel_store_bind_text(store, stmt, 25, s->policy ? s->policy : "default", error);
+           carrel_store_bind_text(store, stmt, 25, s->policy ? s->policy : "default", error) &&
+           carrel_store_bind_text(store, stmt, 26, s->egress_ip, error);
 }
 
 static CarrelSession *
@@ -119,6 +120,7 @@ session_from_row(sqlite3_stmt *stmt, GError **error)
     s->owner_id = carrel_store_column_dup(stmt, 22);
     s->owner_label = carrel_store_column_dup(stmt, 23);
     s->policy = carrel_store_column_dup(stmt, 24);
+    s->egress_ip = carrel_store_column_dup(stmt, 25);
     if (s->state == CARREL_SESSION_LAST) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_STORE,
                     "session '%s' has an unknown state '%s'", s->id, state ? state : "");
@@ -162,7 +164,7 @@ insert_session(CarrelStore *store, const CarrelSession *session, GError **error)
     stmt = carrel_store_prepare(
         store,
         "INSERT INTO sessions (" SESSION_COLUMNS ") "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         error);
     return stmt && bind_session(store, stmt, session, error) &&
            carrel_store_step_done(store, stmt, &conflict, "inserting session", error);

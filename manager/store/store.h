@@ -185,6 +185,17 @@ GPtrArray *carrel_store_snapshot_list(CarrelStore *store, const char *session_id
  * CarrelApproval). Decide: WRONG_STATE unless it exists and is pending. */
 gboolean carrel_store_approval_insert(CarrelStore *store, const CarrelApproval *a, GError **error);
 CarrelApproval *carrel_store_approval_get(CarrelStore *store, const char *id, GError **error);
+/* The latest approval of session for action whose detail's "destination" is key; NOT_FOUND when
+ * there is none. */
+CarrelApproval *carrel_store_approval_find(CarrelStore *store, const char *session_id,
+                                           const char *action, const char *key, GError **error);
+
+/* The egress log (store-egress.c): appends rec (sets rec->seq); lists a session's after a seq. */
+gboolean carrel_store_egress_add(CarrelStore *store, CarrelEgressRecord *rec, GError **error);
+GPtrArray *carrel_store_egress_list(CarrelStore *store, const char *session_id, gint64 after_seq,
+                                    guint limit, GError **error);
+/* Egress addresses of sessions that are not destroyed: address -> session id. */
+GHashTable *carrel_store_egress_addresses(CarrelStore *store, GError **error);
 GPtrArray *carrel_store_approval_list(CarrelStore *store, gboolean pending_only, GError **error);
 gboolean carrel_store_approval_decide(CarrelStore *store, const char *id, gboolean approve,
                                       const char *decided_by, const char *reason, GError **error);

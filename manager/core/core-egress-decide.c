@@ -1,0 +1,184 @@
+/*
+ * What sessions may reach, asked by the egress proxy for every request: the session's policy
+ * decides, and for a destination on "ask" a person does, through an approval (the connection
+ * waits up to the policy's ask_timeout_s). What happened lands in the egress log and on the
+ * timeline. Everything here runs in carreld's main loop.
+ */
+#include <string.h>
+
+#include "core/core-priv.h"
+
+#define ASK_ACTION "network.egress"
+#define ASK_POLL_MS 250
+
+typedef struct {
+    CarrelEgressQuery *query;
+    char *approval_id;
+    gint64 deadline_us;
+} PendingAsk;
+
+static void
+pending_ask_free(PendingAsk *ask)
+{
+    if (ask->query)
+        carrel_egress_query_answer(ask->query, FALSE, "ask-timeout");
+    g_free(ask->approval_id);
+    g_free(ask);
+}
+
+/* The session on the egress network with this address, or NULL. */
+static CarrelSession *
+session_at(CarrelManager *mgr, const char *address)
+{
+    g_autofree char *id = NULL;
+
+    g_mutex_lock(&mgr->egress_lock);
+    id = g_strdup(g_hash_table_lookup(mgr->egress_sources, address));
+    g_mutex_unlock(&mgr->egress_lock);
+    return id ? carrel_store_session_get(mgr->store, id, NULL) : NULL;
+}
+
+static gboolean
+poll_asks(gpointer data)
+{
+    CarrelManager *mgr = data;
+    gint64 now = g_get_real_time();
+
+    for (guint i = mgr->egress_asks->len; i > 0; i--) {
+        PendingAsk *ask = g_ptr_array_index(mgr->egress_asks, i - 1);
+        g_autoptr(CarrelApproval) a = carrel_store_approval_get(mgr->store, ask->approval_id, NULL);
+        gboolean decided = a && !g_str_equal(a->state, "pending");
+
+        if (!decided && now < ask->deadline_us)
+            continue;
+        if (decided) {
+            gboolean yes = g_str_equal(a->state, "approved");
+            carrel_egress_query_answer(g_steal_pointer(&ask->query), yes,
+                                       yes ? "ask-allow" : "ask-deny");
+        }
+        /* Unanswered past the deadline: refused now (the approval stays for a later try). */
+        g_ptr_array_remove_index(mgr->egress_asks, i - 1);
+    }
+    if (mgr->egress_asks->len > 0)
+        return G_SOURCE_CONTINUE;
+    mgr->egress_ask_timer = 0;
+    return G_SOURCE_REMOVE;
+}
+
+static JsonNode *
+ask_detail(const CarrelSession *s, const char *destination, CarrelEgressQuery *q)
+{
+    JsonNode *node = json_node_init_object(json_node_alloc(), json_object_new());
+    JsonObject *obj = json_node_get_object(node);
+
+    json_object_set_string_member(obj, "destination", destination);
+    json_object_set_string_member(obj, "name", carrel_egress_query_name(q));
+    json_object_set_int_member(obj, "port", carrel_egress_query_port(q));
+    json_object_set_string_member(obj, "protocol", carrel_egress_query_protocol(q));
+    json_object_set_string_member(obj, "owner", s->owner_label ? s->owner_label : "");
+    return node;
+}
+
+/* A destination on "ask": the person's decision if there is one, else wait for it. */
+static void
+ask(CarrelManager *mgr, CarrelEgressQuery *q, const CarrelSession *s, const CarrelPolicy *policy)
+{
+    g_autofree char *destination =
+        g_strdup_printf("%s:%u", carrel_egress_query_name(q), carrel_egress_query_port(q));
+    g_autoptr(CarrelApproval) a =
+        carrel_store_approval_find(mgr->store, s->id, ASK_ACTION, destination, NULL);
+    PendingAsk *pending;
+
+    if (a && g_str_equal(a->state, "approved")) {
+        carrel_egress_query_answer(q, TRUE, "ask-allow");
+        return;
+    }
+    if (a && g_str_equal(a->state, "denied")) {
+        carrel_egress_query_answer(q, FALSE, "ask-deny");
+        return;
+    }
+    if (!a) {
+        g_autoptr(JsonNode) detail = ask_detail(s, destination, q);
+        g_autoptr(GError) error = NULL;
+
+        a = carrel_manager_approval_request(mgr, carrel_principal_daemon(), s->id, ASK_ACTION,
+                                            detail, &error);
+        if (!a) {
+            g_warning("egress: no approval for %s of %s: %s", destination, s->id, error->message);
+            carrel_egress_query_answer(q, FALSE, "deny");
+            return;
+        }
+    }
+    pending = g_new0(PendingAsk, 1);
+    pending->query = q;
+    pending->approval_id = g_strdup(a->id);
+    pending->deadline_us =
+        g_get_real_time() + (gint64)carrel_policy_ask_timeout_s(policy) * G_USEC_PER_SEC;
+    g_ptr_array_add(mgr->egress_asks, pending);
+    if (!mgr->egress_ask_timer)
+        mgr->egress_ask_timer = g_timeout_add(ASK_POLL_MS, poll_asks, mgr);
+}
+
+void
+carrel_manager_egress_decide(CarrelEgressQuery *q, gpointer data)
+{
+    CarrelManager *mgr = data;
+    g_autoptr(CarrelSession) s = session_at(mgr, carrel_egress_query_source(q));
+    const CarrelPolicy *policy = s ? carrel_manager_session_policy(mgr, s, NULL) : NULL;
+    const char *name = carrel_egress_query_name(q);
+
+    if (!policy) {
+        carrel_egress_query_answer(q, FALSE, "deny");
+        return;
+    }
+    /* An address instead of a name never passes, whatever the policy. */
+    if (g_hostname_is_ip_address(name)) {
+        carrel_egress_query_answer(q, FALSE, "deny-raw-ip");
+        return;
+    }
+    switch (carrel_policy_egress(policy, name, carrel_egress_query_port(q))) {
+    case CARREL_EGRESS_ALLOW:
+        carrel_egress_query_answer(q, TRUE, "allow");
+        return;
+    case CARREL_EGRESS_ASK:
+        ask(mgr, q, s, policy);
+        return;
+    case CARREL_EGRESS_DENY:
+    default:
+        carrel_egress_query_answer(q, FALSE, "deny");
+        return;
+    }
+}
+
+void
+carrel_manager_egress_record(const char *source, const CarrelEgressRecord *rec, gpointer data)
+{
+    CarrelManager *mgr = data;
+    g_autoptr(CarrelSession) s = session_at(mgr, source);
+    g_autoptr(CarrelEgressRecord) copy = NULL;
+    g_autoptr(JsonNode) params = NULL;
+    g_autoptr(GError) error = NULL;
+
+    if (!s)
+        return;
+    copy = carrel_egress_record_new();
+    *copy = *rec;
+    copy->session_id = g_strdup(s->id);
+    copy->name = g_strdup(rec->name);
+    copy->address = g_strdup(rec->address);
+    copy->protocol = g_strdup(rec->protocol);
+    copy->decision = g_strdup(rec->decision);
+    if (!carrel_store_egress_add(mgr->store, copy, &error)) {
+        g_warning("egress log of %s: %s", s->id, error->message);
+        return;
+    }
+    params = carrel_egress_record_to_json(copy);
+    carrel_manager_note(mgr, s->id, carrel_principal_daemon(), "egress", copy->decision, params,
+                        NULL, NULL, 0);
+}
+
+void
+carrel_manager_egress_asks_init(CarrelManager *mgr)
+{
+    mgr->egress_asks = g_ptr_array_new_with_free_func((GDestroyNotify)pending_ask_free);
+}
