@@ -30,6 +30,7 @@ static const CommandSpec commands[] = {
     {"launch", NULL, CARREL_GUEST_COMMAND_LAUNCH, OPT_X | OPT_USER, 1, CARREL_GUEST_LIMIT_ARGS},
     {"open", NULL, CARREL_GUEST_COMMAND_OPEN, OPT_X | OPT_USER, 1, 1},
     {"set-mac", NULL, CARREL_GUEST_COMMAND_SET_MAC, 0, 1, 1},
+    {"set-net", NULL, CARREL_GUEST_COMMAND_SET_NET, 0, 1, 3},
     {"version", NULL, CARREL_GUEST_COMMAND_VERSION, 0, 0, 0},
     {"help", NULL, CARREL_GUEST_COMMAND_HELP, 0, 0, 0},
 };
@@ -63,6 +64,9 @@ static const char usage_text[] =
     "  launch [--user U] APP [ARGS...]  start a program in the desktop session\n"
     "  open [--user U] PATH|URL     open a file or URL with the desktop's default program\n"
     "  set-mac MAC                  give the one network device this MAC (as root)\n"
+    "  set-net ADDR/PREFIX GATEWAY DNS  give it this IPv4 address, default route and name\n"
+    "                               server (as root)\n"
+    "  set-net none                 take its IPv4 addresses, default route and name server away\n"
     "  version                      print the version\n"
     "\n"
     "Options:\n"
@@ -288,6 +292,11 @@ check_args(const CarrelGuestOptions *options, const CommandSpec *spec, guint n_a
 
     if (spec->command == CARREL_GUEST_COMMAND_CLIPBOARD_SET)
         min_args = max_args = options->use_stdin ? 0 : 1;
+    if (spec->command == CARREL_GUEST_COMMAND_SET_NET && n_args == 2) {
+        g_set_error(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_INVALID_ARG,
+                    "'set-net' takes 'ADDRESS/PREFIX GATEWAY DNS' or 'none'");
+        return FALSE;
+    }
     if (n_args < min_args || n_args > max_args) {
         const char *name = carrel_guest_command_to_string(spec->command);
 

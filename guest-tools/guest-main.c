@@ -61,6 +61,8 @@ run(const CarrelGuestOptions *options, GError **error)
         return carrel_guest_cmd_open(options, error);
     case CARREL_GUEST_COMMAND_SET_MAC:
         return carrel_guest_cmd_set_mac(options, error);
+    case CARREL_GUEST_COMMAND_SET_NET:
+        return carrel_guest_cmd_set_net(options, error);
     case CARREL_GUEST_COMMAND_VERSION:
         return version_json();
     case CARREL_GUEST_COMMAND_HELP:

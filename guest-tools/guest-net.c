@@ -2,6 +2,7 @@
  * set-mac: gives the guest's one NIC the MAC the host chose for this session. A clone restored
  * from a warm template wakes up with the template's MAC in its virtio-net device; changing it
  * from inside makes the driver tell QEMU (VIRTIO_NET_CTRL_MAC_ADDR_SET), so guest and host agree.
+ * set-net (guest-net-set.c) finds the same NIC here.
  */
 #include <errno.h>
 #include <net/if.h>
@@ -119,6 +120,15 @@ list_nics(GError **error)
     return g_steal_pointer(&nics);
 }
 
+char *
+carrel_guest_find_nic(GError **error)
+{
+    g_autoptr(GPtrArray) nics = list_nics(error);
+    const char *name = nics ? carrel_guest_pick_nic(nics, error) : NULL;
+
+    return g_strdup(name);
+}
+
 static char *
 format_mac(const guint8 *mac)
 {
@@ -156,15 +166,14 @@ set_hwaddr(const char *name, const guint8 *mac, char **ret_previous, GError **er
 JsonNode *
 carrel_guest_cmd_set_mac(const CarrelGuestOptions *options, GError **error)
 {
-    g_autoptr(GPtrArray) nics = NULL;
     g_autoptr(JsonBuilder) builder = NULL;
     g_autofree char *previous = NULL;
     g_autofree char *now = NULL;
+    g_autofree char *name = NULL;
     guint8 mac[6];
-    const char *name;
 
-    if (!carrel_guest_mac_parse(options->argv[0], mac, error) || !(nics = list_nics(error)) ||
-        !(name = carrel_guest_pick_nic(nics, error)) || !set_hwaddr(name, mac, &previous, error))
+    if (!carrel_guest_mac_parse(options->argv[0], mac, error) ||
+        !(name = carrel_guest_find_nic(error)) || !set_hwaddr(name, mac, &previous, error))
         return NULL;
     now = format_mac(mac);
     builder = carrel_guest_json_begin();

@@ -73,6 +73,7 @@ typedef enum {
     CARREL_GUEST_COMMAND_LAUNCH,
     CARREL_GUEST_COMMAND_OPEN,
     CARREL_GUEST_COMMAND_SET_MAC,
+    CARREL_GUEST_COMMAND_SET_NET,
     CARREL_GUEST_COMMAND_VERSION,
     CARREL_GUEST_COMMAND_HELP,
     CARREL_GUEST_COMMAND_LAST
@@ -89,7 +90,8 @@ typedef struct {
     gint64 timeout_ms; /* the command's default when not given */
     gboolean use_stdin;
     char *text; /* clipboard set TEXT */
-    GStrv argv; /* launch: program and arguments; open: the one target; set-mac: the MAC */
+    GStrv argv; /* launch: program and arguments; open: the one target; set-mac: the MAC;
+                 * set-net: ADDRESS/PREFIX GATEWAY DNS, or none */
 } CarrelGuestOptions;
 
 void carrel_guest_options_free(CarrelGuestOptions *options);
@@ -198,6 +200,7 @@ JsonNode *carrel_guest_cmd_clipboard_set(const CarrelGuestOptions *options, GErr
 JsonNode *carrel_guest_cmd_launch(const CarrelGuestOptions *options, GError **error);
 JsonNode *carrel_guest_cmd_open(const CarrelGuestOptions *options, GError **error);
 JsonNode *carrel_guest_cmd_set_mac(const CarrelGuestOptions *options, GError **error);
+JsonNode *carrel_guest_cmd_set_net(const CarrelGuestOptions *options, GError **error);
 
 /* set-mac (guest-net.c). */
 
@@ -217,5 +220,49 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelGuestNic, carrel_guest_nic_free)
 /* The name of the one Ethernet interface with a device among nics (of CarrelGuestNic);
  * NOT_FOUND when there is none, INVALID_ARG when there are several. */
 const char *carrel_guest_pick_nic(GPtrArray *nics, GError **error);
+
+/* The name of this guest's one NIC: carrel_guest_pick_nic over /sys/class/net. */
+char *carrel_guest_find_nic(GError **error);
+
+/* set-net: guest-net-config.c decides (pure), guest-net-set.c applies. */
+
+/* What set-net should leave on the NIC; addresses in host byte order. */
+typedef struct {
+    gboolean none;   /* "set-net none": no address, no default route, no name server */
+    guint32 address; /* a host of address/prefix: not its network or broadcast address */
+    guint prefix;    /* 8 to 30 */
+    guint32 gateway; /* another host of the same subnet */
+    guint32 dns;     /* any unicast address */
+} CarrelGuestNetConfig;
+
+/* Parses exactly four dotted decimal octets ("10.77.0.5"); nothing else inet_aton would take. */
+gboolean carrel_guest_ipv4_parse(const char *text, guint32 *ret_address, GError **error);
+
+/* "a.b.c.d" of an address in host byte order. */
+char *carrel_guest_ipv4_to_string(guint32 address);
+
+/* The netmask of a prefix length (0 to 32), in host byte order. */
+guint32 carrel_guest_ipv4_netmask(guint prefix);
+
+/* Checks set-net's arguments: {"none"} or {"ADDRESS/PREFIX", "GATEWAY", "DNS"}; INVALID_ARG with
+ * the offending value otherwise. */
+gboolean carrel_guest_net_config_parse(const char *const *argv, CarrelGuestNetConfig *ret_config,
+                                       GError **error);
+
+/* TRUE if table (/proc/net/route) has exactly one default route, and it goes via gateway on nic
+ * with metric 0: what set-net leaves. */
+gboolean carrel_guest_net_default_route_is(const char *table, const char *nic, guint32 gateway);
+
+/* The whole of /etc/resolv.conf for config: "nameserver DNS\n", or "" for none. */
+char *carrel_guest_net_resolv_conf(const CarrelGuestNetConfig *config);
+
+/* {"nic":"eth0","address":"10.77.0.5/16","gateway":"10.77.0.1","dns":"10.77.0.1"}; the last three
+ * are null for none. */
+JsonNode *carrel_guest_net_config_to_json(const char *nic, const CarrelGuestNetConfig *config);
+
+/* Replaces path (/etc/resolv.conf) with config's resolv.conf atomically: a temporary file in the
+ * same folder, then rename. A symlink at path is replaced, not followed. */
+gboolean carrel_guest_net_write_resolv_conf(const char *path, const CarrelGuestNetConfig *config,
+                                            GError **error);
 
 G_END_DECLS

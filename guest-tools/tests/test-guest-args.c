@@ -165,6 +165,10 @@ test_errors(void **state)
         {{"set-mac", NULL}, "takes 1 to 1"},
         {{"set-mac", "02:00:00:00:00:01", "x", NULL}, "takes 1 to 1"},
         {{"set-mac", "--display", ":1", "02:00:00:00:00:01", NULL}, "does not apply to 'set-mac'"},
+        {{"set-net", NULL}, "takes 1 to 3"},
+        {{"set-net", "10.77.0.5/16", "10.77.0.1", NULL}, "'ADDRESS/PREFIX GATEWAY DNS' or 'none'"},
+        {{"set-net", "a", "b", "c", "d", NULL}, "takes 1 to 3"},
+        {{"set-net", "--timeout", "3", "none", NULL}, "does not apply to 'set-net'"},
         {{"ready", "--stdin=yes", NULL}, "takes no value"},
         {{"ready", "-x", NULL}, "unknown option '-x'"},
         {{"ready", "--nope", NULL}, "unknown option '--nope'"},
@@ -207,6 +211,25 @@ test_launch_limits(void **state)
 }
 
 static void
+test_set_net(void **state)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelGuestOptions) none = parse(&error, "set-net", "none", NULL);
+    g_autoptr(CarrelGuestOptions) full =
+        parse(&error, "set-net", "10.77.0.5/16", "10.77.0.1", "10.77.0.1", NULL);
+
+    /* The values are set-net's to check (carrel_guest_net_config_parse); only the count here. */
+    assert_null(error);
+    assert_int_equal(none->command, CARREL_GUEST_COMMAND_SET_NET);
+    assert_int_equal(g_strv_length(none->argv), 1);
+    assert_string_equal(none->argv[0], "none");
+    assert_int_equal(g_strv_length(full->argv), 3);
+    assert_string_equal(full->argv[2], "10.77.0.1");
+    assert_string_equal(carrel_guest_command_to_string(CARREL_GUEST_COMMAND_SET_NET), "set-net");
+    assert_non_null(strstr(carrel_guest_usage(), "set-net none"));
+}
+
+static void
 test_help_and_names(void **state)
 {
     g_autoptr(GError) error = NULL;
@@ -236,6 +259,7 @@ main(void)
         cmocka_unit_test(test_clipboard_text_limit),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_launch_limits),
+        cmocka_unit_test(test_set_net),
         cmocka_unit_test(test_help_and_names),
     };
 
