@@ -560,6 +560,23 @@ get_session_events(CarrelApiRequest *req, guint *ret_status, GError **error)
 }
 
 static JsonNode *
+get_session_egress(CarrelApiRequest *req, guint *ret_status, GError **error)
+{
+    guint64 after = 0, limit = 1000;
+    g_autoptr(GPtrArray) records = NULL;
+    g_autoptr(GPtrArray) nodes = g_ptr_array_new(); /* list_node takes the nodes */
+
+    if (!query_uint(req, "after", G_MAXINT64, &after, error) ||
+        !query_uint(req, "limit", G_MAXUINT, &limit, error) ||
+        !(records = carrel_manager_session_egress(req->mgr, req->who, param(req, 0), (gint64)after,
+                                                  (guint)limit, error)))
+        return NULL;
+    for (guint i = 0; i < records->len; i++)
+        g_ptr_array_add(nodes, carrel_egress_record_to_json(g_ptr_array_index(records, i)));
+    return list_node("egress", nodes);
+}
+
+static JsonNode *
 get_session_screenshot(CarrelApiRequest *req, guint *ret_status, GError **error)
 {
     CarrelScreenshotRequest shot;
@@ -721,6 +738,7 @@ const CarrelApiRoute carrel_api_routes[] = {
     {"PUT", "/v1/sessions/*/files", put_session_file, CARREL_OP_SESSION_FILE_WRITE,
      CARREL_API_ROUTE_RAW_BODY},
     {"GET", "/v1/sessions/*/events", get_session_events, CARREL_OP_SESSION_READ, 0},
+    {"GET", "/v1/sessions/*/egress", get_session_egress, CARREL_OP_SESSION_READ, 0},
     {"GET", "/v1/sessions/*/screenshot", get_session_screenshot, CARREL_OP_SESSION_SCREENSHOT, 0},
     {"POST", "/v1/sessions/*/computer", post_session_computer, CARREL_OP_SESSION_INPUT, 0},
     {"POST", "/v1/uploads", post_upload, CARREL_OP_UPLOAD_CREATE,

@@ -56,6 +56,7 @@ static const char cli_help[] =
     "                                 --policy limits an agent's sessions to those policies\n"
     "  token revoke NAME              refuse a token from now on\n"
     "  policy ls | show NAME          the named policies sessions are created under\n"
+    "  egress ID [--after SEQ]        what a session tried to reach, and the decisions\n"
     "  token rotate-admin             a new admin token; carreld writes it to its admin.token\n"
     "  audit ls [--session S] [--principal P] [--operation O] [--result R] [--since T]\n"
     "           [--after SEQ] [--limit N]\n"
@@ -146,6 +147,7 @@ static const CliVerb cli_verbs[] = {
     {"mcp", carrel_cli_mcp},
     {"token", carrel_cli_token},
     {"policy", carrel_cli_policy},
+    {"egress", carrel_cli_egress},
     {"audit", carrel_cli_audit},
     {"control", carrel_cli_control},
     {"approvals", carrel_cli_approvals},

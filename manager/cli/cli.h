@@ -69,6 +69,7 @@ int carrel_cli_do(CarrelCli *cli, int argc, char **argv);
 /* Named tokens: ls, add, revoke, rotate-admin (cli-token.c). */
 int carrel_cli_token(CarrelCli *cli, int argc, char **argv);
 int carrel_cli_policy(CarrelCli *cli, int argc, char **argv);
+int carrel_cli_egress(CarrelCli *cli, int argc, char **argv);
 /* The audit log: ls, verify, export (cli-audit.c). */
 int carrel_cli_audit(CarrelCli *cli, int argc, char **argv);
 /* The control lease, approvals (cli-review.c). */

@@ -10,6 +10,7 @@
 
 #define ASK_ACTION "network.egress"
 #define ASK_POLL_MS 250
+#define EGRESS_LIST_MAX 10000
 
 typedef struct {
     CarrelEgressQuery *query;
@@ -181,4 +182,20 @@ void
 carrel_manager_egress_asks_init(CarrelManager *mgr)
 {
     mgr->egress_asks = g_ptr_array_new_with_free_func((GDestroyNotify)pending_ask_free);
+}
+
+GPtrArray *
+carrel_manager_session_egress(CarrelManager *mgr, const CarrelPrincipal *who,
+                              const char *id_or_name, gint64 after_seq, guint limit, GError **error)
+{
+    g_auto(CarrelDoor) door = {0};
+
+    if (!carrel_door_enter(&door, mgr, who, CARREL_OP_SESSION_READ, id_or_name, NULL, error))
+        return NULL;
+    if (limit == 0 || limit > EGRESS_LIST_MAX) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "limit must be between 1 and %d",
+                    EGRESS_LIST_MAX);
+        return NULL;
+    }
+    return carrel_store_egress_list(mgr->store, door.session->id, MAX(after_seq, 0), limit, error);
 }

@@ -109,6 +109,12 @@ JsonNode *carrel_manager_audit_verify(CarrelManager *mgr, const CarrelPrincipal 
 JsonNode *carrel_manager_role_matrix(CarrelManager *mgr, const CarrelPrincipal *who,
                                      GError **error);
 
+/* A session's egress log (CarrelEgressRecord), oldest first, after after_seq, at most limit
+ * (1-10000). */
+GPtrArray *carrel_manager_session_egress(CarrelManager *mgr, const CarrelPrincipal *who,
+                                         const char *id_or_name, gint64 after_seq, guint limit,
+                                         GError **error);
+
 /* The loaded policies' names, ", "-separated (for carreld's log). */
 char *carrel_manager_policy_names(CarrelManager *mgr);
 /* Named policies: {policies: [carrel_policy_to_json...]}, those who may use alone; show: one,

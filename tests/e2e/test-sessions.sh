@@ -22,6 +22,8 @@ source "$(dirname "$0")/accel.sh"
 source "$(dirname "$0")/trust.sh"
 # shellcheck source=tests/e2e/policy.sh
 source "$(dirname "$0")/policy.sh"
+# shellcheck source=tests/e2e/egress.sh
+source "$(dirname "$0")/egress.sh"
 trap 'finish; exit $?' EXIT
 
 start_daemon || exit 1
@@ -173,6 +175,8 @@ trust_checks
 trust_tls "$a"
 # Named policies: a token limited to one, a real guest within its limits.
 policy_checks
+# Controlled egress through the proxy, to a stand-in internet.
+egress_checks
 
 # Task inputs in, artifacts out (libguestfs and the agent), the exit path, the diff.
 artifacts_checks

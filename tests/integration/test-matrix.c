@@ -104,6 +104,7 @@ static const Row rows[] = {
     {"GET", "/v1/sessions/*/files", NULL, SESSION_READ},
     {"PUT", "/v1/sessions/*/files", "bytes", SESSION_OWN},
     {"GET", "/v1/sessions/*/events", NULL, SESSION_READ},
+    {"GET", "/v1/sessions/*/egress", NULL, SESSION_READ},
     {"GET", "/v1/sessions/*/screenshot", NULL, SESSION_READ},
     {"POST", "/v1/sessions/*/computer", "{\"action\":\"left_click\",\"coordinate\":[1,1]}",
      SESSION_OWN},

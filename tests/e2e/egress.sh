@@ -1,0 +1,153 @@
+# e2e: controlled egress on real VMs (issue 15). A stand-in internet in a network namespace
+# (standin.sh: DNS and web servers for allowed.test, other.test, ask.test); carreld restarted
+# with a policy that allows allowed.test, asks about ask.test and denies the rest, and that
+# namespace's DNS as its upstream. From a real tiny guest: allowed.test over HTTP and HTTPS,
+# other.test refused fast and logged, raw addresses and outside DNS refused, the host's and
+# other sessions' services out of reach, an ask approved then another denied.
+# Needs lib.sh (carrel, check, check_eq, json_true, start_daemon, E2E_DIR, STATE_DIR).
+# shellcheck shell=bash
+# The checks hand values to `bash -c '...' _ ARGS`: expanded there, on purpose.
+# shellcheck disable=SC2016
+
+EGRESS_STANDIN="$(dirname "${BASH_SOURCE[0]}")/standin.sh"
+
+# gexec SESSION CMD...: runs CMD in the guest, prints its stdout (exit status kept).
+gexec() {
+    local s="$1"
+    shift
+    carrel exec "$s" --timeout 90 -- "$@" 2>/dev/null
+}
+
+# egress_wait_approval DESTINATION: the id of the pending approval for it (waits up to 30 s).
+egress_wait_approval() {
+    local id
+    for _ in $(seq 1 60); do
+        id="$(carrel approvals --json | jq -r --arg d "$1" \
+            '[.approvals[] | select(.action == "network.egress" and .detail.destination == $d)][0].id // empty')"
+        [ -n "$id" ] && echo "$id" && return 0
+        sleep 0.5
+    done
+    return 1
+}
+
+egress_web() {
+    local s="$1" out t
+    out="$(gexec "$s" curl -s -m 20 http://allowed.test/)"
+    check "allowed.test answers over HTTP through the path" grep -q "allowed.test" <<<"$out"
+    out="$(gexec "$s" curl -s -m 20 --cacert /tmp/standin-ca.crt https://allowed.test/)"
+    check "allowed.test answers over HTTPS (spliced: the guest sees the server's own certificate)" \
+        grep -q "allowed.test" <<<"$out"
+    out="$(gexec "$s" curl -s -m 20 --cacert /tmp/standin-ca.crt https://allowed.test:8443/)"
+    check "allowed.test:8443, a port the policy names, answers" grep -q "allowed.test" <<<"$out"
+    t="$(gexec "$s" sh -c 'a=$(date +%s%N); getent hosts other.test >/dev/null; r=$?; b=$(date +%s%N); echo "$r $(( (b - a) / 1000000 ))"')"
+    check "other.test does not resolve, within 1 s ($t ms)" bash -c \
+        '[ "${1%% *}" != 0 ] && [ "${1#* }" -lt 1000 ]' _ "$t"
+    t="$(gexec "$s" curl -s -o /dev/null -m 10 -w '%{http_code} %{time_total}' \
+        --resolve "other.test:80:$EGRESS_WEB" http://other.test/)"
+    check "other.test by its address is refused by the proxy within 1 s ($t)" bash -c \
+        '[ "${1%% *}" = 403 ] && awk "BEGIN { exit !(${1#* } < 1) }"' _ "$t"
+    out="$(gexec "$s" curl -s -o /dev/null -m 10 -w '%{http_code}' "http://$EGRESS_WEB/")"
+    check_eq "a raw address over HTTP is refused" "403" "$out"
+    gexec "$s" curl -s -o /dev/null -m 10 --cacert /tmp/standin-ca.crt "https://$EGRESS_WEB/"
+    check "a raw address over HTTPS is refused" test "$?" -ne 0
+    out="$(carrel egress "$s" --json)"
+    check "the egress log has other.test denied (DNS and HTTP)" json_true \
+        '([.egress[] | select(.name == "other.test" and .decision == "denied")] | length) >= 2' "$out"
+    check "the egress log has allowed.test allowed, with bytes and protocol" json_true \
+        '[.egress[] | select(.name == "allowed.test" and .decision == "allowed" and .bytes_in > 0)] | map(.protocol) | (index("http") != null and index("tls") != null)' "$out"
+    check "carrel egress prints a table" bash -c \
+        '"$2" egress "$1" | head -1 | grep -q "^TIME *NAME *ADDRESS"' _ "$s" "$CARREL_BIN"
+    out="$(review_api GET "/v1/sessions/$s/events?limit=1000")"
+    check "the timeline shows egress" json_true \
+        '[.events[] | select(.kind == "egress" and .action == "denied")] | length > 0' "${out#* }"
+}
+
+# Nothing but DNS to its own resolver and the proxy's ports: probes that must time out.
+egress_walls() {
+    local s="$1" other="$2" port out
+    # A DNS query (allowed.test A) straight to the stand-in's resolver, then to the session's own.
+    local q='\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x07allowed\x04test\x00\x00\x01\x00\x01'
+    out="$(gexec "$s" bash -c "exec 3<>/dev/udp/$EGRESS_DNS/53; printf '$q' >&3; timeout 3 head -c 2 <&3 | od -An -tx1")"
+    check "DNS to an outside resolver gets no answer" test -z "$out"
+    out="$(gexec "$s" bash -c "exec 3<>/dev/udp/10.77.0.1/53; printf '$q' >&3; timeout 3 head -c 2 <&3 | od -An -tx1")"
+    check "DNS to the session's own resolver answers (the probe works)" grep -q "12 34" <<<"$out"
+    port="${E2E_URL##*:}"
+    # A connection that opens means reachable; refused or timed out, not.
+    for target in "10.77.0.1/22" "10.77.0.1/$port" "10.77.0.1/16509" "10.77.0.1/3129" \
+        "10.77.0.1/3130" "10.0.0.1/22" "169.254.169.254/8775" "$other/22" "$EGRESS_WEB/8080"; do
+        gexec "$s" timeout 4 bash -c "exec 3<>/dev/tcp/$target" </dev/null
+        check "${target/\//:} is out of reach" test "$?" -ne 0
+    done
+    out="$(gexec "$s" curl -s -o /dev/null -m 10 -w '%{http_code}' "http://$other/")"
+    check_eq "another session's address over HTTP is refused by the proxy" "403" "$out"
+    out="$(gexec "$s" curl -s -o /dev/null -m 10 -w '%{http_code}' http://169.254.169.254/latest/meta-data/)"
+    check_eq "the metadata address over HTTP is refused by the proxy" "403" "$out"
+    out="$(gexec "$s" curl -s -m 10 -H "Host: allowed.test" "http://$EGRESS_EVIL/")"
+    check "an allowed Host header toward another address reaches nothing" bash -c \
+        '! grep -q "says hello" <<<"$1"' _ "$out"
+    check "the evil server saw no request" bash -c '! grep -q "allowed.test" "$1"' _ \
+        "$E2E_DIR/standin/web-evil.log"
+}
+
+egress_ask() {
+    local s="$1" aid out pid
+    gexec "$s" curl -s -m 60 http://ask.test/ >"$E2E_DIR/ask-approve.out" &
+    pid=$!
+    aid="$(egress_wait_approval ask.test:80)"
+    check "ask.test raises an approval naming the destination and owner" json_true \
+        "[.approvals[] | select(.id == \"$aid\" and .detail.owner == \"admin\")] | length == 1" \
+        "$(carrel approvals --json)"
+    carrel approve "$aid" --reason "needed for the task" >/dev/null
+    wait "$pid"
+    check "approved: the waiting request completes" grep -q "ask.test" "$E2E_DIR/ask-approve.out"
+    gexec "$s" curl -s -m 60 --cacert /tmp/standin-ca.crt https://ask.test/ \
+        >"$E2E_DIR/ask-deny.out" &
+    pid=$!
+    aid="$(egress_wait_approval ask.test:443)"
+    check "ask.test over TLS raises its own approval" test -n "$aid"
+    carrel deny "$aid" --reason "not for this task" >/dev/null
+    wait "$pid"
+    check "denied: the waiting request is refused" bash -c '! grep -q "ask.test" "$1"' _ \
+        "$E2E_DIR/ask-deny.out"
+    out="$(carrel egress "$s" --json)"
+    check "the egress log has the approved and the refused ask" json_true \
+        '([.egress[] | select(.name == "ask.test") | .decision] | (index("approved") != null and index("refused") != null))' "$out"
+    out="$(carrel audit ls --operation approval.decide --json)"
+    check "both decisions are in the audit log" json_true '(.entries | length) >= 2' "$out"
+}
+
+egress_checks() {
+    local s f out
+    mkdir -p "$E2E_DIR/standin" "$E2E_DIR/policies"
+    EGRESS_DNS="$("$EGRESS_STANDIN" up "$E2E_DIR/standin" | tail -1)"
+    check "the stand-in internet is up" test -n "$EGRESS_DNS"
+    EGRESS_WEB=198.51.100.80
+    EGRESS_EVIL=198.51.100.66
+    cp "$E2E_SRC"/policies/*.policy "$E2E_DIR/policies/"
+    printf '%s\n' '[network]' 'mode=allowlist' 'allow=allowed.test, allowed.test:8443' \
+        'ask=ask.test' 'ask_timeout_s=60' >"$E2E_DIR/policies/web.policy"
+    kill "$DAEMON_PID" 2>/dev/null
+    wait "$DAEMON_PID" 2>/dev/null
+    start_daemon --policy-dir "$E2E_DIR/policies" --egress-dns "$EGRESS_DNS" || return
+    s="$(carrel create tiny --policy web --name e2e-web --json | jq -r .id)"
+    check "a session under a policy with network runs" test -n "$s" -a "$s" != null
+    check_eq "it has an address on the egress network" "10.77." \
+        "$(carrel show "$s" --json | jq -r '.address[0:6]')"
+    carrel cp "$E2E_DIR/standin/standin-ca.crt" "$s:/tmp/standin-ca.crt" >/dev/null
+    f="$(carrel fork "$s" --json | jq -r '.sessions[0].id')"
+    check_eq "its fork gets an address of its own" "true" \
+        "$(carrel show "$f" --json | jq --arg o "$(carrel show "$s" --json | jq -r .address)" '.address != $o and (.address | startswith("10.77."))')"
+    egress_web "$s"
+    out="$(gexec "$f" curl -s -m 20 http://allowed.test/)"
+    check "the fork reaches allowed.test on its own address" grep -q "allowed.test" <<<"$out"
+    egress_walls "$s" "$(carrel show "$f" --json | jq -r .address)"
+    egress_ask "$s"
+    carrel rm "$s" "$f" >/dev/null
+    check "squid and the session resolvers run as long as they are needed" bash -c \
+        'sleep 3; ! pgrep -f "dns/$1.conf" >/dev/null' _ "$s"
+    kill "$DAEMON_PID" 2>/dev/null
+    wait "$DAEMON_PID" 2>/dev/null
+    check "carreld stopped its squid" bash -c '! pgrep -x squid >/dev/null'
+    "$EGRESS_STANDIN" down "$E2E_DIR/standin" >/dev/null
+    start_daemon
+}
