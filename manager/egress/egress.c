@@ -276,6 +276,7 @@ start_squid(CarrelEgress *eg, GError **error)
         .gateway = CARREL_NET_EGRESS_GATEWAY,
         .http_port = CARREL_NET_EGRESS_HTTP_PORT,
         .https_port = CARREL_NET_EGRESS_HTTPS_PORT,
+        .local_port = CARREL_NET_EGRESS_LOCAL_PORT,
         .subnet = CARREL_NET_EGRESS_SUBNET,
         .upstream_dns = eg->upstream,
         .helper = eg->helper,

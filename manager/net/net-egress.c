@@ -162,7 +162,8 @@ carrel_net_squid_conf(const CarrelNetSquidSpec *spec, GError **error)
     for (gsize i = 0; i < G_N_ELEMENTS(paths); i++)
         if (!check_plain("squid setting", paths[i], error))
             return NULL;
-    if (!g_hostname_is_ip_address(spec->gateway) || !g_hostname_is_ip_address(spec->upstream_dns)) {
+    if (!g_hostname_is_ip_address(spec->gateway) || !g_hostname_is_ip_address(spec->upstream_dns) ||
+        spec->local_port == 0) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
                     "squid: the gateway and the upstream resolver must be addresses");
         return NULL;
@@ -179,6 +180,9 @@ carrel_net_squid_conf(const CarrelNetSquidSpec *spec, GError **error)
          * name in the header would open any address. Squid resolves like the guests do. */
         "host_verify_strict on\n"
         "dns_nameservers %s\n"
+        "visible_hostname carrel-egress\n"
+        /* squid wants a forward port; nobody but the host's loopback reaches this one. */
+        "http_port 127.0.0.1:%u\n"
         "http_port %s:%u intercept name=http_icpt\n"
         "https_port %s:%u intercept ssl-bump name=https_icpt tls-cert=%s "
         "generate-host-certificates=on dynamic_cert_mem_cache_size=4MB\n"
@@ -205,9 +209,10 @@ carrel_net_squid_conf(const CarrelNetSquidSpec *spec, GError **error)
         "logformat carrel %%ts.%%03tu %%>a %%>la %%>lp %%ssl::>sni %%>rd %%<a %%>rs %%rm %%Ss "
         "%%ssl::bump_mode %%ea %%>st %%<st %%tr\n"
         "access_log stdio:%s carrel\n",
-        spec->user, spec->pid_file, spec->cache_log, spec->upstream_dns, spec->gateway,
-        spec->http_port, spec->gateway, spec->https_port, spec->ca_pem, spec->certgen, spec->ssl_db,
-        spec->helper, spec->helper_socket, spec->subnet, spec->access_log);
+        spec->user, spec->pid_file, spec->cache_log, spec->upstream_dns, spec->local_port,
+        spec->gateway, spec->http_port, spec->gateway, spec->https_port, spec->ca_pem,
+        spec->certgen, spec->ssl_db, spec->helper, spec->helper_socket, spec->subnet,
+        spec->access_log);
 }
 
 static gboolean

@@ -55,6 +55,7 @@ gboolean carrel_net_check_isolated(const char *xml, GError **error);
 /* The proxy's intercept ports and the range of the sessions' resolvers, on the gateway only. */
 #define CARREL_NET_EGRESS_HTTP_PORT 3129
 #define CARREL_NET_EGRESS_HTTPS_PORT 3130
+#define CARREL_NET_EGRESS_LOCAL_PORT 13128
 #define CARREL_NET_EGRESS_DNS_PORT_FIRST 15300
 #define CARREL_NET_EGRESS_DNS_PORT_LAST 16299
 
@@ -89,6 +90,7 @@ typedef struct {
     const char *gateway;
     guint http_port;
     guint https_port;
+    guint local_port;          /* squid's forward port, on 127.0.0.1 (unused, but required) */
     const char *subnet;        /* the sessions' addresses: nobody else is served */
     const char *upstream_dns;  /* what squid resolves with: the same as the sessions' resolvers */
     const char *helper;        /* the external ACL helper, and its one argument: */

@@ -1,24 +1,25 @@
 #!/bin/bash
 # A stand-in internet for the egress tests (this machine has no internet): network namespace
 # `carrel-inet`, reached from the host through the veth `carrel-inet0`, with a DNS server and two
-# web servers under a stand-in root CA. The addresses are in 203.0.113.0/24 (TEST-NET-3), since
-# carrel refuses private and special ranges as destinations. No default route in the namespace and
+# web servers under a stand-in root CA. The addresses are in 198.51.100.0/24 (TEST-NET-2), since
+# carrel refuses private and special ranges as destinations; not TEST-NET-3 (203.0.113.0/24),
+# which hosts of this kind use for their package mirror. No default route in the namespace and
 # no ip_forward: only the host (the egress proxy, the test) talks to it.
 #
 # Usage: standin.sh up DIR     build it (again if it is there but not healthy; left as it is when
 #                              it answers), wait until it answers; the last stdout line is the
-#                              upstream DNS address (203.0.113.53)
+#                              upstream DNS address (198.51.100.53)
 #        standin.sh down DIR   kill its servers, delete the namespace, the veth and its route
 # DIR is a scratch folder for its files, made by `up` if missing. Run as root. There is one
 # stand-in per host: `up` with another DIR replaces it, and `down` removes it whichever DIR made it
 # (the pid files only help; everything running in carrel-inet is ours and is stopped).
 #
-#   host  carrel-inet0 203.0.113.1/24 (route 203.0.113.0/24 dev carrel-inet0)
+#   host  carrel-inet0 198.51.100.1/24 (route 198.51.100.0/24 dev carrel-inet0)
 #   netns carrel-inet, eth0:
-#     203.0.113.53  dnsmasq: allowed.test other.test ask.test secret.test -> 203.0.113.80,
-#                   evil.test -> 203.0.113.66, any other name NXDOMAIN
-#     203.0.113.80  web: http :80, https :443 and :8443 (cert for the four names above)
-#     203.0.113.66  evil: http :80, https :443 (cert for evil.test, same CA)
+#     198.51.100.53  dnsmasq: allowed.test other.test ask.test secret.test -> 198.51.100.80,
+#                   evil.test -> 198.51.100.66, any other name NXDOMAIN
+#     198.51.100.80  web: http :80, https :443 and :8443 (cert for the four names above)
+#     198.51.100.66  evil: http :80, https :443 (cert for evil.test, same CA)
 #
 # Files in DIR:
 #   standin-ca.crt          the stand-in root CA: what clients and the proxy trust
@@ -35,17 +36,17 @@
 #
 # Debian 12 packages: dnsmasq-base python3 openssl curl iproute2 (python: /usr/bin/python3 only,
 # standard library only). The `resolve` probe in standin-server.py stands in for dig:
-#   /usr/bin/python3 tests/e2e/standin-server.py resolve 203.0.113.53 allowed.test
+#   /usr/bin/python3 tests/e2e/standin-server.py resolve 198.51.100.53 allowed.test
 set -euo pipefail
 # The ERR trap names the step also when the failure is inside a function.
 set -o errtrace
 
 NS=carrel-inet
 VETH=carrel-inet0
-HOST_ADDR=203.0.113.1
-DNS_ADDR=203.0.113.53
-WEB_ADDR=203.0.113.80
-EVIL_ADDR=203.0.113.66
+HOST_ADDR=198.51.100.1
+DNS_ADDR=198.51.100.53
+WEB_ADDR=198.51.100.80
+EVIL_ADDR=198.51.100.66
 WEB_NAMES=(allowed.test other.test ask.test secret.test)
 EVIL_NAME=evil.test
 PY=/usr/bin/python3
@@ -274,7 +275,7 @@ make_net() {
     if [ -w "/proc/sys/net/ipv6/conf/$VETH/disable_ipv6" ]; then
         echo 1 >"/proc/sys/net/ipv6/conf/$VETH/disable_ipv6"
     fi
-    # The /24 on the host side is the route 203.0.113.0/24 dev carrel-inet0.
+    # The /24 on the host side is the route 198.51.100.0/24 dev carrel-inet0.
     ip addr add "$HOST_ADDR/24" dev "$VETH"
     ip link set "$VETH" up
     local a
@@ -362,10 +363,10 @@ up() {
     changed=1
     teardown
 
-    step="check 203.0.113.0/24 is free on the host"
-    if [ -n "$(ip -4 -o addr show to 203.0.113.0/24)" ] || [ -n "$(ip -4 route show root 203.0.113.0/24)" ]; then
-        fail "the host already has an address or route in 203.0.113.0/24:
-$(ip -4 -o addr show to 203.0.113.0/24; ip -4 route show root 203.0.113.0/24)"
+    step="check 198.51.100.0/24 is free on the host"
+    if [ -n "$(ip -4 -o addr show to 198.51.100.0/24)" ] || [ -n "$(ip -4 route show root 198.51.100.0/24)" ]; then
+        fail "the host already has an address or route in 198.51.100.0/24:
+$(ip -4 -o addr show to 198.51.100.0/24; ip -4 route show root 198.51.100.0/24)"
     fi
 
     step="certificates"

@@ -8,11 +8,11 @@
 #include "tests/golden/golden.h"
 
 static const char *const case_members[] = {
-    "kind",       "name",       "bridge",    "gateway",   "prefix", "tap_prefix", "http_port",
-    "https_port", "dns_first",  "dns_last",  "tls_ports", "add",    "address",    "dns_port",
-    "tap",        "subnet",     "upstream",  "helper",    "socket", "ca",         "ssl_db",
-    "certgen",    "access_log", "cache_log", "pid_file",  "user",   "port",       "open",
-    "resolve",    "refuse",     NULL};
+    "kind",       "name",       "bridge",     "gateway",   "prefix", "tap_prefix", "http_port",
+    "https_port", "dns_first",  "dns_last",   "tls_ports", "add",    "address",    "dns_port",
+    "tap",        "subnet",     "upstream",   "helper",    "socket", "ca",         "ssl_db",
+    "certgen",    "access_log", "cache_log",  "pid_file",  "user",   "port",       "open",
+    "resolve",    "refuse",     "local_port", NULL};
 
 static const char *
 str(JsonObject *root, const char *name)
@@ -70,6 +70,7 @@ squid(JsonObject *root, GError **error)
         .gateway = str(root, "gateway"),
         .http_port = num(root, "http_port"),
         .https_port = num(root, "https_port"),
+        .local_port = num(root, "local_port"),
         .subnet = str(root, "subnet"),
         .upstream_dns = str(root, "upstream"),
         .helper = str(root, "helper"),
