@@ -31,6 +31,9 @@ CARREL_PACKAGES=(
     # the web console: spice-html5 (served by carreld); browser tests in Debian's chromium and
     # firefox-esr
     spice-html5 chromium firefox-esr fonts-dejavu-core
+    # controlled egress: carreld runs squid (with OpenSSL: TLS by SNI), a dnsmasq per session and
+    # its nftables tables; the e2e tier's stand-in internet runs python3 web servers
+    squid-openssl dnsmasq-base nftables python3
 )
 # node and npm for the browser tests (playwright-core), from Debian unless a node is there already
 command -v node >/dev/null 2>&1 || CARREL_PACKAGES+=(nodejs npm)
@@ -54,12 +57,25 @@ install_deps() {
     fi
     log "installing ${#missing[@]} packages: ${missing[*]}"
     apt-get update -q >/dev/null
+    # squid's package starts a system squid where it can: carreld runs its own, so no service
+    # may start while packages go in (a policy-rc.d of our own, unless the host has one).
+    local rcd=/usr/sbin/policy-rc.d ours=""
+    if [ ! -e "$rcd" ]; then
+        printf '#!/bin/sh\nexit 101\n' >"$rcd" && chmod 755 "$rcd" && ours=1
+    fi
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" \
-        >/tmp/carrel-apt.log 2>&1 || { tail -30 /tmp/carrel-apt.log >&2; die "apt-get install failed"; }
+        >/tmp/carrel-apt.log 2>&1 || {
+        [ -z "$ours" ] || rm -f "$rcd"
+        tail -30 /tmp/carrel-apt.log >&2
+        die "apt-get install failed"
+    }
+    [ -z "$ours" ] || rm -f "$rcd"
 }
 
 # No systemd here: start virtlogd and libvirtd by hand when their sockets do not answer.
 start_libvirt() {
+    # libvirt keeps the state of networks with an address there (carrel-egress), dnsmasq or not.
+    mkdir -p /var/lib/libvirt/dnsmasq
     if virsh -c qemu:///system version >/dev/null 2>&1; then
         return
     fi

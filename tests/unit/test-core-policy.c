@@ -136,6 +136,35 @@ test_token_policy_refusals(void **state)
     assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG));
 }
 
+/* A policy with network needs carreld's egress path: without one (no --egress-dns) the create
+ * fails, saying so, and leaves nothing; its address is not kept either. */
+static void
+test_network_without_path(void **state)
+{
+    Fixture *fx = *state;
+    g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = import(fx, "tiny");
+    g_autofree char *dir = g_build_filename(fx->dir, "policies", NULL);
+    g_autofree char *web = g_build_filename(dir, "web.policy", NULL);
+    g_autoptr(CarrelPolicySet) set = NULL;
+    g_autoptr(GError) error = NULL;
+
+    assert_true(carrel_util_write_file(web, "[network]\nmode=allowlist\nallow=allowed.test\n", -1,
+                                       0644, NULL));
+    set = carrel_manager_load_policies(dir, NULL, &error);
+    assert_non_null(set);
+    carrel_policy_set_free(fx->mgr->policies);
+    fx->mgr->policies = g_steal_pointer(&set);
+    fx->mgr->policy = carrel_policy_set_get_default(fx->mgr->policies);
+    for (int i = 0; i < 2; i++) {
+        assert_null(create_under(fx, ADMIN, "web", 0, &error));
+        assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_FAILED));
+        assert_non_null(strstr(error->message, "--egress-dns"));
+        g_clear_error(&error);
+    }
+    assert_int_equal(session_count(fx), 0);
+    assert_int_equal(g_hash_table_size(fx->mgr->egress_sources), 0);
+}
+
 /* Each bad folder stops the start, naming the file. */
 static void
 test_load_refusals(void **state)
@@ -207,6 +236,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_token_limited_to_policies, setup, teardown),
         cmocka_unit_test_setup_teardown(test_token_policy_refusals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_load_refusals, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_network_without_path, setup, teardown),
         cmocka_unit_test_setup_teardown(test_default_file_over_folder, setup, teardown),
     };
 
