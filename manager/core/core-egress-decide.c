@@ -15,6 +15,7 @@
 typedef struct {
     CarrelEgressQuery *query;
     char *approval_id;
+    char *session_id; /* for its policy's secrets once approved */
     gint64 deadline_us;
 } PendingAsk;
 
@@ -24,7 +25,52 @@ pending_ask_free(PendingAsk *ask)
     if (ask->query)
         carrel_egress_query_answer(ask->query, FALSE, "ask-timeout");
     g_free(ask->approval_id);
+    g_free(ask->session_id);
     g_free(ask);
+}
+
+/* The index of a secret header in the proxy's list (squid.conf's carrel_hdr_I), or -1. */
+static int
+header_index(CarrelManager *mgr, const char *header)
+{
+    for (guint i = 0; mgr->secret_headers && mgr->secret_headers[i]; i++)
+        if (g_ascii_strcasecmp(mgr->secret_headers[i], header) == 0)
+            return (int)i;
+    return -1;
+}
+
+/*
+ * An allowed request, with what a secret of the policy adds for its destination: the TLS
+ * connection is decrypted (carrel_bump), and each request inside it gets the header. Never over
+ * plain HTTP: a credential is not sent in the clear.
+ */
+static void
+answer_allowed(CarrelManager *mgr, CarrelEgressQuery *q, const CarrelPolicy *policy,
+               const char *word)
+{
+    const CarrelPolicySecret *secret =
+        carrel_policy_secret_for(policy, carrel_egress_query_name(q), carrel_egress_query_port(q));
+    const char *value = secret ? carrel_manager_secret_value(mgr, policy, secret) : NULL;
+    int index = secret ? header_index(mgr, carrel_policy_secret_header(secret)) : -1;
+    g_autofree char *key = NULL;
+    g_autofree char *header = NULL;
+
+    if (!value || index < 0 || !g_str_equal(carrel_egress_query_protocol(q), "tls")) {
+        carrel_egress_query_answer(q, TRUE, word);
+        return;
+    }
+    if (carrel_egress_query_is_connect(q)) {
+        const char *notes[] = {"carrel_bump", "yes", NULL};
+        carrel_egress_query_answer_notes(q, TRUE, word, notes);
+        return;
+    }
+    key = g_strdup_printf("carrel_hdr_%d", index);
+    header = carrel_policy_secret_header_value(secret, value);
+    {
+        const char *notes[] = {key, header, NULL};
+        carrel_egress_query_answer_notes(q, TRUE, word, notes);
+    }
+    explicit_bzero(header, strlen(header));
 }
 
 /* The session on the egress network with this address, or NULL. */
@@ -52,11 +98,16 @@ poll_asks(gpointer data)
 
         if (!decided && now < ask->deadline_us)
             continue;
-        if (decided) {
-            gboolean yes = g_str_equal(a->state, "approved");
-            carrel_egress_query_answer(g_steal_pointer(&ask->query), yes,
-                                       yes ? "ask-allow" : "ask-deny");
+        if (decided && g_str_equal(a->state, "approved")) {
+            g_autoptr(CarrelSession) s =
+                carrel_store_session_get(mgr->store, ask->session_id, NULL);
+            const CarrelPolicy *policy = s ? carrel_manager_session_policy(mgr, s, NULL) : NULL;
+            if (policy)
+                answer_allowed(mgr, g_steal_pointer(&ask->query), policy, "ask-allow");
         }
+        /* Denied (or the session and its policy gone): refused. */
+        if (decided && ask->query)
+            carrel_egress_query_answer(g_steal_pointer(&ask->query), FALSE, "ask-deny");
         /* Unanswered past the deadline: refused now (the approval stays for a later try). */
         g_ptr_array_remove_index(mgr->egress_asks, i - 1);
     }
@@ -91,7 +142,7 @@ ask(CarrelManager *mgr, CarrelEgressQuery *q, const CarrelSession *s, const Carr
     PendingAsk *pending;
 
     if (a && g_str_equal(a->state, "approved")) {
-        carrel_egress_query_answer(q, TRUE, "ask-allow");
+        answer_allowed(mgr, q, policy, "ask-allow");
         return;
     }
     if (a && g_str_equal(a->state, "denied")) {
@@ -113,6 +164,7 @@ ask(CarrelManager *mgr, CarrelEgressQuery *q, const CarrelSession *s, const Carr
     pending = g_new0(PendingAsk, 1);
     pending->query = q;
     pending->approval_id = g_strdup(a->id);
+    pending->session_id = g_strdup(s->id);
     pending->deadline_us =
         g_get_real_time() + (gint64)carrel_policy_ask_timeout_s(policy) * G_USEC_PER_SEC;
     g_ptr_array_add(mgr->egress_asks, pending);
@@ -139,7 +191,7 @@ carrel_manager_egress_decide(CarrelEgressQuery *q, gpointer data)
     }
     switch (carrel_policy_egress(policy, name, carrel_egress_query_port(q))) {
     case CARREL_EGRESS_ALLOW:
-        carrel_egress_query_answer(q, TRUE, "allow");
+        answer_allowed(mgr, q, policy, "allow");
         return;
     case CARREL_EGRESS_ASK:
         ask(mgr, q, s, policy);

@@ -67,6 +67,10 @@ ensure_path_locked(CarrelManager *mgr, GError **error)
     config.helper_path = mgr->egress_helper;
     config.tls_ports = (const guint *)(gpointer)ports->data;
     config.n_tls_ports = ports->len;
+    g_strfreev(mgr->secret_headers);
+    mgr->secret_headers = carrel_manager_secret_headers(mgr);
+    config.secret_headers = mgr->secret_headers;
+    config.upstream_ca = mgr->egress_ca;
     config.decide = carrel_manager_egress_decide;
     config.record = carrel_manager_egress_record;
     config.data = mgr;
@@ -154,6 +158,40 @@ set_guest_net(CarrelManager *mgr, const char *domain, const char *address, GErro
     return TRUE;
 }
 
+/* The proxy's CA in the guest's trust store, for sessions whose policy sends secrets: their
+ * connections to those destinations are decrypted and signed by it. */
+static gboolean
+trust_proxy_ca(CarrelManager *mgr, const char *domain, const CarrelPolicy *policy, GError **error)
+{
+    const char *argv[] = {"/usr/sbin/update-ca-certificates", NULL};
+    g_autofree char *pem = NULL;
+    g_autoptr(GBytes) data = NULL;
+    gsize len = 0;
+    int code = -1;
+    GPtrArray *secrets = carrel_policy_secrets(policy);
+    gboolean any = FALSE;
+
+    for (guint i = 0; secrets && i < secrets->len; i++)
+        any = any || carrel_policy_secret_header(g_ptr_array_index(secrets, i)) != NULL;
+    if (!any)
+        return TRUE;
+    if (!g_file_get_contents(carrel_egress_ca_cert(mgr->egress), &pem, &len, error))
+        return FALSE;
+    data = g_bytes_new_take(g_steal_pointer(&pem), len);
+    if (!carrel_hypervisor_file_write(
+            mgr->hv, domain, "/usr/local/share/ca-certificates/carrel-egress.crt", data, error) ||
+        !carrel_hypervisor_agent_exec(mgr->hv, domain, argv, NULL, 60, 65536, &code, NULL, NULL,
+                                      NULL, NULL, error))
+        return FALSE;
+    if (code != 0) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_FAILED,
+                    "update-ca-certificates exited %d in the guest (has it ca-certificates?)",
+                    code);
+        return FALSE;
+    }
+    return TRUE;
+}
+
 gboolean
 carrel_manager_egress_attach(CarrelManager *mgr, const CarrelSession *session, gboolean tell_guest,
                              GError **error)
@@ -185,8 +223,10 @@ carrel_manager_egress_attach(CarrelManager *mgr, const CarrelSession *session, g
                              g_strdup(session->id));
     g_mutex_unlock(&mgr->egress_lock);
     /* Outside the lock: dnsmasq takes a moment to start. */
-    return ok && carrel_egress_session_add(mgr->egress, session->id, session->egress_ip, tap, &dns,
-                                           error);
+    return ok &&
+           carrel_egress_session_add(mgr->egress, session->id, session->egress_ip, tap, &dns,
+                                     error) &&
+           (!tell_guest || trust_proxy_ca(mgr, domain, policy, error));
 }
 
 void
@@ -247,5 +287,11 @@ carrel_manager_egress_resume(CarrelManager *mgr, GError **error)
 void
 carrel_manager_egress_stop(CarrelManager *mgr)
 {
-    g_clear_pointer(&mgr->egress, carrel_egress_free);
+    CarrelEgress *eg;
+
+    g_mutex_lock(&mgr->egress_lock);
+    eg = g_steal_pointer(&mgr->egress);
+    g_hash_table_remove_all(mgr->egress_sources);
+    g_mutex_unlock(&mgr->egress_lock);
+    carrel_egress_free(eg);
 }

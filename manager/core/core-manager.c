@@ -89,6 +89,7 @@ carrel_manager_new(const CarrelManagerConfig *config, CarrelHypervisor *hv, GErr
     mgr->egress_sources = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     carrel_manager_egress_asks_init(mgr);
     mgr->egress_dns = g_strdup(config->egress_dns);
+    mgr->egress_ca = g_strdup(config->egress_ca);
     mgr->egress_helper = g_strdup(config->egress_helper);
     mgr->hv = g_steal_pointer(&owned_hv);
     mgr->state_dir = g_canonicalize_filename(config->state_dir, NULL);
@@ -106,6 +107,9 @@ carrel_manager_new(const CarrelManagerConfig *config, CarrelHypervisor *hv, GErr
     if (!mgr->policies)
         return NULL;
     mgr->policy = carrel_policy_set_get_default(mgr->policies);
+    mgr->secret_values = carrel_manager_load_secret_values(mgr->policies, error);
+    if (!mgr->secret_values)
+        return NULL;
     if (!make_layout(mgr->state_dir, error))
         return NULL;
     mgr->instance_id = load_instance_id(mgr->state_dir, error);
@@ -141,6 +145,9 @@ carrel_manager_free(CarrelManager *mgr)
     g_clear_pointer(&mgr->egress_sources, g_hash_table_unref);
     g_mutex_clear(&mgr->egress_lock);
     g_free(mgr->egress_dns);
+    g_free(mgr->egress_ca);
+    g_clear_pointer(&mgr->secret_values, g_hash_table_unref);
+    g_strfreev(mgr->secret_headers);
     g_free(mgr->egress_helper);
     g_clear_pointer(&mgr->store, carrel_store_free);
     g_clear_pointer(&mgr->hv, carrel_hypervisor_free);

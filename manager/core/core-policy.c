@@ -3,6 +3,7 @@
  * caller's token may be limited to some), and listed for callers.
  */
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/core-priv.h"
 
@@ -191,4 +192,133 @@ carrel_manager_policy_show(CarrelManager *mgr, const CarrelPrincipal *who, const
         return NULL;
     }
     return carrel_policy_to_json(policy);
+}
+
+#define SECRET_MAX_BYTES 4096
+
+/* A secret's value: printable, no quote or backslash (it travels in squid's helper protocol),
+ * and never quoted in an error. */
+static gboolean
+check_value(const char *policy, const char *name, const char *value, GError **error)
+{
+    if (!value || !*value || strlen(value) > SECRET_MAX_BYTES ||
+        !carrel_util_is_clean_text(value) || strpbrk(value, "\"\\%")) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "secret '%s' of policy '%s': the value must be 1-%d printable characters "
+                    "without \", \\ or %%",
+                    name, policy, SECRET_MAX_BYTES);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* A root-only regular file (not a link): anyone else able to read it defeats the point. */
+static char *
+read_secret_file(const char *policy, const char *name, const char *path, GError **error)
+{
+    struct stat st;
+    char *text = NULL;
+
+    if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "secret '%s' of policy '%s': '%s' is not a regular file", name, policy, path);
+        return NULL;
+    }
+    if (st.st_uid != 0 || (st.st_mode & 077) != 0) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "secret '%s' of policy '%s': '%s' is readable by others than root "
+                    "(chown root and chmod 600 it)",
+                    name, policy, path);
+        return NULL;
+    }
+    if (!g_file_get_contents(path, &text, NULL, error)) {
+        g_prefix_error(error, "secret '%s' of policy '%s': ", name, policy);
+        return NULL;
+    }
+    /* One trailing newline is the editor's, not the secret's. */
+    if (*text && text[strlen(text) - 1] == '\n')
+        text[strlen(text) - 1] = '\0';
+    return text;
+}
+
+static char *
+secret_value(const char *policy, const CarrelPolicySecret *s, GError **error)
+{
+    const char *source = carrel_policy_secret_source(s);
+    const char *name = carrel_policy_secret_name(s);
+    g_autofree char *value = NULL;
+
+    if (g_str_has_prefix(source, "env:")) {
+        value = g_strdup(g_getenv(source + 4));
+        if (!value) {
+            g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                        "secret '%s' of policy '%s': carreld's environment has no %s", name, policy,
+                        source + 4);
+            return NULL;
+        }
+    } else if (!(value = read_secret_file(policy, name, source + 5, error))) {
+        return NULL;
+    }
+    return check_value(policy, name, value, error) ? g_steal_pointer(&value) : NULL;
+}
+
+static void
+free_secret(gpointer value)
+{
+    /* Gone from memory as well as from use. */
+    explicit_bzero(value, strlen(value));
+    g_free(value);
+}
+
+GHashTable *
+carrel_manager_load_secret_values(CarrelPolicySet *set, GError **error)
+{
+    g_autoptr(GPtrArray) all = carrel_policy_set_list(set);
+    g_autoptr(GHashTable) values =
+        g_hash_table_new_full(g_str_hash, g_str_equal, g_free, free_secret);
+
+    for (guint i = 0; i < all->len; i++) {
+        const CarrelPolicy *p = g_ptr_array_index(all, i);
+        GPtrArray *secrets = carrel_policy_secrets(p);
+
+        for (guint j = 0; secrets && j < secrets->len; j++) {
+            const CarrelPolicySecret *s = g_ptr_array_index(secrets, j);
+            char *value = secret_value(carrel_policy_get_name(p), s, error);
+            if (!value)
+                return NULL;
+            g_hash_table_replace(
+                values,
+                g_strconcat(carrel_policy_get_name(p), "/", carrel_policy_secret_name(s), NULL),
+                value);
+        }
+    }
+    return g_steal_pointer(&values);
+}
+
+const char *
+carrel_manager_secret_value(CarrelManager *mgr, const CarrelPolicy *policy,
+                            const CarrelPolicySecret *s)
+{
+    g_autofree char *key =
+        g_strconcat(carrel_policy_get_name(policy), "/", carrel_policy_secret_name(s), NULL);
+
+    return g_hash_table_lookup(mgr->secret_values, key);
+}
+
+GStrv
+carrel_manager_secret_headers(CarrelManager *mgr)
+{
+    g_autoptr(GPtrArray) all = carrel_policy_set_list(mgr->policies);
+    g_autoptr(GStrvBuilder) b = g_strv_builder_new();
+    g_autoptr(GHashTable) seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+
+    for (guint i = 0; i < all->len; i++) {
+        GPtrArray *secrets = carrel_policy_secrets(g_ptr_array_index(all, i));
+        for (guint j = 0; secrets && j < secrets->len; j++) {
+            const char *h = carrel_policy_secret_header(g_ptr_array_index(secrets, j));
+            if (h && g_hash_table_add(seen, g_ascii_strdown(h, -1)))
+                g_strv_builder_add(b, h);
+        }
+    }
+    return g_strv_builder_end(b);
 }

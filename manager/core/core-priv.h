@@ -36,13 +36,16 @@ struct _CarrelManager {
     GCond watch_cond;
     gboolean watch_stop;
     guint watch_interval_ms;
-    GPtrArray *pending_exit; /* session ids whose exit path reconcile left to the watcher; lock */
-    GMutex console_lock;     /* guards consoles */
-    GHashTable *consoles;    /* session id -> its current SPICE password (core-console.c) */
-    char *egress_dns;        /* the sessions' upstream resolver, or NULL: no egress path */
-    char *egress_helper;     /* carrel-egress-helper */
-    GMutex egress_lock;      /* guards egress and egress_sources */
-    CarrelEgress *egress;    /* started with the first session that has a network */
+    GPtrArray *pending_exit;   /* session ids whose exit path reconcile left to the watcher; lock */
+    GMutex console_lock;       /* guards consoles */
+    GHashTable *consoles;      /* session id -> its current SPICE password (core-console.c) */
+    GHashTable *secret_values; /* "POLICY/NAME" -> value (core-policy.c) */
+    char **secret_headers;     /* the proxy's secret headers, in squid.conf's order */
+    char *egress_dns;          /* the sessions' upstream resolver, or NULL: no egress path */
+    char *egress_ca;           /* extra CAs squid trusts upstream (tests), or NULL */
+    char *egress_helper;       /* carrel-egress-helper */
+    GMutex egress_lock;        /* guards egress and egress_sources */
+    CarrelEgress *egress;      /* started with the first session that has a network */
     GHashTable *egress_sources; /* address -> id of the session on the path (or being made) */
     GPtrArray *egress_asks;     /* PendingAsk, main context only (core-egress-decide.c) */
     guint egress_ask_timer;
@@ -61,7 +64,6 @@ void carrel_manager_egress_detach(CarrelManager *mgr, const char *session_id, co
 void carrel_manager_egress_sync(CarrelManager *mgr);
 /* The path (and its libvirt network) up, for a session with an address that starts. */
 gboolean carrel_manager_egress_ensure(CarrelManager *mgr, GError **error);
-void carrel_manager_egress_stop(CarrelManager *mgr);
 /* The session's tap on the egress network: "cs-" + its id's hex. */
 char *carrel_manager_egress_tap(const CarrelSession *session);
 /* The proxy's questions and the path's records (core-egress-decide.c, main context). */
@@ -188,6 +190,15 @@ const CarrelPolicy *carrel_manager_policy_for(CarrelManager *mgr, const CarrelPr
 /* The policy a session runs under; WRONG_STATE when carreld no longer has it. */
 const CarrelPolicy *carrel_manager_session_policy(CarrelManager *mgr, const CarrelSession *session,
                                                   GError **error);
+/* The values of every policy's secrets, "POLICY/NAME" -> value (wiped when freed); a file
+ * readable by others than root, a missing variable or a bad value is INVALID_ARG naming the
+ * secret (never its value). */
+GHashTable *carrel_manager_load_secret_values(CarrelPolicySet *set, GError **error);
+const char *carrel_manager_secret_value(CarrelManager *mgr, const CarrelPolicy *policy,
+                                        const CarrelPolicySecret *s);
+/* The header names the proxy may have to set, over all policies, once each (case aside). */
+GStrv carrel_manager_secret_headers(CarrelManager *mgr);
+
 /* Every name is a loaded policy (a token's limits); an empty list is INVALID_ARG. */
 gboolean carrel_manager_check_policy_names(CarrelManager *mgr, char **names, GError **error);
 

@@ -27,6 +27,7 @@ typedef struct {
     const char *guest_tool_src; /* its sources, hashed into every recipe hash, or NULL */
     const char *egress_dns;     /* upstream resolver of sessions with a network; NULL: none */
     const char *egress_helper;  /* carrel-egress-helper (squid's helper) */
+    const char *egress_ca;      /* extra CAs squid trusts upstream (a test's), or NULL */
 } CarrelManagerConfig;
 
 typedef struct _CarrelManager CarrelManager;
@@ -55,6 +56,9 @@ typedef struct {
 
 /* Puts sessions that kept running with a network back on the egress path (after reconcile). */
 gboolean carrel_manager_egress_resume(CarrelManager *mgr, GError **error);
+/* Stops the egress path (squid, resolvers, tables) now; carreld calls it on its way out, also
+ * when it leaves the manager to running jobs. */
+void carrel_manager_egress_stop(CarrelManager *mgr);
 
 /* Matches the store with libvirt's carrel-tagged domains; run before serving. */
 gboolean carrel_manager_reconcile(CarrelManager *mgr, CarrelReconcileReport *ret_report,

@@ -28,6 +28,7 @@ typedef struct {
     char *policy_dir;
     char *egress_dns;
     char *egress_helper;
+    char *egress_ca;
     char *guest_tool;
     char *web_dir;
     char *spice_dir;
@@ -55,6 +56,7 @@ options_clear(Options *opts)
     g_free(opts->policy_dir);
     g_free(opts->egress_dns);
     g_free(opts->egress_helper);
+    g_free(opts->egress_ca);
     g_free(opts->guest_tool);
     g_free(opts->web_dir);
     g_free(opts->spice_dir);
@@ -321,6 +323,8 @@ parse_options(int argc, char **argv, Options *opts, GError **error)
          "Upstream resolver of sessions with a network (default: the first nameserver of "
          "/etc/resolv.conf)",
          "ADDR"},
+        {"egress-ca", 0, 0, G_OPTION_ARG_FILENAME, &opts->egress_ca,
+         "More CAs (PEM) the proxy trusts for servers it decrypts for (a test's stand-in)", "FILE"},
         {"egress-helper", 0, 0, G_OPTION_ARG_FILENAME, &opts->egress_helper,
          "squid's helper that asks carreld (default: this build's carrel-egress-helper)", "FILE"},
         {"guest-tool", 0, 0, G_OPTION_ARG_FILENAME, &opts->guest_tool,
@@ -475,6 +479,7 @@ open_manager(const Options *opts, GError **error)
     config.policy_dir = opts->policy_dir;
     config.egress_dns = opts->egress_dns;
     config.egress_helper = opts->egress_helper;
+    config.egress_ca = opts->egress_ca;
     if (g_file_test(opts->guest_tool, G_FILE_TEST_IS_EXECUTABLE)) {
         config.guest_tool = opts->guest_tool;
         config.guest_tool_src = CARREL_SOURCE_DIR "/guest-tools";
@@ -580,6 +585,8 @@ run(const Options *opts)
     g_message("carreld %s ready", CARREL_VERSION);
     g_main_loop_run(loop);
     drain(api);
+    /* Sessions keep running; their path does not outlive carreld (the next one starts it). */
+    carrel_manager_egress_stop(mgr);
     if (*opts->socket_path)
         (void)g_unlink(opts->socket_path);
     if (carrel_manager_jobs_running(mgr) > 0) {

@@ -16,6 +16,7 @@ struct _CarrelEgressQuery {
     char *name;
     guint port;
     gboolean tls;
+    gboolean connect;
     GOutputStream *out; /* the helper's connection; NULL in tests */
 };
 
@@ -111,25 +112,49 @@ carrel_egress_query_parse(const char *line, GOutputStream *out)
     url_host = field(f[4]);
     q->name = g_strdup(sni ? sni : host ? host : url_host ? url_host : "");
     q->port = (guint)port;
-    q->tls = g_str_equal(f[6], "CONNECT") || sni != NULL;
+    q->connect = g_str_equal(f[6], "CONNECT");
+    q->tls = q->connect || sni != NULL;
     q->out = out ? g_object_ref(out) : NULL;
     return g_steal_pointer(&q);
 }
 
-char *
-carrel_egress_query_reply_line(const CarrelEgressQuery *q, gboolean allow, const char *word)
+gboolean
+carrel_egress_query_is_connect(const CarrelEgressQuery *q)
 {
-    return g_strdup_printf("%s %s log=%s\n", q->channel, allow ? "OK" : "ERR", word);
+    return q->connect;
+}
+
+char *
+carrel_egress_query_reply_line(const CarrelEgressQuery *q, gboolean allow, const char *word,
+                               const char *const *notes)
+{
+    GString *line = g_string_new(NULL);
+
+    g_string_append_printf(line, "%s %s log=%s", q->channel, allow ? "OK" : "ERR", word);
+    /* Values were checked when loaded: printable, no quote, no backslash. */
+    for (guint i = 0; notes && notes[i] && notes[i + 1]; i += 2)
+        g_string_append_printf(line, " %s=\"%s\"", notes[i], notes[i + 1]);
+    g_string_append_c(line, '\n');
+    return g_string_free(line, FALSE);
 }
 
 void
 carrel_egress_query_answer(CarrelEgressQuery *q, gboolean allow, const char *word)
 {
-    g_autofree char *reply = carrel_egress_query_reply_line(q, allow, word);
+    carrel_egress_query_answer_notes(q, allow, word, NULL);
+}
+
+void
+carrel_egress_query_answer_notes(CarrelEgressQuery *q, gboolean allow, const char *word,
+                                 const char *const *notes)
+{
+    g_autofree char *reply = carrel_egress_query_reply_line(q, allow, word, notes);
 
     /* A helper gone (squid restarted) has nobody to answer: its request is gone too. */
     if (q->out && !g_output_stream_is_closed(q->out))
         (void)g_output_stream_write_all(q->out, reply, strlen(reply), NULL, NULL, NULL);
+    /* A secret's value is not left behind in freed memory. */
+    explicit_bzero(reply, strlen(reply));
     carrel_egress_query_free(q);
 }
 

@@ -16,8 +16,10 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelEgressDecider, carrel_egress_decider_free)
  * out; NULL for tests). NULL when the line is malformed. Pure but for out. */
 CarrelEgressQuery *carrel_egress_query_parse(const char *line, GOutputStream *out);
 void carrel_egress_query_free(CarrelEgressQuery *q);
-/* "ID OK log=WORD\n" or "ID ERR log=WORD\n", for the query's channel. */
-char *carrel_egress_query_reply_line(const CarrelEgressQuery *q, gboolean allow, const char *word);
+/* "ID OK log=WORD\n" or "ID ERR log=WORD\n", for the query's channel, with notes as
+ * key="value" pairs. */
+char *carrel_egress_query_reply_line(const CarrelEgressQuery *q, gboolean allow, const char *word,
+                                     const char *const *notes);
 
 /* A supervised child (egress-proc.c): its stderr lines go to on_line in the main context; data
  * lives as long as the child (data_free when it is gone, even on failure). */

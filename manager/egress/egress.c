@@ -26,6 +26,9 @@ struct _CarrelEgress {
     char *upstream;
     char *helper;
     guint *tls_ports;
+    char **secret_headers;
+    char *upstream_ca;
+    char *ca_cert;
     char *squid_dir;
     char *access_log;
     goffset access_offset;
@@ -88,6 +91,12 @@ carrel_egress_sessions(CarrelEgress *eg)
     while (g_hash_table_iter_next(&iter, &key, NULL))
         g_strv_builder_add(b, key);
     return g_strv_builder_end(b);
+}
+
+const char *
+carrel_egress_ca_cert(CarrelEgress *eg)
+{
+    return eg->ca_cert;
 }
 
 const char *
@@ -288,6 +297,8 @@ start_squid(CarrelEgress *eg, GError **error)
         .cache_log = cache_log,
         .pid_file = pid,
         .user = SQUID_USER,
+        .headers = eg->config.secret_headers,
+        .upstream_ca = eg->config.upstream_ca,
     };
     g_autofree char *conf = carrel_net_squid_conf(&spec, error);
     const char *parse[] = {SQUID_BIN, "-k", "parse", "-f", conf_path, NULL};
@@ -345,6 +356,29 @@ poll_access_log(gpointer data)
     return G_SOURCE_CONTINUE;
 }
 
+/* The extra upstream CAs, where squid's user may read them. */
+static gboolean
+copy_upstream_ca(CarrelEgress *eg, GError **error)
+{
+    g_autofree char *pem = NULL;
+    g_autofree char *copy = NULL;
+    gsize len = 0;
+
+    if (!eg->upstream_ca)
+        return TRUE;
+    copy = g_build_filename(eg->run_dir, "upstream-ca.pem", NULL);
+    if (!g_file_get_contents(eg->upstream_ca, &pem, &len, error) ||
+        !carrel_util_write_file(copy, pem, (gssize)len, 0640, error) ||
+        !give_to_squid_group(copy, 0640, error)) {
+        g_prefix_error(error, "the proxy's upstream CAs: ");
+        return FALSE;
+    }
+    g_free(eg->upstream_ca);
+    eg->upstream_ca = g_steal_pointer(&copy);
+    eg->config.upstream_ca = eg->upstream_ca;
+    return TRUE;
+}
+
 static gboolean
 start_decider(CarrelEgress *eg, GError **error)
 {
@@ -353,6 +387,21 @@ start_decider(CarrelEgress *eg, GError **error)
     eg->decider = carrel_egress_decider_new(socket, eg->config.decide, eg->config.data, error);
     /* squid's helper runs as squid's user. */
     return eg->decider && give_to_squid_group(socket, 0660, error);
+}
+
+/* The resolvers an earlier carreld left (killed before it could stop them). */
+static void
+kill_stale_resolvers(const char *run_dir)
+{
+    g_autofree char *dir = g_build_filename(run_dir, "dns", NULL);
+    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+    const char *name;
+
+    while (d && (name = g_dir_read_name(d))) {
+        g_autofree char *path = g_build_filename(dir, name, NULL);
+        if (g_str_has_suffix(name, ".pid"))
+            carrel_egress_kill_stale(path, "dnsmasq");
+    }
 }
 
 CarrelEgress *
@@ -366,6 +415,11 @@ carrel_egress_start(const CarrelEgressConfig *config, GError **error)
     eg->upstream = g_strdup(config->upstream_dns);
     eg->helper = g_strdup(config->helper_path);
     eg->tls_ports = g_memdup2(config->tls_ports, sizeof(guint) * config->n_tls_ports);
+    eg->secret_headers = g_strdupv(config->secret_headers);
+    eg->upstream_ca = g_strdup(config->upstream_ca);
+    eg->config.secret_headers = eg->secret_headers;
+    eg->config.upstream_ca = eg->upstream_ca;
+    eg->ca_cert = g_build_filename(eg->run_dir, "ca.crt", NULL);
     eg->squid_dir = g_build_filename(eg->run_dir, "squid", NULL);
     eg->access_log = g_build_filename(eg->squid_dir, "access.log", NULL);
     eg->members = g_hash_table_new_full(g_str_hash, g_str_equal, NULL,
@@ -373,13 +427,15 @@ carrel_egress_start(const CarrelEgressConfig *config, GError **error)
     g_mutex_init(&eg->lock);
     ours = g_build_filename(eg->run_dir, "squid.carreld-pid", NULL);
     carrel_egress_kill_stale(ours, "squid");
+    kill_stale_resolvers(eg->run_dir);
     if (!need_program(SQUID_BIN, "squid-openssl", error) ||
         !need_program(CERTGEN_BIN, "squid-openssl", error) ||
         !need_program(DNSMASQ_BIN, "dnsmasq-base", error) ||
         !need_program(NFT_BIN, "nftables", error) ||
         !need_program(eg->helper, "carrel (carrel-egress-helper)", error) ||
         !make_dir(eg->run_dir, FALSE, error) || !make_dir(eg->squid_dir, TRUE, error) ||
-        !load_firewall(eg, error) || !start_decider(eg, error) || !start_squid(eg, error)) {
+        !copy_upstream_ca(eg, error) || !load_firewall(eg, error) || !start_decider(eg, error) ||
+        !start_squid(eg, error)) {
         g_prefix_error(error, "starting the egress path: ");
         return NULL;
     }
@@ -404,6 +460,9 @@ carrel_egress_free(CarrelEgress *eg)
     g_free(eg->upstream);
     g_free(eg->helper);
     g_free(eg->tls_ports);
+    g_strfreev(eg->secret_headers);
+    g_free(eg->upstream_ca);
+    g_free(eg->ca_cert);
     g_free(eg->squid_dir);
     g_free(eg->access_log);
     g_free(eg);

@@ -22,9 +22,16 @@ const char *carrel_egress_query_name(const CarrelEgressQuery *q);
 guint carrel_egress_query_port(const CarrelEgressQuery *q);
 /* "http" or "tls" */
 const char *carrel_egress_query_protocol(const CarrelEgressQuery *q);
+/* TRUE for the first look at a TLS connection (squid's CONNECT): decrypt or splice is decided
+ * there; FALSE for an HTTP request (plain, or inside a decrypted connection). */
+gboolean carrel_egress_query_is_connect(const CarrelEgressQuery *q);
 /* Answers (now or later, from the main context) and frees q. word is what the egress log says
  * of it: "allow", "deny", "ask-allow", "ask-deny", "ask-timeout". */
 void carrel_egress_query_answer(CarrelEgressQuery *q, gboolean allow, const char *word);
+/* The same with notes for squid (NULL-terminated key, value pairs): carrel_bump=yes decrypts
+ * the connection, carrel_hdr_I=VALUE sets secret header I. Values never reach a log. */
+void carrel_egress_query_answer_notes(CarrelEgressQuery *q, gboolean allow, const char *word,
+                                      const char *const *notes);
 
 typedef void (*CarrelEgressDecideFunc)(CarrelEgressQuery *q, gpointer data);
 /* A record of the egress log; source is the session's address (rec->session_id is NULL: the
@@ -38,6 +45,8 @@ typedef struct {
     const char *helper_path;  /* carrel-egress-helper */
     const guint *tls_ports;   /* guest ports to the TLS intercept (443 and the policies' own) */
     guint n_tls_ports;
+    char **secret_headers;   /* header I is set from the note carrel_hdr_I of an answer */
+    const char *upstream_ca; /* extra CAs for servers of decrypted connections, or NULL */
     CarrelEgressDecideFunc decide;
     CarrelEgressRecordFunc record;
     gpointer data;
@@ -49,6 +58,10 @@ typedef struct _CarrelEgress CarrelEgress;
  * and the decision socket. Kills what an earlier carreld left (pid files). FAILED naming the
  * step and the missing Debian package when something is not there. */
 CarrelEgress *carrel_egress_start(const CarrelEgressConfig *config, GError **error);
+/* The CA certificate squid signs decrypted connections with (PEM): guests whose policy sends
+ * secrets trust it. */
+const char *carrel_egress_ca_cert(CarrelEgress *eg);
+
 /* Stops squid and every dnsmasq, removes the tables. */
 void carrel_egress_free(CarrelEgress *eg);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelEgress, carrel_egress_free)

@@ -152,8 +152,25 @@ carrel_net_egress_nft_session(gboolean add, const char *address, guint dns_port,
                            address);
 }
 
+static char *squid_base(const CarrelNetSquidSpec *spec, GError **error);
+static gboolean append_secret_headers(GString *out, const CarrelNetSquidSpec *spec, GError **error);
+
 char *
 carrel_net_squid_conf(const CarrelNetSquidSpec *spec, GError **error)
+{
+    g_autofree char *base = squid_base(spec, error);
+    g_autoptr(GString) out = NULL;
+
+    if (!base)
+        return NULL;
+    out = g_string_new(base);
+    if (!append_secret_headers(out, spec, error))
+        return NULL;
+    return g_string_free(g_steal_pointer(&out), FALSE);
+}
+
+static char *
+squid_base(const CarrelNetSquidSpec *spec, GError **error)
 {
     const char *paths[] = {spec->helper,  spec->helper_socket, spec->ca_pem,    spec->ssl_db,
                            spec->certgen, spec->access_log,    spec->cache_log, spec->pid_file,
@@ -197,13 +214,16 @@ carrel_net_squid_conf(const CarrelNetSquidSpec *spec, GError **error)
         "acl step1 at_step SslBump1\n"
         "acl step2 at_step SslBump2\n"
         "acl tls_icpt myportname https_icpt\n"
+        "acl carrel_bump note carrel_bump yes\n"
         "http_access deny !guests\n"
         /* The first look at a TLS connection has no name yet: decide on the SNI at step 2. */
         "http_access allow tls_icpt step1\n"
         "http_access allow policy\n"
         "http_access deny all\n"
-        /* Positive rules, then terminate: a lookup without an answer fails closed. */
+        /* Positive rules, then terminate: a lookup without an answer fails closed. Decrypted
+         * only where carreld says so (a secret goes there). */
         "ssl_bump peek step1\n"
+        "ssl_bump bump step2 policy carrel_bump\n"
         "ssl_bump splice step2 policy\n"
         "ssl_bump terminate all\n"
         "logformat carrel %%ts.%%03tu %%>a %%>la %%>lp %%ssl::>sni %%>rd %%<a %%>rs %%rm %%Ss "
@@ -213,6 +233,33 @@ carrel_net_squid_conf(const CarrelNetSquidSpec *spec, GError **error)
         spec->gateway, spec->http_port, spec->gateway, spec->https_port, spec->ca_pem,
         spec->certgen, spec->ssl_db, spec->helper, spec->helper_socket, spec->subnet,
         spec->access_log);
+}
+
+/* The secret headers: the guest's own dropped, carreld's (from its answer's note) sent. */
+static gboolean
+append_secret_headers(GString *out, const CarrelNetSquidSpec *spec, GError **error)
+{
+    for (guint i = 0; spec->headers && spec->headers[i]; i++) {
+        const char *h = spec->headers[i];
+        if (!*h || strspn(h, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-") !=
+                       strlen(h)) {
+            g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                        "header '%s' cannot go into squid.conf",
+                        carrel_util_is_clean_text(h) ? h : "(control characters)");
+            return FALSE;
+        }
+        g_string_append_printf(out,
+                               "acl carrel_hdr_%u note carrel_hdr_%u\n"
+                               "request_header_access %s deny carrel_hdr_%u\n"
+                               "request_header_add %s \"%%'note{carrel_hdr_%u}\" carrel_hdr_%u\n",
+                               i, i, h, i, h, i, i);
+    }
+    if (spec->upstream_ca) {
+        if (!check_plain("upstream CA", spec->upstream_ca, error))
+            return FALSE;
+        g_string_append_printf(out, "tls_outgoing_options cafile=%s\n", spec->upstream_ca);
+    }
+    return TRUE;
 }
 
 static gboolean

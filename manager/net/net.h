@@ -101,11 +101,15 @@ typedef struct {
     const char *access_log;
     const char *cache_log;
     const char *pid_file;
-    const char *user; /* squid's own user (Debian: proxy) */
+    const char *user;        /* squid's own user (Debian: proxy) */
+    char **headers;          /* secret headers: header i is set from note carrel_hdr_i */
+    const char *upstream_ca; /* extra CAs for decrypted connections' servers, or NULL */
 } CarrelNetSquidSpec;
 
-/* Pure generator: squid.conf for the egress proxy (transparent HTTP; TLS by SNI, spliced, never
- * decrypted; every request decided by carreld through the helper). */
+/* Pure generator: squid.conf for the egress proxy (transparent HTTP; TLS by SNI, spliced, and
+ * decrypted only where carreld's answer carries the note carrel_bump=yes; every request decided
+ * by carreld through the helper, whose answer may carry a secret header as note carrel_hdr_I:
+ * the guest's own header of that name is dropped, carreld's sent). */
 char *carrel_net_squid_conf(const CarrelNetSquidSpec *spec, GError **error);
 
 typedef struct {

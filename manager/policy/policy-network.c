@@ -87,16 +87,17 @@ split_port(char *entry, guint *ret_port)
 }
 
 static void
-refuse_address(const char *key, const char *text, const char *address, GError **error)
+refuse_address(const char *group, const char *key, const char *text, const char *address,
+               GError **error)
 {
-    g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "[network] %s '%s': %s", key, text,
+    g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "[%s] %s '%s': %s", group, key, text,
                 carrel_net_text_is_internal(address)
                     ? "a private or special address is never reachable, whatever the policy"
                     : "destinations are names, not addresses (a raw IP is always refused)");
 }
 
 static CarrelEgressRule *
-parse_rule(const char *key, const char *text, GError **error)
+parse_rule(const char *group, const char *key, const char *text, GError **error)
 {
     g_autofree char *entry = g_ascii_strdown(text, -1);
     g_autoptr(CarrelEgressRule) rule = g_new0(CarrelEgressRule, 1);
@@ -105,16 +106,16 @@ parse_rule(const char *key, const char *text, GError **error)
 
     /* An address, a range, or an address with a port: never a destination. */
     if (g_hostname_is_ip_address(entry) || strchr(entry, '/')) {
-        refuse_address(key, text, entry, error);
+        refuse_address(group, key, text, entry, error);
         return NULL;
     }
     if (!split_port(entry, &rule->port)) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
-                    "[network] %s '%s': the port must be a number from 1 to 65535", key, text);
+                    "[%s] %s '%s': the port must be a number from 1 to 65535", group, key, text);
         return NULL;
     }
     if (g_hostname_is_ip_address(entry)) {
-        refuse_address(key, text, entry, error);
+        refuse_address(group, key, text, entry, error);
         return NULL;
     }
     if (g_str_has_prefix(name, "*.")) {
@@ -126,9 +127,9 @@ parse_rule(const char *key, const char *text, GError **error)
         name[len - 1] = '\0';
     if (!is_valid_name(name)) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
-                    "[network] %s '%s': expected NAME, *.NAME or NAME:PORT (a DNS name: letters, "
+                    "[%s] %s '%s': expected NAME, *.NAME or NAME:PORT (a DNS name: letters, "
                     "digits, '-' and '_' between dots)",
-                    key, text);
+                    group, key, text);
         return NULL;
     }
     rule->name = g_strdup(name);
@@ -136,10 +137,11 @@ parse_rule(const char *key, const char *text, GError **error)
 }
 
 /* The key's comma- (or semicolon-) separated entries, each a rule. */
-static gboolean
-read_rules(GKeyFile *kf, const char *key, GPtrArray **ret_rules, GError **error)
+gboolean
+carrel_policy_read_rules(GKeyFile *kf, const char *group, const char *key, GPtrArray **ret_rules,
+                         GError **error)
 {
-    g_autofree char *value = g_key_file_get_value(kf, "network", key, NULL);
+    g_autofree char *value = g_key_file_get_value(kf, group, key, NULL);
     g_auto(GStrv) items = value ? g_regex_split_simple("[,;]", value, 0, 0) : NULL;
     g_autoptr(GPtrArray) rules =
         g_ptr_array_new_with_free_func((GDestroyNotify)carrel_egress_rule_free);
@@ -148,7 +150,7 @@ read_rules(GKeyFile *kf, const char *key, GPtrArray **ret_rules, GError **error)
         CarrelEgressRule *rule;
         if (!*g_strstrip(items[i]))
             continue;
-        if (!(rule = parse_rule(key, items[i], error)))
+        if (!(rule = parse_rule(group, key, items[i], error)))
             return FALSE;
         g_ptr_array_add(rules, rule);
     }
@@ -189,9 +191,10 @@ carrel_policy_network_read(GKeyFile *kf, CarrelPolicy *policy, GError **error)
             return FALSE;
         }
     }
-    if (!read_mode(kf, policy, error) || !read_rules(kf, "allow", &policy->allow, error) ||
-        !read_rules(kf, "deny", &policy->deny, error) ||
-        !read_rules(kf, "ask", &policy->ask, error) ||
+    if (!read_mode(kf, policy, error) ||
+        !carrel_policy_read_rules(kf, "network", "allow", &policy->allow, error) ||
+        !carrel_policy_read_rules(kf, "network", "deny", &policy->deny, error) ||
+        !carrel_policy_read_rules(kf, "network", "ask", &policy->ask, error) ||
         !carrel_policy_read_limit(kf, "network", "ask_timeout_s", ASK_TIMEOUT_MAX_S,
                                   &policy->ask_timeout_s, error))
         return FALSE;
@@ -244,6 +247,30 @@ any_matches(const GPtrArray *rules, const char *host, guint port)
     return FALSE;
 }
 
+gboolean
+carrel_policy_rules_match(const GPtrArray *rules, const char *host, guint port)
+{
+    return any_matches(rules, host, port);
+}
+
+char *
+carrel_policy_rule_to_text(const CarrelEgressRule *rule)
+{
+    g_autofree char *port = rule->port ? g_strdup_printf(":%u", rule->port) : g_strdup("");
+
+    return g_strconcat(rule->any_sub ? "*." : "", rule->name, port, NULL);
+}
+
+gboolean
+carrel_policy_rule_reachable(const CarrelPolicy *policy, const CarrelEgressRule *rule)
+{
+    /* A name the rule stands for (one below it for "*."), on its port or 443. */
+    g_autofree char *host =
+        rule->any_sub ? g_strconcat("x.", rule->name, NULL) : g_strdup(rule->name);
+
+    return carrel_policy_egress(policy, host, rule->port ? rule->port : 443) != CARREL_EGRESS_DENY;
+}
+
 CarrelEgressVerdict
 carrel_policy_egress(const CarrelPolicy *policy, const char *host, guint port)
 {
@@ -269,9 +296,7 @@ add_rules(JsonBuilder *b, const char *member, const GPtrArray *rules)
     json_builder_set_member_name(b, member);
     json_builder_begin_array(b);
     for (guint i = 0; rules && i < rules->len; i++) {
-        const CarrelEgressRule *rule = g_ptr_array_index(rules, i);
-        g_autofree char *port = rule->port ? g_strdup_printf(":%u", rule->port) : g_strdup("");
-        g_autofree char *text = g_strconcat(rule->any_sub ? "*." : "", rule->name, port, NULL);
+        g_autofree char *text = carrel_policy_rule_to_text(g_ptr_array_index(rules, i));
         json_builder_add_string_value(b, text);
     }
     json_builder_end_array(b);

@@ -17,6 +17,7 @@ struct _CarrelPolicy {
     GPtrArray *deny;
     GPtrArray *ask;
     guint ask_timeout_s;
+    GPtrArray *secrets; /* CarrelPolicySecret, by name (policy-secrets.c) */
 };
 
 typedef struct _CarrelEgressRule CarrelEgressRule;
@@ -26,6 +27,19 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelEgressRule, carrel_egress_rule_free)
 /* [group] key = an integer from 1 to max, into *ret_value when present. */
 gboolean carrel_policy_read_limit(GKeyFile *kf, const char *group, const char *key, guint max,
                                   guint *ret_value, GError **error);
+/* A [group] key's comma-separated NAME, *.NAME, NAME:PORT entries (an empty array if absent). */
+gboolean carrel_policy_read_rules(GKeyFile *kf, const char *group, const char *key,
+                                  GPtrArray **ret_rules, GError **error);
+gboolean carrel_policy_rules_match(const GPtrArray *rules, const char *host, guint port);
+char *carrel_policy_rule_to_text(const CarrelEgressRule *rule);
+/* Whether the policy lets a session reach (allow or ask) what the rule names. */
+gboolean carrel_policy_rule_reachable(const CarrelPolicy *policy, const CarrelEgressRule *rule);
+/* Reads [secrets] (after [network]: a secret's destinations must be reachable). */
+gboolean carrel_policy_secrets_read(GKeyFile *kf, CarrelPolicy *policy, GError **error);
+void carrel_policy_secret_free(CarrelPolicySecret *secret);
+/* Adds "secrets": [{name, source, header, destinations}] (never a value). */
+void carrel_policy_secrets_to_json(const CarrelPolicy *policy, JsonBuilder *b);
+
 /* Reads [network]; the defaults when it is absent. */
 gboolean carrel_policy_network_read(GKeyFile *kf, CarrelPolicy *policy, GError **error);
 /* Adds "network": {mode, allow, deny, ask, ask_timeout_s} to an object being built. */

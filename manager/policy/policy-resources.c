@@ -23,6 +23,7 @@ carrel_policy_free(CarrelPolicy *policy)
     g_clear_pointer(&policy->allow, g_ptr_array_unref);
     g_clear_pointer(&policy->deny, g_ptr_array_unref);
     g_clear_pointer(&policy->ask, g_ptr_array_unref);
+    g_clear_pointer(&policy->secrets, g_ptr_array_unref);
     g_free(policy);
 }
 
@@ -133,6 +134,7 @@ carrel_policy_load_data(const char *data, gsize len, GError **error)
                     error) ||
         !read_exit_paths(kf, policy, error) || !read_timeouts(kf, policy, error) ||
         !carrel_policy_network_read(kf, policy, error) ||
+        !carrel_policy_secrets_read(kf, policy, error) ||
         !carrel_policy_roles_read(kf, policy, error))
         return NULL;
     return g_steal_pointer(&policy);

@@ -54,6 +54,26 @@ void carrel_policy_dns_names(const CarrelPolicy *policy, GStrv *ret_resolve, GSt
 /* Appends to ports (guint) the ports other than 80 and 443 the policy's rules name, once. */
 void carrel_policy_tls_ports(const CarrelPolicy *policy, GArray *ports);
 
+/*
+ * [secrets]: NAME.source = file:/PATH (root-only) | env:NAME, NAME.destinations = (as allow),
+ * NAME.header = Authorization, NAME.format = "Bearer {value}". The proxy sends the header to
+ * those destinations alone (decrypting TLS for them); type_secret types the value.
+ */
+typedef struct _CarrelPolicySecret CarrelPolicySecret;
+
+/* The policy's secrets (CarrelPolicySecret), by name; borrowed. */
+GPtrArray *carrel_policy_secrets(const CarrelPolicy *policy);
+const char *carrel_policy_secret_name(const CarrelPolicySecret *s);
+const char *carrel_policy_secret_source(const CarrelPolicySecret *s);
+/* The header it goes in, or NULL (only typed). */
+const char *carrel_policy_secret_header(const CarrelPolicySecret *s);
+/* The header's value for value (format with {value} replaced). */
+char *carrel_policy_secret_header_value(const CarrelPolicySecret *s, const char *value);
+/* The secret whose header goes to host:port, or NULL. */
+const CarrelPolicySecret *carrel_policy_secret_for(const CarrelPolicy *policy, const char *host,
+                                                   guint port);
+const CarrelPolicySecret *carrel_policy_secret_named(const CarrelPolicy *policy, const char *name);
+
 /* {name, resources: {max_vcpus, max_memory_mib}, artifacts: {paths}, timeouts: {ttl_s,
  * idle_timeout_s, on_expiry}, network: {mode, allow, deny, ask, ask_timeout_s}}; what
  * `carrel policy show` prints. Pure. */

@@ -116,6 +116,53 @@ egress_ask() {
     check "both decisions are in the audit log" json_true '(.entries | length) >= 2' "$out"
 }
 
+# The secret: sent by the proxy to secret.test alone (decrypting that connection only, with a
+# CA the guest was given), and found nowhere else: not in the guest, carreld's log, the state
+# dir (the store, squid's logs), the timeline, the egress log, the approvals or the audit log.
+egress_secret() {
+    local s="$1" value out
+    value="$(cat "$E2E_DIR/egress-secret")"
+    out="$(gexec "$s" curl -s -m 20 -H "Authorization: Bearer placeholder" https://secret.test/)"
+    check "secret.test answers over HTTPS through the decrypting proxy the guest trusts" \
+        grep -q "secret.test" <<<"$out"
+    check "the secret reached secret.test's server in its header" grep -q "Bearer $value" \
+        "$E2E_DIR/standin/web.log"
+    check "the guest's own Authorization header did not" bash -c \
+        '! grep -q "Bearer placeholder" "$1"' _ "$E2E_DIR/standin/web.log"
+    check "allowed.test got no secret" bash -c \
+        '! grep "allowed.test" "$1" | grep -q "$2"' _ "$E2E_DIR/standin/web.log" "$value"
+    out="$(gexec "$s" sh -c 'curl -sv -m 20 https://secret.test/ 2>&1; grep -rs -l "$0" /etc /home /root /tmp /var /run 2>/dev/null' "$value")"
+    check "nothing in the guest holds the secret (curl -v, files)" bash -c \
+        '! grep -q "$2" <<<"$1"' _ "$out" "$value"
+    check "carreld's log does not hold it" bash -c '! grep -q "$2" "$1"' _ "$DAEMON_LOG" "$value"
+    check "carreld's state (store, proxy logs) does not hold it" bash -c \
+        '! grep -rqa "$2" "$1"' _ "$STATE_DIR" "$value"
+    out="$(review_api GET "/v1/sessions/$s/events?limit=1000")$(carrel egress "$s" --json)"
+    out+="$(carrel approvals --all --json)$(carrel audit export)"
+    check "the timeline, egress log, approvals and audit do not hold it" bash -c \
+        '! grep -q "$2" <<<"$1"' _ "$out" "$value"
+}
+
+# Bad policies stop carreld at start, each with a message naming what is wrong.
+egress_bad_policies() {
+    local case text err
+    for case in "allow=exa mple.test|expected NAME" "allow=10.1.2.3|private or special address" \
+        "allow=secret.test\n[secrets]\nk.source=file:$E2E_DIR/open-secret\nk.destinations=secret.test\nk.header=Authorization|readable by others"; do
+        text="${case%|*}"
+        rm -rf "$E2E_DIR/bad-policies" "$E2E_DIR/bad-state"
+        mkdir -p "$E2E_DIR/bad-policies"
+        printf '[network]\nmode=allowlist\n%b\n' "$text" >"$E2E_DIR/bad-policies/bad.policy"
+        echo "not-this-value" >"$E2E_DIR/open-secret"
+        chmod 644 "$E2E_DIR/open-secret"
+        err="$(timeout 60 "$CARRELD_BIN" --state-dir "$E2E_DIR/bad-state" \
+            --socket "$E2E_DIR/bad.sock" --libvirt-uri test:///default \
+            --policy-dir "$E2E_DIR/bad-policies" 2>&1 >/dev/null)"
+        check "a bad policy stops carreld: ${case#*|}" bash -c \
+            'grep -q "$2" <<<"$1" && grep -Eq "bad.policy|policy .bad." <<<"$1" && ! grep -q not-this-value <<<"$1"' \
+            _ "$err" "${case#*|}"
+    done
+}
+
 egress_checks() {
     local s f out
     mkdir -p "$E2E_DIR/standin" "$E2E_DIR/policies"
@@ -124,11 +171,17 @@ egress_checks() {
     EGRESS_WEB=198.51.100.80
     EGRESS_EVIL=198.51.100.66
     cp "$E2E_SRC"/policies/*.policy "$E2E_DIR/policies/"
-    printf '%s\n' '[network]' 'mode=allowlist' 'allow=allowed.test, allowed.test:8443' \
-        'ask=ask.test' 'ask_timeout_s=60' >"$E2E_DIR/policies/web.policy"
+    head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$E2E_DIR/egress-secret"
+    chmod 600 "$E2E_DIR/egress-secret"
+    printf '%s\n' '[network]' 'mode=allowlist' \
+        'allow=allowed.test, allowed.test:8443, secret.test' 'ask=ask.test' 'ask_timeout_s=60' \
+        '[secrets]' "api.source=file:$E2E_DIR/egress-secret" 'api.destinations=secret.test' \
+        'api.header=Authorization' 'api.format=Bearer {value}' >"$E2E_DIR/policies/web.policy"
+    egress_bad_policies
     kill "$DAEMON_PID" 2>/dev/null
     wait "$DAEMON_PID" 2>/dev/null
-    start_daemon --policy-dir "$E2E_DIR/policies" --egress-dns "$EGRESS_DNS" || return
+    start_daemon --policy-dir "$E2E_DIR/policies" --egress-dns "$EGRESS_DNS" \
+        --egress-ca "$E2E_DIR/standin/standin-ca.crt" || return
     s="$(carrel create tiny --policy web --name e2e-web --json | jq -r .id)"
     check "a session under a policy with network runs" test -n "$s" -a "$s" != null
     check_eq "it has an address on the egress network" "10.77." \
@@ -142,6 +195,7 @@ egress_checks() {
     check "the fork reaches allowed.test on its own address" grep -q "allowed.test" <<<"$out"
     egress_walls "$s" "$(carrel show "$f" --json | jq -r .address)"
     egress_ask "$s"
+    egress_secret "$s"
     carrel rm "$s" "$f" >/dev/null
     check "squid and the session resolvers run as long as they are needed" bash -c \
         'sleep 3; ! pgrep -f "dns/$1.conf" >/dev/null' _ "$s"

@@ -8,11 +8,11 @@
 #include "tests/golden/golden.h"
 
 static const char *const case_members[] = {
-    "kind",       "name",       "bridge",     "gateway",   "prefix", "tap_prefix", "http_port",
-    "https_port", "dns_first",  "dns_last",   "tls_ports", "add",    "address",    "dns_port",
-    "tap",        "subnet",     "upstream",   "helper",    "socket", "ca",         "ssl_db",
-    "certgen",    "access_log", "cache_log",  "pid_file",  "user",   "port",       "open",
-    "resolve",    "refuse",     "local_port", NULL};
+    "kind",       "name",       "bridge",     "gateway",   "prefix",      "tap_prefix", "http_port",
+    "https_port", "dns_first",  "dns_last",   "tls_ports", "add",         "address",    "dns_port",
+    "tap",        "subnet",     "upstream",   "helper",    "socket",      "ca",         "ssl_db",
+    "certgen",    "access_log", "cache_log",  "pid_file",  "user",        "port",       "open",
+    "resolve",    "refuse",     "local_port", "headers",   "upstream_ca", NULL};
 
 static const char *
 str(JsonObject *root, const char *name)
@@ -66,6 +66,7 @@ nft(JsonObject *root, GError **error)
 static char *
 squid(JsonObject *root, GError **error)
 {
+    g_auto(GStrv) headers = strv(root, "headers");
     CarrelNetSquidSpec spec = {
         .gateway = str(root, "gateway"),
         .http_port = num(root, "http_port"),
@@ -82,6 +83,8 @@ squid(JsonObject *root, GError **error)
         .cache_log = str(root, "cache_log"),
         .pid_file = str(root, "pid_file"),
         .user = str(root, "user"),
+        .headers = headers,
+        .upstream_ca = str(root, "upstream_ca"),
     };
 
     return carrel_net_squid_conf(&spec, error);

@@ -2,6 +2,9 @@
  * core's named policies: a create picks one (or gets "default"), a token may be limited to some,
  * forks keep their origin's, and the folder's files are checked at start.
  */
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "core-fixture.h"
 
 /* An agent token limited to policies (NULL: any), and its principal as authenticate makes it. */
@@ -165,6 +168,58 @@ test_network_without_path(void **state)
     assert_int_equal(g_hash_table_size(fx->mgr->egress_sources), 0);
 }
 
+/* A secret's value comes from a root-only file or the environment; anything else stops the
+ * start, naming the secret and never its value. */
+static void
+test_secret_values(void **state)
+{
+    Fixture *fx = *state;
+    g_autofree char *dir = g_build_filename(fx->dir, "secret-policies", NULL);
+    g_autofree char *file = g_build_filename(fx->dir, "api-secret", NULL);
+    g_autofree char *policy = g_build_filename(dir, "web.policy", NULL);
+    g_autofree char *text = g_strdup_printf(
+        "[network]\nmode=allowlist\nallow=secret.test\n[secrets]\napi.source=file:%s\n"
+        "api.destinations=secret.test\napi.header=Authorization\nenv.source=env:CARREL_TEST_S\n",
+        file);
+    g_autoptr(CarrelPolicySet) set = NULL;
+    g_autoptr(GHashTable) values = NULL;
+    g_autoptr(GError) error = NULL;
+
+    assert_int_equal(g_mkdir_with_parents(dir, 0755), 0);
+    assert_true(carrel_util_write_file(policy, text, -1, 0644, NULL));
+    assert_true(carrel_util_write_file(file, "s3cret-value\n", -1, 0644, NULL));
+    set = carrel_manager_load_policies(dir, NULL, &error);
+    assert_non_null(set);
+    g_setenv("CARREL_TEST_S", "from-env", TRUE);
+    /* Readable by others: refused, naming the file, not the value. */
+    assert_null(carrel_manager_load_secret_values(set, &error));
+    assert_non_null(strstr(error->message, "readable by others"));
+    assert_null(strstr(error->message, "s3cret"));
+    g_clear_error(&error);
+    assert_int_equal(chmod(file, 0600), 0);
+    values = carrel_manager_load_secret_values(set, &error);
+    if (!values)
+        fail_msg("values: %s", error->message);
+    assert_string_equal(g_hash_table_lookup(values, "web/api"), "s3cret-value");
+    assert_string_equal(g_hash_table_lookup(values, "web/env"), "from-env");
+    g_clear_pointer(&values, g_hash_table_unref);
+    /* A variable carreld does not have. */
+    g_unsetenv("CARREL_TEST_S");
+    assert_null(carrel_manager_load_secret_values(set, &error));
+    assert_non_null(strstr(error->message, "has no CARREL_TEST_S"));
+    g_clear_error(&error);
+    /* A link is not a file of root's own. */
+    {
+        g_autofree char *link = g_build_filename(fx->dir, "link", NULL);
+        g_setenv("CARREL_TEST_S", "from-env", TRUE);
+        assert_int_equal(symlink(file, link), 0);
+        assert_int_equal(g_unlink(file), 0);
+        assert_int_equal(symlink(link, file), 0);
+        assert_null(carrel_manager_load_secret_values(set, &error));
+        assert_non_null(strstr(error->message, "not a regular file"));
+    }
+}
+
 /* Each bad folder stops the start, naming the file. */
 static void
 test_load_refusals(void **state)
@@ -237,6 +292,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_token_policy_refusals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_load_refusals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_network_without_path, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_secret_values, setup, teardown),
         cmocka_unit_test_setup_teardown(test_default_file_over_folder, setup, teardown),
     };
 

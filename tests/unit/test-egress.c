@@ -139,12 +139,29 @@ test_helper_questions(void **state)
         assert_string_equal(carrel_egress_query_protocol(q), cases[i].protocol);
         assert_string_equal(carrel_egress_query_source(q), "10.77.0.11");
         /* The answer names the same channel, so squid can match answers given out of order. */
-        yes = carrel_egress_query_reply_line(q, TRUE, "allow");
+        yes = carrel_egress_query_reply_line(q, TRUE, "allow", NULL);
         assert_true(g_str_has_suffix(yes, " OK log=allow\n"));
         assert_true(g_str_has_prefix(yes, cases[i].line) ||
                     strncmp(yes, cases[i].line, strcspn(cases[i].line, " ")) == 0);
         carrel_egress_query_free(q);
     }
+}
+
+/* Notes ride on the answer as key="value" pairs, after the log word. */
+static void
+test_answer_notes(void **state)
+{
+    CarrelEgressQuery *q = carrel_egress_query_parse(
+        "12 10.77.0.2 secret.test secret.test secret.test 443 GET -", NULL);
+    const char *notes[] = {"carrel_hdr_0", "Bearer abc def", "carrel_bump", "yes", NULL};
+    g_autofree char *line = NULL;
+
+    assert_non_null(q);
+    assert_false(carrel_egress_query_is_connect(q));
+    line = carrel_egress_query_reply_line(q, TRUE, "allow", notes);
+    assert_string_equal(line,
+                        "12 OK log=allow carrel_hdr_0=\"Bearer abc def\" carrel_bump=\"yes\"\n");
+    carrel_egress_query_free(q);
 }
 
 int
@@ -154,6 +171,7 @@ main(void)
         cmocka_unit_test(test_squid_lines),
         cmocka_unit_test(test_dnsmasq_lines),
         cmocka_unit_test(test_helper_questions),
+        cmocka_unit_test(test_answer_notes),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -308,7 +308,7 @@ test_policy_set(void **state)
                               "\"max_memory_mib\":8192},\"artifacts\":{\"paths\":[\"/tmp/out\"]},"
                               "\"timeouts\":{\"ttl_s\":60,\"idle_timeout_s\":null,"
                               "\"on_expiry\":\"stop\"},\"network\":{\"mode\":\"none\",\"allow\":[],"
-                              "\"deny\":[],\"ask\":[],\"ask_timeout_s\":120}}");
+                              "\"deny\":[],\"ask\":[],\"ask_timeout_s\":120},\"secrets\":[]}");
     /* A file called default takes the built-in one's place, [roles] and all. */
     assert_true(carrel_policy_set_add(set, "default", roles, strlen(roles), &error));
     assert_int_equal(carrel_policy_grant(carrel_policy_set_get_default(set), CARREL_ROLE_AGENT,
@@ -439,6 +439,73 @@ test_network_decide(void **state)
     assert_int_equal(carrel_policy_ask_timeout_s(a), 120);
 }
 
+/* [secrets]: what loads, what is refused, and where a header goes. */
+static void
+test_secrets(void **state)
+{
+    static const char net[] = "[network]\nmode=allowlist\nallow=secret.test, api.test:8443\n";
+    static const struct {
+        const char *secrets;
+        const char *says; /* NULL: loads */
+    } cases[] = {
+        {"api.source=file:/etc/carrel/api\napi.destinations=secret.test\napi.header=Authorization\n"
+         "api.format=Bearer {value}\n",
+         NULL},
+        {"typed.source=env:TYPED_SECRET\n", NULL},
+        {"api.source=file:relative\n", "must be file:/ABSOLUTE/PATH"},
+        {"api.source=env:lower\n", "must be file:/ABSOLUTE/PATH"},
+        {"api.destinations=secret.test\n", "needs api.source"},
+        {"api.source=env:A\napi.header=Host\napi.destinations=secret.test\n",
+         "not a header a credential goes in"},
+        {"api.source=env:A\napi.header=X Y\napi.destinations=secret.test\n",
+         "not a header a credential goes in"},
+        {"api.source=env:A\napi.header=Authorization\n", "has a header but no destinations"},
+        {"api.source=env:A\napi.header=Authorization\napi.destinations=other.test\n",
+         "which [network] does not allow"},
+        {"api.source=env:A\napi.header=Authorization\napi.destinations=10.0.0.1\n",
+         "private or special address"},
+        {"api.source=env:A\napi.header=A\napi.destinations=secret.test\napi.format=Bearer\n",
+         "must hold {value} once"},
+        {"api.source=env:A\napi.header=A\napi.destinations=secret.test\napi.format=%{value}\n",
+         "must hold {value} once"},
+        {"Bad.source=env:A\n", "keys are NAME.source"},
+        {"api.value=x\n", "keys are NAME.source"},
+    };
+
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *text = g_strconcat(net, "[secrets]\n", cases[i].secrets, NULL);
+        g_autoptr(GError) error = NULL;
+        g_autoptr(CarrelPolicy) p = carrel_policy_load_data(text, strlen(text), &error);
+
+        if (!cases[i].says) {
+            if (!p)
+                fail_msg("case %zu: %s", i, error->message);
+            continue;
+        }
+        assert_null(p);
+        if (!strstr(error->message, cases[i].says))
+            fail_msg("case %zu: '%s' does not say '%s'", i, error->message, cases[i].says);
+    }
+    {
+        g_autofree char *text = g_strconcat(net, "[secrets]\n", cases[0].secrets, NULL);
+        g_autoptr(CarrelPolicy) p = carrel_policy_load_data(text, strlen(text), NULL);
+        const CarrelPolicySecret *s = carrel_policy_secret_for(p, "secret.test", 443);
+        g_autofree char *value = NULL;
+        g_autoptr(JsonNode) json = carrel_policy_to_json(p);
+        g_autofree char *shown = json_to_string(json, FALSE);
+
+        assert_non_null(s);
+        assert_null(carrel_policy_secret_for(p, "api.test", 8443));
+        assert_null(carrel_policy_secret_for(p, "x.secret.test", 443));
+        value = carrel_policy_secret_header_value(s, "XYZ");
+        assert_string_equal(value, "Bearer XYZ");
+        assert_ptr_equal(carrel_policy_secret_named(p, "api"), s);
+        assert_non_null(strstr(shown, "\"secrets\":[{\"name\":\"api\",\"source\":"
+                                      "\"file:/etc/carrel/api\",\"header\":\"Authorization\","
+                                      "\"destinations\":[\"secret.test\"]}]"));
+    }
+}
+
 int
 main(void)
 {
@@ -448,7 +515,7 @@ main(void)
         cmocka_unit_test(test_role_matrix),    cmocka_unit_test(test_lease_binds),
         cmocka_unit_test(test_role_overrides), cmocka_unit_test(test_readme_matrix),
         cmocka_unit_test(test_policy_set),     cmocka_unit_test(test_network_load),
-        cmocka_unit_test(test_network_decide),
+        cmocka_unit_test(test_network_decide), cmocka_unit_test(test_secrets),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
