@@ -128,6 +128,29 @@ need_program(const char *path, const char *package, GError **error)
     return FALSE;
 }
 
+/* squid runs as its own user: every folder above its files must let others through. */
+static gboolean
+check_reachable(const char *path, GError **error)
+{
+    g_autofree char *dir = g_path_get_dirname(path);
+
+    while (!g_str_equal(dir, "/")) {
+        struct stat st;
+        char *up;
+
+        if (stat(dir, &st) == 0 && !(st.st_mode & S_IXOTH)) {
+            g_set_error(error, CARREL_ERROR, CARREL_ERROR_FAILED,
+                        "squid (user %s) cannot reach %s: %s has mode %04o (it needs o+x)",
+                        SQUID_USER, path, dir, (guint)(st.st_mode & 07777));
+            return FALSE;
+        }
+        up = g_path_get_dirname(dir);
+        g_free(dir);
+        dir = up;
+    }
+    return TRUE;
+}
+
 /* Owned by root, group of squid's user, so that squid and its helper reach what they need. */
 static gboolean
 make_dir(const char *path, gboolean squid_owns, GError **error)
@@ -433,9 +456,9 @@ carrel_egress_start(const CarrelEgressConfig *config, GError **error)
         !need_program(DNSMASQ_BIN, "dnsmasq-base", error) ||
         !need_program(NFT_BIN, "nftables", error) ||
         !need_program(eg->helper, "carrel (carrel-egress-helper)", error) ||
-        !make_dir(eg->run_dir, FALSE, error) || !make_dir(eg->squid_dir, TRUE, error) ||
-        !copy_upstream_ca(eg, error) || !load_firewall(eg, error) || !start_decider(eg, error) ||
-        !start_squid(eg, error)) {
+        !check_reachable(eg->run_dir, error) || !make_dir(eg->run_dir, FALSE, error) ||
+        !make_dir(eg->squid_dir, TRUE, error) || !copy_upstream_ca(eg, error) ||
+        !load_firewall(eg, error) || !start_decider(eg, error) || !start_squid(eg, error)) {
         g_prefix_error(error, "starting the egress path: ");
         return NULL;
     }

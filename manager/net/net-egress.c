@@ -220,11 +220,12 @@ squid_base(const CarrelNetSquidSpec *spec, GError **error)
         "http_access allow tls_icpt step1\n"
         "http_access allow policy\n"
         "http_access deny all\n"
-        /* Positive rules, then terminate: a lookup without an answer fails closed. Decrypted
-         * only where carreld says so (a secret goes there). */
+        /* Positive rules, then terminate: a lookup without an answer fails closed. One question
+         * to carreld decides both: allowed, and decrypted only where its answer carries the
+         * note (a secret goes there). */
         "ssl_bump peek step1\n"
-        "ssl_bump bump step2 policy carrel_bump\n"
-        "ssl_bump splice step2 policy\n"
+        "ssl_bump splice step2 policy !carrel_bump\n"
+        "ssl_bump bump step2 carrel_bump\n"
         "ssl_bump terminate all\n"
         "logformat carrel %%ts.%%03tu %%>a %%>la %%>lp %%ssl::>sni %%>rd %%<a %%>rs %%rm %%Ss "
         "%%ssl::bump_mode %%ea %%>st %%<st %%tr\n"
