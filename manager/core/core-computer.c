@@ -18,6 +18,9 @@ typedef struct {
     guint width, height;    /* the screen */
     guint model_w, model_h; /* what the model sees (the screen when not scaled) */
     gboolean input_sent;    /* since the last observation */
+    GPtrArray *secrets;     /* per action: the secret a type_secret typed, or NULL */
+    const char *typed;      /* the last secret typed in this batch: screenshots after it are
+                               marked, the screen may show it */
 } Run;
 
 static void run_clear(Run *run);
@@ -255,6 +258,29 @@ timeline_result(JsonNode *entry)
     return copy;
 }
 
+static const char *
+secret_of(Run *run, guint i)
+{
+    return run->secrets && i < run->secrets->len ? g_ptr_array_index(run->secrets, i) : NULL;
+}
+
+/* A type_secret's entry names the secret (never its value); what is looked at after one in the
+ * same batch is marked: the screen may show what was typed. */
+static void
+mark_secret(Run *run, guint i, JsonNode *entry)
+{
+    JsonObject *obj = json_node_get_object(entry);
+
+    if (secret_of(run, i)) {
+        run->typed = secret_of(run, i);
+        json_object_set_string_member(obj, "action", "type_secret");
+        json_object_set_string_member(obj, "secret", run->typed);
+    } else if (run->typed && (json_object_has_member(obj, "screenshot") ||
+                              json_object_has_member(obj, "output"))) {
+        json_object_set_string_member(obj, "after_type_secret", run->typed);
+    }
+}
+
 static gboolean
 run_one(Run *run, CarrelInputState *state, JsonNode *body, const CarrelActionBatch *batch, guint i,
         JsonArray *results, GError **error)
@@ -274,10 +300,13 @@ run_one(Run *run, CarrelInputState *state, JsonNode *body, const CarrelActionBat
     if (ok && batch->observe == CARREL_OBSERVE_EACH && action->kind != CARREL_ACTION_SCREENSHOT)
         ok = (shot = observe(run, &shot_ref, &local)) != NULL;
     entry = ok ? result_entry(action, i, started, output, shot) : NULL;
+    if (entry)
+        mark_secret(run, i, entry);
     kept = entry ? timeline_result(entry) : NULL;
     carrel_manager_record(run->mgr, run->session->id, run->actor, "action",
-                          carrel_action_kind_to_string(action->kind), params, kept, local, started,
-                          ref ? ref : shot_ref);
+                          secret_of(run, i) ? "type_secret"
+                                            : carrel_action_kind_to_string(action->kind),
+                          params, kept, local, started, ref ? ref : shot_ref);
     if (!ok) {
         g_propagate_prefixed_error(error, g_steal_pointer(&local), "actions[%u] (%s): ", i,
                                    carrel_action_kind_to_string(action->kind));
@@ -304,6 +333,10 @@ reply_node(Run *run, CarrelInputState *state, JsonArray *results, JsonNode *fina
                                       state->pointer.y * run->model_h / run->height));
     json_builder_set_member_name(b, "duration_ms");
     json_builder_add_int_value(b, (g_get_monotonic_time() - started) / 1000);
+    if (run->typed) {
+        json_builder_set_member_name(b, "after_type_secret");
+        json_builder_add_string_value(b, run->typed);
+    }
     json_builder_end_object(b);
     return json_builder_get_root(b);
 }
@@ -351,10 +384,11 @@ batch_sends_input(const CarrelActionBatch *batch)
 }
 
 static JsonNode *
-computer(CarrelDoor *door, CarrelActionBatch *batch, JsonNode *body, GError **error)
+computer(CarrelDoor *door, CarrelActionBatch *batch, JsonNode *body, GPtrArray *secrets,
+         GError **error)
 {
     CarrelManager *mgr = door->mgr;
-    g_auto(Run) run = {.mgr = mgr, .actor = door->who};
+    g_auto(Run) run = {.mgr = mgr, .actor = door->who, .secrets = secrets};
     CarrelInputState *state;
     JsonNode *reply;
 
@@ -378,11 +412,19 @@ carrel_manager_session_computer(CarrelManager *mgr, const CarrelPrincipal *who,
     g_auto(CarrelDoor) door = {0};
     g_autoptr(GError) local = NULL;
     g_autoptr(CarrelActionBatch) batch = NULL;
+    g_autoptr(GPtrArray) secrets = g_ptr_array_new_with_free_func(g_free);
+    g_autoptr(JsonNode) expanded = NULL;
+    JsonNode *reply;
 
-    /* Looking is one operation, sending input another: the policy and the lease decide each. */
+    /* Looking is one operation, sending input another: the policy and the lease decide each.
+     * The door keeps the body as sent: a type_secret's name, never its value. */
     if (!carrel_door_enter(&door, mgr, who, CARREL_OP_SESSION_SCREENSHOT, id_or_name,
                            body ? json_node_copy(body) : NULL, error) ||
-        !(batch = carrel_action_batch_from_json(body, error)))
+        !(expanded = carrel_manager_expand_type_secret(mgr, door.session, body, secrets, error)))
+        return NULL;
+    batch = carrel_action_batch_from_json(expanded, error);
+    carrel_manager_wipe_json(expanded);
+    if (!batch)
         return NULL;
     if (batch_sends_input(batch) && !carrel_door_check(&door, CARREL_OP_SESSION_INPUT, &local)) {
         /* Kept on the timeline: the reviewer sees what was tried while they held the session. */
@@ -391,5 +433,6 @@ carrel_manager_session_computer(CarrelManager *mgr, const CarrelPrincipal *who,
         g_propagate_error(error, g_steal_pointer(&local));
         return NULL;
     }
-    return carrel_door_finish(&door, computer(&door, batch, body, &local), &local, error);
+    reply = computer(&door, batch, body, secrets, &local);
+    return carrel_door_finish(&door, reply, &local, error);
 }

@@ -71,6 +71,14 @@ void carrel_manager_egress_decide(CarrelEgressQuery *q, gpointer data);
 void carrel_manager_egress_record(const char *source, const CarrelEgressRecord *rec, gpointer data);
 void carrel_manager_egress_asks_init(CarrelManager *mgr);
 
+/* type_secret (core-type-secret.c): body with each {"action": "type_secret", "name": N} made a
+ * type action of the value of the session's policy's secret N; names gets, per action, N or
+ * NULL. NOT_FOUND for a secret the policy does not have; never the value in an error. */
+JsonNode *carrel_manager_expand_type_secret(CarrelManager *mgr, const CarrelSession *session,
+                                            JsonNode *body, GPtrArray *names, GError **error);
+/* Empties the texts of such an expanded body before it is freed. */
+void carrel_manager_wipe_json(JsonNode *node);
+
 /* Frees an entry of mgr->consoles. */
 void carrel_console_password_free(gpointer data);
 

@@ -158,6 +158,28 @@ egress_secret() {
         '! grep -q "$2" <<<"$1"' _ "$out" "$value"
 }
 
+# type_secret: the value of a secret of the session's policy typed into the terminal (exec reads
+# it back), while the reply, the timeline and the audit log name the secret alone.
+egress_type_secret() {
+    local s="$1" value out events
+    value="$(cat "$E2E_DIR/typed-secret")"
+    carrel type "$s" $'cat > /tmp/typed\n' >/dev/null
+    out="$(carrel "do" "$s" '{"actions":[{"action":"type_secret","name":"typed"},{"action":"screenshot"}]}' --json)"
+    carrel key "$s" Return ctrl+d >/dev/null
+    sleep 1
+    check_eq "type_secret typed the value (exec reads it back)" "$value" \
+        "$(carrel exec "$s" -- cat /tmp/typed)"
+    check "the reply names the secret, marks the screenshot after it, and holds no value" bash -c \
+        'jq -e ".results[0].secret == \"typed\" and .results[1].after_type_secret == \"typed\"" <<<"$1" >/dev/null && ! grep -q "$2" <<<"$1"' \
+        _ "$out" "$value"
+    events="$(review_api GET "/v1/sessions/$s/events?limit=1000")"
+    check "the timeline has type_secret by name, never the value" bash -c \
+        'grep -q "type_secret" <<<"$1" && ! grep -q "$2" <<<"$1" && ! grep -q "$2" <<<"$3"' \
+        _ "$events" "$value" "$(carrel audit export)"
+    carrel "do" "$s" '{"action":"type_secret","name":"nope"}' >/dev/null 2>&1
+    check_eq "a secret the policy does not have is not found (exit 3)" "3" "$?"
+}
+
 # Bad policies stop carreld at start, each with a message naming what is wrong.
 egress_bad_policies() {
     local case text err
@@ -187,11 +209,13 @@ egress_checks() {
     EGRESS_EVIL=198.51.100.66
     cp "$E2E_SRC"/policies/*.policy "$E2E_DIR/policies/"
     head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$E2E_DIR/egress-secret"
-    chmod 600 "$E2E_DIR/egress-secret"
+    head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$E2E_DIR/typed-secret"
+    chmod 600 "$E2E_DIR/egress-secret" "$E2E_DIR/typed-secret"
     printf '%s\n' '[network]' 'mode=allowlist' \
         'allow=allowed.test, allowed.test:8443, secret.test' 'ask=ask.test' 'ask_timeout_s=60' \
         '[secrets]' "api.source=file:$E2E_DIR/egress-secret" 'api.destinations=secret.test' \
-        'api.header=Authorization' 'api.format=Bearer {value}' >"$E2E_DIR/policies/web.policy"
+        'api.header=Authorization' 'api.format=Bearer {value}' \
+        "typed.source=file:$E2E_DIR/typed-secret" >"$E2E_DIR/policies/web.policy"
     egress_bad_policies
     kill "$DAEMON_PID" 2>/dev/null
     wait "$DAEMON_PID" 2>/dev/null
@@ -211,6 +235,7 @@ egress_checks() {
     egress_walls "$s" "$(carrel show "$f" --json | jq -r .address)"
     egress_ask "$s"
     egress_secret "$s"
+    egress_type_secret "$s"
     check_eq "the fork, then its origin, go" "destroyed destroyed" \
         "$(carrel rm "$f" "$s" --json | jq -rs '[.[].state] | join(" ")')"
     check "a session's resolver goes with it" bash -c \

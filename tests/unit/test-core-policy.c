@@ -220,6 +220,82 @@ test_secret_values(void **state)
     }
 }
 
+/* type_secret types the value of a secret of the session's policy; the reply, the timeline and
+ * the audit log name it and never hold the value. */
+static void
+test_type_secret(void **state)
+{
+    Fixture *fx = *state;
+    g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = import(fx, "tiny");
+    g_autofree char *dir = g_build_filename(fx->dir, "typing-policies", NULL);
+    g_autofree char *file = g_build_filename(dir, "typing.policy", NULL);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelSession) s = NULL;
+    g_autoptr(JsonNode) one = NULL, batch = NULL, unknown = NULL, reply = NULL, again = NULL;
+    g_autoptr(GPtrArray) events = NULL;
+    g_autoptr(JsonNode) audit = NULL;
+    g_autoptr(GString) all = g_string_new(NULL);
+    g_autofree char *text = NULL;
+    const char *value = "Typed-Secret-42";
+
+    g_setenv("CARREL_TEST_TYPED", value, TRUE);
+    assert_int_equal(g_mkdir_with_parents(dir, 0755), 0);
+    assert_true(carrel_util_write_file(file, "[secrets]\ntyped.source=env:CARREL_TEST_TYPED\n", -1,
+                                       0644, NULL));
+    carrel_policy_set_free(fx->mgr->policies);
+    fx->mgr->policies = carrel_manager_load_policies(dir, NULL, &error);
+    assert_non_null(fx->mgr->policies);
+    fx->mgr->policy = carrel_policy_set_get_default(fx->mgr->policies);
+    g_hash_table_unref(fx->mgr->secret_values);
+    fx->mgr->secret_values = carrel_manager_load_secret_values(fx->mgr->policies, &error);
+    assert_non_null(fx->mgr->secret_values);
+    s = create_under(fx, ADMIN, "typing", 0, &error);
+    if (!s)
+        fail_msg("create: %s", error->message);
+    one = json_from_string("{\"action\":\"type_secret\",\"name\":\"typed\"}", NULL);
+    reply = carrel_manager_session_computer(fx->mgr, ADMIN, s->id, one, &error);
+    if (!reply)
+        fail_msg("type_secret: %s", error->message);
+    text = json_to_string(reply, FALSE);
+    assert_null(strstr(text, value));
+    assert_non_null(strstr(text, "\"action\":\"type_secret\",\"duration_ms\""));
+    assert_non_null(strstr(text, "\"secret\":\"typed\""));
+    g_free(text);
+    /* After it, in the same batch, what is looked at is marked. */
+    batch = json_from_string("{\"actions\":[{\"action\":\"type_secret\",\"name\":\"typed\"},"
+                             "{\"action\":\"screenshot\"}]}",
+                             NULL);
+    again = carrel_manager_session_computer(fx->mgr, ADMIN, s->id, batch, &error);
+    if (!again)
+        fail_msg("batch: %s", error->message);
+    text = json_to_string(again, FALSE);
+    assert_null(strstr(text, value));
+    assert_non_null(strstr(text, "\"after_type_secret\":\"typed\""));
+    /* A name the policy does not have. */
+    unknown = json_from_string("{\"action\":\"type_secret\",\"name\":\"nope\"}", NULL);
+    assert_null(carrel_manager_session_computer(fx->mgr, ADMIN, s->id, unknown, &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND));
+    assert_non_null(strstr(error->message, "no secret 'nope'"));
+    /* Neither the timeline nor the audit log hold the value. */
+    events = carrel_manager_session_events(fx->mgr, ADMIN, s->id, 0, 1000, NULL);
+    assert_non_null(events);
+    for (guint i = 0; i < events->len; i++) {
+        g_autoptr(JsonNode) ev = carrel_event_to_json(g_ptr_array_index(events, i));
+        g_autofree char *t = json_to_string(ev, FALSE);
+        g_string_append(all, t);
+    }
+    assert_non_null(strstr(all->str, "type_secret"));
+    assert_null(strstr(all->str, value));
+    {
+        CarrelAuditQuery q = {0};
+        g_autofree char *a = NULL;
+        audit = carrel_manager_audit_list(fx->mgr, ADMIN, &q, NULL);
+        assert_non_null(audit);
+        a = json_to_string(audit, FALSE);
+        assert_null(strstr(a, value));
+    }
+}
+
 /* Each bad folder stops the start, naming the file. */
 static void
 test_load_refusals(void **state)
@@ -293,6 +369,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_load_refusals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_network_without_path, setup, teardown),
         cmocka_unit_test_setup_teardown(test_secret_values, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_type_secret, setup, teardown),
         cmocka_unit_test_setup_teardown(test_default_file_over_folder, setup, teardown),
     };
 
