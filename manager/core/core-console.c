@@ -1,7 +1,7 @@
 /*
  * Console access: the SPICE port of a session and a short-lived SPICE password. One password
- * per session at a time, reused while it has enough life left, so two viewers opening the
- * console at once do not lock each other out by replacing it.
+ * per QEMU run: reused while it has enough life left, its life extended when it has not, so two
+ * viewers opening the console at once never lock each other out by replacing it.
  */
 #include <string.h>
 
@@ -79,6 +79,17 @@ current_password(CarrelManager *mgr, const char *session_id, const char *domain,
     /* A new QEMU (restart, restore) forgot the old password. */
     if (cp && cp->run_id == run_id && cp->expires_at - now >= CARREL_CONSOLE_PASSWORD_REUSE_S)
         return cp;
+    /*
+     * The same QEMU, a password near its end: it gets more life, not a successor. A viewer that
+     * got it a moment ago may still be linking its display and input channels with it; a new
+     * password would refuse those (spice-html5: "Permission denied.").
+     */
+    if (cp && cp->run_id == run_id) {
+        if (!carrel_hypervisor_spice_password(mgr->hv, domain, cp->password, expires_at, error))
+            return NULL;
+        cp->expires_at = expires_at;
+        return cp;
+    }
     password = new_password();
     if (!carrel_hypervisor_spice_password(mgr->hv, domain, password, expires_at, error)) {
         /* QEMU refuses a password when SPICE started without one: a domain from a carrel that
