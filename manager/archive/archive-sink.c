@@ -419,8 +419,6 @@ carrel_archive_sink_add_tar(CarrelArchiveSink *sink, const char *tar_path, const
         ok = FALSE;
     }
     archive_read_free(a);
-    if (!ok)
-        g_prefix_error(error, "extracting '%s': ", tar_path);
     return ok;
 }
 

@@ -85,7 +85,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelArchiveSink, carrel_archive_sink_free)
 /*
  * Reads an uncompressed tar file (untrusted: ustar, pax, GNU or v7). Member names are relative
  * to guest_prefix, an absolute guest directory: "./a/b" with prefix "/home/user/out" is guest
- * path /home/user/out/a/b, written at DIR/home/user/out/a/b.
+ * path /home/user/out/a/b, written at DIR/home/user/out/a/b. Errors name the member, not
+ * tar_path: that is usually the daemon's own file, and the caller adds what its clients may see.
  */
 gboolean carrel_archive_sink_add_tar(CarrelArchiveSink *sink, const char *tar_path,
                                      const char *guest_prefix, GError **error);

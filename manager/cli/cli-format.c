@@ -17,6 +17,7 @@ carrel_cli_exit_code(const GError *error)
         return CARREL_CLI_EXIT_NOT_FOUND;
     case CARREL_ERROR_EXISTS:
     case CARREL_ERROR_WRONG_STATE:
+    case CARREL_ERROR_BUSY:
         return CARREL_CLI_EXIT_CONFLICT;
     case CARREL_ERROR_UNAUTHORIZED:
     case CARREL_ERROR_FORBIDDEN:

@@ -9,7 +9,7 @@ G_BEGIN_DECLS
 /*
  * Exit codes (CarrelCliExit in cli-format.h, also printed by `carrel --help`):
  *   0 ok, 1 failed (host or other errors), 2 usage, 3 not found,
- *   4 conflict (wrong_state, exists), 5 unauthorized / forbidden / policy_denied,
+ *   4 conflict (wrong_state, busy, exists), 5 unauthorized / forbidden / policy_denied,
  *   6 carreld unreachable, 7 timeout, 8 invalid argument refused by carreld,
  *   9 audit log broken (`carrel audit verify` found the hash chain broken).
  * With --json, stdout carries JSON only; an error is {"error": {"code", "message"}} there, with

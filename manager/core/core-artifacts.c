@@ -36,17 +36,6 @@ add_missing(CarrelExtraction *x, const char *path, const char *why)
     json_array_add_object_element(array, item);
 }
 
-/* The sink names the host file it read; clients need not see the daemon's paths. */
-static void
-hide_host_path(GError *error, const char *host_path)
-{
-    g_autofree char *prefix = g_strdup_printf("extracting '%s': ", host_path);
-
-    if (error && g_str_has_prefix(error->message, prefix))
-        memmove(error->message, error->message + strlen(prefix),
-                strlen(error->message) - strlen(prefix) + 1);
-}
-
 /* ---- from a running guest, through the agent ---- */
 
 static gboolean
@@ -156,8 +145,6 @@ extract_by_agent(CarrelManager *mgr, const char *domain, CarrelExtraction *x,
         return FALSE;
     ok = carrel_archive_sink_add_tar(sink, host_tar, "/", error);
     (void)g_unlink(host_tar);
-    if (!ok)
-        hide_host_path(error ? *error : NULL, host_tar);
     if (ok)
         note_missing(x, carrel_archive_sink_entries(sink), tar_stderr);
     return ok;
@@ -177,12 +164,8 @@ take_one(CarrelGuestfs *gfs, CarrelArchiveSink *sink, const char *path, const ch
         return FALSE;
     switch (st.type) {
     case CARREL_DISK_FILE_DIR:
-        if (!carrel_guestfs_tar_out(gfs, path, scratch, error))
-            return FALSE;
-        if (carrel_archive_sink_add_tar(sink, scratch, path, error))
-            return TRUE;
-        hide_host_path(error ? *error : NULL, scratch);
-        return FALSE;
+        return carrel_guestfs_tar_out(gfs, path, scratch, error) &&
+               carrel_archive_sink_add_tar(sink, scratch, path, error);
     case CARREL_DISK_FILE_REGULAR:
         if (!carrel_guestfs_download(gfs, path, scratch, error))
             return FALSE;

@@ -195,8 +195,8 @@ carrel_manager_claim(CarrelManager *mgr, const char *key, const char *op, GError
     const char *running = g_hash_table_lookup(mgr->busy, key);
 
     if (running) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE,
-                    "'%s' is busy: %s is in progress", key, running);
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_BUSY, "'%s' is busy: %s is in progress", key,
+                    running);
         return FALSE;
     }
     g_hash_table_insert(mgr->busy, g_strdup(key), g_strdup(op));

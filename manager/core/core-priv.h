@@ -96,7 +96,7 @@ CarrelInputState *carrel_manager_input_state(CarrelManager *mgr, const char *ses
 JsonNode *carrel_manager_run_helper(CarrelManager *mgr, const char *domain,
                                     const CarrelAction *action, GError **error);
 
-/* Marks key busy with op; WRONG_STATE naming the running op when it already is. */
+/* Marks key busy with op; BUSY naming the running op when it already is (callers may retry). */
 gboolean carrel_manager_claim(CarrelManager *mgr, const char *key, const char *op, GError **error);
 void carrel_manager_release(CarrelManager *mgr, const char *key);
 

@@ -115,10 +115,10 @@ copy_boot_file(const char *src, const char *dir, const char *name, char **ret_pa
     /* Read-only for everyone: QEMU (as libvirt-qemu) reads it, nobody writes it. */
     if (!carrel_util_copy_file(src, dest, 0444, &local)) {
         /* A source the daemon cannot read is the caller's mistake, not a host failure. */
-        if (local->domain == G_IO_ERROR && !g_str_has_prefix(local->message, "creating"))
-            g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "%s", local->message);
-        else
+        if (g_error_matches(local, CARREL_ERROR, CARREL_ERROR_DISK))
             g_propagate_error(error, g_steal_pointer(&local));
+        else
+            g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "%s", local->message);
         return FALSE;
     }
     *ret_path = g_steal_pointer(&dest);

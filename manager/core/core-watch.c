@@ -3,8 +3,6 @@
  * the guest powered itself off), records the new state and collects the session's exit
  * artifacts from its disk before anything else can touch it.
  */
-#include <string.h>
-
 #include "core/core-priv.h"
 
 /* The exit path: collects a session's exit paths (if any) with reason. Failures are in the
@@ -199,8 +197,7 @@ expire(CarrelManager *mgr, const CarrelSession *s, const char *why)
     gboolean ok = act(mgr, s, action, why, &error);
 
     /* Busy with another verb: try again next round. */
-    if (!ok && g_error_matches(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE) &&
-        strstr(error->message, "is busy"))
+    if (!ok && g_error_matches(error, CARREL_ERROR, CARREL_ERROR_BUSY))
         return;
     if (!g_str_equal(action, "destroy") || !ok)
         (void)carrel_store_session_clear_limits(mgr->store, s->id, NULL);

@@ -81,6 +81,16 @@ carrel_hypervisor_agent_file_close_command(gint64 handle)
     return end_command(builder);
 }
 
+CarrelErrorCode
+carrel_hypervisor_agent_file_open_code(CarrelErrorCode code, const char *libvirt_text)
+{
+    /* The suffix, not anywhere: the path the caller chose is in the text too. */
+    if (code == CARREL_ERROR_HYPERVISOR && libvirt_text &&
+        g_str_has_suffix(libvirt_text, ": No such file or directory"))
+        return CARREL_ERROR_NOT_FOUND;
+    return code;
+}
+
 gboolean
 carrel_hypervisor_agent_parse_file_handle(const char *reply, gint64 *ret_handle, GError **error)
 {

@@ -68,22 +68,32 @@ code_of_libvirt_error(int code)
     return CARREL_ERROR_HYPERVISOR;
 }
 
-/* The one place libvirt errors become GError; consumes the thread's last libvirt error. */
+/*
+ * The one place libvirt errors become GError; consumes the thread's last libvirt error. With
+ * guest_file the failure was a guest-file-open, whose reason the guest gives only in words.
+ */
 static void
-set_libvirt_error(GError **error, const char *what)
+set_libvirt_error_full(GError **error, const char *what, gboolean guest_file)
 {
     virErrorPtr err = virGetLastError();
     g_autofree char *message = g_strdup(err && err->message ? err->message : "unknown error");
+    CarrelErrorCode code = err ? code_of_libvirt_error(err->code) : CARREL_ERROR_HYPERVISOR;
 
     /* libvirt messages may span lines (XML errors); keep ours on one line for the logs. */
     for (char *p = message; *p; p++) {
         if ((guchar)*p < 0x20)
             *p = ' ';
     }
-    g_set_error(error, CARREL_ERROR,
-                err ? code_of_libvirt_error(err->code) : CARREL_ERROR_HYPERVISOR, "%s: %s", what,
-                message);
+    if (guest_file)
+        code = carrel_hypervisor_agent_file_open_code(code, message);
+    g_set_error(error, CARREL_ERROR, code, "%s: %s", what, message);
     virResetLastError();
+}
+
+static void
+set_libvirt_error(GError **error, const char *what)
+{
+    set_libvirt_error_full(error, what, FALSE);
 }
 
 static virDomainPtr
@@ -762,18 +772,25 @@ lv_spice_password(CarrelHypervisor *hv, const char *name, const char *password, 
 
 /* One agent command with carrel's response timeout; the reply is the guest's, untrusted. */
 static char *
-agent_command(virDomainPtr dom, const char *command, const char *what, GError **error)
+agent_command_full(virDomainPtr dom, const char *command, const char *what, gboolean guest_file,
+                   GError **error)
 {
     char *reply = virDomainQemuAgentCommand(dom, command, CARREL_HYPERVISOR_AGENT_TIMEOUT_S, 0);
     char *copy;
 
     if (!reply) {
-        set_libvirt_error(error, what);
+        set_libvirt_error_full(error, what, guest_file);
         return NULL;
     }
     copy = g_strndup(reply, CARREL_HYPERVISOR_AGENT_REPLY_MAX + 1);
     free(reply);
     return copy; /* a longer reply stays longer than the limit: the parsers refuse it */
+}
+
+static char *
+agent_command(virDomainPtr dom, const char *command, const char *what, GError **error)
+{
+    return agent_command_full(dom, command, what, FALSE, error);
 }
 
 static gboolean
@@ -948,26 +965,13 @@ lv_screenshot(CarrelHypervisor *hv, const char *name, GBytes **ret_image, GError
     return TRUE;
 }
 
-/* A guest that says "no such file" makes a NOT_FOUND, so the API answers 404. */
-static void
-refine_file_error(GError *error)
-{
-    if (error && error->code == CARREL_ERROR_HYPERVISOR &&
-        strstr(error->message, "No such file or directory"))
-        error->code = CARREL_ERROR_NOT_FOUND;
-}
-
 static gboolean
 file_open(virDomainPtr dom, const char *path, const char *mode, gint64 *ret_handle, GError **error)
 {
     g_autofree char *command = carrel_hypervisor_agent_file_open_command(path, mode);
-    g_autofree char *reply = agent_command(dom, command, "guest-file-open", error);
+    g_autofree char *reply = agent_command_full(dom, command, "guest-file-open", TRUE, error);
 
-    if (!reply) {
-        refine_file_error(error ? *error : NULL);
-        return FALSE;
-    }
-    return carrel_hypervisor_agent_parse_file_handle(reply, ret_handle, error);
+    return reply && carrel_hypervisor_agent_parse_file_handle(reply, ret_handle, error);
 }
 
 static void

@@ -128,6 +128,15 @@ char *carrel_hypervisor_agent_file_read_command(gint64 handle, gsize count);
 char *carrel_hypervisor_agent_file_write_command(gint64 handle, const guint8 *data, gsize len);
 char *carrel_hypervisor_agent_file_close_command(gint64 handle);
 
+/*
+ * Pure: the code of a failed guest-file-open from libvirt's code and text. qemu-ga gives the
+ * errno only in words (a GenericError ending in strerror's text, which libvirt passes on as an
+ * internal error), so this reads that text where libvirt's error becomes ours, once: a guest
+ * with no such file is NOT_FOUND (the API answers 404); anything else keeps code.
+ */
+CarrelErrorCode carrel_hypervisor_agent_file_open_code(CarrelErrorCode code,
+                                                       const char *libvirt_text);
+
 /* The handle of an untrusted guest-file-open reply. */
 gboolean carrel_hypervisor_agent_parse_file_handle(const char *reply, gint64 *ret_handle,
                                                    GError **error);

@@ -18,6 +18,7 @@ static const char *const error_names[CARREL_ERROR_LAST] = {
     [CARREL_ERROR_DISK] = "disk_error",
     [CARREL_ERROR_STORE] = "store_error",
     [CARREL_ERROR_INTERNAL] = "internal",
+    [CARREL_ERROR_BUSY] = "busy",
 };
 
 const char *

@@ -91,7 +91,7 @@ copy_fd(int in_fd, int out_fd, const char *src, GError **error)
             if (w < 0 && errno == EINTR)
                 continue;
             if (w < 0) {
-                g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno), "writing copy: %s",
+                g_set_error(error, CARREL_ERROR, CARREL_ERROR_DISK, "writing copy: %s",
                             g_strerror(errno));
                 return FALSE;
             }
@@ -124,13 +124,13 @@ carrel_util_copy_file(const char *src, const char *dest, int mode, GError **erro
     if (out_fd < 0) {
         int saved = errno;
         close(in_fd);
-        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(saved), "creating '%s': %s", dest,
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_DISK, "creating '%s': %s", dest,
                     g_strerror(saved));
         return FALSE;
     }
     ok = copy_fd(in_fd, out_fd, src, error);
     if (ok && (fsync(out_fd) < 0 || fchmod(out_fd, mode) < 0)) {
-        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno), "finishing '%s': %s", dest,
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_DISK, "finishing '%s': %s", dest,
                     g_strerror(errno));
         ok = FALSE;
     }

@@ -24,6 +24,8 @@ typedef enum {
     CARREL_ERROR_DISK,
     CARREL_ERROR_STORE,
     CARREL_ERROR_INTERNAL,
+    /* Another operation holds the object right now: the same request may succeed later. */
+    CARREL_ERROR_BUSY,
     CARREL_ERROR_LAST
 } CarrelErrorCode;
 
@@ -115,7 +117,11 @@ gboolean carrel_util_ensure_dir(const char *path, int mode, GError **error);
 /* Removes a directory tree without following symlinks; missing is success. */
 gboolean carrel_util_remove_tree(const char *path, GError **error);
 
-/* Copies a regular file (refusing symlinks and non-regular files) to dest, created with mode. */
+/*
+ * Copies a regular file (refusing symlinks and non-regular files) to dest, created with mode.
+ * Whatever went wrong with dest (created, written, synced) is CARREL_ERROR_DISK; what went wrong
+ * with src is any other error, so a caller whose src came from a user can tell the two apart.
+ */
 gboolean carrel_util_copy_file(const char *src, const char *dest, int mode, GError **error);
 
 /* Writes contents atomically with mode (tmp file + rename, fsync). */

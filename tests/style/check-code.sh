@@ -22,6 +22,15 @@ for m in util conf policy store disk image archive hypervisor net; do
     fi
 done
 
+# A caller decides by error code, never by message text (STYLE.md, "Decisions, not messages"):
+# manager/ code may not compare, search or cut an error's ->message. Tests may inspect messages.
+mapfile -t manager_sources < <(printf '%s\n' "${sources[@]}" | grep '^manager/')
+if grep -HnE '\b(strstr|g_str_has_prefix|g_str_has_suffix|strncmp|strcmp|g_strcmp0|memmove)\s*\([^;]*->message\b' \
+    "${manager_sources[@]}"; then
+    echo "message text inspected: give the decision its own CARREL_ERROR code (g_error_matches)"
+    bad=1
+fi
+
 # Formatting per .clang-format.
 if command -v clang-format >/dev/null; then
     if ! clang-format --dry-run --Werror "${sources[@]}" 2>/tmp/carrel-clang-format.log; then

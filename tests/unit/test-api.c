@@ -1,5 +1,5 @@
-/* Unit tests of the api module's pure console parts: SPICE link parsing, the client stream
- * filter (view-only) and the ticket store. */
+/* Unit tests of the api module's pure parts: the status of each error code, SPICE link parsing,
+ * the client stream filter (view-only) and the ticket store. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,6 +8,28 @@
 #include <string.h>
 
 #include "api/api-console-priv.h"
+#include "api/api.h"
+
+/* Every code has a status (a code left out of the table would answer 0); busy is a conflict. */
+static void
+test_error_status(void **state)
+{
+    for (int i = 0; i < CARREL_ERROR_LAST; i++) {
+        g_autoptr(GError) error = g_error_new_literal(CARREL_ERROR, i, "x");
+
+        assert_true(carrel_api_status_for_error(error) >= 400);
+    }
+    {
+        g_autoptr(GError) busy = g_error_new_literal(CARREL_ERROR, CARREL_ERROR_BUSY, "x");
+        g_autoptr(GError) other = g_error_new_literal(G_IO_ERROR, G_IO_ERROR_NOT_FOUND, "x");
+        g_autoptr(JsonNode) envelope = carrel_api_error_envelope(busy);
+        JsonObject *inner = json_object_get_object_member(json_node_get_object(envelope), "error");
+
+        assert_int_equal(carrel_api_status_for_error(busy), SOUP_STATUS_CONFLICT);
+        assert_string_equal(json_object_get_string_member(inner, "code"), "busy");
+        assert_int_equal(carrel_api_status_for_error(other), SOUP_STATUS_INTERNAL_SERVER_ERROR);
+    }
+}
 
 static void
 put_u32(GByteArray *b, guint32 v)
@@ -417,6 +439,7 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_error_status),
         cmocka_unit_test(test_parse_link),
         cmocka_unit_test(test_parse_link_hostile),
         cmocka_unit_test(test_input_messages),

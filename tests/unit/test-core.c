@@ -2,6 +2,47 @@
 #include "archive/archive.h"
 #include "core-fixture.h"
 
+/* A source the daemon cannot read is the caller's mistake (INVALID_ARG: 400), not the host's. */
+static void
+test_import_bad_source(void **state)
+{
+    Fixture *fx = *state;
+    g_autofree char *missing = g_build_filename(fx->dir, "missing.qcow2", NULL);
+    char *disks[] = {missing, fx->dir};
+    g_autoptr(GError) error = NULL;
+
+    for (gsize i = 0; i < G_N_ELEMENTS(disks); i++) {
+        CarrelTemplateImport req = {
+            .name = (char *)"tiny",
+            .disk = disks[i],
+            .format = (char *)"qcow2",
+            .boot = CARREL_BOOT_DIRECT,
+            .kernel = fx->kernel,
+            .cmdline = (char *)"root=/dev/vda",
+        };
+        g_autoptr(CarrelTemplate) tmpl =
+            carrel_manager_template_import(fx->mgr, ADMIN, &req, &error);
+
+        assert_null(tmpl);
+        assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG));
+        assert_non_null(strstr(error->message, disks[i]));
+        g_clear_error(&error);
+    }
+    {
+        CarrelTemplateImport req = {.name = (char *)"tiny",
+                                    .disk = fx->disk,
+                                    .format = (char *)"qcow2",
+                                    .boot = CARREL_BOOT_DIRECT,
+                                    .kernel = missing,
+                                    .cmdline = (char *)"root=/dev/vda"};
+        g_autoptr(CarrelTemplate) tmpl =
+            carrel_manager_template_import(fx->mgr, ADMIN, &req, &error);
+
+        assert_null(tmpl);
+        assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG));
+    }
+}
+
 static void
 test_import_versions(void **state)
 {
@@ -287,10 +328,62 @@ test_busy_session(void **state)
     assert_non_null(s);
     assert_string_equal(s->name, s->id);
     assert_true(carrel_manager_claim(fx->mgr, s->id, "snapshot", NULL));
+    assert_false(carrel_manager_claim(fx->mgr, s->id, "fork", &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_BUSY));
+    g_clear_error(&error);
     assert_null(carrel_manager_session_stop(fx->mgr, ADMIN, s->id, 1, &error));
-    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE));
-    assert_non_null(strstr(error->message, "busy"));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_BUSY));
+    assert_non_null(strstr(error->message, "snapshot is in progress"));
     carrel_manager_release(fx->mgr, s->id);
+}
+
+/* How many "expire" events a session's timeline holds. */
+static guint
+count_expire_events(Fixture *fx, const char *id)
+{
+    g_autoptr(GPtrArray) events = carrel_manager_session_events(fx->mgr, ADMIN, id, 0, 100, NULL);
+    guint n = 0;
+
+    assert_non_null(events);
+    for (guint i = 0; i < events->len; i++)
+        n += g_str_equal(((CarrelEvent *)g_ptr_array_index(events, i))->action, "expire");
+    return n;
+}
+
+/* A time limit that falls while another verb holds the session (BUSY) is neither done nor
+ * dropped: the watcher keeps the limit and acts in a later round. */
+static void
+test_watch_retries_busy(void **state)
+{
+    Fixture *fx = *state;
+    g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = import(fx, "tiny");
+    g_autoptr(GError) error = NULL;
+    CarrelSessionRequest req = {.template_name = (char *)"tiny",
+                                .name = (char *)"held",
+                                .ttl_s = 1,
+                                .expiry_action = (char *)"destroy"};
+    g_autoptr(CarrelSession) s = carrel_manager_session_create(fx->mgr, ADMIN, &req, &error);
+    g_autoptr(CarrelSession) held = NULL;
+    g_autoptr(CarrelSession) gone = NULL;
+    guint acted = 0;
+
+    assert_non_null(s);
+    assert_true(carrel_manager_claim(fx->mgr, s->id, "snapshot", NULL));
+    for (guint i = 0; acted == 0 && i < 50; i++) {
+        acted = carrel_manager_watch(fx->mgr);
+        if (acted == 0)
+            g_usleep(100 * 1000);
+    }
+    assert_int_equal(acted, 1);
+    held = carrel_manager_session_get(fx->mgr, ADMIN, s->id, &error);
+    assert_int_equal(held->state, CARREL_SESSION_RUNNING);
+    assert_int_equal(held->expires_at, s->expires_at);
+    assert_int_equal(count_expire_events(fx, s->id), 0);
+    carrel_manager_release(fx->mgr, s->id);
+    assert_int_equal(carrel_manager_watch(fx->mgr), 1);
+    gone = carrel_manager_session_get(fx->mgr, ADMIN, s->id, &error);
+    assert_int_equal(gone->state, CARREL_SESSION_DESTROYED);
+    assert_int_equal(count_expire_events(fx, s->id), 1);
 }
 
 static CarrelSession *
@@ -787,6 +880,7 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_import_bad_source, setup, teardown),
         cmocka_unit_test_setup_teardown(test_import_versions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_create_and_lifecycle, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_create_leaves_nothing, setup, teardown),
@@ -802,6 +896,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_computer, setup, teardown),
         cmocka_unit_test_setup_teardown(test_extract_by_agent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_marks_crashed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_watch_retries_busy, setup, teardown),
         cmocka_unit_test(test_passwd),
         cmocka_unit_test(test_diff_plan),
     };

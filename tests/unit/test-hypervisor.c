@@ -696,6 +696,24 @@ test_agent_file_replies(void **state)
     g_clear_error(&error);
     assert_false(carrel_hypervisor_agent_parse_file_handle("{\"return\": \"7\"}", &handle, &error));
     g_clear_error(&error);
+    /* A failed open: a missing file is NOT_FOUND; a path that only names the words is not. */
+    assert_int_equal(carrel_hypervisor_agent_file_open_code(
+                         CARREL_ERROR_HYPERVISOR,
+                         "internal error: unable to execute QEMU agent command 'guest-file-open': "
+                         "failed to open file '/x' (mode: 'r'): No such file or directory"),
+                     CARREL_ERROR_NOT_FOUND);
+    assert_int_equal(carrel_hypervisor_agent_file_open_code(
+                         CARREL_ERROR_HYPERVISOR,
+                         "internal error: unable to execute QEMU agent command 'guest-file-open': "
+                         "failed to open file '/No such file or directory' (mode: 'r'): "
+                         "Permission denied"),
+                     CARREL_ERROR_HYPERVISOR);
+    assert_int_equal(carrel_hypervisor_agent_file_open_code(CARREL_ERROR_TIMEOUT,
+                                                            "guest agent is not responding: "
+                                                            "No such file or directory"),
+                     CARREL_ERROR_TIMEOUT);
+    assert_int_equal(carrel_hypervisor_agent_file_open_code(CARREL_ERROR_HYPERVISOR, NULL),
+                     CARREL_ERROR_HYPERVISOR);
 
     assert_true(carrel_hypervisor_agent_parse_file_read(
         "{\"return\": {\"count\": 2, \"buf-b64\": \"aGk=\", \"eof\": true}}", 16, &data, &eof,

@@ -111,12 +111,25 @@ test_copy_refuses_symlink(void **state)
     assert_int_equal(symlink(src, link), 0);
     assert_false(carrel_util_copy_file(link, dest, 0444, &error));
     assert_non_null(error);
+    assert_false(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_DISK));
     g_clear_error(&error);
     assert_true(carrel_util_copy_file(src, dest2, 0444, &error));
     assert_int_equal(stat(dest2, &st), 0);
     assert_int_equal(st.st_mode & 0777, 0444);
-    /* Never overwrites. */
+    /* Never overwrites. A destination that cannot be made is DISK (the host failed). */
     assert_false(carrel_util_copy_file(src, dest2, 0444, &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_DISK));
+    g_clear_error(&error);
+    assert_false(carrel_util_copy_file(src, "/nonexistent/carrel/x", 0444, &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_DISK));
+    g_clear_error(&error);
+    /* A source that cannot be read is not DISK: the caller may have named it. */
+    assert_false(carrel_util_copy_file("/nonexistent/carrel/src", dest, 0444, &error));
+    assert_true(g_error_matches(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND));
+    g_clear_error(&error);
+    assert_false(carrel_util_copy_file(dir, dest, 0444, &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG));
+    g_clear_error(&error);
     assert_true(carrel_util_remove_tree(dir, NULL));
 }
 
