@@ -162,21 +162,6 @@ struct _ActionAlias {
     guint count;
 };
 
-/* A member's node; NULL when absent or null (JSON encoders write null for unset options). */
-static JsonNode *
-get_node(JsonObject *obj, const char *name)
-{
-    JsonNode *node = json_object_get_member(obj, name);
-
-    return (node && !JSON_NODE_HOLDS_NULL(node)) ? node : NULL;
-}
-
-static gboolean
-is_type(JsonNode *node, GType type)
-{
-    return JSON_NODE_HOLDS_VALUE(node) && json_node_get_value_type(node) == type;
-}
-
 static gboolean set_invalid(GError **error, const char *format, ...) G_GNUC_PRINTF(2, 3);
 
 static gboolean
@@ -192,28 +177,10 @@ set_invalid(GError **error, const char *format, ...)
     return FALSE;
 }
 
-/* An optional integer member in min..max; *ret_value is left alone when absent. */
-static gboolean
-get_int(JsonObject *obj, const char *name, gint64 min, gint64 max, gint64 *ret_value,
-        GError **error)
-{
-    JsonNode *node = get_node(obj, name);
-
-    if (!node)
-        return TRUE;
-    if (!is_type(node, G_TYPE_INT64) || json_node_get_int(node) < min ||
-        json_node_get_int(node) > max)
-        return set_invalid(
-            error, "'%s' must be an integer between %" G_GINT64_FORMAT " and %" G_GINT64_FORMAT,
-            name, min, max);
-    *ret_value = json_node_get_int(node);
-    return TRUE;
-}
-
 static gboolean
 node_to_coordinate(JsonNode *node, gint64 *ret_value)
 {
-    if (!is_type(node, G_TYPE_INT64) || json_node_get_int(node) < 0 ||
+    if (!carrel_conf_node_holds(node, G_TYPE_INT64) || json_node_get_int(node) < 0 ||
         json_node_get_int(node) > CARREL_ACTION_MAX_COORDINATE)
         return FALSE;
     *ret_value = json_node_get_int(node);
@@ -242,8 +209,8 @@ static gboolean
 object_to_point(JsonNode *node, const char *name, CarrelPoint *ret_point, GError **error)
 {
     JsonObject *obj = JSON_NODE_HOLDS_OBJECT(node) ? json_node_get_object(node) : NULL;
-    JsonNode *x_node = obj ? get_node(obj, "x") : NULL;
-    JsonNode *y_node = obj ? get_node(obj, "y") : NULL;
+    JsonNode *x_node = obj ? carrel_conf_get_node(obj, "x") : NULL;
+    JsonNode *y_node = obj ? carrel_conf_get_node(obj, "y") : NULL;
     gint64 x, y;
 
     if (!x_node || !y_node || json_object_get_size(obj) != 2 || !node_to_coordinate(x_node, &x) ||
@@ -260,9 +227,9 @@ object_to_point(JsonNode *node, const char *name, CarrelPoint *ret_point, GError
 static gboolean
 find_point(Ctx *ctx, gboolean *ret_found, CarrelPoint *ret_point, GError **error)
 {
-    JsonNode *coordinate = get_node(ctx->obj, "coordinate");
-    JsonNode *x = get_node(ctx->obj, "x");
-    JsonNode *y = get_node(ctx->obj, "y");
+    JsonNode *coordinate = carrel_conf_get_node(ctx->obj, "coordinate");
+    JsonNode *x = carrel_conf_get_node(ctx->obj, "x");
+    JsonNode *y = carrel_conf_get_node(ctx->obj, "y");
     gint64 vx, vy;
 
     *ret_found = FALSE;
@@ -302,30 +269,6 @@ get_point(Ctx *ctx, gboolean required, GError **error)
     return TRUE;
 }
 
-/* A string member, valid UTF-8 of at most CARREL_ACTION_MAX_TEXT bytes; NULL when absent. */
-static gboolean
-get_text(JsonObject *obj, const char *name, gboolean required, char **ret_text, GError **error)
-{
-    JsonNode *node = get_node(obj, name);
-    const char *text;
-
-    if (!node) {
-        if (required)
-            return set_invalid(error, "'%s' is required", name);
-        *ret_text = NULL;
-        return TRUE;
-    }
-    if (!is_type(node, G_TYPE_STRING))
-        return set_invalid(error, "'%s' must be a string", name);
-    text = json_node_get_string(node);
-    if (strlen(text) > CARREL_ACTION_MAX_TEXT)
-        return set_invalid(error, "'%s' is longer than %d bytes", name, CARREL_ACTION_MAX_TEXT);
-    if (!g_utf8_validate(text, -1, NULL))
-        return set_invalid(error, "'%s' is not valid UTF-8", name);
-    *ret_text = g_strdup(text);
-    return TRUE;
-}
-
 /* An array of 1..max strings (each valid UTF-8 within CARREL_ACTION_MAX_TEXT bytes). */
 static gboolean
 get_strings(JsonNode *node, const char *name, guint max, GStrv *ret_strings, GError **error)
@@ -337,7 +280,7 @@ get_strings(JsonNode *node, const char *name, guint max, GStrv *ret_strings, GEr
         return set_invalid(error, "'%s' must be an array of at most %u strings", name, max);
     for (guint i = 0; i < json_array_get_length(arr); i++) {
         JsonNode *item = json_array_get_element(arr, i);
-        if (!is_type(item, G_TYPE_STRING) ||
+        if (!carrel_conf_node_holds(item, G_TYPE_STRING) ||
             strlen(json_node_get_string(item)) > CARREL_ACTION_MAX_TEXT ||
             !g_utf8_validate(json_node_get_string(item), -1, NULL))
             return set_invalid(error, "'%s' must be an array of at most %u strings", name, max);
@@ -354,7 +297,7 @@ node_to_keys(JsonNode *node, const char *name, gboolean caseless, GError **error
     g_auto(GStrv) names = NULL;
     GStrv keys;
 
-    if (is_type(node, G_TYPE_STRING))
+    if (carrel_conf_node_holds(node, G_TYPE_STRING))
         keys = caseless ? carrel_keymap_resolve_keys(
                               (const char *const[]){json_node_get_string(node), NULL}, TRUE, error)
                         : carrel_keymap_parse_combo(json_node_get_string(node), error);
@@ -376,7 +319,7 @@ get_modifiers(Ctx *ctx, GError **error)
     const char *name = NULL;
 
     for (gsize i = 0; i < G_N_ELEMENTS(names); i++) {
-        JsonNode *n = get_node(ctx->obj, names[i]);
+        JsonNode *n = carrel_conf_get_node(ctx->obj, names[i]);
         if (n && node)
             return set_invalid(error, "give either '%s' or '%s', not both", name, names[i]);
         if (n) {
@@ -418,13 +361,13 @@ get_button(Ctx *ctx, GError **error)
     const ButtonName *table = ctx->format == FORMAT_OPENAI    ? openai_buttons
                               : ctx->format == FORMAT_OSWORLD ? osworld_buttons
                                                               : carrel_buttons;
-    JsonNode *node = get_node(ctx->obj, "button");
+    JsonNode *node = carrel_conf_get_node(ctx->obj, "button");
     g_autoptr(GString) known = g_string_new(NULL);
 
     if (!node)
         return TRUE;
     for (gsize i = 0; table[i].name; i++) {
-        if (is_type(node, G_TYPE_STRING) &&
+        if (carrel_conf_node_holds(node, G_TYPE_STRING) &&
             g_str_equal(json_node_get_string(node), table[i].name)) {
             ctx->action->button = table[i].button;
             return TRUE;
@@ -446,8 +389,8 @@ parse_click(Ctx *ctx, GError **error)
     gint64 count = ctx->action->count;
 
     if (!get_point(ctx, FALSE, error) || !get_button(ctx, error) || !get_modifiers(ctx, error) ||
-        !get_int(ctx->obj, ctx->format == FORMAT_OSWORLD ? "num_clicks" : "count", 1,
-                 CARREL_ACTION_MAX_CLICKS, &count, error))
+        !carrel_conf_get_int(ctx->obj, ctx->format == FORMAT_OSWORLD ? "num_clicks" : "count", 1,
+                             CARREL_ACTION_MAX_CLICKS, &count, error))
         return FALSE;
     ctx->action->count = (guint)count;
     return TRUE;
@@ -464,7 +407,7 @@ parse_press(Ctx *ctx, GError **error)
 static gboolean
 parse_path(Ctx *ctx, GError **error)
 {
-    JsonNode *node = get_node(ctx->obj, "path");
+    JsonNode *node = carrel_conf_get_node(ctx->obj, "path");
     JsonArray *arr = node && JSON_NODE_HOLDS_ARRAY(node) ? json_node_get_array(node) : NULL;
     g_autoptr(GArray) path = g_array_new(FALSE, TRUE, sizeof(CarrelPoint));
 
@@ -493,8 +436,8 @@ parse_path(Ctx *ctx, GError **error)
 static gboolean
 parse_left_click_drag(Ctx *ctx, GError **error)
 {
-    JsonNode *start = get_node(ctx->obj, "start_coordinate");
-    JsonNode *end = get_node(ctx->obj, "coordinate");
+    JsonNode *start = carrel_conf_get_node(ctx->obj, "start_coordinate");
+    JsonNode *end = carrel_conf_get_node(ctx->obj, "coordinate");
     CarrelPoint points[2];
 
     if (!start || !end)
@@ -518,7 +461,7 @@ parse_direction(Ctx *ctx, const char *direction_name, const char *amount_name, G
     int sign;
 
     if (!carrel_conf_get_string(ctx->obj, direction_name, TRUE, &direction, error) ||
-        !get_int(ctx->obj, amount_name, 1, CARREL_ACTION_MAX_SCROLL, &amount, error))
+        !carrel_conf_get_int(ctx->obj, amount_name, 1, CARREL_ACTION_MAX_SCROLL, &amount, error))
         return FALSE;
     if (!g_strv_contains(directions, direction))
         return set_invalid(error, "'%s' must be up, down, left or right", direction_name);
@@ -535,10 +478,12 @@ parse_direction(Ctx *ctx, const char *direction_name, const char *amount_name, G
 static gboolean
 parse_scroll(Ctx *ctx, GError **error)
 {
-    gboolean has_delta = get_node(ctx->obj, "dx") || get_node(ctx->obj, "dy");
-    gboolean has_direction = get_node(ctx->obj, "direction") || get_node(ctx->obj, "amount");
-    gboolean has_anthropic =
-        get_node(ctx->obj, "scroll_direction") || get_node(ctx->obj, "scroll_amount");
+    gboolean has_delta =
+        carrel_conf_get_node(ctx->obj, "dx") || carrel_conf_get_node(ctx->obj, "dy");
+    gboolean has_direction =
+        carrel_conf_get_node(ctx->obj, "direction") || carrel_conf_get_node(ctx->obj, "amount");
+    gboolean has_anthropic = carrel_conf_get_node(ctx->obj, "scroll_direction") ||
+                             carrel_conf_get_node(ctx->obj, "scroll_amount");
     gint64 dx = 0, dy = 0;
 
     if (has_delta + has_direction + has_anthropic != 1)
@@ -550,8 +495,10 @@ parse_scroll(Ctx *ctx, GError **error)
         return parse_direction(ctx, "direction", "amount", error);
     if (has_anthropic)
         return parse_direction(ctx, "scroll_direction", "scroll_amount", error);
-    if (!get_int(ctx->obj, "dx", -CARREL_ACTION_MAX_SCROLL, CARREL_ACTION_MAX_SCROLL, &dx, error) ||
-        !get_int(ctx->obj, "dy", -CARREL_ACTION_MAX_SCROLL, CARREL_ACTION_MAX_SCROLL, &dy, error))
+    if (!carrel_conf_get_int(ctx->obj, "dx", -CARREL_ACTION_MAX_SCROLL, CARREL_ACTION_MAX_SCROLL,
+                             &dx, error) ||
+        !carrel_conf_get_int(ctx->obj, "dy", -CARREL_ACTION_MAX_SCROLL, CARREL_ACTION_MAX_SCROLL,
+                             &dy, error))
         return FALSE;
     if (dx == 0 && dy == 0)
         return set_invalid(error, "scroll needs a non-zero 'dx' or 'dy'");
@@ -563,7 +510,8 @@ parse_scroll(Ctx *ctx, GError **error)
 static gboolean
 parse_type(Ctx *ctx, GError **error)
 {
-    if (!get_text(ctx->obj, "text", TRUE, &ctx->action->text, error))
+    if (!carrel_conf_get_text(ctx->obj, "text", TRUE, CARREL_ACTION_MAX_TEXT, &ctx->action->text,
+                              error))
         return FALSE;
     if (!carrel_keymap_check_text(ctx->action->text, error)) {
         g_prefix_error(error, "'text': ");
@@ -582,7 +530,7 @@ parse_key(Ctx *ctx, GError **error)
     const char *name = NULL;
 
     for (gsize i = 0; i < G_N_ELEMENTS(names); i++) {
-        JsonNode *n = get_node(ctx->obj, names[i]);
+        JsonNode *n = carrel_conf_get_node(ctx->obj, names[i]);
         if (n && node)
             return set_invalid(error, "give either '%s' or '%s', not both", name, names[i]);
         if (n) {
@@ -592,7 +540,7 @@ parse_key(Ctx *ctx, GError **error)
     }
     if (!node)
         return set_invalid(error, "'combo' (or 'keys' or 'text') is required");
-    if (is_type(node, G_TYPE_STRING)) {
+    if (carrel_conf_node_holds(node, G_TYPE_STRING)) {
         combos =
             carrel_keymap_parse_combos(json_node_get_string(node), CARREL_ACTION_MAX_COMBOS, error);
         if (!combos) {
@@ -627,19 +575,21 @@ parse_key_single(Ctx *ctx, GError **error)
 static gboolean
 get_duration(Ctx *ctx, gboolean required, GError **error)
 {
-    JsonNode *seconds = get_node(ctx->obj, "duration");
+    JsonNode *seconds = carrel_conf_get_node(ctx->obj, "duration");
     gint64 ms = -1;
 
-    if (seconds && get_node(ctx->obj, "duration_ms"))
+    if (seconds && carrel_conf_get_node(ctx->obj, "duration_ms"))
         return set_invalid(error, "give either 'duration' or 'duration_ms', not both");
     if (seconds) {
         double value = JSON_NODE_HOLDS_VALUE(seconds) ? json_node_get_double(seconds) : -1;
-        if (!(is_type(seconds, G_TYPE_INT64) || is_type(seconds, G_TYPE_DOUBLE)) || value < 0 ||
-            value > CARREL_ACTION_MAX_DURATION_MS / 1000)
+        if (!(carrel_conf_node_holds(seconds, G_TYPE_INT64) ||
+              carrel_conf_node_holds(seconds, G_TYPE_DOUBLE)) ||
+            value < 0 || value > CARREL_ACTION_MAX_DURATION_MS / 1000)
             return set_invalid(error, "'duration' must be a number of seconds between 0 and %d",
                                CARREL_ACTION_MAX_DURATION_MS / 1000);
         ms = (gint64)lround(value * 1000);
-    } else if (!get_int(ctx->obj, "duration_ms", 0, CARREL_ACTION_MAX_DURATION_MS, &ms, error)) {
+    } else if (!carrel_conf_get_int(ctx->obj, "duration_ms", 0, CARREL_ACTION_MAX_DURATION_MS, &ms,
+                                    error)) {
         return FALSE;
     }
     if (ms < 0 && required)
@@ -663,7 +613,7 @@ parse_wait(Ctx *ctx, GError **error)
 static gboolean
 parse_zoom(Ctx *ctx, GError **error)
 {
-    JsonNode *node = get_node(ctx->obj, "region");
+    JsonNode *node = carrel_conf_get_node(ctx->obj, "region");
     JsonArray *arr = node && JSON_NODE_HOLDS_ARRAY(node) ? json_node_get_array(node) : NULL;
     gint64 v[4];
 
@@ -684,7 +634,8 @@ parse_zoom(Ctx *ctx, GError **error)
 static gboolean
 parse_clipboard_set(Ctx *ctx, GError **error)
 {
-    return get_text(ctx->obj, "text", TRUE, &ctx->action->text, error);
+    return carrel_conf_get_text(ctx->obj, "text", TRUE, CARREL_ACTION_MAX_TEXT, &ctx->action->text,
+                                error);
 }
 
 /* A program name or a path, a URL: one line of text the guest helper passes on as one argument. */
@@ -693,7 +644,7 @@ get_line(Ctx *ctx, const char *name, char **ret_value, GError **error)
 {
     g_autofree char *value = NULL;
 
-    if (!get_text(ctx->obj, name, TRUE, &value, error))
+    if (!carrel_conf_get_text(ctx->obj, name, TRUE, CARREL_ACTION_MAX_TEXT, &value, error))
         return FALSE;
     if (!*value || !carrel_util_is_clean_text(value))
         return set_invalid(error, "'%s' must be non-empty text without control characters", name);
@@ -704,7 +655,7 @@ get_line(Ctx *ctx, const char *name, char **ret_value, GError **error)
 static gboolean
 parse_launch(Ctx *ctx, GError **error)
 {
-    JsonNode *args = get_node(ctx->obj, "args");
+    JsonNode *args = carrel_conf_get_node(ctx->obj, "args");
 
     if (!get_line(ctx, "app", &ctx->action->app, error))
         return FALSE;
@@ -791,7 +742,7 @@ parse_openai_click(Ctx *ctx, GError **error)
 static gboolean
 parse_keypress(Ctx *ctx, GError **error)
 {
-    JsonNode *node = get_node(ctx->obj, "keys");
+    JsonNode *node = carrel_conf_get_node(ctx->obj, "keys");
     GStrv keys;
 
     if (!node)
@@ -810,7 +761,7 @@ pixels_to_notches(JsonObject *obj, const char *name, int *ret_notches, GError **
     const gint64 max = (gint64)CARREL_ACTION_MAX_SCROLL * CARREL_ACTION_SCROLL_PIXELS_PER_NOTCH;
     gint64 pixels = 0, notches;
 
-    if (!get_int(obj, name, -max, max, &pixels, error))
+    if (!carrel_conf_get_int(obj, name, -max, max, &pixels, error))
         return FALSE;
     notches = (ABS(pixels) + CARREL_ACTION_SCROLL_PIXELS_PER_NOTCH / 2) /
               CARREL_ACTION_SCROLL_PIXELS_PER_NOTCH;
@@ -841,7 +792,7 @@ parse_openai_wait(Ctx *ctx, GError **error)
 {
     gint64 ms = CARREL_ACTION_DEFAULT_WAIT_MS;
 
-    if (!get_int(ctx->obj, "ms", 0, CARREL_ACTION_MAX_DURATION_MS, &ms, error))
+    if (!carrel_conf_get_int(ctx->obj, "ms", 0, CARREL_ACTION_MAX_DURATION_MS, &ms, error))
         return FALSE;
     ctx->action->duration_ms = (guint)ms;
     return TRUE;
@@ -888,8 +839,10 @@ parse_osworld_scroll(Ctx *ctx, GError **error)
 {
     gint64 dx = 0, dy = 0;
 
-    if (!get_int(ctx->obj, "dx", -CARREL_ACTION_MAX_SCROLL, CARREL_ACTION_MAX_SCROLL, &dx, error) ||
-        !get_int(ctx->obj, "dy", -CARREL_ACTION_MAX_SCROLL, CARREL_ACTION_MAX_SCROLL, &dy, error))
+    if (!carrel_conf_get_int(ctx->obj, "dx", -CARREL_ACTION_MAX_SCROLL, CARREL_ACTION_MAX_SCROLL,
+                             &dx, error) ||
+        !carrel_conf_get_int(ctx->obj, "dy", -CARREL_ACTION_MAX_SCROLL, CARREL_ACTION_MAX_SCROLL,
+                             &dy, error))
         return FALSE;
     if (dx == 0 && dy == 0)
         return set_invalid(error, "SCROLL needs a non-zero 'dx' or 'dy'");
@@ -902,13 +855,13 @@ parse_osworld_scroll(Ctx *ctx, GError **error)
 static gboolean
 add_osworld_keys(Ctx *ctx, const char *name, GError **error)
 {
-    JsonNode *node = get_node(ctx->obj, name);
+    JsonNode *node = carrel_conf_get_node(ctx->obj, name);
     gboolean single = g_str_equal(name, "key");
     GStrv keys;
 
     if (!node)
         return set_invalid(error, "'%s' is required", name);
-    if (single && !is_type(node, G_TYPE_STRING))
+    if (single && !carrel_conf_node_holds(node, G_TYPE_STRING))
         return set_invalid(error, "'key' must be a string");
     if (!single && !JSON_NODE_HOLDS_ARRAY(node))
         return set_invalid(error, "'keys' must be an array of key names");
@@ -1040,7 +993,7 @@ get_name(JsonObject *obj, const char *member, GError **error)
 {
     JsonNode *node = json_object_get_member(obj, member);
 
-    if (!is_type(node, G_TYPE_STRING)) {
+    if (!carrel_conf_node_holds(node, G_TYPE_STRING)) {
         set_invalid(error, "'%s' must be a string", member);
         return NULL;
     }
@@ -1052,7 +1005,7 @@ parse_osworld(JsonObject *obj, GError **error)
 {
     static const char *const allowed[] = {"action_type", "parameters", NULL};
     const char *name = get_name(obj, "action_type", error);
-    JsonNode *params = get_node(obj, "parameters");
+    JsonNode *params = carrel_conf_get_node(obj, "parameters");
     g_autoptr(JsonObject) empty = json_object_new();
     const ActionAlias *alias;
 
@@ -1119,7 +1072,7 @@ parse_bare_string(const char *name, GError **error)
 CarrelAction *
 carrel_action_from_json(JsonNode *node, GError **error)
 {
-    if (node && is_type(node, G_TYPE_STRING))
+    if (node && carrel_conf_node_holds(node, G_TYPE_STRING))
         return parse_bare_string(json_node_get_string(node), error);
     if (!node || !JSON_NODE_HOLDS_OBJECT(node)) {
         set_invalid(error, "an action must be a JSON object");

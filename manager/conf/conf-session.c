@@ -227,11 +227,11 @@ input_from_json(JsonNode *node, GError **error)
 static gboolean
 get_inputs(JsonObject *obj, GPtrArray **ret_inputs, GError **error)
 {
-    JsonNode *node = json_object_get_member(obj, "inputs");
+    JsonNode *node = carrel_conf_get_node(obj, "inputs");
     g_autoptr(GPtrArray) inputs = g_ptr_array_new_with_free_func((GDestroyNotify)carrel_input_free);
     JsonArray *array;
 
-    if (!node || JSON_NODE_HOLDS_NULL(node))
+    if (!node)
         return TRUE;
     if (!JSON_NODE_HOLDS_ARRAY(node) ||
         json_array_get_length(array = json_node_get_array(node)) > CARREL_LIMIT_INPUTS) {

@@ -473,6 +473,14 @@ gboolean carrel_action_batch_check_bounds(CarrelActionBatch *batch, guint width,
 /* Refuses members of obj outside allowed (NULL-terminated), naming the first unknown one. */
 gboolean carrel_conf_check_members(JsonObject *obj, const char *const *allowed, GError **error);
 
+/*
+ * A string member, borrowed from obj: absent or null gives NULL, or INVALID_ARG "'MEMBER' is
+ * required" when required; any other type is INVALID_ARG "'MEMBER' must be a string". obj may be
+ * NULL (a request without a body has no members).
+ */
+gboolean carrel_conf_get_string_ref(JsonObject *obj, const char *member, gboolean required,
+                                    const char **ret_value, GError **error);
+
 /* Parses a JSON text (bounded by the caller) into a node; errors are CARREL_ERROR_INVALID_ARG. */
 JsonNode *carrel_conf_parse_json(const char *data, gsize len, GError **error);
 
