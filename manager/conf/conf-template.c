@@ -63,6 +63,45 @@ carrel_template_to_json(const CarrelTemplate *tmpl, guint sessions_using)
     return json_builder_get_root(b);
 }
 
+static gboolean
+invalid_name(GError **error)
+{
+    g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                "invalid template name: use 1-63 of [a-z0-9._-], starting with a letter or digit");
+    return FALSE;
+}
+
+gboolean
+carrel_template_ref_parse(const char *text, char **ret_name, guint *ret_version, GError **error)
+{
+    const char *at = text ? strchr(text, '@') : NULL;
+    g_autofree char *name = at ? g_strndup(text, (gsize)(at - text)) : g_strdup(text);
+    guint64 version = 0;
+
+    if (!name || !*name) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "a template name is required: NAME or NAME@VERSION");
+        return FALSE;
+    }
+    if (at && strchr(at + 1, '@')) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "a template reference has one '@' at most: NAME or NAME@VERSION");
+        return FALSE;
+    }
+    if (!carrel_util_is_valid_name(name))
+        return invalid_name(error);
+    /* Digits only: no sign, no blank, no hex, whatever strtoull would let through. */
+    if (at && (!g_ascii_isdigit(at[1]) ||
+               !g_ascii_string_to_unsigned(at + 1, 10, 1, G_MAXUINT, &version, NULL))) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "template version must be a positive number, as in 'tiny@2'");
+        return FALSE;
+    }
+    *ret_name = g_steal_pointer(&name);
+    *ret_version = (guint)version;
+    return TRUE;
+}
+
 void
 carrel_template_import_free(CarrelTemplateImport *req)
 {
@@ -95,12 +134,8 @@ import_check(CarrelTemplateImport *req, const char *boot, const char *firmware, 
 {
     const char *boot_name = boot ? boot : firmware;
 
-    if (!carrel_util_is_valid_name(req->name)) {
-        g_set_error(
-            error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
-            "invalid template name: use 1-63 of [a-z0-9._-], starting with a letter or digit");
-        return FALSE;
-    }
+    if (!carrel_util_is_valid_name(req->name))
+        return invalid_name(error);
     if (!req->format || (!g_str_equal(req->format, "qcow2") && !g_str_equal(req->format, "raw"))) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
                     "'format' must be declared as 'qcow2' or 'raw' (images are never probed)");

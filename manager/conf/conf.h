@@ -78,6 +78,15 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelTemplate, carrel_template_free)
 /* JSON object of a template for the API; sessions_using is reported as "sessions". */
 JsonNode *carrel_template_to_json(const CarrelTemplate *tmpl, guint sessions_using);
 
+/*
+ * Splits a template reference, "NAME" or "NAME@VERSION", the one way the API, session requests
+ * and the CLI read it: NAME a valid name (carrel_util_is_valid_name), VERSION a decimal number of
+ * at least 1; *ret_version is 0 (the latest) without one. INVALID_ARG otherwise ("a@b@3", "a@",
+ * "@3", "a@0"), with the same message wherever the reference came from.
+ */
+gboolean carrel_template_ref_parse(const char *text, char **ret_name, guint *ret_version,
+                                   GError **error);
+
 /* A request to import a disk image as a new template version (host paths). */
 typedef struct {
     char *name;

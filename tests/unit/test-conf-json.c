@@ -1,4 +1,7 @@
-/* The JSON member readers of the conf module: every error names the member. */
+/*
+ * The JSON member readers of the conf module (every error names the member) and its one parser of
+ * template references, NAME@VERSION.
+ */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -115,6 +118,87 @@ test_numbers(void **state)
     assert_error(error, CARREL_ERROR_INVALID_ARG, "'m' must be an array of strings");
 }
 
+static void
+test_template_ref(void **state)
+{
+    g_autoptr(GError) error = NULL;
+    char *name = NULL;
+    guint version = 99;
+
+    assert_true(carrel_template_ref_parse("tiny", &name, &version, &error));
+    assert_string_equal(name, "tiny");
+    assert_int_equal(version, 0);
+    g_clear_pointer(&name, g_free);
+    assert_true(carrel_template_ref_parse("tiny@12", &name, &version, &error));
+    assert_string_equal(name, "tiny");
+    assert_int_equal(version, 12);
+    g_clear_pointer(&name, g_free);
+    assert_true(carrel_template_ref_parse("ubuntu-24.04@4294967295", &name, &version, &error));
+    assert_string_equal(name, "ubuntu-24.04");
+    assert_int_equal(version, G_MAXUINT);
+    g_clear_pointer(&name, g_free);
+    assert_false(carrel_template_ref_parse("tiny@0", &name, &version, &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG));
+    g_clear_error(&error);
+    assert_false(carrel_template_ref_parse("tiny@", &name, &version, &error));
+    g_clear_error(&error);
+    assert_false(carrel_template_ref_parse("tiny@1x", &name, &version, &error));
+    g_clear_error(&error);
+    assert_false(carrel_template_ref_parse("@3", &name, &version, &error));
+    g_clear_error(&error);
+    assert_false(carrel_template_ref_parse("", &name, &version, &error));
+    assert_null(name);
+    assert_int_equal(version, G_MAXUINT);
+}
+
+/* Each refusal: its exact message, the same from the CLI, the API and session requests. */
+static void
+test_template_ref_refusals(void **state)
+{
+    static const char *const version_message =
+        "template version must be a positive number, as in 'tiny@2'";
+    static const char *const name_message =
+        "invalid template name: use 1-63 of [a-z0-9._-], starting with a letter or digit";
+    static const char *const required_message = "a template name is required: NAME or NAME@VERSION";
+    static const struct {
+        const char *text;
+        const char *message;
+    } cases[] = {
+        {"a@b@3", "a template reference has one '@' at most: NAME or NAME@VERSION"},
+        {"a@@3", "a template reference has one '@' at most: NAME or NAME@VERSION"},
+        {"a@", version_message},
+        {"a@0", version_message},
+        {"a@x", version_message},
+        {"a@+3", version_message},
+        {"a@-3", version_message},
+        {"a@ 3", version_message},
+        {"a@3 ", version_message},
+        {"a@0x3", version_message},
+        {"a@4294967296", version_message},
+        {"@3", required_message},
+        {"@", required_message},
+        {"", required_message},
+        {NULL, required_message},
+        {"../etc", name_message},
+        {"A@3", name_message},
+        {"a b@3", name_message},
+    };
+
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autoptr(GError) error = NULL;
+        char *name = NULL;
+        guint version = 7;
+
+        if (carrel_template_ref_parse(cases[i].text, &name, &version, &error))
+            fail_msg("'%s' was accepted", cases[i].text);
+        assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG));
+        if (!g_str_equal(error->message, cases[i].message))
+            fail_msg("'%s': '%s', expected '%s'", cases[i].text, error->message, cases[i].message);
+        assert_null(name);
+        assert_int_equal(version, 7);
+    }
+}
+
 int
 main(void)
 {
@@ -122,6 +206,8 @@ main(void)
         cmocka_unit_test(test_node_and_peek),
         cmocka_unit_test(test_strings),
         cmocka_unit_test(test_numbers),
+        cmocka_unit_test(test_template_ref),
+        cmocka_unit_test(test_template_ref_refusals),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
