@@ -30,7 +30,7 @@ is_env_name(const char *name, gsize len)
 static gboolean
 parse_argv(JsonObject *obj, CarrelExecRequest *req, GError **error)
 {
-    JsonNode *node = json_object_get_member(obj, "argv");
+    JsonNode *node = carrel_conf_get_node(obj, "argv");
     g_autoptr(GStrvBuilder) b = g_strv_builder_new();
     gsize total = 0;
     JsonArray *arr;
