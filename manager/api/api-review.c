@@ -35,24 +35,10 @@ body_strings(CarrelApiRequest *req, const char *const *allowed, const char *name
              const char **ret_value, GError **error)
 {
     JsonObject *obj = req->body ? json_node_get_object(req->body) : NULL;
-    JsonNode *node = obj ? json_object_get_member(obj, name) : NULL;
 
-    *ret_value = NULL;
     if (obj && !carrel_conf_check_members(obj, allowed, error))
         return FALSE;
-    if (node && !JSON_NODE_HOLDS_NULL(node)) {
-        if (!JSON_NODE_HOLDS_VALUE(node) || json_node_get_value_type(node) != G_TYPE_STRING) {
-            g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "'%s' must be a string",
-                        name);
-            return FALSE;
-        }
-        *ret_value = json_node_get_string(node);
-    }
-    if (required && !*ret_value) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "'%s' is required", name);
-        return FALSE;
-    }
-    return TRUE;
+    return carrel_conf_get_string_ref(obj, name, required, ret_value, error);
 }
 
 JsonNode *

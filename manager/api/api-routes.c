@@ -88,26 +88,6 @@ get_templates(CarrelApiRequest *req, guint *ret_status, GError **error)
     return list_node("templates", nodes);
 }
 
-static gboolean
-parse_ref(const char *text, char **ret_name, guint *ret_version, GError **error)
-{
-    g_auto(GStrv) parts = g_strsplit(text, "@", 2);
-    guint64 version = 0;
-
-    if (parts[1] && !g_ascii_string_to_unsigned(parts[1], 10, 1, G_MAXUINT, &version, NULL)) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
-                    "template version must be a positive number, as in 'tiny@2'");
-        return FALSE;
-    }
-    if (!carrel_util_is_valid_name(parts[0])) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "invalid template name");
-        return FALSE;
-    }
-    *ret_name = g_strdup(parts[0]);
-    *ret_version = (guint)version;
-    return TRUE;
-}
-
 static JsonNode *
 get_template(CarrelApiRequest *req, guint *ret_status, GError **error)
 {
@@ -118,7 +98,7 @@ get_template(CarrelApiRequest *req, guint *ret_status, GError **error)
     g_autoptr(JsonArray) versions = json_array_new();
     JsonNode *node;
 
-    if (!parse_ref(param(req, 0), &name, &version, error))
+    if (!carrel_template_ref_parse(param(req, 0), &name, &version, error))
         return NULL;
     tmpl = carrel_manager_template_get(req->mgr, req->who, name, version, error);
     all = tmpl ? carrel_manager_template_list(req->mgr, req->who, error) : NULL;
@@ -158,7 +138,7 @@ delete_template(CarrelApiRequest *req, guint *ret_status, GError **error)
     g_auto(GStrv) refs = NULL;
     guint version = 0;
 
-    if (!parse_ref(param(req, 0), &name, &version, error))
+    if (!carrel_template_ref_parse(param(req, 0), &name, &version, error))
         return NULL;
     refs = carrel_manager_template_remove(req->mgr, req->who, name, version, error);
     if (!refs)

@@ -109,34 +109,6 @@ carrel_cli_escape_segment(const char *text)
     return g_uri_escape_string(text, NULL, FALSE);
 }
 
-gboolean
-carrel_cli_parse_template_ref(const char *text, char **ret_name, guint *ret_version, GError **error)
-{
-    const char *at = text ? strrchr(text, '@') : NULL;
-    g_autofree char *name = NULL;
-    guint64 version = 0;
-
-    if (!text || !*text || at == text) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
-                    "a template name is required: NAME or NAME@VERSION");
-        return FALSE;
-    }
-    if (at) {
-        if (!g_ascii_string_to_unsigned(at + 1, 10, 1, G_MAXUINT, &version, NULL)) {
-            g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
-                        "invalid template version '%s': use NAME@VERSION with VERSION >= 1",
-                        at + 1);
-            return FALSE;
-        }
-        name = g_strndup(text, (gsize)(at - text));
-    } else {
-        name = g_strdup(text);
-    }
-    *ret_name = g_steal_pointer(&name);
-    *ret_version = (guint)version;
-    return TRUE;
-}
-
 static gboolean
 progress_overlaps(const char *const *prev, guint n_prev, const char *const *cur, guint k)
 {

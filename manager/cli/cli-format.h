@@ -55,10 +55,6 @@ char *carrel_cli_clean_text(const char *text);
  */
 char *carrel_cli_escape_segment(const char *text);
 
-/* Splits "name" or "name@version" (version >= 1); *ret_version is 0 without a version. */
-gboolean carrel_cli_parse_template_ref(const char *text, char **ret_name, guint *ret_version,
-                                       GError **error);
-
 /*
  * Progress of a job is a sliding window of its last lines. Given the window seen before (prev)
  * and the current one (cur), returns the index in cur of the first line not seen yet: the

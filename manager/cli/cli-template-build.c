@@ -1,4 +1,5 @@
 #include "cli/cli.h"
+#include "conf/conf.h"
 
 #define BUILD_POLL_USEC G_USEC_PER_SEC
 
@@ -207,7 +208,7 @@ carrel_cli_template_warm(CarrelCli *cli, int argc, char **argv)
                                   "so sessions restore it instead of booting.",
                                   NULL, 1, 1, &argc, &argv))
         return CARREL_CLI_EXIT_USAGE;
-    if (!carrel_cli_parse_template_ref(argv[1], &name, &version, &error))
+    if (!carrel_template_ref_parse(argv[1], &name, &version, &error))
         return carrel_cli_usage(cli, "%s", error->message);
     path = carrel_cli_item_path("templates", name, "warm");
     if (!path)

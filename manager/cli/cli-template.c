@@ -1,4 +1,5 @@
 #include "cli/cli.h"
+#include "conf/conf.h"
 
 static const char template_usage[] =
     "Usage: carrel template COMMAND\n"
@@ -74,7 +75,7 @@ template_show(CarrelCli *cli, int argc, char **argv)
                                   "Shows a template: its latest version, or the one asked for.",
                                   NULL, 1, 1, &argc, &argv))
         return CARREL_CLI_EXIT_USAGE;
-    if (!carrel_cli_parse_template_ref(argv[1], &name, &version, &error))
+    if (!carrel_template_ref_parse(argv[1], &name, &version, &error))
         return carrel_cli_usage(cli, "%s", error->message);
     path = carrel_cli_item_path("templates", name, NULL);
     if (!path)

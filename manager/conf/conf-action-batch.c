@@ -32,18 +32,10 @@ batch_new(void)
     return batch;
 }
 
-static JsonNode *
-get_node(JsonObject *obj, const char *name)
-{
-    JsonNode *node = json_object_get_member(obj, name);
-
-    return (node && !JSON_NODE_HOLDS_NULL(node)) ? node : NULL;
-}
-
 static gboolean
 parse_actions(JsonObject *obj, CarrelActionBatch *batch, GError **error)
 {
-    JsonNode *node = get_node(obj, "actions");
+    JsonNode *node = carrel_conf_get_node(obj, "actions");
     JsonArray *arr = node && JSON_NODE_HOLDS_ARRAY(node) ? json_node_get_array(node) : NULL;
 
     if (!arr || json_array_get_length(arr) < 1 ||
@@ -84,10 +76,10 @@ parse_observe(JsonObject *obj, CarrelActionBatch *batch, GError **error)
 static gboolean
 get_side(JsonObject *obj, const char *name, guint *ret_side)
 {
-    JsonNode *node = get_node(obj, name);
+    JsonNode *node = carrel_conf_get_node(obj, name);
 
-    if (!node || !JSON_NODE_HOLDS_VALUE(node) || json_node_get_value_type(node) != G_TYPE_INT64 ||
-        json_node_get_int(node) < 1 || json_node_get_int(node) > MODEL_MAX_SIDE)
+    if (!carrel_conf_node_holds(node, G_TYPE_INT64) || json_node_get_int(node) < 1 ||
+        json_node_get_int(node) > MODEL_MAX_SIDE)
         return FALSE;
     *ret_side = (guint)json_node_get_int(node);
     return TRUE;
@@ -97,8 +89,8 @@ get_side(JsonObject *obj, const char *name, guint *ret_side)
 static gboolean
 parse_scale(JsonObject *obj, CarrelActionBatch *batch, GError **error)
 {
-    JsonNode *scale = get_node(obj, "scale");
-    JsonNode *model = get_node(obj, "model_screen");
+    JsonNode *scale = carrel_conf_get_node(obj, "scale");
+    JsonNode *model = carrel_conf_get_node(obj, "model_screen");
     JsonObject *model_obj =
         model && JSON_NODE_HOLDS_OBJECT(model) ? json_node_get_object(model) : NULL;
 
@@ -108,9 +100,10 @@ parse_scale(JsonObject *obj, CarrelActionBatch *batch, GError **error)
         return FALSE;
     }
     if (scale) {
-        GType type = JSON_NODE_HOLDS_VALUE(scale) ? json_node_get_value_type(scale) : G_TYPE_NONE;
-        double value =
-            (type == G_TYPE_INT64 || type == G_TYPE_DOUBLE) ? json_node_get_double(scale) : -1;
+        double value = (carrel_conf_node_holds(scale, G_TYPE_INT64) ||
+                        carrel_conf_node_holds(scale, G_TYPE_DOUBLE))
+                           ? json_node_get_double(scale)
+                           : -1;
         if (!(value >= SCALE_MIN && value <= SCALE_MAX)) {
             g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
                         "'scale' must be a number between %g and %g", SCALE_MIN, SCALE_MAX);
@@ -151,12 +144,12 @@ carrel_action_batch_from_json(JsonNode *node, GError **error)
 
     if (node && JSON_NODE_HOLDS_OBJECT(node)) {
         JsonObject *obj = json_node_get_object(node);
-        JsonNode *name = json_object_get_member(obj, "action");
-        gboolean named_batch = name && JSON_NODE_HOLDS_VALUE(name) &&
-                               json_node_get_value_type(name) == G_TYPE_STRING &&
-                               g_str_equal(json_node_get_string(name), "batch");
+        const char *name = carrel_conf_peek_string(obj, "action");
+        gboolean named_batch = name && g_str_equal(name, "batch");
 
-        if (named_batch || (!name && json_object_has_member(obj, "actions")))
+        /* {"action": null, "actions": [...]} is an action, refused for its null name. */
+        if (named_batch ||
+            (!json_object_has_member(obj, "action") && json_object_has_member(obj, "actions")))
             return parse_batch(obj, error);
     }
     if (!(action = carrel_action_from_json(node, error)))

@@ -164,7 +164,7 @@ carrel_extraction_detail_from_text(CarrelExtraction *x, const char *text, GError
     if (!carrel_conf_get_string_array(obj, "paths", G_MAXUINT, &x->paths, error) ||
         !carrel_conf_get_string(obj, "error", FALSE, &x->error, error))
         return FALSE;
-    missing = json_object_get_member(obj, "missing");
+    missing = carrel_conf_get_node(obj, "missing");
     x->missing = missing && JSON_NODE_HOLDS_ARRAY(missing) ? json_node_copy(missing) : NULL;
     x->bytes = (guint64)MAX(0, json_object_get_int_member_with_default(obj, "bytes", 0));
     x->count = (guint)CLAMP(json_object_get_int_member_with_default(obj, "count", 0), 0, G_MAXUINT);

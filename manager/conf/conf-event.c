@@ -33,27 +33,17 @@ add_node(JsonBuilder *b, const char *name, JsonNode *node)
     json_builder_add_value(b, node ? json_node_copy(node) : json_node_new(JSON_NODE_NULL));
 }
 
-static void
-add_string_or_null(JsonBuilder *b, const char *name, const char *value)
-{
-    json_builder_set_member_name(b, name);
-    if (value)
-        json_builder_add_string_value(b, value);
-    else
-        json_builder_add_null_value(b);
-}
-
 /* The members kept in the detail column. */
 static void
 add_detail(JsonBuilder *b, const CarrelEvent *event)
 {
-    add_string_or_null(b, "action", event->action);
+    carrel_conf_add_optional_string(b, "action", event->action);
     add_node(b, "params", event->params);
     add_node(b, "result", event->result);
-    add_string_or_null(b, "error", event->error);
+    carrel_conf_add_optional_string(b, "error", event->error);
     json_builder_set_member_name(b, "duration_ms");
     json_builder_add_int_value(b, event->duration_ms);
-    add_string_or_null(b, "screenshot", event->screenshot);
+    carrel_conf_add_optional_string(b, "screenshot", event->screenshot);
 }
 
 static char *
@@ -78,23 +68,10 @@ carrel_event_detail_to_text(const CarrelEvent *event)
     return node_text(root);
 }
 
-/* A member that is absent or null gives NULL. */
 static JsonNode *
-member_or_null(JsonObject *obj, const char *name)
+copy_node(JsonNode *node)
 {
-    JsonNode *node = json_object_get_member(obj, name);
-
-    return node && !JSON_NODE_HOLDS_NULL(node) ? json_node_copy(node) : NULL;
-}
-
-static char *
-string_member(JsonObject *obj, const char *name)
-{
-    JsonNode *node = json_object_get_member(obj, name);
-
-    if (!node || !JSON_NODE_HOLDS_VALUE(node) || json_node_get_value_type(node) != G_TYPE_STRING)
-        return NULL;
-    return g_strdup(json_node_get_string(node));
+    return node ? json_node_copy(node) : NULL;
 }
 
 gboolean
@@ -110,12 +87,13 @@ carrel_event_detail_from_text(CarrelEvent *event, const char *text, GError **err
         return FALSE;
     }
     obj = json_node_get_object(root);
-    event->action = string_member(obj, "action");
-    event->params = member_or_null(obj, "params");
-    event->result = member_or_null(obj, "result");
-    event->error = string_member(obj, "error");
+    /* Carrel wrote the detail: a member of another type is left out rather than refused. */
+    event->action = g_strdup(carrel_conf_peek_string(obj, "action"));
+    event->params = copy_node(carrel_conf_get_node(obj, "params"));
+    event->result = copy_node(carrel_conf_get_node(obj, "result"));
+    event->error = g_strdup(carrel_conf_peek_string(obj, "error"));
     event->duration_ms = json_object_get_int_member_with_default(obj, "duration_ms", 0);
-    event->screenshot = string_member(obj, "screenshot");
+    event->screenshot = g_strdup(carrel_conf_peek_string(obj, "screenshot"));
     return TRUE;
 }
 
@@ -130,14 +108,14 @@ carrel_event_to_json(const CarrelEvent *event)
     json_builder_begin_object(b);
     json_builder_set_member_name(b, "seq");
     json_builder_add_int_value(b, event->seq);
-    add_string_or_null(b, "session_id", event->session_id);
-    add_string_or_null(b, "time", ts);
-    add_string_or_null(b, "actor", event->actor);
-    add_string_or_null(b, "kind", event->kind);
+    carrel_conf_add_optional_string(b, "session_id", event->session_id);
+    carrel_conf_add_optional_string(b, "time", ts);
+    carrel_conf_add_optional_string(b, "actor", event->actor);
+    carrel_conf_add_optional_string(b, "kind", event->kind);
     add_detail(b, event);
     json_builder_set_member_name(b, "ok");
     json_builder_add_boolean_value(b, event->error == NULL);
-    add_string_or_null(b, "actor_id", event->actor_id);
+    carrel_conf_add_optional_string(b, "actor_id", event->actor_id);
     json_builder_end_object(b);
     return json_builder_get_root(b);
 }

@@ -30,7 +30,7 @@ is_env_name(const char *name, gsize len)
 static gboolean
 parse_argv(JsonObject *obj, CarrelExecRequest *req, GError **error)
 {
-    JsonNode *node = json_object_get_member(obj, "argv");
+    JsonNode *node = carrel_conf_get_node(obj, "argv");
     g_autoptr(GStrvBuilder) b = g_strv_builder_new();
     gsize total = 0;
     JsonArray *arr;
@@ -48,7 +48,7 @@ parse_argv(JsonObject *obj, CarrelExecRequest *req, GError **error)
     }
     for (guint i = 0; i < json_array_get_length(arr); i++) {
         JsonNode *item = json_array_get_element(arr, i);
-        if (!JSON_NODE_HOLDS_VALUE(item) || json_node_get_value_type(item) != G_TYPE_STRING) {
+        if (!carrel_conf_node_holds(item, G_TYPE_STRING)) {
             g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
                         "'argv' must be a non-empty array of strings");
             return FALSE;
@@ -69,11 +69,11 @@ parse_argv(JsonObject *obj, CarrelExecRequest *req, GError **error)
 static gboolean
 parse_env(JsonObject *obj, CarrelExecRequest *req, GError **error)
 {
-    JsonNode *node = json_object_get_member(obj, "env");
+    JsonNode *node = carrel_conf_get_node(obj, "env");
     g_autoptr(GStrvBuilder) b = g_strv_builder_new();
     g_autoptr(GList) names = NULL;
 
-    if (!node || JSON_NODE_HOLDS_NULL(node))
+    if (!node)
         return TRUE;
     if (!JSON_NODE_HOLDS_OBJECT(node)) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
@@ -84,8 +84,7 @@ parse_env(JsonObject *obj, CarrelExecRequest *req, GError **error)
     for (GList *l = names; l; l = l->next) {
         JsonNode *v = json_object_get_member(json_node_get_object(node), l->data);
         g_autofree char *entry = NULL;
-        if (!is_env_name(l->data, strlen(l->data)) || !JSON_NODE_HOLDS_VALUE(v) ||
-            json_node_get_value_type(v) != G_TYPE_STRING) {
+        if (!is_env_name(l->data, strlen(l->data)) || !carrel_conf_node_holds(v, G_TYPE_STRING)) {
             g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
                         "'env' names must match [A-Za-z_][A-Za-z0-9_]* with string values");
             return FALSE;
@@ -126,7 +125,7 @@ parse_stdin_base64(JsonObject *obj, char **text, gsize *len, GError **error)
 static gboolean
 parse_stdin_timeout(JsonObject *obj, CarrelExecRequest *req, GError **error)
 {
-    JsonNode *t = json_object_get_member(obj, "timeout_s");
+    gint64 timeout_s = CARREL_EXEC_DEFAULT_TIMEOUT_S;
     g_autofree char *text = NULL;
     gsize len = 0;
 
@@ -142,17 +141,9 @@ parse_stdin_timeout(JsonObject *obj, CarrelExecRequest *req, GError **error)
     }
     if (text)
         req->stdin_bytes = g_bytes_new_take(g_steal_pointer(&text), len);
-    req->timeout_s = CARREL_EXEC_DEFAULT_TIMEOUT_S;
-    if (t && !JSON_NODE_HOLDS_NULL(t)) {
-        if (!JSON_NODE_HOLDS_VALUE(t) || json_node_get_value_type(t) != G_TYPE_INT64 ||
-            json_node_get_int(t) < 1 || json_node_get_int(t) > CARREL_EXEC_MAX_TIMEOUT_S) {
-            g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
-                        "'timeout_s' must be an integer between 1 and %d",
-                        CARREL_EXEC_MAX_TIMEOUT_S);
-            return FALSE;
-        }
-        req->timeout_s = (guint)json_node_get_int(t);
-    }
+    if (!carrel_conf_get_int(obj, "timeout_s", 1, CARREL_EXEC_MAX_TIMEOUT_S, &timeout_s, error))
+        return FALSE;
+    req->timeout_s = (guint)timeout_s;
     return TRUE;
 }
 

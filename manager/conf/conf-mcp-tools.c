@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "conf/conf.h"
+#include "conf/conf-priv.h"
 
 typedef enum {
     PARAM_STRING,
@@ -304,12 +305,6 @@ carrel_mcp_tools_list(void)
 }
 
 static gboolean
-value_is(JsonNode *node, GType type)
-{
-    return JSON_NODE_HOLDS_VALUE(node) && json_node_get_value_type(node) == type;
-}
-
-static gboolean
 check_range(const Param *p, gint64 value, const char *what, GError **error)
 {
     if (has_range(p) && (value < p->min || value > p->max)) {
@@ -334,7 +329,7 @@ check_array(const Param *p, JsonNode *node, GError **error)
     }
     arr = json_node_get_array(node);
     for (guint i = 0; i < json_array_get_length(arr); i++) {
-        if (!value_is(json_array_get_element(arr, i), want)) {
+        if (!carrel_conf_node_holds(json_array_get_element(arr, i), want)) {
             g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
                         "'%s' must be an array of %s", p->name,
                         p->type == PARAM_STRINGS ? "strings" : "integers");
@@ -347,7 +342,7 @@ check_array(const Param *p, JsonNode *node, GError **error)
 static gboolean
 check_string(const Param *p, JsonNode *node, GError **error)
 {
-    if (!value_is(node, G_TYPE_STRING)) {
+    if (!carrel_conf_node_holds(node, G_TYPE_STRING)) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "'%s' must be a string",
                     p->name);
         return FALSE;
@@ -368,14 +363,15 @@ check_param(const Param *p, JsonNode *node, GError **error)
     case PARAM_STRING:
         return check_string(p, node, error);
     case PARAM_INTEGER:
-        if (!value_is(node, G_TYPE_INT64)) {
+        if (!carrel_conf_node_holds(node, G_TYPE_INT64)) {
             g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "'%s' must be an integer",
                         p->name);
             return FALSE;
         }
         return check_range(p, json_node_get_int(node), "a value", error);
     case PARAM_NUMBER:
-        if (!value_is(node, G_TYPE_INT64) && !value_is(node, G_TYPE_DOUBLE)) {
+        if (!carrel_conf_node_holds(node, G_TYPE_INT64) &&
+            !carrel_conf_node_holds(node, G_TYPE_DOUBLE)) {
             g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "'%s' must be a number",
                         p->name);
             return FALSE;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "conf/conf.h"
+#include "conf/conf-priv.h"
 
 static const char *const supported_versions[] = {
     CARREL_MCP_PROTOCOL_VERSION, /* the latest first */
@@ -46,18 +47,15 @@ invalid(GError **error, const char *message)
 static gboolean
 check_envelope(JsonObject *obj, GError **error)
 {
-    JsonNode *version = json_object_get_member(obj, "jsonrpc");
+    const char *version = carrel_conf_peek_string(obj, "jsonrpc");
     JsonNode *method = json_object_get_member(obj, "method");
     JsonNode *params = json_object_get_member(obj, "params");
     JsonNode *id = json_object_get_member(obj, "id");
 
-    if (!version || !JSON_NODE_HOLDS_VALUE(version) ||
-        json_node_get_value_type(version) != G_TYPE_STRING ||
-        !g_str_equal(json_node_get_string(version), "2.0"))
+    if (!version || !g_str_equal(version, "2.0"))
         return invalid(error, "'jsonrpc' must be \"2.0\"");
-    if (method &&
-        (!JSON_NODE_HOLDS_VALUE(method) || json_node_get_value_type(method) != G_TYPE_STRING ||
-         !carrel_util_is_clean_text(json_node_get_string(method))))
+    if (method && (!carrel_conf_node_holds(method, G_TYPE_STRING) ||
+                   !carrel_util_is_clean_text(json_node_get_string(method))))
         return invalid(error, "'method' must be a string");
     if (method && params && !JSON_NODE_HOLDS_OBJECT(params) && !JSON_NODE_HOLDS_NULL(params))
         return invalid(error, "'params' must be an object");
@@ -96,7 +94,7 @@ carrel_mcp_message_from_json(JsonNode *node, GError **error)
     }
     msg->kind = id ? CARREL_MCP_MESSAGE_REQUEST : CARREL_MCP_MESSAGE_NOTIFICATION;
     msg->id = id ? json_node_copy(id) : NULL;
-    msg->method = g_strdup(json_object_get_string_member(obj, "method"));
+    msg->method = g_strdup(carrel_conf_peek_string(obj, "method"));
     if (json_object_has_member(obj, "params") &&
         JSON_NODE_HOLDS_OBJECT(json_object_get_member(obj, "params")))
         msg->params = json_object_dup_member(obj, "params");
@@ -284,16 +282,6 @@ carrel_mcp_file_result(const char *uri, const char *path, GBytes *data)
     return carrel_mcp_tool_result(content, structured, FALSE);
 }
 
-static const char *
-string_member(JsonObject *obj, const char *member)
-{
-    JsonNode *node = json_object_get_member(obj, member);
-
-    if (!node || !JSON_NODE_HOLDS_VALUE(node) || json_node_get_value_type(node) != G_TYPE_STRING)
-        return NULL;
-    return json_node_get_string(node);
-}
-
 /* A copy of obj's members but one (json_node_copy shares objects: never edit a copy). */
 static JsonObject *
 object_without(JsonObject *obj, const char *skip)
@@ -316,8 +304,8 @@ static JsonNode *
 take_image(JsonNode *node, JsonArray *content)
 {
     JsonObject *obj = node && JSON_NODE_HOLDS_OBJECT(node) ? json_node_get_object(node) : NULL;
-    const char *data = obj ? string_member(obj, "data") : NULL;
-    const char *type = obj ? string_member(obj, "media_type") : NULL;
+    const char *data = obj ? carrel_conf_peek_string(obj, "data") : NULL;
+    const char *type = obj ? carrel_conf_peek_string(obj, "media_type") : NULL;
     JsonObject *image;
     JsonNode *rest;
 

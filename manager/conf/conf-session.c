@@ -112,30 +112,6 @@ carrel_session_request_free(CarrelSessionRequest *req)
     g_free(req);
 }
 
-static gboolean
-split_template_ref(CarrelSessionRequest *req, GError **error)
-{
-    char *at = strchr(req->template_name, '@');
-    char *end = NULL;
-    guint64 version;
-
-    if (at) {
-        *at = '\0';
-        if (!g_ascii_isdigit(at[1]) || (version = g_ascii_strtoull(at + 1, &end, 10)) == 0 ||
-            *end != '\0' || version > G_MAXUINT) {
-            g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
-                        "template version must be a positive number, as in 'tiny@2'");
-            return FALSE;
-        }
-        req->template_version = (guint)version;
-    }
-    if (!carrel_util_is_valid_name(req->template_name)) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "invalid template name");
-        return FALSE;
-    }
-    return TRUE;
-}
-
 void
 carrel_input_free(CarrelInput *input)
 {
@@ -227,11 +203,11 @@ input_from_json(JsonNode *node, GError **error)
 static gboolean
 get_inputs(JsonObject *obj, GPtrArray **ret_inputs, GError **error)
 {
-    JsonNode *node = json_object_get_member(obj, "inputs");
+    JsonNode *node = carrel_conf_get_node(obj, "inputs");
     g_autoptr(GPtrArray) inputs = g_ptr_array_new_with_free_func((GDestroyNotify)carrel_input_free);
     JsonArray *array;
 
-    if (!node || JSON_NODE_HOLDS_NULL(node))
+    if (!node)
         return TRUE;
     if (!JSON_NODE_HOLDS_ARRAY(node) ||
         json_array_get_length(array = json_node_get_array(node)) > CARREL_LIMIT_INPUTS) {
@@ -256,6 +232,7 @@ carrel_session_request_from_json(JsonNode *node, GError **error)
                                           "memory_mib", "cold",           "artifacts", "inputs",
                                           "ttl_s",      "idle_timeout_s", "on_expiry", NULL};
     g_autoptr(CarrelSessionRequest) req = g_new0(CarrelSessionRequest, 1);
+    const char *ref = NULL;
     JsonObject *obj;
 
     if (!node || !JSON_NODE_HOLDS_OBJECT(node)) {
@@ -264,7 +241,7 @@ carrel_session_request_from_json(JsonNode *node, GError **error)
     }
     obj = json_node_get_object(node);
     if (!carrel_conf_check_members(obj, allowed, error) ||
-        !carrel_conf_get_string(obj, "template", TRUE, &req->template_name, error) ||
+        !carrel_conf_get_string_ref(obj, "template", TRUE, &ref, error) ||
         !carrel_conf_get_string(obj, "name", FALSE, &req->name, error) ||
         !carrel_conf_get_string(obj, "policy", FALSE, &req->policy, error) ||
         !carrel_conf_get_uint(obj, "vcpus", 1, CARREL_LIMIT_VCPUS, &req->vcpus, error) ||
@@ -285,7 +262,7 @@ carrel_session_request_from_json(JsonNode *node, GError **error)
                     "'on_expiry' must be destroy, stop, hibernate or pause");
         return NULL;
     }
-    if (!split_template_ref(req, error))
+    if (!carrel_template_ref_parse(ref, &req->template_name, &req->template_version, error))
         return NULL;
     if (req->policy && !carrel_util_is_valid_name(req->policy)) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,

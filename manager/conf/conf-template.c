@@ -26,16 +26,6 @@ carrel_template_free(CarrelTemplate *tmpl)
     g_free(tmpl);
 }
 
-void
-carrel_conf_add_optional_string(JsonBuilder *b, const char *member, const char *value)
-{
-    json_builder_set_member_name(b, member);
-    if (value)
-        json_builder_add_string_value(b, value);
-    else
-        json_builder_add_null_value(b);
-}
-
 JsonNode *
 carrel_template_to_json(const CarrelTemplate *tmpl, guint sessions_using)
 {
@@ -73,6 +63,45 @@ carrel_template_to_json(const CarrelTemplate *tmpl, guint sessions_using)
     return json_builder_get_root(b);
 }
 
+static gboolean
+invalid_name(GError **error)
+{
+    g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                "invalid template name: use 1-63 of [a-z0-9._-], starting with a letter or digit");
+    return FALSE;
+}
+
+gboolean
+carrel_template_ref_parse(const char *text, char **ret_name, guint *ret_version, GError **error)
+{
+    const char *at = text ? strchr(text, '@') : NULL;
+    g_autofree char *name = at ? g_strndup(text, (gsize)(at - text)) : g_strdup(text);
+    guint64 version = 0;
+
+    if (!name || !*name) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "a template name is required: NAME or NAME@VERSION");
+        return FALSE;
+    }
+    if (at && strchr(at + 1, '@')) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "a template reference has one '@' at most: NAME or NAME@VERSION");
+        return FALSE;
+    }
+    if (!carrel_util_is_valid_name(name))
+        return invalid_name(error);
+    /* Digits only: no sign, no blank, no hex, whatever strtoull would let through. */
+    if (at && (!g_ascii_isdigit(at[1]) ||
+               !g_ascii_string_to_unsigned(at + 1, 10, 1, G_MAXUINT, &version, NULL))) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "template version must be a positive number, as in 'tiny@2'");
+        return FALSE;
+    }
+    *ret_name = g_steal_pointer(&name);
+    *ret_version = (guint)version;
+    return TRUE;
+}
+
 void
 carrel_template_import_free(CarrelTemplateImport *req)
 {
@@ -85,51 +114,6 @@ carrel_template_import_free(CarrelTemplateImport *req)
     g_free(req->initrd);
     g_free(req->cmdline);
     g_free(req);
-}
-
-static gboolean
-get_string_member(JsonObject *obj, const char *member, gboolean required, char **ret_value,
-                  GError **error)
-{
-    JsonNode *node = json_object_get_member(obj, member);
-
-    if (!node || JSON_NODE_HOLDS_NULL(node)) {
-        if (required) {
-            g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "'%s' is required", member);
-            return FALSE;
-        }
-        *ret_value = NULL;
-        return TRUE;
-    }
-    if (!JSON_NODE_HOLDS_VALUE(node) || json_node_get_value_type(node) != G_TYPE_STRING) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "'%s' must be a string", member);
-        return FALSE;
-    }
-    *ret_value = g_strdup(json_node_get_string(node));
-    return TRUE;
-}
-
-gboolean
-carrel_conf_get_string(JsonObject *obj, const char *member, gboolean required, char **ret_value,
-                       GError **error)
-{
-    return get_string_member(obj, member, required, ret_value, error);
-}
-
-gboolean
-carrel_conf_check_members(JsonObject *obj, const char *const *allowed, GError **error)
-{
-    g_autoptr(GList) members = json_object_get_members(obj);
-
-    for (GList *l = members; l; l = l->next) {
-        if (!g_strv_contains(allowed, l->data)) {
-            g_autofree char *shown = g_strescape(l->data, NULL);
-            g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "unknown member '%.64s'",
-                        shown);
-            return FALSE;
-        }
-    }
-    return TRUE;
 }
 
 static gboolean
@@ -150,12 +134,8 @@ import_check(CarrelTemplateImport *req, const char *boot, const char *firmware, 
 {
     const char *boot_name = boot ? boot : firmware;
 
-    if (!carrel_util_is_valid_name(req->name)) {
-        g_set_error(
-            error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
-            "invalid template name: use 1-63 of [a-z0-9._-], starting with a letter or digit");
-        return FALSE;
-    }
+    if (!carrel_util_is_valid_name(req->name))
+        return invalid_name(error);
     if (!req->format || (!g_str_equal(req->format, "qcow2") && !g_str_equal(req->format, "raw"))) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
                     "'format' must be declared as 'qcow2' or 'raw' (images are never probed)");
@@ -206,42 +186,18 @@ carrel_template_import_from_json(JsonNode *node, GError **error)
     }
     obj = json_node_get_object(node);
     if (!carrel_conf_check_members(obj, allowed, error) ||
-        !get_string_member(obj, "name", TRUE, &req->name, error) ||
-        !get_string_member(obj, "disk", TRUE, &req->disk, error) ||
-        !get_string_member(obj, "format", FALSE, &req->format, error) ||
-        !get_string_member(obj, "boot", FALSE, &boot, error) ||
-        !get_string_member(obj, "firmware", FALSE, &firmware, error) ||
-        !get_string_member(obj, "kernel", FALSE, &req->kernel, error) ||
-        !get_string_member(obj, "initrd", FALSE, &req->initrd, error) ||
-        !get_string_member(obj, "cmdline", FALSE, &req->cmdline, error))
+        !carrel_conf_get_string(obj, "name", TRUE, &req->name, error) ||
+        !carrel_conf_get_string(obj, "disk", TRUE, &req->disk, error) ||
+        !carrel_conf_get_string(obj, "format", FALSE, &req->format, error) ||
+        !carrel_conf_get_string(obj, "boot", FALSE, &boot, error) ||
+        !carrel_conf_get_string(obj, "firmware", FALSE, &firmware, error) ||
+        !carrel_conf_get_string(obj, "kernel", FALSE, &req->kernel, error) ||
+        !carrel_conf_get_string(obj, "initrd", FALSE, &req->initrd, error) ||
+        !carrel_conf_get_string(obj, "cmdline", FALSE, &req->cmdline, error))
         return NULL;
     if (!import_check(req, boot, firmware, error))
         return NULL;
     return g_steal_pointer(&req);
-}
-
-JsonNode *
-carrel_conf_parse_json(const char *data, gsize len, GError **error)
-{
-    g_autoptr(JsonParser) parser = json_parser_new_immutable();
-    g_autoptr(GError) local = NULL;
-
-    if (!carrel_util_json_structure_ok(data, len, CARREL_LIMIT_JSON_DEPTH)) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
-                    "malformed JSON: nested deeper than %d levels or contains \\u0000",
-                    CARREL_LIMIT_JSON_DEPTH);
-        return NULL;
-    }
-    if (!json_parser_load_from_data(parser, data, (gssize)len, &local)) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "malformed JSON: %s",
-                    local->message);
-        return NULL;
-    }
-    if (!json_parser_get_root(parser)) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "empty JSON document");
-        return NULL;
-    }
-    return json_node_copy(json_parser_get_root(parser));
 }
 
 CarrelWarmState *

@@ -78,6 +78,15 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelTemplate, carrel_template_free)
 /* JSON object of a template for the API; sessions_using is reported as "sessions". */
 JsonNode *carrel_template_to_json(const CarrelTemplate *tmpl, guint sessions_using);
 
+/*
+ * Splits a template reference, "NAME" or "NAME@VERSION", the one way the API, session requests
+ * and the CLI read it: NAME a valid name (carrel_util_is_valid_name), VERSION a decimal number of
+ * at least 1; *ret_version is 0 (the latest) without one. INVALID_ARG otherwise ("a@b@3", "a@",
+ * "@3", "a@0"), with the same message wherever the reference came from.
+ */
+gboolean carrel_template_ref_parse(const char *text, char **ret_name, guint *ret_version,
+                                   GError **error);
+
 /* A request to import a disk image as a new template version (host paths). */
 typedef struct {
     char *name;
@@ -472,6 +481,14 @@ gboolean carrel_action_batch_check_bounds(CarrelActionBatch *batch, guint width,
 
 /* Refuses members of obj outside allowed (NULL-terminated), naming the first unknown one. */
 gboolean carrel_conf_check_members(JsonObject *obj, const char *const *allowed, GError **error);
+
+/*
+ * A string member, borrowed from obj: absent or null gives NULL, or INVALID_ARG "'MEMBER' is
+ * required" when required; any other type is INVALID_ARG "'MEMBER' must be a string". obj may be
+ * NULL (a request without a body has no members).
+ */
+gboolean carrel_conf_get_string_ref(JsonObject *obj, const char *member, gboolean required,
+                                    const char **ret_value, GError **error);
 
 /* Parses a JSON text (bounded by the caller) into a node; errors are CARREL_ERROR_INVALID_ARG. */
 JsonNode *carrel_conf_parse_json(const char *data, gsize len, GError **error);

@@ -1,6 +1,7 @@
 /*
  * libFuzzer harness for the parsers of API request bodies (untrusted client input): session
- * create, exec and template import requests, through carrel_conf_parse_json.
+ * create, exec and template import requests, through carrel_conf_parse_json, and the same bytes
+ * as a template reference (NAME@VERSION, a URL path segment).
  * Built with -Dfuzz=true and clang (see tests/fuzz/meson.build), then:
  *   ./build-fuzz/tests/fuzz/fuzz-api-bodies -max_len=65536 CORPUS_DIR
  */
@@ -15,7 +16,11 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     g_autoptr(JsonNode) node = carrel_conf_parse_json((const char *)data, size, NULL);
+    g_autofree char *text = g_strndup((const char *)data, size);
+    g_autofree char *name = NULL;
+    guint version = 0;
 
+    carrel_template_ref_parse(text, &name, &version, NULL);
     if (node) {
         /* Parsed and freed: what matters is that no input crashes or leaks. */
         carrel_session_request_free(carrel_session_request_from_json(node, NULL));

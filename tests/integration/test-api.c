@@ -180,6 +180,48 @@ error_code(JsonNode *node)
     return json_object_get_string_member(err, "code");
 }
 
+static const char *
+error_message(JsonNode *node)
+{
+    JsonObject *err;
+
+    assert_non_null(node);
+    err = json_object_get_object_member(json_node_get_object(node), "error");
+    assert_non_null(err);
+    return json_object_get_string_member(err, "message");
+}
+
+/* `carrel ARGS...` with the daemon's admin token: its exit status; its stderr in *ret_err. */
+static int
+run_cli(const char *const *args, char **ret_err)
+{
+    g_autofree char *token_file = g_build_filename(fx.dir, "state", "admin.token", NULL);
+    g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new(
+        G_SUBPROCESS_FLAGS_STDOUT_SILENCE | G_SUBPROCESS_FLAGS_STDERR_PIPE);
+    g_autoptr(GPtrArray) argv = g_ptr_array_new();
+    g_autoptr(GSubprocess) child = NULL;
+    g_autoptr(GError) error = NULL;
+
+    assert_non_null(g_getenv("CARREL_CLI"));
+    g_ptr_array_add(argv, (gpointer)g_getenv("CARREL_CLI"));
+    g_ptr_array_add(argv, (gpointer) "--socket");
+    g_ptr_array_add(argv, fx.socket);
+    g_ptr_array_add(argv, (gpointer) "--token-file");
+    g_ptr_array_add(argv, token_file);
+    for (guint i = 0; args[i]; i++)
+        g_ptr_array_add(argv, (gpointer)args[i]);
+    g_ptr_array_add(argv, NULL);
+    g_subprocess_launcher_unsetenv(launcher, "CARREL_TOKEN");
+    g_subprocess_launcher_unsetenv(launcher, "CARREL_URL");
+    child = g_subprocess_launcher_spawnv(launcher, (const char *const *)argv->pdata, &error);
+    if (!child)
+        fail_msg("spawning carrel: %s", error->message);
+    if (!g_subprocess_communicate_utf8(child, NULL, NULL, NULL, ret_err, &error))
+        fail_msg("running carrel: %s", error->message);
+    assert_true(g_subprocess_get_if_exited(child));
+    return g_subprocess_get_exit_status(child);
+}
+
 static void
 test_auth(void **state)
 {
@@ -456,6 +498,35 @@ test_create_refusals(void **state)
         400);
 }
 
+/* NAME@VERSION is read by one parser: the CLI and every API route refuse "a@b@3" alike. */
+static void
+test_template_ref_same_error(void **state)
+{
+    static const char *const message =
+        "a template reference has one '@' at most: NAME or NAME@VERSION";
+    static const char *const show[] = {"template", "show", "a@b@3", NULL};
+    static const char *const create[] = {"create", "--template", "a@b@3", NULL};
+    g_autofree char *cli_line = g_strdup_printf("carrel: %s\n", message);
+    g_autoptr(JsonNode) body = NULL;
+    g_autofree char *err = NULL;
+
+    assert_int_equal(raw(fx.client, "GET", "/v1/templates/a%40b%403", NULL, &body, NULL), 400);
+    assert_string_equal(error_message(body), message);
+    g_clear_pointer(&body, json_node_unref);
+    assert_int_equal(raw(fx.client, "DELETE", "/v1/templates/a%40b%403", NULL, &body, NULL), 400);
+    assert_string_equal(error_message(body), message);
+    g_clear_pointer(&body, json_node_unref);
+    assert_int_equal(
+        raw(fx.client, "POST", "/v1/sessions", "{\"template\":\"a@b@3\"}", &body, NULL), 400);
+    assert_string_equal(error_message(body), message);
+
+    assert_int_not_equal(run_cli(show, &err), 0);
+    assert_string_equal(err, cli_line);
+    g_clear_pointer(&err, g_free);
+    assert_int_not_equal(run_cli(create, &err), 0);
+    assert_string_equal(err, cli_line);
+}
+
 /* Artifact, upload and diff routes: bad requests are clear errors; a failed extraction is
  * still recorded (the test driver has no guest agent). */
 static void
@@ -640,6 +711,7 @@ main(void)
         cmocka_unit_test(test_session_lifecycle),
         cmocka_unit_test(test_file_routes),
         cmocka_unit_test(test_create_refusals),
+        cmocka_unit_test(test_template_ref_same_error),
         cmocka_unit_test(test_artifact_routes),
         cmocka_unit_test(test_template_remove_after_sessions),
         cmocka_unit_test(test_listen_and_policy_options),

@@ -109,34 +109,6 @@ test_escape_segment(void **state)
 }
 
 static void
-test_template_ref(void **state)
-{
-    g_autoptr(GError) error = NULL;
-    char *name = NULL;
-    guint version = 99;
-
-    assert_true(carrel_cli_parse_template_ref("tiny", &name, &version, &error));
-    assert_string_equal(name, "tiny");
-    assert_int_equal(version, 0);
-    g_clear_pointer(&name, g_free);
-    assert_true(carrel_cli_parse_template_ref("tiny@12", &name, &version, &error));
-    assert_string_equal(name, "tiny");
-    assert_int_equal(version, 12);
-    g_clear_pointer(&name, g_free);
-    assert_false(carrel_cli_parse_template_ref("tiny@0", &name, &version, &error));
-    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG));
-    g_clear_error(&error);
-    assert_false(carrel_cli_parse_template_ref("tiny@", &name, &version, &error));
-    g_clear_error(&error);
-    assert_false(carrel_cli_parse_template_ref("tiny@1x", &name, &version, &error));
-    g_clear_error(&error);
-    assert_false(carrel_cli_parse_template_ref("@3", &name, &version, &error));
-    g_clear_error(&error);
-    assert_false(carrel_cli_parse_template_ref("", &name, &version, &error));
-    assert_null(name);
-}
-
-static void
 test_progress(void **state)
 {
     const char *abc[] = {"a", "b", "c"};
@@ -333,12 +305,11 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exit_codes),     cmocka_unit_test(test_format_size),
         cmocka_unit_test(test_format_age),     cmocka_unit_test(test_clean_text),
-        cmocka_unit_test(test_escape_segment), cmocka_unit_test(test_template_ref),
-        cmocka_unit_test(test_progress),       cmocka_unit_test(test_table),
-        cmocka_unit_test(test_session_row),    cmocka_unit_test(test_template_row),
-        cmocka_unit_test(test_fields),         cmocka_unit_test(test_token_row),
-        cmocka_unit_test(test_audit_row),      cmocka_unit_test(test_audit_path),
-        cmocka_unit_test(test_audit_verdict),
+        cmocka_unit_test(test_escape_segment), cmocka_unit_test(test_progress),
+        cmocka_unit_test(test_table),          cmocka_unit_test(test_session_row),
+        cmocka_unit_test(test_template_row),   cmocka_unit_test(test_fields),
+        cmocka_unit_test(test_token_row),      cmocka_unit_test(test_audit_row),
+        cmocka_unit_test(test_audit_path),     cmocka_unit_test(test_audit_verdict),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
