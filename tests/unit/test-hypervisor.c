@@ -12,6 +12,7 @@
 
 #define CARREL_HYPERVISOR_PRIV_H_ALLOW
 #include "hypervisor/hypervisor-priv.h"
+#include "tests/fake/hypervisor-fake.h"
 
 #define TEST_URI "test:///default"
 

@@ -5,8 +5,9 @@
  */
 #include <string.h>
 
-#define CARREL_HYPERVISOR_PRIV_H_ALLOW
-#include "hypervisor/hypervisor-priv.h"
+#define CARREL_HYPERVISOR_BACKEND_H_ALLOW
+#include "hypervisor/hypervisor-backend.h"
+#include "tests/fake/hypervisor-fake.h"
 
 /* What the fake's save images hold: a CPU cookie like libvirt's and a stand-in memory state. */
 #define FAKE_COOKIE                                                                                \
