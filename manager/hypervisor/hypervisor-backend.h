@@ -41,11 +41,10 @@ typedef struct {
     gboolean (*set_time)(CarrelHypervisor *hv, const char *name, GError **error);
     gboolean (*fs_freeze)(CarrelHypervisor *hv, const char *name, gboolean freeze, GError **error);
     gboolean (*pause)(CarrelHypervisor *hv, const char *name, gboolean pause, GError **error);
-    /* Arguments already checked (carrel_hypervisor_exec_check_args). */
-    gboolean (*agent_exec)(CarrelHypervisor *hv, const char *name, const char *const *argv,
-                           GBytes *stdin_bytes, guint timeout_s, gsize max_output,
-                           int *ret_exit_code, GBytes **ret_stdout, GBytes **ret_stderr,
-                           gboolean *ret_truncated, gboolean *ret_timed_out, GError **error);
+    /* run already checked (carrel_hypervisor_exec_check_args); ret_result arrives zeroed and
+     * is filled whole on success. */
+    gboolean (*agent_exec)(CarrelHypervisor *hv, const char *name, const CarrelGuestExec *run,
+                           CarrelExecResult *ret_result, GError **error);
     /* The primary screen as the hypervisor encodes it (PNG or binary PPM, at most
      * CARREL_HYPERVISOR_SCREENSHOT_MAX bytes); the dispatcher decodes and validates it. */
     gboolean (*screenshot)(CarrelHypervisor *hv, const char *name, GBytes **ret_image,

@@ -178,10 +178,8 @@ exec_kill(virDomainPtr dom, gint64 pid, gsize max_output, CarrelExecStatus *stat
 
 gboolean
 carrel_hypervisor_libvirt_agent_exec(CarrelHypervisor *hv, const char *name,
-                                     const char *const *argv, GBytes *stdin_bytes, guint timeout_s,
-                                     gsize max_output, int *ret_exit_code, GBytes **ret_stdout,
-                                     GBytes **ret_stderr, gboolean *ret_truncated,
-                                     gboolean *ret_timed_out, GError **error)
+                                     const CarrelGuestExec *run, CarrelExecResult *ret_result,
+                                     GError **error)
 {
     CarrelLibvirtBackend *be = hv->backend_data;
     g_autoptr(virDomain) dom = NULL;
@@ -189,33 +187,30 @@ carrel_hypervisor_libvirt_agent_exec(CarrelHypervisor *hv, const char *name,
     g_autofree char *command = NULL;
     g_autofree char *reply = NULL;
     gint64 started = g_get_monotonic_time(), pid = 0, elapsed;
-    gint64 deadline = started + ((gint64)timeout_s + EXEC_GRACE_S) * G_USEC_PER_SEC;
+    gint64 deadline = started + ((gint64)run->timeout_s + EXEC_GRACE_S) * G_USEC_PER_SEC;
     gboolean timed_out;
 
     if (carrel_hypervisor_libvirt_refuse_on_test(be, "guest-exec", error) ||
         !(dom = carrel_hypervisor_libvirt_lookup(be, name, error)))
         return FALSE;
-    command = carrel_hypervisor_agent_exec_command(argv, stdin_bytes, timeout_s);
+    command = carrel_hypervisor_agent_exec_command(run->argv, run->stdin_bytes, run->timeout_s);
     reply = agent_command(dom, command, "starting guest program", error);
     if (!reply || !carrel_hypervisor_agent_parse_pid(reply, &pid, error) ||
-        !exec_wait(dom, pid, deadline, max_output, &status, error))
+        !exec_wait(dom, pid, deadline, run->max_output, &status, error))
         return FALSE;
     if (!status.exited)
-        exec_kill(dom, pid, max_output, &status);
+        exec_kill(dom, pid, run->max_output, &status);
     elapsed = g_get_monotonic_time() - started;
     /* The guest's timeout(1) kills with SIGKILL at the deadline; the host clock confirms it. */
-    timed_out = !status.exited || (status.signal == SIGKILL_NUMBER &&
-                                   elapsed >= (gint64)timeout_s * G_USEC_PER_SEC - EXEC_SKEW_US);
-    if (ret_exit_code)
-        *ret_exit_code = status.exited ? status.exit_code : -1;
-    if (ret_stdout)
-        *ret_stdout = status.out ? g_bytes_ref(status.out) : g_bytes_new(NULL, 0);
-    if (ret_stderr)
-        *ret_stderr = status.err ? g_bytes_ref(status.err) : g_bytes_new(NULL, 0);
-    if (ret_truncated)
-        *ret_truncated = status.truncated;
-    if (ret_timed_out)
-        *ret_timed_out = timed_out;
+    timed_out =
+        !status.exited || (status.signal == SIGKILL_NUMBER &&
+                           elapsed >= (gint64)run->timeout_s * G_USEC_PER_SEC - EXEC_SKEW_US);
+    ret_result->exit_code = status.exited ? status.exit_code : -1;
+    ret_result->stdout_bytes = status.out ? g_bytes_ref(status.out) : g_bytes_new(NULL, 0);
+    ret_result->stderr_bytes = status.err ? g_bytes_ref(status.err) : g_bytes_new(NULL, 0);
+    ret_result->truncated = status.truncated;
+    ret_result->timed_out = timed_out;
+    ret_result->duration_ms = elapsed / 1000;
     return TRUE;
 }
 

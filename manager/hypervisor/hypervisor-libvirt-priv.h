@@ -72,11 +72,8 @@ gboolean carrel_hypervisor_libvirt_set_time(CarrelHypervisor *hv, const char *na
 gboolean carrel_hypervisor_libvirt_fs_freeze(CarrelHypervisor *hv, const char *name,
                                              gboolean freeze, GError **error);
 gboolean carrel_hypervisor_libvirt_agent_exec(CarrelHypervisor *hv, const char *name,
-                                              const char *const *argv, GBytes *stdin_bytes,
-                                              guint timeout_s, gsize max_output, int *ret_exit_code,
-                                              GBytes **ret_stdout, GBytes **ret_stderr,
-                                              gboolean *ret_truncated, gboolean *ret_timed_out,
-                                              GError **error);
+                                              const CarrelGuestExec *run,
+                                              CarrelExecResult *ret_result, GError **error);
 gboolean carrel_hypervisor_libvirt_file_read(CarrelHypervisor *hv, const char *name,
                                              const char *path, guint64 max,
                                              CarrelHypervisorChunkFunc sink, gpointer sink_data,

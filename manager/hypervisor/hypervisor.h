@@ -261,9 +261,20 @@ gboolean carrel_hypervisor_spice_password(CarrelHypervisor *hv, const char *name
 #define CARREL_HYPERVISOR_EXEC_MAX_ARGV_BYTES (64 * 1024)
 
 /*
- * Runs argv (argv[0] looked up in the guest's PATH) in the guest through qemu-ga's guest-exec,
- * as root, with stdin_bytes (optional, up to CARREL_HYPERVISOR_EXEC_MAX_INPUT) as its standard
- * input, and waits for it up to timeout_s (1..CARREL_HYPERVISOR_EXEC_MAX_TIMEOUT_S).
+ * A program to run in the guest through carrel_hypervisor_agent_exec; every pointer is borrowed.
+ * What guest-exec itself takes, plus the output cap: conf's CarrelExecRequest (the API's) also
+ * has env and cwd, which core turns into an env(1) command line.
+ */
+typedef struct {
+    const char *const *argv; /* NULL-terminated; argv[0] looked up in the guest's PATH */
+    GBytes *stdin_bytes;     /* optional, up to CARREL_HYPERVISOR_EXEC_MAX_INPUT */
+    guint timeout_s;         /* 1..CARREL_HYPERVISOR_EXEC_MAX_TIMEOUT_S */
+    gsize max_output;        /* per stream, 0..CARREL_HYPERVISOR_EXEC_MAX_OUTPUT */
+} CarrelGuestExec;
+
+/*
+ * Runs run->argv in the guest through qemu-ga's guest-exec, as root, with run->stdin_bytes as
+ * its standard input, and waits for it up to run->timeout_s.
  *
  * The program runs under the guest's `timeout --signal=KILL timeout_s` (coreutils, in every
  * Debian guest): at the deadline it and every process of its process group are killed inside
@@ -271,13 +282,14 @@ gboolean carrel_hypervisor_spice_password(CarrelHypervisor *hv, const char *name
  * 200 ms); if the program still has not ended 5 s after the deadline (a stalled guest), the host
  * kills the process group through another guest-exec of /bin/sh and gives up waiting.
  *
- * Success means the program ran and ended (or was killed at the deadline): *ret_exit_code is its
- * exit status, or 128 + the signal number when a signal ended it (137 after the deadline), or -1
- * when the host gave up; a program that cannot be found or run gives 127 or 126 (from timeout(1),
- * with its message on stderr). *ret_timed_out says whether the deadline was reached. stdout and
- * stderr are returned up to max_output bytes each (0..CARREL_HYPERVISOR_EXEC_MAX_OUTPUT),
- * binary-safe; *ret_truncated is TRUE when either was cut here or by qemu-ga (16 MiB per
- * stream). Everything the agent returns is parsed as untrusted input. qemu-ga returns all the
+ * Success means the program ran and ended (or was killed at the deadline), and *ret_result
+ * (optional; clear it with carrel_exec_result_clear) says how: exit_code is its exit status, or
+ * 128 + the signal number when a signal ended it (137 after the deadline), or -1 when the host
+ * gave up; a program that cannot be found or run gives 127 or 126 (from timeout(1), with its
+ * message on stderr). timed_out says whether the deadline was reached. stdout_bytes and
+ * stderr_bytes (never NULL) hold up to run->max_output bytes each, binary-safe; truncated is TRUE
+ * when either was cut here or by qemu-ga (16 MiB per stream). duration_ms is how long the host
+ * waited. Everything the agent returns is parsed as untrusted input. qemu-ga returns all the
  * output in one reply, which libvirt's RPC refuses above 4 MiB ("Unable to encode message
  * payload": HYPERVISOR, and the output is lost) and carrel refuses above
  * CARREL_HYPERVISOR_AGENT_REPLY_MAX (LIMIT): a program that may print more than ~3 MiB in
@@ -286,13 +298,11 @@ gboolean carrel_hypervisor_spice_password(CarrelHypervisor *hv, const char *name
  * Every agent command has a response timeout of CARREL_HYPERVISOR_AGENT_TIMEOUT_S. Errors:
  * INVALID_ARG for bad arguments, WRONG_STATE when not running, TIMEOUT when the agent does not
  * answer, HYPERVISOR when the agent refuses (e.g. the program does not exist), UNSUPPORTED on
- * test:///. Every output parameter is optional.
+ * test:///.
  */
 gboolean carrel_hypervisor_agent_exec(CarrelHypervisor *hv, const char *name,
-                                      const char *const *argv, GBytes *stdin_bytes, guint timeout_s,
-                                      gsize max_output, int *ret_exit_code, GBytes **ret_stdout,
-                                      GBytes **ret_stderr, gboolean *ret_truncated,
-                                      gboolean *ret_timed_out, GError **error);
+                                      const CarrelGuestExec *run, CarrelExecResult *ret_result,
+                                      GError **error);
 
 /*
  * Bytes per guest-file-read/-write command. Measured with libvirt 9.0 and QEMU 7.2 under TCG:

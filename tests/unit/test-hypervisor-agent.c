@@ -273,37 +273,37 @@ test_fake_agent_exec(void **state)
     g_autofree char *xml = make_xml("carrel-s-0000000000e5", "s-0000000000e5");
     const char *name = "carrel-s-0000000000e5";
     const char *argv[] = {"uname", "-a", NULL};
-    g_autoptr(GBytes) out = NULL;
-    g_autoptr(GBytes) err = NULL;
+    CarrelGuestExec run = {.argv = argv, .timeout_s = 5, .max_output = 100};
+    /* Not what the fake reports: every member must be written. */
+    g_auto(CarrelExecResult) result = {.exit_code = -7, .truncated = TRUE, .timed_out = TRUE};
     g_auto(GStrv) seen = NULL;
-    gboolean truncated = TRUE, timed_out = TRUE;
-    int code = -7;
 
     assert_true(carrel_hypervisor_define_start(hv, xml, NULL));
     assert_null(carrel_hypervisor_fake_get_exec_argv(hv));
-    assert_true(carrel_hypervisor_agent_exec(hv, name, argv, NULL, 5, 100, &code, &out, &err,
-                                             &truncated, &timed_out, NULL));
-    assert_int_equal(code, 0);
-    assert_int_equal(g_bytes_get_size(out), 0);
-    assert_false(truncated || timed_out);
+    assert_true(carrel_hypervisor_agent_exec(hv, name, &run, &result, NULL));
+    assert_int_equal(result.exit_code, 0);
+    assert_int_equal(g_bytes_get_size(result.stdout_bytes), 0);
+    assert_false(result.truncated || result.timed_out);
     seen = carrel_hypervisor_fake_get_exec_argv(hv);
     assert_string_equal(seen[0], "uname");
     assert_string_equal(seen[1], "-a");
     assert_null(seen[2]);
-    g_clear_pointer(&out, g_bytes_unref);
-    g_clear_pointer(&err, g_bytes_unref);
+    carrel_exec_result_clear(&result);
     carrel_hypervisor_fake_set_exec_result(hv, 2, "Linux carrel\n", "warning\n");
-    assert_true(carrel_hypervisor_agent_exec(hv, name, argv, NULL, 5, 5, &code, &out, &err,
-                                             &truncated, NULL, NULL));
-    assert_int_equal(code, 2);
-    assert_int_equal(g_bytes_get_size(out), 5);
-    assert_memory_equal(g_bytes_get_data(out, NULL), "Linux", 5);
-    assert_true(truncated);
+    run.max_output = 5;
+    assert_true(carrel_hypervisor_agent_exec(hv, name, &run, &result, NULL));
+    assert_int_equal(result.exit_code, 2);
+    assert_int_equal(g_bytes_get_size(result.stdout_bytes), 5);
+    assert_memory_equal(g_bytes_get_data(result.stdout_bytes, NULL), "Linux", 5);
+    assert_true(result.truncated);
+    carrel_exec_result_clear(&result);
     carrel_hypervisor_fake_set_exec_hang(hv, TRUE);
-    assert_true(carrel_hypervisor_agent_exec(hv, name, argv, NULL, 5, 100, &code, NULL, NULL, NULL,
-                                             &timed_out, NULL));
-    assert_true(timed_out);
-    assert_int_equal(code, 137);
+    run.max_output = 100;
+    assert_true(carrel_hypervisor_agent_exec(hv, name, &run, &result, NULL));
+    assert_true(result.timed_out);
+    assert_int_equal(result.exit_code, 137);
+    /* The result is optional: a caller may only want to know that it ran. */
+    assert_true(carrel_hypervisor_agent_exec(hv, name, &run, NULL, NULL));
 }
 
 static void
@@ -313,17 +313,17 @@ test_fake_agent_exec_errors(void **state)
     g_autofree char *xml = make_xml("carrel-s-0000000000e7", "s-0000000000e7");
     const char *name = "carrel-s-0000000000e7";
     const char *argv[] = {"true", NULL};
+    CarrelGuestExec bad = {.argv = argv, .timeout_s = 0, .max_output = 100};
+    CarrelGuestExec run = {.argv = argv, .timeout_s = 5, .max_output = 100};
     g_autoptr(GError) error = NULL;
 
     assert_true(carrel_hypervisor_define_start(hv, xml, NULL));
     /* Arguments are checked before any backend sees them. */
-    assert_false(carrel_hypervisor_agent_exec(hv, name, argv, NULL, 0, 100, NULL, NULL, NULL, NULL,
-                                              NULL, &error));
+    assert_false(carrel_hypervisor_agent_exec(hv, name, &bad, NULL, &error));
     assert_error(error, CARREL_ERROR_INVALID_ARG, "domain 'carrel-s-0000000000e7': guest-exec: ");
     g_clear_error(&error);
     carrel_hypervisor_fake_set_agent_silent(hv, TRUE);
-    assert_false(carrel_hypervisor_agent_exec(hv, name, argv, NULL, 5, 100, NULL, NULL, NULL, NULL,
-                                              NULL, &error));
+    assert_false(carrel_hypervisor_agent_exec(hv, name, &run, NULL, &error));
     assert_error(error, CARREL_ERROR_TIMEOUT, NULL);
     g_clear_error(&error);
     assert_false(carrel_hypervisor_set_time(hv, name, &error));
@@ -331,13 +331,11 @@ test_fake_agent_exec_errors(void **state)
     g_clear_error(&error);
     carrel_hypervisor_fake_set_agent_silent(hv, FALSE);
     carrel_hypervisor_fake_fail_next(hv, "agent_exec");
-    assert_false(carrel_hypervisor_agent_exec(hv, name, argv, NULL, 5, 100, NULL, NULL, NULL, NULL,
-                                              NULL, &error));
+    assert_false(carrel_hypervisor_agent_exec(hv, name, &run, NULL, &error));
     assert_error(error, CARREL_ERROR_HYPERVISOR, NULL);
     g_clear_error(&error);
     assert_true(carrel_hypervisor_destroy(hv, name, NULL));
-    assert_false(carrel_hypervisor_agent_exec(hv, name, argv, NULL, 5, 100, NULL, NULL, NULL, NULL,
-                                              NULL, &error));
+    assert_false(carrel_hypervisor_agent_exec(hv, name, &run, NULL, &error));
     assert_error(error, CARREL_ERROR_WRONG_STATE, NULL);
 }
 
@@ -349,14 +347,14 @@ test_libvirt_guest_ops(void **state)
     g_autofree char *xml = make_xml("carrel-s-0000000000b2", "s-0000000000b2");
     const char *name = "carrel-s-0000000000b2";
     const char *argv[] = {"true", NULL};
+    CarrelGuestExec run = {.argv = argv, .timeout_s = 5, .max_output = 100};
     g_autoptr(GBytes) shot = NULL;
     guint width = 0, height = 0;
 
     if (!hv || !carrel_hypervisor_define_start(hv, xml, &error))
         fail_msg("setup: %s", error->message);
     assert_true(carrel_hypervisor_set_time(hv, name, NULL));
-    assert_false(carrel_hypervisor_agent_exec(hv, name, argv, NULL, 5, 100, NULL, NULL, NULL, NULL,
-                                              NULL, &error));
+    assert_false(carrel_hypervisor_agent_exec(hv, name, &run, NULL, &error));
     assert_error(error, CARREL_ERROR_UNSUPPORTED, "test driver");
     g_clear_error(&error);
     assert_false(carrel_hypervisor_save(hv, name, "/nonexistent/warm.save", &error));
