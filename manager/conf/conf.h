@@ -246,6 +246,7 @@ typedef struct {
 } CarrelExecResult;
 
 void carrel_exec_result_clear(CarrelExecResult *result);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(CarrelExecResult, carrel_exec_result_clear)
 JsonNode *carrel_exec_result_to_json(const CarrelExecResult *result);
 
 /*

@@ -43,9 +43,9 @@ guest_tar(CarrelManager *mgr, const char *domain, const char *guest_tar_path, ch
           char **ret_stderr, GError **error)
 {
     g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
-    g_autoptr(GBytes) err = NULL;
-    gboolean truncated = FALSE, timed_out = FALSE;
-    int exit_code = -1;
+    CarrelGuestExec run = {.timeout_s = 600, .max_output = 64 * 1024};
+    g_auto(CarrelExecResult) result = {0};
+    GBytes *err;
 
     g_ptr_array_add(argv, g_strdup("/bin/tar"));
     g_ptr_array_add(argv, g_strdup("--create"));
@@ -56,17 +56,17 @@ guest_tar(CarrelManager *mgr, const char *domain, const char *guest_tar_path, ch
     for (guint i = 0; paths[i]; i++)
         g_ptr_array_add(argv, g_strconcat(".", paths[i], NULL));
     g_ptr_array_add(argv, NULL);
-    if (!carrel_hypervisor_agent_exec(mgr->hv, domain, (const char *const *)argv->pdata, NULL, 600,
-                                      64 * 1024, &exit_code, NULL, &err, &truncated, &timed_out,
-                                      error))
+    run.argv = (const char *const *)argv->pdata;
+    if (!carrel_hypervisor_agent_exec(mgr->hv, domain, &run, &result, error))
         return FALSE;
+    err = result.stderr_bytes;
     *ret_stderr = carrel_util_clean_text(err ? g_bytes_get_data(err, NULL) : "",
                                          err ? g_bytes_get_size(err) : 0, 4096);
     /* 2 is tar's "some files could not be read": the rest is in the archive. */
-    if (timed_out || (exit_code != 0 && exit_code != 2)) {
+    if (result.timed_out || (result.exit_code != 0 && result.exit_code != 2)) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_HYPERVISOR,
-                    "tar in the guest failed (exit %d%s): %s", exit_code,
-                    timed_out ? ", timed out" : "", *ret_stderr);
+                    "tar in the guest failed (exit %d%s): %s", result.exit_code,
+                    result.timed_out ? ", timed out" : "", *ret_stderr);
         return FALSE;
     }
     return TRUE;
@@ -78,6 +78,7 @@ fetch_guest_tar(CarrelManager *mgr, const char *domain, const char *guest_tar_pa
                 const char *host_tar, guint64 max, GError **error)
 {
     const char *rm[] = {"/bin/rm", "-f", guest_tar_path, NULL};
+    CarrelGuestExec run_rm = {.argv = rm, .timeout_s = 30, .max_output = 4096};
     int fd = g_open(host_tar, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     gboolean ok;
 
@@ -89,8 +90,7 @@ fetch_guest_tar(CarrelManager *mgr, const char *domain, const char *guest_tar_pa
     }
     ok = carrel_hypervisor_file_read_fd(mgr->hv, domain, guest_tar_path, fd, max, NULL, error);
     close(fd);
-    (void)carrel_hypervisor_agent_exec(mgr->hv, domain, rm, NULL, 30, 4096, NULL, NULL, NULL, NULL,
-                                       NULL, NULL);
+    (void)carrel_hypervisor_agent_exec(mgr->hv, domain, &run_rm, NULL, NULL);
     return ok;
 }
 

@@ -144,15 +144,16 @@ set_guest_net(CarrelManager *mgr, const char *domain, const char *address, GErro
     g_autofree char *cidr = g_strdup_printf("%s/%u", address, CARREL_NET_EGRESS_PREFIX);
     const char *argv[] = {CARREL_GUEST_TOOL_PATH,    "set-net", cidr, CARREL_NET_EGRESS_GATEWAY,
                           CARREL_NET_EGRESS_GATEWAY, NULL};
-    int code = -1;
+    CarrelGuestExec run = {.argv = argv, .timeout_s = 15, .max_output = 4096};
+    g_auto(CarrelExecResult) result = {0};
 
-    if (!carrel_hypervisor_agent_exec(mgr->hv, domain, argv, NULL, 15, 4096, &code, NULL, NULL,
-                                      NULL, NULL, error))
+    if (!carrel_hypervisor_agent_exec(mgr->hv, domain, &run, &result, error))
         return FALSE;
     /* The guest's words are not quoted: its output is untrusted. */
-    if (code != 0) {
+    if (result.exit_code != 0) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_FAILED, "carrel-guest set-net exited %d%s",
-                    code, code == 127 ? " (this guest has no carrel-guest)" : "");
+                    result.exit_code,
+                    result.exit_code == 127 ? " (this guest has no carrel-guest)" : "");
         return FALSE;
     }
     return TRUE;
@@ -164,10 +165,11 @@ static gboolean
 trust_proxy_ca(CarrelManager *mgr, const char *domain, const CarrelPolicy *policy, GError **error)
 {
     const char *argv[] = {"/usr/sbin/update-ca-certificates", NULL};
+    CarrelGuestExec run = {.argv = argv, .timeout_s = 60, .max_output = 65536};
+    g_auto(CarrelExecResult) result = {0};
     g_autofree char *pem = NULL;
     g_autoptr(GBytes) data = NULL;
     gsize len = 0;
-    int code = -1;
     GPtrArray *secrets = carrel_policy_secrets(policy);
     gboolean any = FALSE;
 
@@ -180,13 +182,12 @@ trust_proxy_ca(CarrelManager *mgr, const char *domain, const CarrelPolicy *polic
     data = g_bytes_new_take(g_steal_pointer(&pem), len);
     if (!carrel_hypervisor_file_write(
             mgr->hv, domain, "/usr/local/share/ca-certificates/carrel-egress.crt", data, error) ||
-        !carrel_hypervisor_agent_exec(mgr->hv, domain, argv, NULL, 60, 65536, &code, NULL, NULL,
-                                      NULL, NULL, error))
+        !carrel_hypervisor_agent_exec(mgr->hv, domain, &run, &result, error))
         return FALSE;
-    if (code != 0) {
+    if (result.exit_code != 0) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_FAILED,
                     "update-ca-certificates exited %d in the guest (has it ca-certificates?)",
-                    code);
+                    result.exit_code);
         return FALSE;
     }
     return TRUE;

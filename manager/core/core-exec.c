@@ -85,6 +85,11 @@ run_exec(CarrelDoor *door, const CarrelExecRequest *req, CarrelExecResult *ret_r
     g_auto(GStrv) argv = NULL;
     g_autoptr(GError) local = NULL;
     g_autoptr(JsonNode) summary = NULL;
+    CarrelGuestExec run = {
+        .stdin_bytes = req->stdin_bytes,
+        .timeout_s = req->timeout_s,
+        .max_output = EXEC_MAX_OUTPUT,
+    };
     CarrelExecResult result = {0};
     gint64 start = g_get_monotonic_time();
     gboolean ok;
@@ -94,10 +99,8 @@ run_exec(CarrelDoor *door, const CarrelExecRequest *req, CarrelExecResult *ret_r
     if (!session)
         return FALSE;
     argv = guest_argv(req);
-    ok = carrel_hypervisor_agent_exec(mgr->hv, domain, (const char *const *)argv, req->stdin_bytes,
-                                      req->timeout_s, EXEC_MAX_OUTPUT, &result.exit_code,
-                                      &result.stdout_bytes, &result.stderr_bytes, &result.truncated,
-                                      &result.timed_out, &local);
+    run.argv = (const char *const *)argv;
+    ok = carrel_hypervisor_agent_exec(mgr->hv, domain, &run, &result, &local);
     summary = ok ? exec_summary(&result) : NULL;
     carrel_manager_record(mgr, session->id, door->who, "command", "exec", door->params, summary,
                           local, start, NULL);

@@ -59,11 +59,9 @@ carrel_manager_run_helper(CarrelManager *mgr, const char *domain, const CarrelAc
 {
     g_auto(GStrv) argv = helper_argv(action, error);
     g_autoptr(GBytes) in = NULL;
-    g_autoptr(GBytes) out = NULL;
-    g_autoptr(GBytes) err = NULL;
+    CarrelGuestExec run = {.timeout_s = HELPER_TIMEOUT_S, .max_output = HELPER_OUTPUT_MAX};
+    g_auto(CarrelExecResult) result = {0};
     g_autoptr(JsonNode) reply = NULL;
-    gboolean truncated = FALSE, timed_out = FALSE;
-    int code = -1;
     gsize len = 0;
     const char *data;
 
@@ -71,25 +69,25 @@ carrel_manager_run_helper(CarrelManager *mgr, const char *domain, const CarrelAc
         return NULL;
     if (action->kind == CARREL_ACTION_CLIPBOARD_SET)
         in = g_bytes_new(action->text, strlen(action->text));
-    if (!carrel_hypervisor_agent_exec(mgr->hv, domain, (const char *const *)argv, in,
-                                      HELPER_TIMEOUT_S, HELPER_OUTPUT_MAX, &code, &out, &err,
-                                      &truncated, &timed_out, error))
+    run.argv = (const char *const *)argv;
+    run.stdin_bytes = in;
+    if (!carrel_hypervisor_agent_exec(mgr->hv, domain, &run, &result, error))
         return NULL;
-    if (code == 127) {
+    if (result.exit_code == 127) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_UNSUPPORTED,
                     "this guest has no carrel-guest for '%s'",
                     carrel_action_kind_to_string(action->kind));
         return NULL;
     }
-    data = g_bytes_get_data(out, &len);
-    reply = !truncated && len ? carrel_conf_parse_json(data, len, NULL) : NULL;
+    data = g_bytes_get_data(result.stdout_bytes, &len);
+    reply = !result.truncated && len ? carrel_conf_parse_json(data, len, NULL) : NULL;
     if (!reply || !JSON_NODE_HOLDS_OBJECT(reply)) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_HYPERVISOR,
-                    "carrel-guest %s gave no JSON object (exit %d%s)", argv[1], code,
-                    timed_out ? ", timed out" : "");
+                    "carrel-guest %s gave no JSON object (exit %d%s)", argv[1], result.exit_code,
+                    result.timed_out ? ", timed out" : "");
         return NULL;
     }
-    if (code != 0) {
+    if (result.exit_code != 0) {
         const char *msg = error_message(reply);
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_FAILED, "carrel-guest %s failed: %s", argv[1],
                     carrel_util_is_clean_text(msg) ? msg : "(unprintable message)");

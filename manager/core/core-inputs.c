@@ -210,12 +210,13 @@ carrel_manager_inject_by_agent(CarrelManager *mgr, const CarrelSession *session,
                             guest_tar,
                             NULL};
     const char *rm[] = {"/bin/rm", "-f", guest_tar, NULL};
+    CarrelGuestExec run_unpack = {.argv = unpack, .timeout_s = 300, .max_output = 64 * 1024};
+    CarrelGuestExec run_rm = {.argv = rm, .timeout_s = 30, .max_output = 4096};
+    g_auto(CarrelExecResult) result = {0};
     g_autoptr(GBytes) passwd = NULL;
     g_autoptr(GBytes) data = NULL;
-    g_autoptr(GBytes) err = NULL;
     g_autofree char *contents = NULL;
     gsize len = 0;
-    int exit_code = -1;
     gboolean ok;
 
     (void)carrel_hypervisor_file_read(mgr->hv, domain, "/etc/passwd", 1024 * 1024, &passwd, NULL);
@@ -233,15 +234,15 @@ carrel_manager_inject_by_agent(CarrelManager *mgr, const CarrelSession *session,
     }
     data = g_bytes_new_take(g_steal_pointer(&contents), len);
     ok = carrel_hypervisor_file_write(mgr->hv, domain, guest_tar, data, error) &&
-         carrel_hypervisor_agent_exec(mgr->hv, domain, unpack, NULL, 300, 64 * 1024, &exit_code,
-                                      NULL, &err, NULL, NULL, error);
-    (void)carrel_hypervisor_agent_exec(mgr->hv, domain, rm, NULL, 30, 4096, NULL, NULL, NULL, NULL,
-                                       NULL, NULL);
-    if (ok && exit_code != 0) {
+         carrel_hypervisor_agent_exec(mgr->hv, domain, &run_unpack, &result, error);
+    (void)carrel_hypervisor_agent_exec(mgr->hv, domain, &run_rm, NULL, NULL);
+    if (ok && result.exit_code != 0) {
+        GBytes *err = result.stderr_bytes;
         g_autofree char *msg = carrel_util_clean_text(err ? g_bytes_get_data(err, NULL) : "",
                                                       err ? g_bytes_get_size(err) : 0, 4096);
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_HYPERVISOR,
-                    "unpacking the inputs in the guest failed (exit %d): %s", exit_code, msg);
+                    "unpacking the inputs in the guest failed (exit %d): %s", result.exit_code,
+                    msg);
         return FALSE;
     }
     return ok;

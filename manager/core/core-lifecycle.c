@@ -132,9 +132,9 @@ static void
 flush_guest(CarrelManager *mgr, const char *domain)
 {
     const char *argv[] = {"/bin/sync", NULL};
+    CarrelGuestExec run = {.argv = argv, .timeout_s = 10, .max_output = 4096};
 
-    (void)carrel_hypervisor_agent_exec(mgr->hv, domain, argv, NULL, 10, 4096, NULL, NULL, NULL,
-                                       NULL, NULL, NULL);
+    (void)carrel_hypervisor_agent_exec(mgr->hv, domain, &run, NULL, NULL);
 }
 
 static gboolean

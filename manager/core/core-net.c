@@ -28,17 +28,16 @@ carrel_manager_set_guest_mac(CarrelManager *mgr, const char *domain, const char 
                              GError **error)
 {
     const char *argv[] = {CARREL_GUEST_TOOL_PATH, "set-mac", mac, NULL};
-    g_autoptr(GBytes) out = NULL;
-    g_autoptr(GBytes) err = NULL;
-    int code = -1;
+    CarrelGuestExec run = {.argv = argv, .timeout_s = 15, .max_output = 4096};
+    g_auto(CarrelExecResult) result = {0};
 
-    if (!carrel_hypervisor_agent_exec(mgr->hv, domain, argv, NULL, 15, 4096, &code, &out, &err,
-                                      NULL, NULL, error))
+    if (!carrel_hypervisor_agent_exec(mgr->hv, domain, &run, &result, error))
         return FALSE;
     /* The guest's words are not quoted: its output is untrusted. */
-    if (code != 0) {
+    if (result.exit_code != 0) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_FAILED, "carrel-guest set-mac exited %d%s",
-                    code, code == 127 ? " (this guest has no carrel-guest)" : "");
+                    result.exit_code,
+                    result.exit_code == 127 ? " (this guest has no carrel-guest)" : "");
         return FALSE;
     }
     return TRUE;

@@ -22,35 +22,37 @@ ask_guest_tool(CarrelManager *mgr, const char *domain, guint timeout_s, GError *
 {
     g_autofree char *timeout_text = g_strdup_printf("%u", timeout_s);
     const char *argv[] = {CARREL_GUEST_TOOL_PATH, "ready", "--timeout", timeout_text, NULL};
-    g_autoptr(GBytes) out = NULL;
-    g_autoptr(GBytes) err = NULL;
+    CarrelGuestExec run = {
+        .argv = argv,
+        .timeout_s = timeout_s + 10,
+        .max_output = GUEST_TOOL_OUTPUT_MAX,
+    };
+    g_auto(CarrelExecResult) result = {0};
     g_autoptr(JsonNode) reply = NULL;
-    gboolean truncated = FALSE, timed_out = FALSE;
-    int exit_code = -1;
     gsize len = 0;
     const char *data;
 
     g_autoptr(GError) local = NULL;
 
-    if (!carrel_hypervisor_agent_exec(mgr->hv, domain, argv, NULL, timeout_s + 10,
-                                      GUEST_TOOL_OUTPUT_MAX, &exit_code, &out, &err, &truncated,
-                                      &timed_out, &local)) {
+    if (!carrel_hypervisor_agent_exec(mgr->hv, domain, &run, &result, &local)) {
         /* libvirt's test driver runs no guest at all: nothing to wait for. */
         if (g_error_matches(local, CARREL_ERROR, CARREL_ERROR_UNSUPPORTED))
             return READY_NO_GUEST;
         g_propagate_error(error, g_steal_pointer(&local));
         return READY_FAILED;
     }
-    if (exit_code == 127)
+    if (result.exit_code == 127)
         return READY_NO_TOOL;
-    data = out ? g_bytes_get_data(out, &len) : NULL;
-    reply = (exit_code == 0 && !truncated && data) ? carrel_conf_parse_json(data, len, NULL) : NULL;
+    data = result.stdout_bytes ? g_bytes_get_data(result.stdout_bytes, &len) : NULL;
+    reply = (result.exit_code == 0 && !result.truncated && data)
+                ? carrel_conf_parse_json(data, len, NULL)
+                : NULL;
     if (reply && JSON_NODE_HOLDS_OBJECT(reply) &&
         json_object_get_boolean_member_with_default(json_node_get_object(reply), "ready", FALSE))
         return READY_YES;
     g_set_error(error, CARREL_ERROR, CARREL_ERROR_TIMEOUT,
                 "the desktop did not become ready within %u s (carrel-guest exit %d%s)", timeout_s,
-                exit_code, timed_out ? ", timed out" : "");
+                result.exit_code, result.timed_out ? ", timed out" : "");
     return READY_FAILED;
 }
 

@@ -106,14 +106,10 @@ carrel_manager_set_guest_clock(CarrelManager *mgr, const char *domain, GError **
     g_autofree char *stamp = g_strdup_printf("@%" G_GINT64_FORMAT ".%06" G_GINT64_FORMAT,
                                              now / G_USEC_PER_SEC, now % G_USEC_PER_SEC);
     const char *argv[] = {"/bin/date", "-u", "-s", stamp, NULL};
-    g_autoptr(GBytes) out = NULL;
-    g_autoptr(GBytes) err = NULL;
-    gboolean truncated = FALSE, timed_out = FALSE;
-    int exit_code = -1;
+    CarrelGuestExec run = {.argv = argv, .timeout_s = 15, .max_output = 4096};
+    g_auto(CarrelExecResult) result = {0};
 
-    if (carrel_hypervisor_agent_exec(mgr->hv, domain, argv, NULL, 15, 4096, &exit_code, &out, &err,
-                                     &truncated, &timed_out, NULL) &&
-        exit_code == 0)
+    if (carrel_hypervisor_agent_exec(mgr->hv, domain, &run, &result, NULL) && result.exit_code == 0)
         return TRUE;
     return carrel_hypervisor_set_time(mgr->hv, domain, error);
 }

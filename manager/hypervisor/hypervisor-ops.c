@@ -311,18 +311,23 @@ carrel_hypervisor_ensure_network(CarrelHypervisor *hv, const char *name, const c
 }
 
 gboolean
-carrel_hypervisor_agent_exec(CarrelHypervisor *hv, const char *name, const char *const *argv,
-                             GBytes *stdin_bytes, guint timeout_s, gsize max_output,
-                             int *ret_exit_code, GBytes **ret_stdout, GBytes **ret_stderr,
-                             gboolean *ret_truncated, gboolean *ret_timed_out, GError **error)
+carrel_hypervisor_agent_exec(CarrelHypervisor *hv, const char *name, const CarrelGuestExec *run,
+                             CarrelExecResult *ret_result, GError **error)
 {
-    g_return_val_if_fail(hv != NULL && name != NULL, FALSE);
-    if (carrel_hypervisor_exec_check_args(argv, stdin_bytes, timeout_s, max_output, error) &&
-        hv->ops->agent_exec(hv, name, argv, stdin_bytes, timeout_s, max_output, ret_exit_code,
-                            ret_stdout, ret_stderr, ret_truncated, ret_timed_out, error))
-        return TRUE;
-    g_prefix_error(error, "domain '%s': guest-exec: ", name);
-    return FALSE;
+    g_auto(CarrelExecResult) result = {0};
+
+    g_return_val_if_fail(hv != NULL && name != NULL && run != NULL, FALSE);
+    if (!carrel_hypervisor_exec_check_args(run->argv, run->stdin_bytes, run->timeout_s,
+                                           run->max_output, error) ||
+        !hv->ops->agent_exec(hv, name, run, &result, error)) {
+        g_prefix_error(error, "domain '%s': guest-exec: ", name);
+        return FALSE;
+    }
+    if (ret_result) {
+        *ret_result = result;
+        result = (CarrelExecResult){0}; /* handed over */
+    }
+    return TRUE;
 }
 
 gboolean

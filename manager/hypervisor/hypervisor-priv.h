@@ -6,37 +6,57 @@
 #error "hypervisor-priv.h is private to the hypervisor module"
 #endif
 
-#include "hypervisor/hypervisor.h"
+#define CARREL_HYPERVISOR_BACKEND_H_ALLOW
+#include "hypervisor/hypervisor-backend.h"
 
-struct _CarrelHypervisor {
-    const CarrelHypervisorOps *ops;
-    char *uri;
-    gpointer backend_data; /* owned by the backend; released by ops->close */
-};
+/* The fixed part of a libvirt QEMU save image (libvirt's src/qemu/qemu_saveimage.h). */
+typedef struct {
+    guint32 version;       /* always 2 (older and foreign-endian images are refused) */
+    guint32 data_len;      /* bytes after the header before the memory stream */
+    guint32 was_running;   /* libvirt's own "start running" flag; restore overrides it */
+    guint32 format;        /* 0 = raw; compressed images are refused */
+    guint32 cookie_offset; /* of the cookie XML within the data; 0 = no cookie */
+} CarrelSaveImageHeader;
 
-/* Wraps a backend: takes ownership of backend_data (released through ops->close). */
-CarrelHypervisor *carrel_hypervisor_new_backend(const CarrelHypervisorOps *ops, const char *uri,
-                                                gpointer backend_data);
+/* Size of that fixed part on disk: 16-byte magic, 5 + 14 unused 32-bit words. */
+#define CARREL_SAVEIMAGE_HEADER_SIZE 92
+/* Largest data_len accepted (libvirt writes the XML with 64 KiB of room). */
+#define CARREL_SAVEIMAGE_MAX_DATA_LEN (16 * 1024 * 1024)
+
+/*
+ * Reads and validates the header of a QEMU save image on fd (with pread; the offset is not
+ * used): magic "LibvirtQemudSave" (an incomplete "LibvirtQemudPart" is refused), version 2 in
+ * host byte order, raw format, 0 < data_len <= CARREL_SAVEIMAGE_MAX_DATA_LEN and within the
+ * file, the domain XML NUL-terminated and valid UTF-8, cookie_offset 0 or inside the data with
+ * a NUL-terminated cookie there. INVALID_ARG for anything malformed, UNSUPPORTED for valid but
+ * unusable images (compressed, other version or byte order). Every output is optional; the
+ * cookie is NULL when the image has none.
+ */
+gboolean carrel_hypervisor_saveimage_read_header(int fd, CarrelSaveImageHeader *ret_header,
+                                                 char **ret_xml, char **ret_cookie, GError **error);
+
+/*
+ * Replaces the domain XML inside the save image on fd (opened read-write) with new_xml, keeping
+ * data_len, so the memory stream does not move: the data becomes new_xml, NUL, the old cookie,
+ * NUL (cookie_offset updated), zeros. LIMIT when that does not fit into data_len. The image is
+ * first marked incomplete and only marked complete again once the new data is written, each
+ * step followed by fsync: a crash in between leaves an image that read_header and libvirt refuse
+ * (remake it), never one with a torn XML. Not safe against concurrent readers or writers of the
+ * same file: callers serialise per file.
+ */
+gboolean carrel_hypervisor_saveimage_rewrite_xml(int fd, const char *new_xml, GError **error);
+
+/* The QMP command of a step, {"execute":"input-send-event","arguments":...}; NULL for a pause. */
+char *carrel_hypervisor_input_command(const CarrelInputStep *step);
+
+/* A plan as text, one step per line: the arguments JSON, or "delay MS". For tests and logs. */
+char *carrel_hypervisor_input_plan_to_text(GPtrArray *plan);
 
 /* True when text is a session id as carrel makes them: "s-" + 12 lowercase hex characters. */
 gboolean carrel_hypervisor_is_session_id(const char *text);
 
 /* True for prefix + 12 lowercase hex characters (instance ids use "i-"). */
 gboolean carrel_hypervisor_is_carrel_id(const char *text, const char *prefix);
-
-/*
- * Scans domain XML (a whole <domain>, or the <session> element libvirt returns for our
- * metadata) for the domain name and carrel's session id. Inside a <domain>, only a <session>
- * declaring CARREL_XMLNS_SESSION counts; a root <session> is taken as ours, since libvirt
- * selected it by that namespace and returns it without. The text is treated as untrusted:
- * it is bounded, parsed with GMarkup, and the id is returned only when it has the session-id
- * shape. Either output is NULL when absent. FALSE with INVALID_ARG when the XML is malformed.
- */
-gboolean carrel_hypervisor_scan_xml(const char *xml, char **ret_name, char **ret_session_id,
-                                    char **ret_instance_id, GError **error);
-
-/* Largest XML text carrel_hypervisor_scan_xml accepts. */
-#define CARREL_HYPERVISOR_SCAN_MAX_BYTES (256 * 1024)
 
 /*
  * Boots kernel under qemu with the given accelerator and cpu model, reading the serial console
@@ -46,18 +66,6 @@ gboolean carrel_hypervisor_scan_xml(const char *xml, char **ret_name, char **ret
  */
 gboolean carrel_hypervisor_probe_boot(const char *qemu, const char *accel, const char *cpu,
                                       const char *kernel, guint timeout_s, char **ret_reason);
-
-/*
- * Writes a new save image at path (created 0600, never over an existing file: EXISTS): the
- * header, xml, cookie (optional) and libvirt's 64 KiB of room, then memory as the memory
- * stream. For the fake backend and tests; real images come from libvirt.
- */
-gboolean carrel_hypervisor_saveimage_create(const char *path, const char *xml, const char *cookie,
-                                            GBytes *memory, GError **error);
-
-/* Opens the save image at path read-write (no symlinks) and rewrites its domain XML. */
-gboolean carrel_hypervisor_saveimage_rewrite_file(const char *path, const char *xml,
-                                                  GError **error);
 
 /* Validates the arguments of carrel_hypervisor_agent_exec (INVALID_ARG). */
 gboolean carrel_hypervisor_exec_check_args(const char *const *argv, GBytes *stdin_bytes,

@@ -1,6 +1,8 @@
 /*
- * hypervisor: an operations table with a libvirt backend and a fake one, the pure domain-XML
- * builder and accelerator detection. libvirt errors are converted to GError only in here.
+ * hypervisor: what core uses of the virtual machines: domains and their lifecycle, save and
+ * restore, the guest agent, screen and input, over a libvirt backend (the table of operations
+ * behind it is in hypervisor-backend.h; the fake for tests is under tests/fake/). Also the pure
+ * domain-XML builder and accelerator detection. libvirt errors become GError only in here.
  */
 #pragma once
 
@@ -115,124 +117,6 @@ typedef struct {
 #define CARREL_SPICE_PASSWORD_MAX 60
 
 /*
- * The backend interface. Every call is synchronous and thread-safe. Errors: NOT_FOUND when the
- * domain does not exist, EXISTS when define_start finds one of that name, WRONG_STATE when the
- * domain is not in a state for the call, TIMEOUT when the guest does not react in time,
- * HYPERVISOR for everything else (with libvirt's message).
- */
-/* Receives a guest file's bytes chunk by chunk; FALSE (with error) stops the copy. */
-typedef gboolean (*CarrelHypervisorChunkFunc)(const guint8 *data, gsize len, gpointer user_data,
-                                              GError **error);
-
-typedef struct {
-    /* Defines the persistent domain from xml and starts it; undefines it again if start fails. */
-    gboolean (*define_start)(CarrelHypervisor *hv, const char *xml, GError **error);
-    /* Starts an already defined domain. */
-    gboolean (*start)(CarrelHypervisor *hv, const char *name, GError **error);
-    /* Asks the guest to power off (agent, then ACPI) and waits up to timeout_s; FALSE+TIMEOUT if
-     * not. */
-    gboolean (*shutdown)(CarrelHypervisor *hv, const char *name, guint timeout_s, GError **error);
-    /* Hard power-off; success when already off. */
-    gboolean (*destroy)(CarrelHypervisor *hv, const char *name, GError **error);
-    /* Removes the definition; success when absent. */
-    gboolean (*undefine)(CarrelHypervisor *hv, const char *name, GError **error);
-    /* State of a domain (CRASHED also when QEMU died); NOT_FOUND when it does not exist. */
-    gboolean (*get_state)(CarrelHypervisor *hv, const char *name, CarrelDomainState *ret_state,
-                          GError **error);
-    /*
-     * One guest-ping through the guest agent with a response timeout (1..300 s). TIMEOUT while
-     * the agent is not connected yet or does not answer; WRONG_STATE when not running.
-     */
-    gboolean (*agent_ping)(CarrelHypervisor *hv, const char *name, guint timeout_s, GError **error);
-    /* Every domain with valid carrel metadata (GPtrArray of CarrelDomainInfo); others skipped. */
-    GPtrArray *(*list)(CarrelHypervisor *hv, GError **error);
-    /* Hypervisor description for /v1/version: e.g. "libvirt 9.0.0, QEMU 7.2.22". */
-    char *(*describe)(CarrelHypervisor *hv);
-    void (*close)(CarrelHypervisor *hv);
-    /*
-     * Defines (or redefines) the persistent domain from xml without starting it. On a running
-     * transient domain (a restored clone) it makes it persistent: xml must then carry that
-     * domain's UUID, or libvirt refuses ("already exists with uuid"); the running guest is not
-     * changed, the definition applies from its next start.
-     */
-    gboolean (*define)(CarrelHypervisor *hv, const char *xml, GError **error);
-    /*
-     * Saves the memory of a running or paused domain to path and stops QEMU (the domain stays
-     * defined if it was persistent, is gone if transient). path must be absolute and must not
-     * exist (EXISTS): libvirt would follow a symlink there as root. The file ends up a regular
-     * file owned by root, mode 0600. UNSUPPORTED on test:/// (its images cannot be restored
-     * by carrel_hypervisor_restore).
-     */
-    gboolean (*save)(CarrelHypervisor *hv, const char *name, const char *path, GError **error);
-    /*
-     * Restores the save image at path as a new running domain described by xml, a full domain
-     * XML from carrel_hypervisor_build_domain_xml with its own name, UUID, genid, disk and
-     * console log (libvirt refuses another UUID through its own XML argument, so the XML inside
-     * the image's header is rewritten, see carrel_hypervisor_saveimage_rewrite_xml). The result
-     * is transient: call define (with the same xml) to make it persistent. xml must describe
-     * the same machine as the saved domain (vcpus, memory, machine type, CPU model, device set,
-     * genid present or not) since QEMU loads the memory state into it; a mismatch fails with
-     * HYPERVISOR and QEMU's words (e.g. "Size mismatch: pc.ram", "Unknown savevm section") and
-     * leaves no domain behind. Paths (disk, console log) and the SPICE port may differ. EXISTS
-     * when a domain of that name exists, LIMIT when xml does not fit into the image's header,
-     * UNSUPPORTED on test:///.
-     *
-     * The image file is modified: the CALLER must serialise restores (and saves) of one file,
-     * e.g. with a lock per file held across this call, since clones of a warm template are
-     * restored from the same file. Restores of different files may run in parallel.
-     */
-    gboolean (*restore)(CarrelHypervisor *hv, const char *path, const char *xml, GError **error);
-    /*
-     * Sets the guest clock to the host's current time through the guest agent (after a restore
-     * the guest clock is behind by the time the image spent on disk). TIMEOUT when the agent
-     * does not answer within CARREL_HYPERVISOR_AGENT_TIMEOUT_S.
-     */
-    gboolean (*set_time)(CarrelHypervisor *hv, const char *name, GError **error);
-    gboolean (*fs_freeze)(CarrelHypervisor *hv, const char *name, gboolean freeze, GError **error);
-    /* Stops (pause) or continues the vCPUs of a running domain; memory and QEMU stay. */
-    gboolean (*pause)(CarrelHypervisor *hv, const char *name, gboolean pause, GError **error);
-    /* See carrel_hypervisor_agent_exec. */
-    gboolean (*agent_exec)(CarrelHypervisor *hv, const char *name, const char *const *argv,
-                           GBytes *stdin_bytes, guint timeout_s, gsize max_output,
-                           int *ret_exit_code, GBytes **ret_stdout, GBytes **ret_stderr,
-                           gboolean *ret_truncated, gboolean *ret_timed_out, GError **error);
-    /* The primary screen as the hypervisor encodes it (PNG or binary PPM, at most
-     * CARREL_HYPERVISOR_SCREENSHOT_MAX bytes); the dispatcher decodes and validates it. */
-    gboolean (*screenshot)(CarrelHypervisor *hv, const char *name, GBytes **ret_image,
-                           GError **error);
-    /* See carrel_hypervisor_file_read and carrel_hypervisor_file_write. */
-    gboolean (*file_read)(CarrelHypervisor *hv, const char *name, const char *path, guint64 max,
-                          CarrelHypervisorChunkFunc sink, gpointer sink_data, GError **error);
-    gboolean (*file_write)(CarrelHypervisor *hv, const char *name, const char *path, GBytes *data,
-                           GError **error);
-    /* Sends one QMP input-send-event command (from carrel_hypervisor_input_command) to QEMU. */
-    gboolean (*input_send)(CarrelHypervisor *hv, const char *name, const char *command,
-                           GError **error);
-    /*
-     * Makes sure the libvirt network `name` exists and is active: defines it from xml
-     * (persistent, autostarted) when absent, starts it when inactive, and leaves an existing
-     * definition as it is. *ret_xml gets the XML of the network as it now runs, which the
-     * caller must check (another tool may have made a network of that name). Safe against
-     * another process doing the same at once.
-     */
-    gboolean (*ensure_network)(CarrelHypervisor *hv, const char *name, const char *xml,
-                               char **ret_xml, GError **error);
-    /*
-     * Sets the live balloon target of a running domain to target_mib and waits (up to
-     * timeout_s) until the balloon is there or the guest stops moving it for 3 s (it gives no
-     * more than it has free). *ret_actual_mib gets the guest's memory at the end. UNSUPPORTED on
-     * test:///, WRONG_STATE when not running.
-     */
-    gboolean (*set_balloon)(CarrelHypervisor *hv, const char *name, guint target_mib,
-                            guint timeout_s, guint *ret_actual_mib, GError **error);
-    /* See carrel_hypervisor_spice_info and carrel_hypervisor_spice_password. */
-    gboolean (*spice_info)(CarrelHypervisor *hv, const char *name, CarrelSpiceInfo *ret_info,
-                           GError **error);
-    gboolean (*spice_password)(CarrelHypervisor *hv, const char *name, const char *password,
-                               gint64 valid_until, GError **error);
-} CarrelHypervisorOps;
-
-/*
  * Opens the libvirt backend on uri. test:/// URIs work for fast tests; there the guest agent
  * is reported ready at once for a running domain, since the test driver runs no guest, and
  * shutdown uses the driver's default method. Installs (once per process) a libvirt error handler
@@ -240,92 +124,85 @@ typedef struct {
  */
 CarrelHypervisor *carrel_hypervisor_open_libvirt(const char *uri, GError **error);
 
-/*
- * An in-memory backend for core's unit tests; domains exist only inside the object. Its save
- * writes a small but valid save image (the domain XML, a cookie, a few bytes standing for the
- * memory) and its restore rewrites and reads it back like the real one, so the files and the
- * per-file serialisation of core can be tested without QEMU.
- */
-CarrelHypervisor *carrel_hypervisor_new_fake(void);
-
-/*
- * Makes the fake fail the next call of the given op once with CARREL_ERROR_HYPERVISOR. op is a
- * member name of CarrelHypervisorOps: "define_start", "start", "shutdown", "destroy",
- * "undefine", "get_state", "agent_ping", "list", "define", "save", "restore", "set_time",
- * "agent_exec", "screenshot", "file_read", "file_write", "input_send", "fs_freeze", "pause",
- * "ensure_network", "set_balloon", "spice_info" or "spice_password".
- */
-void carrel_hypervisor_fake_fail_next(CarrelHypervisor *hv, const char *op);
-
-/*
- * Sets the state of a fake domain, as if the guest or QEMU did it (e.g. CRASHED: QEMU died).
- * FALSE when there is no such domain.
- */
-gboolean carrel_hypervisor_fake_set_state(CarrelHypervisor *hv, const char *name,
-                                          CarrelDomainState state);
-
+/* Closes the backend (its connection) and frees hv; NULL is fine. */
 void carrel_hypervisor_free(CarrelHypervisor *hv);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelHypervisor, carrel_hypervisor_free)
 
-/* What the fake's file_read gives for a path no file_write made (NULL: NOT_FOUND), e.g. the
- * tar a guest would have packed. */
-void carrel_hypervisor_fake_set_read_fallback(CarrelHypervisor *hv, GBytes *data);
-
-/* Makes every guest-agent call of the fake (ping, set_time, agent_exec) time out (silent) or
- * answer again. */
-void carrel_hypervisor_fake_set_agent_silent(CarrelHypervisor *hv, gboolean silent);
-
-/*
- * Scripts what the fake's agent_exec reports from now on: the exit code and the output (NULL =
- * empty), cut to each call's max_output like the real one. The default is exit code 0 with no
- * output.
- */
-void carrel_hypervisor_fake_set_exec_result(CarrelHypervisor *hv, int exit_code,
-                                            const char *stdout_text, const char *stderr_text);
-
-/* Makes the fake's agent_exec report a program killed at its deadline (timed out, exit code
- * 137, no output) at once instead of the scripted result, or stop doing so. */
-void carrel_hypervisor_fake_set_exec_hang(CarrelHypervisor *hv, gboolean hang);
-
-/* The argv of the fake's last successful agent_exec (NULL before any); free with g_strfreev. */
-char **carrel_hypervisor_fake_get_exec_argv(CarrelHypervisor *hv);
-
-/* Sets the image (PPM or PNG) the fake's screenshot returns (NULL: the default, a uniformly
- * black 4x3 PPM). It is not validated here, so tests can feed hostile images. */
-void carrel_hypervisor_fake_set_screen(CarrelHypervisor *hv, GBytes *image);
-
-/* Makes the fake hold network name with xml as it is (to test a foreign network of carrel's
- * name); ensure_network then leaves it as it is. */
-void carrel_hypervisor_fake_set_network(CarrelHypervisor *hv, const char *name, const char *xml);
-
-/* The SPICE password the fake's domain name was given last (NULL: none) and its expiry. */
-char *carrel_hypervisor_fake_get_spice_password(CarrelHypervisor *hv, const char *name,
-                                                gint64 *ret_valid_until);
-
-/* How many set_balloon calls the fake has served. */
-guint carrel_hypervisor_fake_get_balloon_calls(CarrelHypervisor *hv);
-
-/* The URI the backend was opened with ("fake://" for the fake). */
+/* The URI the backend was opened with. */
 const char *carrel_hypervisor_get_uri(CarrelHypervisor *hv);
 
-/* Dispatchers through the table (each adds "domain 'NAME': " context). */
+/*
+ * The domain calls. Every call is synchronous and thread-safe and adds "domain 'NAME': " context
+ * to its error. Errors: NOT_FOUND when the domain does not exist, EXISTS when define_start finds
+ * one of that name, WRONG_STATE when the domain is not in a state for the call, TIMEOUT when the
+ * guest does not react in time, HYPERVISOR for everything else (with libvirt's message).
+ */
+
+/* Defines the persistent domain from xml and starts it; undefines it again if start fails. */
 gboolean carrel_hypervisor_define_start(CarrelHypervisor *hv, const char *xml, GError **error);
+/* Starts an already defined domain. */
 gboolean carrel_hypervisor_start(CarrelHypervisor *hv, const char *name, GError **error);
+/* Asks the guest to power off (agent, then ACPI) and waits up to timeout_s; FALSE+TIMEOUT if
+ * not. */
 gboolean carrel_hypervisor_shutdown(CarrelHypervisor *hv, const char *name, guint timeout_s,
                                     GError **error);
+/* Hard power-off; success when already off. */
 gboolean carrel_hypervisor_destroy(CarrelHypervisor *hv, const char *name, GError **error);
+/* Removes the definition; success when absent. */
 gboolean carrel_hypervisor_undefine(CarrelHypervisor *hv, const char *name, GError **error);
+/* State of a domain (CRASHED also when QEMU died); NOT_FOUND when it does not exist. */
 gboolean carrel_hypervisor_get_state(CarrelHypervisor *hv, const char *name,
                                      CarrelDomainState *ret_state, GError **error);
+/*
+ * One guest-ping through the guest agent with a response timeout (1..300 s). TIMEOUT while
+ * the agent is not connected yet or does not answer; WRONG_STATE when not running.
+ */
 gboolean carrel_hypervisor_agent_ping(CarrelHypervisor *hv, const char *name, guint timeout_s,
                                       GError **error);
+/* Every domain with valid carrel metadata (GPtrArray of CarrelDomainInfo); others skipped. */
 GPtrArray *carrel_hypervisor_list(CarrelHypervisor *hv, GError **error);
+/* Hypervisor description for /v1/version: e.g. "libvirt 9.0.0, QEMU 7.2.22". */
 char *carrel_hypervisor_describe(CarrelHypervisor *hv);
+/*
+ * Defines (or redefines) the persistent domain from xml without starting it. On a running
+ * transient domain (a restored clone) it makes it persistent: xml must then carry that
+ * domain's UUID, or libvirt refuses ("already exists with uuid"); the running guest is not
+ * changed, the definition applies from its next start.
+ */
 gboolean carrel_hypervisor_define(CarrelHypervisor *hv, const char *xml, GError **error);
+/*
+ * Saves the memory of a running or paused domain to path and stops QEMU (the domain stays
+ * defined if it was persistent, is gone if transient). path must be absolute and must not
+ * exist (EXISTS): libvirt would follow a symlink there as root. The file ends up a regular
+ * file owned by root, mode 0600. UNSUPPORTED on test:/// (its images cannot be restored
+ * by carrel_hypervisor_restore).
+ */
 gboolean carrel_hypervisor_save(CarrelHypervisor *hv, const char *name, const char *path,
                                 GError **error);
+/*
+ * Restores the save image at path as a new running domain described by xml, a full domain
+ * XML from carrel_hypervisor_build_domain_xml with its own name, UUID, genid, disk and
+ * console log (libvirt refuses another UUID through its own XML argument, so the XML inside
+ * the image's header is rewritten, see hypervisor-saveimage.c). The result
+ * is transient: call define (with the same xml) to make it persistent. xml must describe
+ * the same machine as the saved domain (vcpus, memory, machine type, CPU model, device set,
+ * genid present or not) since QEMU loads the memory state into it; a mismatch fails with
+ * HYPERVISOR and QEMU's words (e.g. "Size mismatch: pc.ram", "Unknown savevm section") and
+ * leaves no domain behind. Paths (disk, console log) and the SPICE port may differ. EXISTS
+ * when a domain of that name exists, LIMIT when xml does not fit into the image's header,
+ * UNSUPPORTED on test:///.
+ *
+ * The image file is modified: the CALLER must serialise restores (and saves) of one file,
+ * e.g. with a lock per file held across this call, since clones of a warm template are
+ * restored from the same file. Restores of different files may run in parallel.
+ */
 gboolean carrel_hypervisor_restore(CarrelHypervisor *hv, const char *path, const char *xml,
                                    GError **error);
+/*
+ * Sets the guest clock to the host's current time through the guest agent (after a restore
+ * the guest clock is behind by the time the image spent on disk). TIMEOUT when the agent
+ * does not answer within CARREL_HYPERVISOR_AGENT_TIMEOUT_S.
+ */
 gboolean carrel_hypervisor_set_time(CarrelHypervisor *hv, const char *name, GError **error);
 /*
  * Freezes (or thaws) the guest's filesystems through the agent: once frozen they are flushed
@@ -338,8 +215,21 @@ gboolean carrel_hypervisor_fs_freeze(CarrelHypervisor *hv, const char *name, gbo
  * paused respectively. QEMU flushes the disks when it pauses. */
 gboolean carrel_hypervisor_pause(CarrelHypervisor *hv, const char *name, gboolean pause,
                                  GError **error);
+/*
+ * Sets the live balloon target of a running domain to target_mib and waits (up to
+ * timeout_s) until the balloon is there or the guest stops moving it for 3 s (it gives no
+ * more than it has free). *ret_actual_mib gets the guest's memory at the end. UNSUPPORTED on
+ * test:///, WRONG_STATE when not running.
+ */
 gboolean carrel_hypervisor_set_balloon(CarrelHypervisor *hv, const char *name, guint target_mib,
                                        guint timeout_s, guint *ret_actual_mib, GError **error);
+/*
+ * Makes sure the libvirt network `name` exists and is active: defines it from xml
+ * (persistent, autostarted) when absent, starts it when inactive, and leaves an existing
+ * definition as it is. *ret_xml gets the XML of the network as it now runs, which the
+ * caller must check (another tool may have made a network of that name). Safe against
+ * another process doing the same at once.
+ */
 gboolean carrel_hypervisor_ensure_network(CarrelHypervisor *hv, const char *name, const char *xml,
                                           char **ret_xml, GError **error);
 
@@ -371,9 +261,20 @@ gboolean carrel_hypervisor_spice_password(CarrelHypervisor *hv, const char *name
 #define CARREL_HYPERVISOR_EXEC_MAX_ARGV_BYTES (64 * 1024)
 
 /*
- * Runs argv (argv[0] looked up in the guest's PATH) in the guest through qemu-ga's guest-exec,
- * as root, with stdin_bytes (optional, up to CARREL_HYPERVISOR_EXEC_MAX_INPUT) as its standard
- * input, and waits for it up to timeout_s (1..CARREL_HYPERVISOR_EXEC_MAX_TIMEOUT_S).
+ * A program to run in the guest through carrel_hypervisor_agent_exec; every pointer is borrowed.
+ * What guest-exec itself takes, plus the output cap: conf's CarrelExecRequest (the API's) also
+ * has env and cwd, which core turns into an env(1) command line.
+ */
+typedef struct {
+    const char *const *argv; /* NULL-terminated; argv[0] looked up in the guest's PATH */
+    GBytes *stdin_bytes;     /* optional, up to CARREL_HYPERVISOR_EXEC_MAX_INPUT */
+    guint timeout_s;         /* 1..CARREL_HYPERVISOR_EXEC_MAX_TIMEOUT_S */
+    gsize max_output;        /* per stream, 0..CARREL_HYPERVISOR_EXEC_MAX_OUTPUT */
+} CarrelGuestExec;
+
+/*
+ * Runs run->argv in the guest through qemu-ga's guest-exec, as root, with run->stdin_bytes as
+ * its standard input, and waits for it up to run->timeout_s.
  *
  * The program runs under the guest's `timeout --signal=KILL timeout_s` (coreutils, in every
  * Debian guest): at the deadline it and every process of its process group are killed inside
@@ -381,13 +282,14 @@ gboolean carrel_hypervisor_spice_password(CarrelHypervisor *hv, const char *name
  * 200 ms); if the program still has not ended 5 s after the deadline (a stalled guest), the host
  * kills the process group through another guest-exec of /bin/sh and gives up waiting.
  *
- * Success means the program ran and ended (or was killed at the deadline): *ret_exit_code is its
- * exit status, or 128 + the signal number when a signal ended it (137 after the deadline), or -1
- * when the host gave up; a program that cannot be found or run gives 127 or 126 (from timeout(1),
- * with its message on stderr). *ret_timed_out says whether the deadline was reached. stdout and
- * stderr are returned up to max_output bytes each (0..CARREL_HYPERVISOR_EXEC_MAX_OUTPUT),
- * binary-safe; *ret_truncated is TRUE when either was cut here or by qemu-ga (16 MiB per
- * stream). Everything the agent returns is parsed as untrusted input. qemu-ga returns all the
+ * Success means the program ran and ended (or was killed at the deadline), and *ret_result
+ * (optional; clear it with carrel_exec_result_clear) says how: exit_code is its exit status, or
+ * 128 + the signal number when a signal ended it (137 after the deadline), or -1 when the host
+ * gave up; a program that cannot be found or run gives 127 or 126 (from timeout(1), with its
+ * message on stderr). timed_out says whether the deadline was reached. stdout_bytes and
+ * stderr_bytes (never NULL) hold up to run->max_output bytes each, binary-safe; truncated is TRUE
+ * when either was cut here or by qemu-ga (16 MiB per stream). duration_ms is how long the host
+ * waited. Everything the agent returns is parsed as untrusted input. qemu-ga returns all the
  * output in one reply, which libvirt's RPC refuses above 4 MiB ("Unable to encode message
  * payload": HYPERVISOR, and the output is lost) and carrel refuses above
  * CARREL_HYPERVISOR_AGENT_REPLY_MAX (LIMIT): a program that may print more than ~3 MiB in
@@ -396,13 +298,11 @@ gboolean carrel_hypervisor_spice_password(CarrelHypervisor *hv, const char *name
  * Every agent command has a response timeout of CARREL_HYPERVISOR_AGENT_TIMEOUT_S. Errors:
  * INVALID_ARG for bad arguments, WRONG_STATE when not running, TIMEOUT when the agent does not
  * answer, HYPERVISOR when the agent refuses (e.g. the program does not exist), UNSUPPORTED on
- * test:///. Every output parameter is optional.
+ * test:///.
  */
 gboolean carrel_hypervisor_agent_exec(CarrelHypervisor *hv, const char *name,
-                                      const char *const *argv, GBytes *stdin_bytes, guint timeout_s,
-                                      gsize max_output, int *ret_exit_code, GBytes **ret_stdout,
-                                      GBytes **ret_stderr, gboolean *ret_truncated,
-                                      gboolean *ret_timed_out, GError **error);
+                                      const CarrelGuestExec *run, CarrelExecResult *ret_result,
+                                      GError **error);
 
 /*
  * Bytes per guest-file-read/-write command. Measured with libvirt 9.0 and QEMU 7.2 under TCG:
@@ -452,43 +352,6 @@ gboolean carrel_hypervisor_file_read_fd(CarrelHypervisor *hv, const char *name, 
  */
 gboolean carrel_hypervisor_screenshot(CarrelHypervisor *hv, const char *name, GBytes **ret_ppm,
                                       guint *ret_width, guint *ret_height, GError **error);
-
-/* The fixed part of a libvirt QEMU save image (libvirt's src/qemu/qemu_saveimage.h). */
-typedef struct {
-    guint32 version;       /* always 2 (older and foreign-endian images are refused) */
-    guint32 data_len;      /* bytes after the header before the memory stream */
-    guint32 was_running;   /* libvirt's own "start running" flag; restore overrides it */
-    guint32 format;        /* 0 = raw; compressed images are refused */
-    guint32 cookie_offset; /* of the cookie XML within the data; 0 = no cookie */
-} CarrelSaveImageHeader;
-
-/* Size of that fixed part on disk: 16-byte magic, 5 + 14 unused 32-bit words. */
-#define CARREL_SAVEIMAGE_HEADER_SIZE 92
-/* Largest data_len accepted (libvirt writes the XML with 64 KiB of room). */
-#define CARREL_SAVEIMAGE_MAX_DATA_LEN (16 * 1024 * 1024)
-
-/*
- * Reads and validates the header of a QEMU save image on fd (with pread; the offset is not
- * used): magic "LibvirtQemudSave" (an incomplete "LibvirtQemudPart" is refused), version 2 in
- * host byte order, raw format, 0 < data_len <= CARREL_SAVEIMAGE_MAX_DATA_LEN and within the
- * file, the domain XML NUL-terminated and valid UTF-8, cookie_offset 0 or inside the data with
- * a NUL-terminated cookie there. INVALID_ARG for anything malformed, UNSUPPORTED for valid but
- * unusable images (compressed, other version or byte order). Every output is optional; the
- * cookie is NULL when the image has none.
- */
-gboolean carrel_hypervisor_saveimage_read_header(int fd, CarrelSaveImageHeader *ret_header,
-                                                 char **ret_xml, char **ret_cookie, GError **error);
-
-/*
- * Replaces the domain XML inside the save image on fd (opened read-write) with new_xml, keeping
- * data_len, so the memory stream does not move: the data becomes new_xml, NUL, the old cookie,
- * NUL (cookie_offset updated), zeros. LIMIT when that does not fit into data_len. The image is
- * first marked incomplete and only marked complete again once the new data is written, each
- * step followed by fsync: a crash in between leaves an image that read_header and libvirt refuse
- * (remake it), never one with a torn XML. Not safe against concurrent readers or writers of the
- * same file: callers serialise per file.
- */
-gboolean carrel_hypervisor_saveimage_rewrite_xml(int fd, const char *new_xml, GError **error);
 
 /* The domain XML inside the save image at path (read-only; for tests and debugging). */
 char *carrel_hypervisor_saveimage_get_xml(const char *path, GError **error);
@@ -560,15 +423,6 @@ GPtrArray *carrel_hypervisor_input_plan(const CarrelAction *action, guint width,
  */
 gboolean carrel_hypervisor_input_run(CarrelHypervisor *hv, const char *name, GPtrArray *plan,
                                      GError **error);
-
-/* A copy of the QMP commands the fake received so far (GPtrArray of strings, in order). */
-GPtrArray *carrel_hypervisor_fake_get_input(CarrelHypervisor *hv);
-
-/* The QMP command of a step, {"execute":"input-send-event","arguments":...}; NULL for a pause. */
-char *carrel_hypervisor_input_command(const CarrelInputStep *step);
-
-/* A plan as text, one step per line: the arguments JSON, or "delay MS". For tests and logs. */
-char *carrel_hypervisor_input_plan_to_text(GPtrArray *plan);
 
 /*
  * Resolves AUTO to KVM or TCG. KVM is chosen only when /dev/kvm opens read-write and a probe

@@ -11,7 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "hypervisor/hypervisor.h"
+#define CARREL_HYPERVISOR_PRIV_H_ALLOW
+#include "hypervisor/hypervisor-priv.h"
 #include "tests/golden/golden.h"
 
 static const char *const case_members[] = {"screen", "pointer", "request", NULL};

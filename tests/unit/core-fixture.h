@@ -11,6 +11,7 @@
 
 #include "core/core-priv.h"
 #include "disk/disk.h"
+#include "tests/fake/hypervisor-fake.h"
 
 /* The principal these tests act as: an admin, who may do everything. */
 extern const CarrelPrincipal test_admin;

@@ -5,8 +5,9 @@
  */
 #include <string.h>
 
-#define CARREL_HYPERVISOR_PRIV_H_ALLOW
-#include "hypervisor/hypervisor-priv.h"
+#define CARREL_HYPERVISOR_BACKEND_H_ALLOW
+#include "hypervisor/hypervisor-backend.h"
+#include "tests/fake/hypervisor-fake.h"
 
 /* What the fake's save images hold: a CPU cookie like libvirt's and a stand-in memory state. */
 #define FAKE_COOKIE                                                                                \
@@ -392,33 +393,24 @@ cut_output(const char *text, gsize max_output, gboolean *truncated)
 }
 
 static gboolean
-fake_agent_exec(CarrelHypervisor *hv, const char *name, const char *const *argv,
-                GBytes *stdin_bytes, guint timeout_s, gsize max_output, int *ret_exit_code,
-                GBytes **ret_stdout, GBytes **ret_stderr, gboolean *ret_truncated,
-                gboolean *ret_timed_out, GError **error)
+fake_agent_exec(CarrelHypervisor *hv, const char *name, const CarrelGuestExec *run,
+                CarrelExecResult *ret_result, GError **error)
 {
     FakeBackend *be = hv->backend_data;
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
-    g_autoptr(GBytes) out = NULL;
-    g_autoptr(GBytes) err = NULL;
     gboolean truncated = FALSE;
 
     if (!agent_domain(be, "agent_exec", name, error))
         return FALSE;
     g_strfreev(be->exec_argv);
-    be->exec_argv = g_strdupv((char **)argv);
-    out = cut_output(be->exec_hang ? NULL : be->exec_stdout, max_output, &truncated);
-    err = cut_output(be->exec_hang ? NULL : be->exec_stderr, max_output, &truncated);
-    if (ret_exit_code)
-        *ret_exit_code = be->exec_hang ? 128 + 9 : be->exec_code;
-    if (ret_stdout)
-        *ret_stdout = g_steal_pointer(&out);
-    if (ret_stderr)
-        *ret_stderr = g_steal_pointer(&err);
-    if (ret_truncated)
-        *ret_truncated = truncated;
-    if (ret_timed_out)
-        *ret_timed_out = be->exec_hang;
+    be->exec_argv = g_strdupv((char **)run->argv);
+    ret_result->stdout_bytes =
+        cut_output(be->exec_hang ? NULL : be->exec_stdout, run->max_output, &truncated);
+    ret_result->stderr_bytes =
+        cut_output(be->exec_hang ? NULL : be->exec_stderr, run->max_output, &truncated);
+    ret_result->exit_code = be->exec_hang ? 128 + 9 : be->exec_code;
+    ret_result->truncated = truncated;
+    ret_result->timed_out = be->exec_hang;
     return TRUE;
 }
 

@@ -1,0 +1,77 @@
+/*
+ * The fake hypervisor: an in-memory backend behind the same table of operations as the libvirt
+ * one, with controls to script what the guest does. Test code: it links only into tests (never
+ * into carreld, see tests/style/check-product.sh).
+ */
+#pragma once
+
+#include "hypervisor/hypervisor.h"
+
+G_BEGIN_DECLS
+
+/*
+ * An in-memory backend for core's unit tests; domains exist only inside the object. Its save
+ * writes a small but valid save image (the domain XML, a cookie, a few bytes standing for the
+ * memory) and its restore rewrites and reads it back like the real one, so the files and the
+ * per-file serialisation of core can be tested without QEMU.
+ */
+CarrelHypervisor *carrel_hypervisor_new_fake(void);
+
+/*
+ * Makes the fake fail the next call of the given op once with CARREL_ERROR_HYPERVISOR. op is a
+ * member name of CarrelHypervisorOps: "define_start", "start", "shutdown", "destroy",
+ * "undefine", "get_state", "agent_ping", "list", "define", "save", "restore", "set_time",
+ * "agent_exec", "screenshot", "file_read", "file_write", "input_send", "fs_freeze", "pause",
+ * "ensure_network", "set_balloon", "spice_info" or "spice_password".
+ */
+void carrel_hypervisor_fake_fail_next(CarrelHypervisor *hv, const char *op);
+
+/*
+ * Sets the state of a fake domain, as if the guest or QEMU did it (e.g. CRASHED: QEMU died).
+ * FALSE when there is no such domain.
+ */
+gboolean carrel_hypervisor_fake_set_state(CarrelHypervisor *hv, const char *name,
+                                          CarrelDomainState state);
+
+/* What the fake's file_read gives for a path no file_write made (NULL: NOT_FOUND), e.g. the
+ * tar a guest would have packed. */
+void carrel_hypervisor_fake_set_read_fallback(CarrelHypervisor *hv, GBytes *data);
+
+/* Makes every guest-agent call of the fake (ping, set_time, agent_exec) time out (silent) or
+ * answer again. */
+void carrel_hypervisor_fake_set_agent_silent(CarrelHypervisor *hv, gboolean silent);
+
+/*
+ * Scripts what the fake's agent_exec reports from now on: the exit code and the output (NULL =
+ * empty), cut to each call's max_output like the real one. The default is exit code 0 with no
+ * output.
+ */
+void carrel_hypervisor_fake_set_exec_result(CarrelHypervisor *hv, int exit_code,
+                                            const char *stdout_text, const char *stderr_text);
+
+/* Makes the fake's agent_exec report a program killed at its deadline (timed out, exit code
+ * 137, no output) at once instead of the scripted result, or stop doing so. */
+void carrel_hypervisor_fake_set_exec_hang(CarrelHypervisor *hv, gboolean hang);
+
+/* The argv of the fake's last successful agent_exec (NULL before any); free with g_strfreev. */
+char **carrel_hypervisor_fake_get_exec_argv(CarrelHypervisor *hv);
+
+/* Sets the image (PPM or PNG) the fake's screenshot returns (NULL: the default, a uniformly
+ * black 4x3 PPM). It is not validated here, so tests can feed hostile images. */
+void carrel_hypervisor_fake_set_screen(CarrelHypervisor *hv, GBytes *image);
+
+/* Makes the fake hold network name with xml as it is (to test a foreign network of carrel's
+ * name); ensure_network then leaves it as it is. */
+void carrel_hypervisor_fake_set_network(CarrelHypervisor *hv, const char *name, const char *xml);
+
+/* The SPICE password the fake's domain name was given last (NULL: none) and its expiry. */
+char *carrel_hypervisor_fake_get_spice_password(CarrelHypervisor *hv, const char *name,
+                                                gint64 *ret_valid_until);
+
+/* How many set_balloon calls the fake has served. */
+guint carrel_hypervisor_fake_get_balloon_calls(CarrelHypervisor *hv);
+
+/* A copy of the QMP commands the fake received so far (GPtrArray of strings, in order). */
+GPtrArray *carrel_hypervisor_fake_get_input(CarrelHypervisor *hv);
+
+G_END_DECLS
