@@ -152,5 +152,5 @@ void carrel_api_console_init(CarrelApi *api);
 void carrel_api_console_clear(CarrelApi *api);
 
 /* POST /v1/sessions/{id}/console and GET /v1/sessions/{id}/console.vv. */
-JsonNode *carrel_api_post_console(CarrelApiRequest *req, guint *ret_status, GError **error);
-JsonNode *carrel_api_get_console_vv(CarrelApiRequest *req, guint *ret_status, GError **error);
+CarrelApiReply *carrel_api_post_console(CarrelApiRequest *req, GError **error);
+CarrelApiReply *carrel_api_get_console_vv(CarrelApiRequest *req, GError **error);

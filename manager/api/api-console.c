@@ -31,8 +31,8 @@ param(CarrelApiRequest *req, guint i)
     return g_ptr_array_index(req->params, i);
 }
 
-JsonNode *
-carrel_api_post_console(CarrelApiRequest *req, guint *ret_status, GError **error)
+CarrelApiReply *
+carrel_api_post_console(CarrelApiRequest *req, GError **error)
 {
     g_autoptr(CarrelConsoleAccess) access =
         carrel_manager_console_open(req->mgr, req->who, param(req, 0), error);
@@ -63,17 +63,19 @@ carrel_api_post_console(CarrelApiRequest *req, guint *ret_status, GError **error
     json_builder_add_boolean_value(
         b, !carrel_manager_console_may_input(req->mgr, req->who, access->session_id));
     json_builder_end_object(b);
-    return json_builder_get_root(b);
+    return carrel_api_reply_ok(json_builder_get_root(b));
 }
 
-JsonNode *
-carrel_api_get_console_vv(CarrelApiRequest *req, guint *ret_status, GError **error)
+CarrelApiReply *
+carrel_api_get_console_vv(CarrelApiRequest *req, GError **error)
 {
     g_autoptr(CarrelSession) session =
         carrel_manager_session_get(req->mgr, req->who, param(req, 0), error);
     g_autoptr(CarrelConsoleAccess) access = NULL;
     g_autofree char *title = NULL;
+    g_autofree char *filename = NULL;
     CarrelVvSpec spec = {0};
+    CarrelApiReply *reply;
     char *text;
 
     if (!session)
@@ -98,32 +100,27 @@ carrel_api_get_console_vv(CarrelApiRequest *req, guint *ret_status, GError **err
     /* The file opens the display past the proxy: on the timeline, naming who took it. */
     carrel_manager_note(req->mgr, session->id, req->who, "control", "console_file", NULL, NULL,
                         NULL, 0);
-    req->reply_bytes = g_bytes_new_take(text, strlen(text));
-    req->reply_type = "application/x-virt-viewer";
-    req->reply_filename = g_strdup_printf("carrel-%s.vv", session->id);
-    return NULL;
+    reply = carrel_api_reply_new_bytes(SOUP_STATUS_OK, g_bytes_new_take(text, strlen(text)),
+                                       "application/x-virt-viewer");
+    filename = g_strdup_printf("carrel-%s.vv", session->id);
+    carrel_api_reply_set_attachment(reply, filename);
+    return reply;
 }
 
 /* ---- refusals before the upgrade ---- */
 
 static void
-refuse(SoupServerMessage *msg, guint status, const GError *error)
+refuse(CarrelApi *api, SoupServerMessage *msg, guint status, const GError *error)
 {
-    g_autoptr(JsonNode) env = carrel_api_error_envelope(error);
-    g_autoptr(JsonGenerator) gen = json_generator_new();
-    g_autofree char *body = NULL;
-    gsize len = 0;
+    g_autoptr(CarrelApiReply) reply = carrel_api_reply_new_error(status, error);
+    JsonNode *env = carrel_api_reply_get_json(reply);
 
     /* 410 has no code of its own in the error table. */
     if (status == SOUP_STATUS_GONE)
         json_object_set_string_member(
             json_object_get_object_member(json_node_get_object(env), "error"), "code", "gone");
-    json_generator_set_root(gen, env);
-    body = json_generator_to_data(gen, &len);
-    soup_server_message_set_status(msg, status, NULL);
-    soup_message_headers_replace(soup_server_message_get_response_headers(msg), "Cache-Control",
-                                 "no-store");
-    soup_server_message_set_response(msg, "application/json", SOUP_MEMORY_COPY, body, len);
+    carrel_api_reply_add_header(reply, "Cache-Control", "no-store");
+    carrel_api_reply_write(reply, api, msg);
     /* The path holds the ticket: never logged. */
     g_message("console: websocket refused with %u: %s", status, error->message);
 }
@@ -147,6 +144,7 @@ console_check(CarrelApi *api, SoupServerMessage *msg, const char *path, char **r
               guint *ret_port, guint *ret_status, GError **error)
 {
     g_autoptr(CarrelPrincipal) principal = NULL;
+    g_autofree char *cookie = NULL;
     const char *ticket = path_ticket(path);
 
     *ret_status = SOUP_STATUS_NOT_FOUND;
@@ -166,7 +164,8 @@ console_check(CarrelApi *api, SoupServerMessage *msg, const char *path, char **r
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_FORBIDDEN, "cross-origin websocket refused");
         return NULL;
     }
-    principal = carrel_api_web_lookup(api, msg, NULL);
+    cookie = carrel_api_web_cookie(msg);
+    principal = carrel_api_web_lookup(api, cookie, NULL);
     if (!principal) {
         *ret_status = SOUP_STATUS_UNAUTHORIZED;
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_UNAUTHORIZED,
@@ -195,7 +194,7 @@ console_precheck(SoupServer *server, SoupServerMessage *msg, const char *path, G
 
     /* Accepted: no status set, so libsoup goes on with the handshake (protocol "binary"). */
     if (!principal)
-        refuse(msg, status, error);
+        refuse(user_data, msg, status, error);
 }
 
 /* Runs before a body is read: a websocket handshake has none. */
@@ -213,7 +212,7 @@ console_early(SoupServer *server, SoupServerMessage *msg, const char *path, GHas
             g_error_new(CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "the console takes no body");
         soup_message_headers_replace(soup_server_message_get_response_headers(msg), "Connection",
                                      "close");
-        refuse(msg, SOUP_STATUS_BAD_REQUEST, error);
+        refuse(user_data, msg, SOUP_STATUS_BAD_REQUEST, error);
     }
 }
 

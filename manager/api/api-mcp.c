@@ -410,8 +410,8 @@ check_headers(CarrelApiRequest *req, GError **error)
     return TRUE;
 }
 
-JsonNode *
-carrel_api_mcp_post(CarrelApiRequest *req, guint *ret_status, GError **error)
+CarrelApiReply *
+carrel_api_mcp_post(CarrelApiRequest *req, GError **error)
 {
     gsize len = 0;
     const char *data = req->raw_body ? g_bytes_get_data(req->raw_body, &len) : NULL;
@@ -423,23 +423,25 @@ carrel_api_mcp_post(CarrelApiRequest *req, guint *ret_status, GError **error)
     if (!check_headers(req, error))
         return NULL;
     /* Messages that cannot be read are a 400, with the JSON-RPC error as the body. */
-    *ret_status = SOUP_STATUS_BAD_REQUEST;
     if (len == 0)
-        return carrel_mcp_error_reply(NULL, CARREL_MCP_PARSE_ERROR,
-                                      "empty body: send one JSON-RPC message");
+        return carrel_api_reply_new_json(
+            SOUP_STATUS_BAD_REQUEST,
+            carrel_mcp_error_reply(NULL, CARREL_MCP_PARSE_ERROR,
+                                   "empty body: send one JSON-RPC message"));
     root = carrel_conf_parse_json(data, len, &local);
     if (!root)
-        return carrel_mcp_error_reply(NULL, CARREL_MCP_PARSE_ERROR, local->message);
+        return carrel_api_reply_new_json(
+            SOUP_STATUS_BAD_REQUEST,
+            carrel_mcp_error_reply(NULL, CARREL_MCP_PARSE_ERROR, local->message));
     msg = carrel_mcp_message_from_json(root, &local);
     if (!msg) {
         id = carrel_mcp_message_id(root);
-        return carrel_mcp_error_reply(id, CARREL_MCP_INVALID_REQUEST, local->message);
+        return carrel_api_reply_new_json(
+            SOUP_STATUS_BAD_REQUEST,
+            carrel_mcp_error_reply(id, CARREL_MCP_INVALID_REQUEST, local->message));
     }
-    if (msg->kind != CARREL_MCP_MESSAGE_REQUEST) {
-        /* Notifications (initialized, cancelled...) and responses need nothing from carrel. */
-        *ret_status = SOUP_STATUS_ACCEPTED;
-        return NULL;
-    }
-    *ret_status = SOUP_STATUS_OK;
-    return dispatch(req, msg);
+    /* Notifications (initialized, cancelled...) and responses need nothing from carrel. */
+    if (msg->kind != CARREL_MCP_MESSAGE_REQUEST)
+        return carrel_api_reply_new_empty(SOUP_STATUS_ACCEPTED);
+    return carrel_api_reply_ok(dispatch(req, msg));
 }

@@ -55,48 +55,54 @@ body_strings(CarrelApiRequest *req, const char *const *allowed, const char *name
     return TRUE;
 }
 
-JsonNode *
-carrel_api_post_login(CarrelApiRequest *req, guint *ret_status, GError **error)
+CarrelApiReply *
+carrel_api_post_login(CarrelApiRequest *req, GError **error)
 {
     static const char *const allowed[] = {"token", NULL};
     const char *token = NULL;
     g_autoptr(CarrelPrincipal) who = NULL;
+    g_autofree char *cookie = NULL;
+    CarrelApiReply *reply;
+
     if (!body_strings(req, allowed, "token", TRUE, &token, error))
         return NULL;
-    if (!carrel_api_check_login_limit(req->api, req->source, &req->retry_after_s, error)) {
-        *ret_status = CARREL_HTTP_TOO_MANY_REQUESTS;
-        return NULL;
-    }
+    if ((reply = carrel_api_login_limit_reply(req->api, req->source)))
+        return reply;
     who = carrel_manager_authenticate(req->mgr, token, error);
     if (!who) {
         carrel_api_count_failed_login(req->api, req->source);
         return NULL;
     }
-    req->set_cookie = carrel_api_web_login(req->api, who);
-    return principal_json(who);
+    cookie = carrel_api_web_login(req->api, who);
+    reply = carrel_api_reply_ok(principal_json(who));
+    carrel_api_reply_add_header(reply, "Set-Cookie", cookie);
+    return reply;
 }
 
-JsonNode *
-carrel_api_post_logout(CarrelApiRequest *req, guint *ret_status, GError **error)
+CarrelApiReply *
+carrel_api_post_logout(CarrelApiRequest *req, GError **error)
 {
-    *ret_status = SOUP_STATUS_NO_CONTENT;
-    return NULL;
+    g_autofree char *cookie = carrel_api_web_logout(req->api, req->cookie);
+    CarrelApiReply *reply = carrel_api_reply_new_empty(SOUP_STATUS_NO_CONTENT);
+
+    carrel_api_reply_add_header(reply, "Set-Cookie", cookie);
+    return reply;
 }
 
-JsonNode *
-carrel_api_get_whoami(CarrelApiRequest *req, guint *ret_status, GError **error)
+CarrelApiReply *
+carrel_api_get_whoami(CarrelApiRequest *req, GError **error)
 {
-    return principal_json(req->who);
+    return carrel_api_reply_ok(principal_json(req->who));
 }
 
-JsonNode *
-carrel_api_get_control(CarrelApiRequest *req, guint *ret_status, GError **error)
+CarrelApiReply *
+carrel_api_get_control(CarrelApiRequest *req, GError **error)
 {
-    return carrel_manager_lease_get(req->mgr, req->who, param(req, 0), error);
+    return carrel_api_reply_ok(carrel_manager_lease_get(req->mgr, req->who, param(req, 0), error));
 }
 
-JsonNode *
-carrel_api_post_control(CarrelApiRequest *req, guint *ret_status, GError **error)
+CarrelApiReply *
+carrel_api_post_control(CarrelApiRequest *req, GError **error)
 {
     static const char *const allowed[] = {"action", NULL};
     const char *action = NULL;
@@ -104,16 +110,18 @@ carrel_api_post_control(CarrelApiRequest *req, guint *ret_status, GError **error
     if (!body_strings(req, allowed, "action", TRUE, &action, error))
         return NULL;
     if (g_str_equal(action, "take"))
-        return carrel_manager_lease_take(req->mgr, req->who, param(req, 0), error);
+        return carrel_api_reply_ok(
+            carrel_manager_lease_take(req->mgr, req->who, param(req, 0), error));
     if (g_str_equal(action, "release"))
-        return carrel_manager_lease_release(req->mgr, req->who, param(req, 0), error);
+        return carrel_api_reply_ok(
+            carrel_manager_lease_release(req->mgr, req->who, param(req, 0), error));
     g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
                 "'action' must be \"take\" or \"release\"");
     return NULL;
 }
 
-JsonNode *
-carrel_api_get_approvals(CarrelApiRequest *req, guint *ret_status, GError **error)
+CarrelApiReply *
+carrel_api_get_approvals(CarrelApiRequest *req, GError **error)
 {
     const char *state = carrel_api_query(req, "state");
     g_autoptr(GPtrArray) list = NULL;
@@ -125,10 +133,12 @@ carrel_api_get_approvals(CarrelApiRequest *req, guint *ret_status, GError **erro
     }
     list = carrel_manager_approval_list(req->mgr, req->who, !state || g_str_equal(state, "pending"),
                                         error);
-    return list ? carrel_api_list_of("approvals", list, carrel_api_approval_item, NULL) : NULL;
+    return list ? carrel_api_reply_ok(
+                      carrel_api_list_of("approvals", list, carrel_api_approval_item, NULL))
+                : NULL;
 }
 
-static JsonNode *
+static CarrelApiReply *
 decide(CarrelApiRequest *req, gboolean approve, GError **error)
 {
     static const char *const allowed[] = {"reason", NULL};
@@ -138,23 +148,23 @@ decide(CarrelApiRequest *req, gboolean approve, GError **error)
     if (!body_strings(req, allowed, "reason", FALSE, &reason, error))
         return NULL;
     a = carrel_manager_approval_decide(req->mgr, req->who, param(req, 0), approve, reason, error);
-    return a ? carrel_approval_to_json(a) : NULL;
+    return a ? carrel_api_reply_ok(carrel_approval_to_json(a)) : NULL;
 }
 
-JsonNode *
-carrel_api_post_approval_approve(CarrelApiRequest *req, guint *ret_status, GError **error)
+CarrelApiReply *
+carrel_api_post_approval_approve(CarrelApiRequest *req, GError **error)
 {
     return decide(req, TRUE, error);
 }
 
-JsonNode *
-carrel_api_post_approval_deny(CarrelApiRequest *req, guint *ret_status, GError **error)
+CarrelApiReply *
+carrel_api_post_approval_deny(CarrelApiRequest *req, GError **error)
 {
     return decide(req, FALSE, error);
 }
 
-JsonNode *
-carrel_api_post_test_approval(CarrelApiRequest *req, guint *ret_status, GError **error)
+CarrelApiReply *
+carrel_api_post_test_approval(CarrelApiRequest *req, GError **error)
 {
     static const char *const allowed[] = {"session_id", "action", "detail", NULL};
     JsonObject *obj = req->body ? json_node_get_object(req->body) : NULL;
@@ -170,12 +180,11 @@ carrel_api_post_test_approval(CarrelApiRequest *req, guint *ret_status, GError *
     a = carrel_manager_approval_request(req->mgr, req->who, session, action, detail, error);
     if (!a)
         return NULL;
-    *ret_status = SOUP_STATUS_CREATED;
-    return carrel_approval_to_json(a);
+    return carrel_api_reply_new_json(SOUP_STATUS_CREATED, carrel_approval_to_json(a));
 }
 
-JsonNode *
-carrel_api_post_tokens(CarrelApiRequest *req, guint *ret_status, GError **error)
+CarrelApiReply *
+carrel_api_post_tokens(CarrelApiRequest *req, GError **error)
 {
     static const char *const allowed[] = {"role", "name", "expires", "policies", NULL};
     g_auto(GStrv) policies = NULL;
@@ -198,8 +207,7 @@ carrel_api_post_tokens(CarrelApiRequest *req, guint *ret_status, GError **error)
     node = carrel_token_to_json(made, carrel_util_now());
     /* The only time the token is shown: it is kept as a hash. */
     json_object_set_string_member(json_node_get_object(node), "token", token);
-    *ret_status = SOUP_STATUS_CREATED;
-    return node;
+    return carrel_api_reply_new_json(SOUP_STATUS_CREATED, node);
 }
 
 static JsonNode *
@@ -208,25 +216,25 @@ token_item(gpointer token, gpointer unused)
     return carrel_token_to_json(token, carrel_util_now());
 }
 
-JsonNode *
-carrel_api_get_tokens(CarrelApiRequest *req, guint *ret_status, GError **error)
+CarrelApiReply *
+carrel_api_get_tokens(CarrelApiRequest *req, GError **error)
 {
     g_autoptr(GPtrArray) list = carrel_manager_token_list(req->mgr, req->who, error);
 
-    return list ? carrel_api_list_of("tokens", list, token_item, NULL) : NULL;
+    return list ? carrel_api_reply_ok(carrel_api_list_of("tokens", list, token_item, NULL)) : NULL;
 }
 
-JsonNode *
-carrel_api_delete_token(CarrelApiRequest *req, guint *ret_status, GError **error)
+CarrelApiReply *
+carrel_api_delete_token(CarrelApiRequest *req, GError **error)
 {
     g_autoptr(CarrelToken) t =
         carrel_manager_token_revoke(req->mgr, req->who, param(req, 0), error);
 
-    return t ? carrel_token_to_json(t, carrel_util_now()) : NULL;
+    return t ? carrel_api_reply_ok(carrel_token_to_json(t, carrel_util_now())) : NULL;
 }
 
-JsonNode *
-carrel_api_post_admin_rotate(CarrelApiRequest *req, guint *ret_status, GError **error)
+CarrelApiReply *
+carrel_api_post_admin_rotate(CarrelApiRequest *req, GError **error)
 {
     g_autofree char *token = carrel_manager_token_rotate_admin(req->mgr, req->who, error);
     JsonNode *node;
@@ -236,7 +244,7 @@ carrel_api_post_admin_rotate(CarrelApiRequest *req, guint *ret_status, GError **
     node = json_node_init_object(json_node_alloc(), json_object_new());
     json_object_set_string_member(json_node_get_object(node), "name", "admin");
     json_object_set_string_member(json_node_get_object(node), "token", token);
-    return node;
+    return carrel_api_reply_ok(node);
 }
 
 /* An integer query parameter in [min, max], absent = *ret_value unchanged. */
@@ -283,8 +291,8 @@ query_since(CarrelApiRequest *req, gint64 *ret_us, GError **error)
     return TRUE;
 }
 
-JsonNode *
-carrel_api_get_audit(CarrelApiRequest *req, guint *ret_status, GError **error)
+CarrelApiReply *
+carrel_api_get_audit(CarrelApiRequest *req, GError **error)
 {
     CarrelAuditQuery q = {
         .session_id = carrel_api_query(req, "session"),
@@ -298,31 +306,27 @@ carrel_api_get_audit(CarrelApiRequest *req, guint *ret_status, GError **error)
         !query_int(req, "limit", 1, 10000, &limit, error) || !query_since(req, &q.since_us, error))
         return NULL;
     q.limit = (guint)limit;
-    return carrel_manager_audit_list(req->mgr, req->who, &q, error);
+    return carrel_api_reply_ok(carrel_manager_audit_list(req->mgr, req->who, &q, error));
 }
 
-JsonNode *
-carrel_api_get_audit_verify(CarrelApiRequest *req, guint *ret_status, GError **error)
+CarrelApiReply *
+carrel_api_get_audit_verify(CarrelApiRequest *req, GError **error)
 {
-    return carrel_manager_audit_verify(req->mgr, req->who, error);
+    return carrel_api_reply_ok(carrel_manager_audit_verify(req->mgr, req->who, error));
 }
 
-JsonNode *
-carrel_api_get_roles(CarrelApiRequest *req, guint *ret_status, GError **error)
+CarrelApiReply *
+carrel_api_get_roles(CarrelApiRequest *req, GError **error)
 {
-    return carrel_manager_role_matrix(req->mgr, req->who, error);
+    return carrel_api_reply_ok(carrel_manager_role_matrix(req->mgr, req->who, error));
 }
 
-JsonNode *
-carrel_api_get_session_shot(CarrelApiRequest *req, guint *ret_status, GError **error)
+CarrelApiReply *
+carrel_api_get_session_shot(CarrelApiRequest *req, GError **error)
 {
     const char *type = NULL;
     GBytes *bytes = carrel_manager_session_kept_screenshot(req->mgr, req->who, param(req, 0),
                                                            param(req, 1), &type, error);
 
-    if (!bytes)
-        return NULL;
-    req->reply_bytes = bytes;
-    req->reply_type = type;
-    return NULL;
+    return carrel_api_reply_new_bytes(SOUP_STATUS_OK, bytes, type);
 }

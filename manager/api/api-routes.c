@@ -21,8 +21,8 @@ list_node(const char *member, GPtrArray *items)
     return json_builder_get_root(b);
 }
 
-static JsonNode *
-get_healthz(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+get_healthz(CarrelApiRequest *req, GError **error)
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
 
@@ -30,11 +30,11 @@ get_healthz(CarrelApiRequest *req, guint *ret_status, GError **error)
     json_builder_set_member_name(b, "status");
     json_builder_add_string_value(b, "ok");
     json_builder_end_object(b);
-    return json_builder_get_root(b);
+    return carrel_api_reply_ok(json_builder_get_root(b));
 }
 
-static JsonNode *
-get_version(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+get_version(CarrelApiRequest *req, GError **error)
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
     CarrelHypervisor *hv = carrel_manager_get_hypervisor(req->mgr);
@@ -57,7 +57,7 @@ get_version(CarrelApiRequest *req, guint *ret_status, GError **error)
     else
         json_builder_add_null_value(b);
     json_builder_end_object(b);
-    return json_builder_get_root(b);
+    return carrel_api_reply_ok(json_builder_get_root(b));
 }
 
 /* Templates. */
@@ -75,8 +75,8 @@ template_json(CarrelApiRequest *req, const CarrelTemplate *tmpl)
     return node;
 }
 
-static JsonNode *
-get_templates(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+get_templates(CarrelApiRequest *req, GError **error)
 {
     g_autoptr(GPtrArray) all = carrel_manager_template_list(req->mgr, req->who, error);
     g_autoptr(GPtrArray) nodes = g_ptr_array_new();
@@ -85,7 +85,7 @@ get_templates(CarrelApiRequest *req, guint *ret_status, GError **error)
         return NULL;
     for (guint i = 0; i < all->len; i++)
         g_ptr_array_add(nodes, template_json(req, g_ptr_array_index(all, i)));
-    return list_node("templates", nodes);
+    return carrel_api_reply_ok(list_node("templates", nodes));
 }
 
 static gboolean
@@ -108,8 +108,8 @@ parse_ref(const char *text, char **ret_name, guint *ret_version, GError **error)
     return TRUE;
 }
 
-static JsonNode *
-get_template(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+get_template(CarrelApiRequest *req, GError **error)
 {
     g_autofree char *name = NULL;
     guint version;
@@ -132,11 +132,11 @@ get_template(CarrelApiRequest *req, guint *ret_status, GError **error)
     node = template_json(req, tmpl);
     json_object_set_array_member(json_node_get_object(node), "versions",
                                  g_steal_pointer(&versions));
-    return node;
+    return carrel_api_reply_ok(node);
 }
 
-static JsonNode *
-post_templates(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+post_templates(CarrelApiRequest *req, GError **error)
 {
     g_autoptr(CarrelTemplateImport) imp = carrel_template_import_from_json(req->body, error);
     g_autoptr(CarrelTemplate) tmpl = NULL;
@@ -146,12 +146,11 @@ post_templates(CarrelApiRequest *req, guint *ret_status, GError **error)
     tmpl = carrel_manager_template_import(req->mgr, req->who, imp, error);
     if (!tmpl)
         return NULL;
-    *ret_status = SOUP_STATUS_CREATED;
-    return template_json(req, tmpl);
+    return carrel_api_reply_new_json(SOUP_STATUS_CREATED, template_json(req, tmpl));
 }
 
-static JsonNode *
-delete_template(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+delete_template(CarrelApiRequest *req, GError **error)
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
     g_autofree char *name = NULL;
@@ -170,23 +169,22 @@ delete_template(CarrelApiRequest *req, guint *ret_status, GError **error)
         json_builder_add_string_value(b, refs[i]);
     json_builder_end_array(b);
     json_builder_end_object(b);
-    return json_builder_get_root(b);
+    return carrel_api_reply_ok(json_builder_get_root(b));
 }
 
-static JsonNode *
-post_template_build(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+post_template_build(CarrelApiRequest *req, GError **error)
 {
     g_autoptr(CarrelJob) job =
         carrel_manager_template_build(req->mgr, req->who, param(req, 0), error);
 
     if (!job)
         return NULL;
-    *ret_status = SOUP_STATUS_ACCEPTED;
-    return carrel_job_to_json(job);
+    return carrel_api_reply_new_json(SOUP_STATUS_ACCEPTED, carrel_job_to_json(job));
 }
 
-static JsonNode *
-post_template_warm(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+post_template_warm(CarrelApiRequest *req, GError **error)
 {
     static const char *const allowed[] = {"version", NULL};
     JsonObject *obj = req->body ? json_node_get_object(req->body) : NULL;
@@ -207,12 +205,11 @@ post_template_warm(CarrelApiRequest *req, guint *ret_status, GError **error)
     job = carrel_manager_template_warm(req->mgr, req->who, param(req, 0), (guint)version, error);
     if (!job)
         return NULL;
-    *ret_status = SOUP_STATUS_ACCEPTED;
-    return carrel_job_to_json(job);
+    return carrel_api_reply_new_json(SOUP_STATUS_ACCEPTED, carrel_job_to_json(job));
 }
 
-static JsonNode *
-put_template_pool(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+put_template_pool(CarrelApiRequest *req, GError **error)
 {
     static const char *const allowed[] = {"size", NULL};
     JsonObject *obj = req->body ? json_node_get_object(req->body) : NULL;
@@ -228,99 +225,101 @@ put_template_pool(CarrelApiRequest *req, guint *ret_status, GError **error)
     }
     if (!carrel_manager_pool_set(req->mgr, req->who, param(req, 0), (guint)size, error))
         return NULL;
-    return carrel_manager_pool_list(req->mgr, req->who, error);
+    return carrel_api_reply_ok(carrel_manager_pool_list(req->mgr, req->who, error));
 }
 
-static JsonNode *
-get_pools(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+get_pools(CarrelApiRequest *req, GError **error)
 {
-    return carrel_manager_pool_list(req->mgr, req->who, error);
+    return carrel_api_reply_ok(carrel_manager_pool_list(req->mgr, req->who, error));
 }
 
-static JsonNode *
-get_policies(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+get_policies(CarrelApiRequest *req, GError **error)
 {
-    return carrel_manager_policy_list(req->mgr, req->who, error);
+    return carrel_api_reply_ok(carrel_manager_policy_list(req->mgr, req->who, error));
 }
 
-static JsonNode *
-get_policy(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+get_policy(CarrelApiRequest *req, GError **error)
 {
-    return carrel_manager_policy_show(req->mgr, req->who, param(req, 0), error);
+    return carrel_api_reply_ok(
+        carrel_manager_policy_show(req->mgr, req->who, param(req, 0), error));
 }
 
-static JsonNode *
-get_job(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+get_job(CarrelApiRequest *req, GError **error)
 {
     g_autoptr(CarrelJob) job = carrel_manager_job_get(req->mgr, req->who, param(req, 0), error);
 
-    return job ? carrel_job_to_json(job) : NULL;
+    return job ? carrel_api_reply_ok(carrel_job_to_json(job)) : NULL;
 }
 
 /* Sessions. */
 
-static JsonNode *
-session_reply_in(CarrelApiRequest *req, CarrelSession *session)
+/* A session (taken) as the reply, with status; NULL when session is (its call set the error). */
+static CarrelApiReply *
+session_reply_in(CarrelApiRequest *req, guint status, CarrelSession *session)
 {
     g_autoptr(CarrelSession) owned = session;
 
-    return owned ? carrel_api_session_json(req->mgr, req->who, owned) : NULL;
+    return owned ? carrel_api_reply_new_json(status,
+                                             carrel_api_session_json(req->mgr, req->who, owned))
+                 : NULL;
 }
 
-#define session_reply(s) session_reply_in(req, (s))
+#define session_reply(s) session_reply_in(req, SOUP_STATUS_OK, (s))
 
-static JsonNode *
-get_sessions(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+get_sessions(CarrelApiRequest *req, GError **error)
 {
     const char *all_flag = carrel_api_query(req, "all");
     gboolean all = all_flag && (g_str_equal(all_flag, "1") || g_str_equal(all_flag, "true"));
     g_autoptr(GPtrArray) sessions = carrel_manager_session_list(req->mgr, req->who, all, error);
     CarrelApiView view = {req->mgr, req->who};
 
-    return sessions ? carrel_api_list_of("sessions", sessions, carrel_api_session_item, &view)
+    return sessions ? carrel_api_reply_ok(
+                          carrel_api_list_of("sessions", sessions, carrel_api_session_item, &view))
                     : NULL;
 }
 
-static JsonNode *
-post_sessions(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+post_sessions(CarrelApiRequest *req, GError **error)
 {
     g_autoptr(CarrelSessionRequest) sreq = carrel_session_request_from_json(req->body, error);
-    JsonNode *node;
 
     if (!sreq)
         return NULL;
-    node = session_reply(carrel_manager_session_create(req->mgr, req->who, sreq, error));
-    if (node)
-        *ret_status = SOUP_STATUS_CREATED;
-    return node;
+    return session_reply_in(req, SOUP_STATUS_CREATED,
+                            carrel_manager_session_create(req->mgr, req->who, sreq, error));
 }
 
-static JsonNode *
-get_session(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+get_session(CarrelApiRequest *req, GError **error)
 {
     return session_reply(carrel_manager_session_get(req->mgr, req->who, param(req, 0), error));
 }
 
-static JsonNode *
-delete_session(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+delete_session(CarrelApiRequest *req, GError **error)
 {
     return session_reply(carrel_manager_session_destroy(req->mgr, req->who, param(req, 0), error));
 }
 
-static JsonNode *
-post_session_start(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+post_session_start(CarrelApiRequest *req, GError **error)
 {
     return session_reply(carrel_manager_session_start(req->mgr, req->who, param(req, 0), error));
 }
 
-static JsonNode *
-post_session_pause(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+post_session_pause(CarrelApiRequest *req, GError **error)
 {
     return session_reply(carrel_manager_session_pause(req->mgr, req->who, param(req, 0), error));
 }
 
-static JsonNode *
-post_session_resume(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+post_session_resume(CarrelApiRequest *req, GError **error)
 {
     return session_reply(carrel_manager_session_resume(req->mgr, req->who, param(req, 0), error));
 }
@@ -339,8 +338,8 @@ body_string(CarrelApiRequest *req, const char *member, GError **error)
     return g_strdup(value);
 }
 
-static JsonNode *
-post_session_snapshots(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+post_session_snapshots(CarrelApiRequest *req, GError **error)
 {
     g_autofree char *name = body_string(req, "name", error);
     g_autoptr(CarrelSnapshot) snap =
@@ -349,12 +348,11 @@ post_session_snapshots(CarrelApiRequest *req, guint *ret_status, GError **error)
 
     if (!snap)
         return NULL;
-    *ret_status = SOUP_STATUS_CREATED;
-    return carrel_snapshot_to_json(snap);
+    return carrel_api_reply_new_json(SOUP_STATUS_CREATED, carrel_snapshot_to_json(snap));
 }
 
-static JsonNode *
-get_session_snapshots(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+get_session_snapshots(CarrelApiRequest *req, GError **error)
 {
     g_autoptr(GPtrArray) list =
         carrel_manager_snapshot_list(req->mgr, req->who, param(req, 0), error);
@@ -364,11 +362,11 @@ get_session_snapshots(CarrelApiRequest *req, guint *ret_status, GError **error)
         return NULL;
     for (guint i = 0; i < list->len; i++)
         g_ptr_array_add(nodes, carrel_snapshot_to_json(g_ptr_array_index(list, i)));
-    return list_node("snapshots", nodes);
+    return carrel_api_reply_ok(list_node("snapshots", nodes));
 }
 
-static JsonNode *
-delete_session_snapshot(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+delete_session_snapshot(CarrelApiRequest *req, GError **error)
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
     gboolean kept = FALSE;
@@ -382,11 +380,11 @@ delete_session_snapshot(CarrelApiRequest *req, guint *ret_status, GError **error
     json_builder_set_member_name(b, "layer_kept");
     json_builder_add_boolean_value(b, kept);
     json_builder_end_object(b);
-    return json_builder_get_root(b);
+    return carrel_api_reply_ok(json_builder_get_root(b));
 }
 
-static JsonNode *
-post_session_revert(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+post_session_revert(CarrelApiRequest *req, GError **error)
 {
     g_autofree char *snapshot = body_string(req, "snapshot", error);
 
@@ -395,8 +393,8 @@ post_session_revert(CarrelApiRequest *req, guint *ret_status, GError **error)
                     : NULL;
 }
 
-static JsonNode *
-post_session_fork(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+post_session_fork(CarrelApiRequest *req, GError **error)
 {
     static const char *const allowed[] = {"snapshot", "count", NULL};
     JsonObject *obj = req->body ? json_node_get_object(req->body) : NULL;
@@ -422,12 +420,11 @@ post_session_fork(CarrelApiRequest *req, guint *ret_status, GError **error)
         return NULL;
     for (guint i = 0; i < forks->len; i++)
         g_ptr_array_add(nodes, carrel_session_to_json(g_ptr_array_index(forks, i)));
-    *ret_status = SOUP_STATUS_CREATED;
-    return list_node("sessions", nodes);
+    return carrel_api_reply_new_json(SOUP_STATUS_CREATED, list_node("sessions", nodes));
 }
 
-static JsonNode *
-post_session_hibernate(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+post_session_hibernate(CarrelApiRequest *req, GError **error)
 {
     return session_reply(
         carrel_manager_session_hibernate(req->mgr, req->who, param(req, 0), error));
@@ -455,8 +452,8 @@ stop_timeout(CarrelApiRequest *req, guint *ret_timeout, GError **error)
     return TRUE;
 }
 
-static JsonNode *
-post_session_stop(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+post_session_stop(CarrelApiRequest *req, GError **error)
 {
     guint timeout_s;
 
@@ -466,8 +463,8 @@ post_session_stop(CarrelApiRequest *req, guint *ret_status, GError **error)
         carrel_manager_session_stop(req->mgr, req->who, param(req, 0), timeout_s, error));
 }
 
-static JsonNode *
-post_session_exec(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+post_session_exec(CarrelApiRequest *req, GError **error)
 {
     g_autoptr(CarrelExecRequest) exec = carrel_exec_request_from_json(req->body, error);
     CarrelExecResult result = {0};
@@ -478,7 +475,7 @@ post_session_exec(CarrelApiRequest *req, guint *ret_status, GError **error)
         return NULL;
     node = carrel_exec_result_to_json(&result);
     carrel_exec_result_clear(&result);
-    return node;
+    return carrel_api_reply_ok(node);
 }
 
 static const char *
@@ -492,21 +489,27 @@ required_query(CarrelApiRequest *req, const char *key, GError **error)
     return value && *value ? value : NULL;
 }
 
-static JsonNode *
-get_session_file(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+get_session_file(CarrelApiRequest *req, GError **error)
 {
     const char *path = required_query(req, "path", error);
+    g_autofree char *name = NULL;
+    CarrelApiReply *reply;
 
-    if (!path || !(req->reply_bytes = carrel_manager_session_file_read(req->mgr, req->who,
-                                                                       param(req, 0), path, error)))
+    reply = path ? carrel_api_reply_new_bytes(SOUP_STATUS_OK,
+                                              carrel_manager_session_file_read(
+                                                  req->mgr, req->who, param(req, 0), path, error),
+                                              "application/octet-stream")
+                 : NULL;
+    if (!reply)
         return NULL;
-    req->reply_type = "application/octet-stream";
-    req->reply_filename = g_path_get_basename(path);
-    return NULL;
+    name = g_path_get_basename(path);
+    carrel_api_reply_set_attachment(reply, name);
+    return reply;
 }
 
-static JsonNode *
-put_session_file(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+put_session_file(CarrelApiRequest *req, GError **error)
 {
     const char *path = required_query(req, "path", error);
     g_autoptr(GBytes) empty = g_bytes_new(NULL, 0);
@@ -522,7 +525,7 @@ put_session_file(CarrelApiRequest *req, guint *ret_status, GError **error)
     json_builder_set_member_name(b, "bytes");
     json_builder_add_int_value(b, (gint64)g_bytes_get_size(data));
     json_builder_end_object(b);
-    return json_builder_get_root(b);
+    return carrel_api_reply_ok(json_builder_get_root(b));
 }
 
 /* An optional non-negative integer query parameter, at most max. */
@@ -542,8 +545,8 @@ query_uint(CarrelApiRequest *req, const char *key, guint64 max, guint64 *value, 
     return TRUE;
 }
 
-static JsonNode *
-get_session_events(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+get_session_events(CarrelApiRequest *req, GError **error)
 {
     guint64 after = 0, limit = 200;
     g_autoptr(GPtrArray) events = NULL;
@@ -556,11 +559,11 @@ get_session_events(CarrelApiRequest *req, guint *ret_status, GError **error)
         return NULL;
     for (guint i = 0; i < events->len; i++)
         g_ptr_array_add(nodes, carrel_event_to_json(g_ptr_array_index(events, i)));
-    return list_node("events", nodes);
+    return carrel_api_reply_ok(list_node("events", nodes));
 }
 
-static JsonNode *
-get_session_egress(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+get_session_egress(CarrelApiRequest *req, GError **error)
 {
     guint64 after = 0, limit = 1000;
     g_autoptr(GPtrArray) records = NULL;
@@ -573,26 +576,26 @@ get_session_egress(CarrelApiRequest *req, guint *ret_status, GError **error)
         return NULL;
     for (guint i = 0; i < records->len; i++)
         g_ptr_array_add(nodes, carrel_egress_record_to_json(g_ptr_array_index(records, i)));
-    return list_node("egress", nodes);
+    return carrel_api_reply_ok(list_node("egress", nodes));
 }
 
-static JsonNode *
-get_session_screenshot(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+get_session_screenshot(CarrelApiRequest *req, GError **error)
 {
     CarrelScreenshotRequest shot;
 
-    if (!carrel_screenshot_request_parse(req->query, &shot, error) ||
-        !(req->reply_bytes =
-              carrel_manager_session_screenshot(req->mgr, req->who, param(req, 0), &shot, error)))
+    if (!carrel_screenshot_request_parse(req->query, &shot, error))
         return NULL;
-    req->reply_type = shot.jpeg ? "image/jpeg" : "image/png";
-    return NULL;
+    return carrel_api_reply_new_bytes(
+        SOUP_STATUS_OK,
+        carrel_manager_session_screenshot(req->mgr, req->who, param(req, 0), &shot, error),
+        shot.jpeg ? "image/jpeg" : "image/png");
 }
 
 /* Artifacts and inputs. */
 
-static JsonNode *
-post_upload(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+post_upload(CarrelApiRequest *req, GError **error)
 {
     g_autoptr(GBytes) empty = g_bytes_new(NULL, 0);
     GBytes *data = req->raw_body ? req->raw_body : empty;
@@ -607,12 +610,11 @@ post_upload(CarrelApiRequest *req, guint *ret_status, GError **error)
     json_builder_set_member_name(b, "bytes");
     json_builder_add_int_value(b, (gint64)g_bytes_get_size(data));
     json_builder_end_object(b);
-    *ret_status = SOUP_STATUS_CREATED;
-    return json_builder_get_root(b);
+    return carrel_api_reply_new_json(SOUP_STATUS_CREATED, json_builder_get_root(b));
 }
 
-static JsonNode *
-post_session_artifacts(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+post_session_artifacts(CarrelApiRequest *req, GError **error)
 {
     g_autoptr(CarrelExtractRequest) xreq = carrel_extract_request_from_json(req->body, error);
     g_autoptr(CarrelExtraction) x = NULL;
@@ -620,12 +622,11 @@ post_session_artifacts(CarrelApiRequest *req, guint *ret_status, GError **error)
     if (!xreq ||
         !(x = carrel_manager_session_extract(req->mgr, req->who, param(req, 0), xreq, error)))
         return NULL;
-    *ret_status = SOUP_STATUS_CREATED;
-    return carrel_extraction_to_json(x);
+    return carrel_api_reply_new_json(SOUP_STATUS_CREATED, carrel_extraction_to_json(x));
 }
 
-static JsonNode *
-get_session_artifacts(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+get_session_artifacts(CarrelApiRequest *req, GError **error)
 {
     g_autoptr(GPtrArray) list =
         carrel_manager_session_extractions(req->mgr, req->who, param(req, 0), error);
@@ -635,25 +636,27 @@ get_session_artifacts(CarrelApiRequest *req, guint *ret_status, GError **error)
         return NULL;
     for (guint i = 0; i < list->len; i++)
         g_ptr_array_add(nodes, carrel_extraction_to_json(g_ptr_array_index(list, i)));
-    return list_node("extractions", nodes);
+    return carrel_api_reply_ok(list_node("extractions", nodes));
 }
 
-static JsonNode *
-get_session_diff(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+get_session_diff(CarrelApiRequest *req, GError **error)
 {
     g_autoptr(GPtrArray) entries = carrel_manager_session_diff(
         req->mgr, req->who, param(req, 0), carrel_api_query(req, "path"), error);
 
-    return entries ? carrel_diff_to_json(entries) : NULL;
+    return entries ? carrel_api_reply_ok(carrel_diff_to_json(entries)) : NULL;
 }
 
-static JsonNode *
-get_artifact(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+get_artifact(CarrelApiRequest *req, GError **error)
 {
     g_autofree char *host_path = NULL;
     g_autoptr(CarrelArtifact) a =
         carrel_manager_artifact_get(req->mgr, req->who, param(req, 0), &host_path, error);
     g_autoptr(GMappedFile) map = NULL;
+    g_autofree char *name = NULL;
+    CarrelApiReply *reply;
 
     if (!a)
         return NULL;
@@ -668,21 +671,23 @@ get_artifact(CarrelApiRequest *req, guint *ret_status, GError **error)
     map = g_mapped_file_new(host_path, FALSE, error);
     if (!map)
         return NULL;
-    req->reply_bytes = g_mapped_file_get_bytes(map);
-    req->reply_type = "application/octet-stream";
-    req->reply_filename = g_path_get_basename(a->guest_path);
-    return NULL;
+    reply = carrel_api_reply_new_bytes(SOUP_STATUS_OK, g_mapped_file_get_bytes(map),
+                                       "application/octet-stream");
+    name = g_path_get_basename(a->guest_path);
+    carrel_api_reply_set_attachment(reply, name);
+    return reply;
 }
 
-static JsonNode *
-post_session_computer(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+post_session_computer(CarrelApiRequest *req, GError **error)
 {
     if (!req->body) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
                     "computer needs a JSON body: one action or {\"actions\": [...]}");
         return NULL;
     }
-    return carrel_manager_session_computer(req->mgr, req->who, param(req, 0), req->body, error);
+    return carrel_api_reply_ok(
+        carrel_manager_session_computer(req->mgr, req->who, param(req, 0), req->body, error));
 }
 
 const CarrelApiRoute carrel_api_routes[] = {
@@ -697,7 +702,7 @@ const CarrelApiRoute carrel_api_routes[] = {
     {"DELETE", "/v1/tokens/*", carrel_api_delete_token, CARREL_OP_TOKEN_REVOKE, 0},
     {"GET", "/v1/audit", carrel_api_get_audit, CARREL_OP_AUDIT_READ, 0},
     {"GET", "/v1/audit/verify", carrel_api_get_audit_verify, CARREL_OP_AUDIT_READ, 0},
-    {"GET", "/v1/stream", NULL, CARREL_OP_SESSION_LIST, 0},
+    {"GET", "/v1/stream", carrel_api_get_stream, CARREL_OP_SESSION_LIST, 0},
     {"GET", "/v1/approvals", carrel_api_get_approvals, CARREL_OP_APPROVAL_LIST, 0},
     {"POST", "/v1/approvals/*/approve", carrel_api_post_approval_approve, CARREL_OP_APPROVAL_DECIDE,
      0},

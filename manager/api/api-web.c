@@ -75,9 +75,8 @@ carrel_api_web_login(CarrelApi *api, const CarrelPrincipal *who)
                            api->tls ? "; Secure" : "");
 }
 
-/* The cookie's value in msg's Cookie header, or NULL. */
-static char *
-cookie_value(SoupServerMessage *msg)
+char *
+carrel_api_web_cookie(SoupServerMessage *msg)
 {
     SoupMessageHeaders *headers = soup_server_message_get_request_headers(msg);
     const char *header = soup_message_headers_get_list(headers, "Cookie");
@@ -91,34 +90,25 @@ cookie_value(SoupServerMessage *msg)
     return value && *value ? g_strdup(value) : NULL;
 }
 
-/* The token id of msg's cookie session, or NULL. */
+/* The token id of a cookie session, or NULL. */
 static char *
-cookie_token_id(CarrelApi *api, SoupServerMessage *msg)
+cookie_token_id(CarrelApi *api, const char *cookie)
 {
-    g_autofree char *value = cookie_value(msg);
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&api->web_lock);
     CarrelApiWebSession *ws;
 
-    if (!value || !api->web_sessions)
+    if (!cookie || !api->web_sessions)
         return NULL;
-    ws = g_hash_table_lookup(api->web_sessions, value);
+    ws = g_hash_table_lookup(api->web_sessions, cookie);
     if (!ws || ws->expires_us <= g_get_monotonic_time())
         return NULL;
     return g_strdup(ws->token_id);
 }
 
-gboolean
-carrel_api_web_has_cookie(SoupServerMessage *msg)
-{
-    g_autofree char *value = cookie_value(msg);
-
-    return value != NULL;
-}
-
 CarrelPrincipal *
-carrel_api_web_lookup(CarrelApi *api, SoupServerMessage *msg, GError **error)
+carrel_api_web_lookup(CarrelApi *api, const char *cookie, GError **error)
 {
-    g_autofree char *token_id = cookie_token_id(api, msg);
+    g_autofree char *token_id = cookie_token_id(api, cookie);
 
     if (!token_id) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_UNAUTHORIZED, "console login expired");
@@ -128,14 +118,12 @@ carrel_api_web_lookup(CarrelApi *api, SoupServerMessage *msg, GError **error)
 }
 
 char *
-carrel_api_web_logout(CarrelApi *api, SoupServerMessage *msg)
+carrel_api_web_logout(CarrelApi *api, const char *cookie)
 {
-    g_autofree char *value = cookie_value(msg);
-
-    if (value) {
+    if (cookie) {
         g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&api->web_lock);
         if (api->web_sessions)
-            g_hash_table_remove(api->web_sessions, value);
+            g_hash_table_remove(api->web_sessions, cookie);
     }
     return g_strdup(CARREL_API_COOKIE "=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0");
 }
@@ -234,29 +222,25 @@ read_static(const char *root, const char *rel)
     return g_bytes_new_take(g_steal_pointer(&data), st.st_size);
 }
 
-static void
-static_error(SoupServerMessage *msg, guint status, const char *text)
+static CarrelApiReply *
+static_error(guint status, const char *text)
 {
-    soup_server_message_set_status(msg, status, NULL);
-    soup_server_message_set_response(msg, "text/plain; charset=utf-8", SOUP_MEMORY_COPY, text,
-                                     strlen(text));
+    return carrel_api_reply_new_bytes(status, g_bytes_new_static(text, strlen(text)),
+                                      "text/plain; charset=utf-8");
 }
 
-void
-carrel_api_web_static(CarrelApi *api, SoupServerMessage *msg, const char *path)
+CarrelApiReply *
+carrel_api_web_static(CarrelApi *api, const char *method, const char *path)
 {
-    SoupMessageHeaders *out = soup_server_message_get_response_headers(msg);
-    const char *method = soup_server_message_get_method(msg);
     g_autofree char *decoded = g_uri_unescape_string(path, NULL);
     const char *root = api->web_dir;
     const char *rel;
     const char *type;
-    g_autoptr(GBytes) body = NULL;
+    GBytes *body = NULL;
+    CarrelApiReply *reply;
 
-    if (!g_str_equal(method, "GET") && !g_str_equal(method, "HEAD")) {
-        static_error(msg, SOUP_STATUS_METHOD_NOT_ALLOWED, "method not allowed\n");
-        return;
-    }
+    if (!g_str_equal(method, "GET") && !g_str_equal(method, "HEAD"))
+        return static_error(SOUP_STATUS_METHOD_NOT_ALLOWED, "method not allowed\n");
     rel = decoded ? decoded + 1 : "";
     if (g_str_equal(rel, ""))
         rel = "index.html";
@@ -265,17 +249,14 @@ carrel_api_web_static(CarrelApi *api, SoupServerMessage *msg, const char *path)
         rel += strlen("spice-html5/");
     }
     type = content_type(rel);
-    if (!root || !decoded || !static_path_ok(rel) || !type || !(body = read_static(root, rel))) {
-        static_error(msg, SOUP_STATUS_NOT_FOUND, "not found\n");
-        return;
-    }
-    soup_message_headers_replace(out, "Content-Security-Policy", WEB_CSP);
-    soup_message_headers_replace(out, "X-Content-Type-Options", "nosniff");
-    soup_message_headers_replace(out, "Referrer-Policy", "no-referrer");
-    soup_message_headers_replace(out, "Cache-Control", "no-cache");
-    soup_server_message_set_status(msg, SOUP_STATUS_OK, NULL);
-    soup_server_message_set_response(msg, type, SOUP_MEMORY_COPY, g_bytes_get_data(body, NULL),
-                                     g_bytes_get_size(body));
+    if (!root || !decoded || !static_path_ok(rel) || !type || !(body = read_static(root, rel)))
+        return static_error(SOUP_STATUS_NOT_FOUND, "not found\n");
+    reply = carrel_api_reply_new_bytes(SOUP_STATUS_OK, body, type);
+    carrel_api_reply_add_header(reply, "Content-Security-Policy", WEB_CSP);
+    carrel_api_reply_add_header(reply, "X-Content-Type-Options", "nosniff");
+    carrel_api_reply_add_header(reply, "Referrer-Policy", "no-referrer");
+    carrel_api_reply_add_header(reply, "Cache-Control", "no-cache");
+    return reply;
 }
 
 /* ---- sessions as shown, with their control lease ---- */
@@ -466,8 +447,8 @@ on_stream_finished(SoupServerMessage *msg, gpointer data)
 }
 
 void
-carrel_api_web_stream(CarrelApi *api, SoupServerMessage *msg, const CarrelPrincipal *who,
-                      const char *session_id)
+carrel_api_stream_start(CarrelApi *api, SoupServerMessage *msg, const CarrelPrincipal *who,
+                        const char *session_id)
 {
     SoupMessageHeaders *out = soup_server_message_get_response_headers(msg);
     Stream *st = g_new0(Stream, 1);
@@ -483,4 +464,10 @@ carrel_api_web_stream(CarrelApi *api, SoupServerMessage *msg, const CarrelPrinci
     g_signal_connect(msg, "finished", G_CALLBACK(on_stream_finished), st);
     stream_tick(st);
     st->timer = g_timeout_add(STREAM_INTERVAL_MS, stream_tick, st);
+}
+
+CarrelApiReply *
+carrel_api_get_stream(CarrelApiRequest *req, GError **error)
+{
+    return carrel_api_reply_new_stream(req->who, carrel_api_query(req, "session"));
 }
