@@ -157,7 +157,8 @@ CarrelApiReply *carrel_api_get_stream(CarrelApiRequest *req, GError **error);
  * them; it ends when who's token does (the writer of stream replies). */
 void carrel_api_stream_start(CarrelApi *api, SoupServerMessage *msg, const CarrelPrincipal *who,
                              const char *session_id);
-/* A session as the API shows it to who: with its control lease. */
+/* api-json.c: a session as the API shows it to who, with its control lease: the one shape of a
+ * session everywhere (REST, stream, MCP). */
 JsonNode *carrel_api_session_json(CarrelManager *mgr, const CarrelPrincipal *who,
                                   const CarrelSession *s);
 /* Whom a list is shown to (the data of carrel_api_session_item). */
@@ -169,9 +170,12 @@ typedef struct {
 typedef JsonNode *(*CarrelApiItemJson)(gpointer item, gpointer data);
 JsonNode *carrel_api_list_of(const char *member, GPtrArray *items, CarrelApiItemJson to_json,
                              gpointer data);
-/* Item functions for carrel_api_list_of: a session (data: a CarrelApiView), an approval. */
+/* Item functions for carrel_api_list_of: a session (data: a CarrelApiView), an approval, a
+ * snapshot, a timeline event. */
 JsonNode *carrel_api_session_item(gpointer session, gpointer view);
 JsonNode *carrel_api_approval_item(gpointer approval, gpointer unused);
+JsonNode *carrel_api_snapshot_item(gpointer snapshot, gpointer unused);
+JsonNode *carrel_api_event_item(gpointer event, gpointer unused);
 
 /* api-review.c: login, control lease, approvals, tokens, timeline screenshots. */
 CarrelApiReply *carrel_api_post_login(CarrelApiRequest *req, GError **error);

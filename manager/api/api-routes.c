@@ -6,21 +6,6 @@ param(CarrelApiRequest *req, guint i)
     return g_ptr_array_index(req->params, i);
 }
 
-static JsonNode *
-list_node(const char *member, GPtrArray *items)
-{
-    g_autoptr(JsonBuilder) b = json_builder_new();
-
-    json_builder_begin_object(b);
-    json_builder_set_member_name(b, member);
-    json_builder_begin_array(b);
-    for (guint i = 0; i < items->len; i++)
-        json_builder_add_value(b, g_ptr_array_index(items, i));
-    json_builder_end_array(b);
-    json_builder_end_object(b);
-    return json_builder_get_root(b);
-}
-
 static CarrelApiReply *
 get_healthz(CarrelApiRequest *req, GError **error)
 {
@@ -75,17 +60,19 @@ template_json(CarrelApiRequest *req, const CarrelTemplate *tmpl)
     return node;
 }
 
+static JsonNode *
+template_item(gpointer tmpl, gpointer req)
+{
+    return template_json(req, tmpl);
+}
+
 static CarrelApiReply *
 get_templates(CarrelApiRequest *req, GError **error)
 {
     g_autoptr(GPtrArray) all = carrel_manager_template_list(req->mgr, req->who, error);
-    g_autoptr(GPtrArray) nodes = g_ptr_array_new();
 
-    if (!all)
-        return NULL;
-    for (guint i = 0; i < all->len; i++)
-        g_ptr_array_add(nodes, template_json(req, g_ptr_array_index(all, i)));
-    return carrel_api_reply_ok(list_node("templates", nodes));
+    return all ? carrel_api_reply_ok(carrel_api_list_of("templates", all, template_item, req))
+               : NULL;
 }
 
 static gboolean
@@ -356,13 +343,10 @@ get_session_snapshots(CarrelApiRequest *req, GError **error)
 {
     g_autoptr(GPtrArray) list =
         carrel_manager_snapshot_list(req->mgr, req->who, param(req, 0), error);
-    g_autoptr(GPtrArray) nodes = g_ptr_array_new();
 
-    if (!list)
-        return NULL;
-    for (guint i = 0; i < list->len; i++)
-        g_ptr_array_add(nodes, carrel_snapshot_to_json(g_ptr_array_index(list, i)));
-    return carrel_api_reply_ok(list_node("snapshots", nodes));
+    return list ? carrel_api_reply_ok(
+                      carrel_api_list_of("snapshots", list, carrel_api_snapshot_item, NULL))
+                : NULL;
 }
 
 static CarrelApiReply *
@@ -401,7 +385,7 @@ post_session_fork(CarrelApiRequest *req, GError **error)
     const char *snapshot = NULL;
     gint64 count = 1;
     g_autoptr(GPtrArray) forks = NULL;
-    g_autoptr(GPtrArray) nodes = g_ptr_array_new();
+    CarrelApiView view = {req->mgr, req->who};
 
     if (obj) {
         if (!carrel_conf_check_members(obj, allowed, error))
@@ -418,9 +402,8 @@ post_session_fork(CarrelApiRequest *req, GError **error)
                                         error);
     if (!forks)
         return NULL;
-    for (guint i = 0; i < forks->len; i++)
-        g_ptr_array_add(nodes, carrel_session_to_json(g_ptr_array_index(forks, i)));
-    return carrel_api_reply_new_json(SOUP_STATUS_CREATED, list_node("sessions", nodes));
+    return carrel_api_reply_new_json(
+        SOUP_STATUS_CREATED, carrel_api_list_of("sessions", forks, carrel_api_session_item, &view));
 }
 
 static CarrelApiReply *
@@ -550,16 +533,19 @@ get_session_events(CarrelApiRequest *req, GError **error)
 {
     guint64 after = 0, limit = 200;
     g_autoptr(GPtrArray) events = NULL;
-    g_autoptr(GPtrArray) nodes = g_ptr_array_new(); /* list_node takes the nodes */
 
     if (!query_uint(req, "after", G_MAXINT64, &after, error) ||
         !query_uint(req, "limit", G_MAXUINT, &limit, error) ||
         !(events = carrel_manager_session_events(req->mgr, req->who, param(req, 0), (gint64)after,
                                                  (guint)limit, error)))
         return NULL;
-    for (guint i = 0; i < events->len; i++)
-        g_ptr_array_add(nodes, carrel_event_to_json(g_ptr_array_index(events, i)));
-    return carrel_api_reply_ok(list_node("events", nodes));
+    return carrel_api_reply_ok(carrel_api_list_of("events", events, carrel_api_event_item, NULL));
+}
+
+static JsonNode *
+egress_item(gpointer record, gpointer unused)
+{
+    return carrel_egress_record_to_json(record);
 }
 
 static CarrelApiReply *
@@ -567,16 +553,13 @@ get_session_egress(CarrelApiRequest *req, GError **error)
 {
     guint64 after = 0, limit = 1000;
     g_autoptr(GPtrArray) records = NULL;
-    g_autoptr(GPtrArray) nodes = g_ptr_array_new(); /* list_node takes the nodes */
 
     if (!query_uint(req, "after", G_MAXINT64, &after, error) ||
         !query_uint(req, "limit", G_MAXUINT, &limit, error) ||
         !(records = carrel_manager_session_egress(req->mgr, req->who, param(req, 0), (gint64)after,
                                                   (guint)limit, error)))
         return NULL;
-    for (guint i = 0; i < records->len; i++)
-        g_ptr_array_add(nodes, carrel_egress_record_to_json(g_ptr_array_index(records, i)));
-    return carrel_api_reply_ok(list_node("egress", nodes));
+    return carrel_api_reply_ok(carrel_api_list_of("egress", records, egress_item, NULL));
 }
 
 static CarrelApiReply *
@@ -625,18 +608,21 @@ post_session_artifacts(CarrelApiRequest *req, GError **error)
     return carrel_api_reply_new_json(SOUP_STATUS_CREATED, carrel_extraction_to_json(x));
 }
 
+static JsonNode *
+extraction_item(gpointer extraction, gpointer unused)
+{
+    return carrel_extraction_to_json(extraction);
+}
+
 static CarrelApiReply *
 get_session_artifacts(CarrelApiRequest *req, GError **error)
 {
     g_autoptr(GPtrArray) list =
         carrel_manager_session_extractions(req->mgr, req->who, param(req, 0), error);
-    g_autoptr(GPtrArray) nodes = g_ptr_array_new();
 
-    if (!list)
-        return NULL;
-    for (guint i = 0; i < list->len; i++)
-        g_ptr_array_add(nodes, carrel_extraction_to_json(g_ptr_array_index(list, i)));
-    return carrel_api_reply_ok(list_node("extractions", nodes));
+    return list
+               ? carrel_api_reply_ok(carrel_api_list_of("extractions", list, extraction_item, NULL))
+               : NULL;
 }
 
 static CarrelApiReply *

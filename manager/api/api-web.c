@@ -259,22 +259,6 @@ carrel_api_web_static(CarrelApi *api, const char *method, const char *path)
     return reply;
 }
 
-/* ---- sessions as shown, with their control lease ---- */
-
-JsonNode *
-carrel_api_session_json(CarrelManager *mgr, const CarrelPrincipal *who, const CarrelSession *s)
-{
-    JsonNode *node = carrel_session_to_json(s);
-    g_autoptr(JsonNode) lease = carrel_manager_lease_get(mgr, who, s->id, NULL);
-    JsonObject *l = lease ? json_node_get_object(lease) : NULL;
-
-    if (l && !json_object_get_null_member(l, "holder"))
-        json_object_set_member(json_node_get_object(node), "control", json_node_copy(lease));
-    else
-        json_object_set_null_member(json_node_get_object(node), "control");
-    return node;
-}
-
 /* ---- the event stream ---- */
 
 typedef struct {
@@ -312,35 +296,6 @@ stream_send(Stream *st, const char *event, const char *data)
     soup_server_message_unpause(st->msg);
 }
 
-JsonNode *
-carrel_api_list_of(const char *member, GPtrArray *items, CarrelApiItemJson to_json, gpointer data)
-{
-    g_autoptr(JsonBuilder) b = json_builder_new();
-
-    json_builder_begin_object(b);
-    json_builder_set_member_name(b, member);
-    json_builder_begin_array(b);
-    for (guint i = 0; i < items->len; i++)
-        json_builder_add_value(b, to_json(g_ptr_array_index(items, i), data));
-    json_builder_end_array(b);
-    json_builder_end_object(b);
-    return json_builder_get_root(b);
-}
-
-JsonNode *
-carrel_api_session_item(gpointer session, gpointer view)
-{
-    CarrelApiView *v = view;
-
-    return carrel_api_session_json(v->mgr, v->who, session);
-}
-
-JsonNode *
-carrel_api_approval_item(gpointer approval, gpointer unused)
-{
-    return carrel_approval_to_json(approval);
-}
-
 static char *
 list_text(const char *member, GPtrArray *items, CarrelApiItemJson to_json, gpointer data)
 {
@@ -374,23 +329,14 @@ timeline_text(Stream *st)
 {
     g_autoptr(GPtrArray) events = carrel_manager_session_events(
         st->api->mgr, st->who, st->session_id, st->last_seq, STREAM_EVENTS_MAX, NULL);
-    g_autoptr(JsonBuilder) b = json_builder_new();
-    g_autoptr(JsonNode) root = NULL;
+    g_autofree char *text = NULL;
 
     if (!events || events->len == 0)
         return NULL;
-    json_builder_begin_object(b);
-    json_builder_set_member_name(b, "events");
-    json_builder_begin_array(b);
-    for (guint i = 0; i < events->len; i++) {
-        CarrelEvent *e = g_ptr_array_index(events, i);
-        json_builder_add_value(b, carrel_event_to_json(e));
-        st->last_seq = MAX(st->last_seq, e->seq);
-    }
-    json_builder_end_array(b);
-    json_builder_end_object(b);
-    root = json_builder_get_root(b);
-    return json_to_string(root, FALSE);
+    text = list_text("events", events, carrel_api_event_item, NULL);
+    for (guint i = 0; i < events->len; i++)
+        st->last_seq = MAX(st->last_seq, ((CarrelEvent *)g_ptr_array_index(events, i))->seq);
+    return g_steal_pointer(&text);
 }
 
 /* Sends what changed since the last tick: a poll of the store, cheap at one per second. */
