@@ -14,9 +14,9 @@ struct _CarrelApi {
     char *web_url; /* http(s)://ADDR:PORT when listening on TCP, else NULL */
     gboolean tls;  /* the TCP listener speaks TLS: cookies are Secure */
     struct _CarrelApiLimiter *login_limiter; /* failed credentials per source (api-limit.c) */
-    GMutex web_lock;                         /* guards web_sessions */
-    GHashTable *web_sessions;                /* cookie value -> CarrelApiWebSession (api-web.c) */
-    struct _CarrelConsoleTickets *console_tickets; /* api-console.c */
+    GMutex cookie_lock;                      /* guards cookie_sessions */
+    GHashTable *cookie_sessions;             /* cookie -> CarrelApiCookieSession (api-cookie.c) */
+    struct _CarrelConsoleTickets *console_tickets; /* api-console-ticket.c */
     GHashTable *console_upstreams; /* ticket -> proxies whose SPICE connection is open */
 };
 
@@ -123,8 +123,13 @@ const CarrelApiRoute *carrel_api_route_match(const char *method, const char *pat
 /* Largest body the route accepts. */
 gsize carrel_api_route_body_max(const CarrelApiRoute *route);
 
+/* The i-th '*' segment of the route's path (decoded). */
+const char *carrel_api_param(CarrelApiRequest *req, guint i);
 /* A query value or NULL. */
 const char *carrel_api_query(CarrelApiRequest *req, const char *key);
+/* A string member of the body: required or not; other members refused. */
+gboolean carrel_api_body_string(CarrelApiRequest *req, const char *const *allowed, const char *name,
+                                gboolean required, const char **ret_value, GError **error);
 
 /*
  * POST /mcp (api-mcp.c): one JSON-RPC message of MCP's streamable HTTP transport, answered with
@@ -135,28 +140,32 @@ CarrelApiReply *carrel_api_mcp_post(CarrelApiRequest *req, GError **error);
 /* The core operation an MCP tool reaches (for the role matrix test). */
 CarrelOp carrel_api_mcp_tool_op(CarrelMcpTool tool);
 
-/* api-web.c: the web console's cookie sessions, static files and live stream. */
+/* api-cookie.c: the web console's cookie sessions. */
 #define CARREL_API_COOKIE "carrel_session"
 /* Starts a cookie session for a principal; returns the Set-Cookie header value. */
-char *carrel_api_web_login(CarrelApi *api, const CarrelPrincipal *who);
+char *carrel_api_cookie_login(CarrelApi *api, const CarrelPrincipal *who);
 /* Ends the cookie session of cookie (if any); returns the Set-Cookie value that clears it. */
-char *carrel_api_web_logout(CarrelApi *api, const char *cookie);
+char *carrel_api_cookie_logout(CarrelApi *api, const char *cookie);
 /* The console's cookie as msg carries it (valid or not), or NULL. */
-char *carrel_api_web_cookie(SoupServerMessage *msg);
+char *carrel_api_cookie_get(SoupServerMessage *msg);
 /* The principal of a cookie session, asked of core (a revoked token has none any more);
  * UNAUTHORIZED otherwise. */
-CarrelPrincipal *carrel_api_web_lookup(CarrelApi *api, const char *cookie, GError **error);
+CarrelPrincipal *carrel_api_cookie_lookup(CarrelApi *api, const char *cookie, GError **error);
 /* TRUE when msg's Origin header names this server: https:// + Host, or http:// + Host when msg
  * did not come over TLS. */
 gboolean carrel_api_same_origin(SoupServerMessage *msg);
-/* A file of web-console/ or spice-html5 for GET/HEAD of a path outside /v1 and /mcp. */
-CarrelApiReply *carrel_api_web_static(CarrelApi *api, const char *method, const char *path);
-/* GET /v1/stream: a stream reply for the caller, with ?session's timeline. */
+
+/* api-static.c: a file of web-console/ or spice-html5 for GET/HEAD of a path outside /v1 and
+ * /mcp (a text 404 or 405 otherwise). */
+CarrelApiReply *carrel_api_static_reply(CarrelApi *api, const char *method, const char *path);
+
+/* api-stream.c: GET /v1/stream, a stream reply for the caller, with ?session's timeline. */
 CarrelApiReply *carrel_api_get_stream(CarrelApiRequest *req, GError **error);
 /* Starts server-sent events on msg (sessions, approvals, a session's timeline), as who sees
  * them; it ends when who's token does (the writer of stream replies). */
 void carrel_api_stream_start(CarrelApi *api, SoupServerMessage *msg, const CarrelPrincipal *who,
                              const char *session_id);
+
 /* api-json.c: a session as the API shows it to who, with its control lease: the one shape of a
  * session everywhere (REST, stream, MCP). */
 JsonNode *carrel_api_session_json(CarrelManager *mgr, const CarrelPrincipal *who,
@@ -177,24 +186,28 @@ JsonNode *carrel_api_approval_item(gpointer approval, gpointer unused);
 JsonNode *carrel_api_snapshot_item(gpointer snapshot, gpointer unused);
 JsonNode *carrel_api_event_item(gpointer event, gpointer unused);
 
-/* api-review.c: login, control lease, approvals, tokens, timeline screenshots. */
+/* api-auth.c: who the caller is: login and logout (the console's cookie), whoami, the role
+ * matrix and named tokens. */
 CarrelApiReply *carrel_api_post_login(CarrelApiRequest *req, GError **error);
 CarrelApiReply *carrel_api_post_logout(CarrelApiRequest *req, GError **error);
 CarrelApiReply *carrel_api_get_whoami(CarrelApiRequest *req, GError **error);
+CarrelApiReply *carrel_api_get_roles(CarrelApiRequest *req, GError **error);
+CarrelApiReply *carrel_api_post_tokens(CarrelApiRequest *req, GError **error);
+CarrelApiReply *carrel_api_get_tokens(CarrelApiRequest *req, GError **error);
+CarrelApiReply *carrel_api_delete_token(CarrelApiRequest *req, GError **error);
+CarrelApiReply *carrel_api_post_admin_rotate(CarrelApiRequest *req, GError **error);
+
+/* api-control.c: what reviewers hold and see: the control lease, approvals, the screenshots
+ * kept on a timeline and the audit log. */
 CarrelApiReply *carrel_api_get_control(CarrelApiRequest *req, GError **error);
 CarrelApiReply *carrel_api_post_control(CarrelApiRequest *req, GError **error);
 CarrelApiReply *carrel_api_get_approvals(CarrelApiRequest *req, GError **error);
 CarrelApiReply *carrel_api_post_approval_approve(CarrelApiRequest *req, GError **error);
 CarrelApiReply *carrel_api_post_approval_deny(CarrelApiRequest *req, GError **error);
 CarrelApiReply *carrel_api_post_test_approval(CarrelApiRequest *req, GError **error);
-CarrelApiReply *carrel_api_post_tokens(CarrelApiRequest *req, GError **error);
 CarrelApiReply *carrel_api_get_session_shot(CarrelApiRequest *req, GError **error);
-CarrelApiReply *carrel_api_get_tokens(CarrelApiRequest *req, GError **error);
-CarrelApiReply *carrel_api_delete_token(CarrelApiRequest *req, GError **error);
-CarrelApiReply *carrel_api_post_admin_rotate(CarrelApiRequest *req, GError **error);
 CarrelApiReply *carrel_api_get_audit(CarrelApiRequest *req, GError **error);
 CarrelApiReply *carrel_api_get_audit_verify(CarrelApiRequest *req, GError **error);
-CarrelApiReply *carrel_api_get_roles(CarrelApiRequest *req, GError **error);
 
 /* api-limit.c: failed credentials per source. A source with too many failures in a window is
  * refused (429) until the window moves on; ret_retry_s says when to try again. */

@@ -1,11 +1,5 @@
 #include "api/api-console-priv.h"
 
-static const char *
-param(CarrelApiRequest *req, guint i)
-{
-    return g_ptr_array_index(req->params, i);
-}
-
 static CarrelApiReply *
 get_healthz(CarrelApiRequest *req, GError **error)
 {
@@ -105,7 +99,7 @@ get_template(CarrelApiRequest *req, GError **error)
     g_autoptr(JsonArray) versions = json_array_new();
     JsonNode *node;
 
-    if (!parse_ref(param(req, 0), &name, &version, error))
+    if (!parse_ref(carrel_api_param(req, 0), &name, &version, error))
         return NULL;
     tmpl = carrel_manager_template_get(req->mgr, req->who, name, version, error);
     all = tmpl ? carrel_manager_template_list(req->mgr, req->who, error) : NULL;
@@ -144,7 +138,7 @@ delete_template(CarrelApiRequest *req, GError **error)
     g_auto(GStrv) refs = NULL;
     guint version = 0;
 
-    if (!parse_ref(param(req, 0), &name, &version, error))
+    if (!parse_ref(carrel_api_param(req, 0), &name, &version, error))
         return NULL;
     refs = carrel_manager_template_remove(req->mgr, req->who, name, version, error);
     if (!refs)
@@ -163,7 +157,7 @@ static CarrelApiReply *
 post_template_build(CarrelApiRequest *req, GError **error)
 {
     g_autoptr(CarrelJob) job =
-        carrel_manager_template_build(req->mgr, req->who, param(req, 0), error);
+        carrel_manager_template_build(req->mgr, req->who, carrel_api_param(req, 0), error);
 
     if (!job)
         return NULL;
@@ -189,7 +183,8 @@ post_template_warm(CarrelApiRequest *req, GError **error)
             return NULL;
         }
     }
-    job = carrel_manager_template_warm(req->mgr, req->who, param(req, 0), (guint)version, error);
+    job = carrel_manager_template_warm(req->mgr, req->who, carrel_api_param(req, 0), (guint)version,
+                                       error);
     if (!job)
         return NULL;
     return carrel_api_reply_new_json(SOUP_STATUS_ACCEPTED, carrel_job_to_json(job));
@@ -210,7 +205,7 @@ put_template_pool(CarrelApiRequest *req, GError **error)
                     "'size' must be between 0 and %d", CARREL_LIMIT_POOL);
         return NULL;
     }
-    if (!carrel_manager_pool_set(req->mgr, req->who, param(req, 0), (guint)size, error))
+    if (!carrel_manager_pool_set(req->mgr, req->who, carrel_api_param(req, 0), (guint)size, error))
         return NULL;
     return carrel_api_reply_ok(carrel_manager_pool_list(req->mgr, req->who, error));
 }
@@ -231,13 +226,14 @@ static CarrelApiReply *
 get_policy(CarrelApiRequest *req, GError **error)
 {
     return carrel_api_reply_ok(
-        carrel_manager_policy_show(req->mgr, req->who, param(req, 0), error));
+        carrel_manager_policy_show(req->mgr, req->who, carrel_api_param(req, 0), error));
 }
 
 static CarrelApiReply *
 get_job(CarrelApiRequest *req, GError **error)
 {
-    g_autoptr(CarrelJob) job = carrel_manager_job_get(req->mgr, req->who, param(req, 0), error);
+    g_autoptr(CarrelJob) job =
+        carrel_manager_job_get(req->mgr, req->who, carrel_api_param(req, 0), error);
 
     return job ? carrel_api_reply_ok(carrel_job_to_json(job)) : NULL;
 }
@@ -284,31 +280,36 @@ post_sessions(CarrelApiRequest *req, GError **error)
 static CarrelApiReply *
 get_session(CarrelApiRequest *req, GError **error)
 {
-    return session_reply(carrel_manager_session_get(req->mgr, req->who, param(req, 0), error));
+    return session_reply(
+        carrel_manager_session_get(req->mgr, req->who, carrel_api_param(req, 0), error));
 }
 
 static CarrelApiReply *
 delete_session(CarrelApiRequest *req, GError **error)
 {
-    return session_reply(carrel_manager_session_destroy(req->mgr, req->who, param(req, 0), error));
+    return session_reply(
+        carrel_manager_session_destroy(req->mgr, req->who, carrel_api_param(req, 0), error));
 }
 
 static CarrelApiReply *
 post_session_start(CarrelApiRequest *req, GError **error)
 {
-    return session_reply(carrel_manager_session_start(req->mgr, req->who, param(req, 0), error));
+    return session_reply(
+        carrel_manager_session_start(req->mgr, req->who, carrel_api_param(req, 0), error));
 }
 
 static CarrelApiReply *
 post_session_pause(CarrelApiRequest *req, GError **error)
 {
-    return session_reply(carrel_manager_session_pause(req->mgr, req->who, param(req, 0), error));
+    return session_reply(
+        carrel_manager_session_pause(req->mgr, req->who, carrel_api_param(req, 0), error));
 }
 
 static CarrelApiReply *
 post_session_resume(CarrelApiRequest *req, GError **error)
 {
-    return session_reply(carrel_manager_session_resume(req->mgr, req->who, param(req, 0), error));
+    return session_reply(
+        carrel_manager_session_resume(req->mgr, req->who, carrel_api_param(req, 0), error));
 }
 
 /* {name} or {snapshot}: one required string member. */
@@ -330,7 +331,8 @@ post_session_snapshots(CarrelApiRequest *req, GError **error)
 {
     g_autofree char *name = body_string(req, "name", error);
     g_autoptr(CarrelSnapshot) snap =
-        name ? carrel_manager_snapshot_create(req->mgr, req->who, param(req, 0), name, error)
+        name ? carrel_manager_snapshot_create(req->mgr, req->who, carrel_api_param(req, 0), name,
+                                              error)
              : NULL;
 
     if (!snap)
@@ -342,7 +344,7 @@ static CarrelApiReply *
 get_session_snapshots(CarrelApiRequest *req, GError **error)
 {
     g_autoptr(GPtrArray) list =
-        carrel_manager_snapshot_list(req->mgr, req->who, param(req, 0), error);
+        carrel_manager_snapshot_list(req->mgr, req->who, carrel_api_param(req, 0), error);
 
     return list ? carrel_api_reply_ok(
                       carrel_api_list_of("snapshots", list, carrel_api_snapshot_item, NULL))
@@ -355,12 +357,12 @@ delete_session_snapshot(CarrelApiRequest *req, GError **error)
     g_autoptr(JsonBuilder) b = json_builder_new();
     gboolean kept = FALSE;
 
-    if (!carrel_manager_snapshot_delete(req->mgr, req->who, param(req, 0), param(req, 1), &kept,
-                                        error))
+    if (!carrel_manager_snapshot_delete(req->mgr, req->who, carrel_api_param(req, 0),
+                                        carrel_api_param(req, 1), &kept, error))
         return NULL;
     json_builder_begin_object(b);
     json_builder_set_member_name(b, "deleted");
-    json_builder_add_string_value(b, param(req, 1));
+    json_builder_add_string_value(b, carrel_api_param(req, 1));
     json_builder_set_member_name(b, "layer_kept");
     json_builder_add_boolean_value(b, kept);
     json_builder_end_object(b);
@@ -372,8 +374,8 @@ post_session_revert(CarrelApiRequest *req, GError **error)
 {
     g_autofree char *snapshot = body_string(req, "snapshot", error);
 
-    return snapshot ? session_reply(carrel_manager_snapshot_revert(req->mgr, req->who,
-                                                                   param(req, 0), snapshot, error))
+    return snapshot ? session_reply(carrel_manager_snapshot_revert(
+                          req->mgr, req->who, carrel_api_param(req, 0), snapshot, error))
                     : NULL;
 }
 
@@ -398,8 +400,8 @@ post_session_fork(CarrelApiRequest *req, GError **error)
                     "'count' must be between 1 and %d", CARREL_LIMIT_FORKS);
         return NULL;
     }
-    forks = carrel_manager_session_fork(req->mgr, req->who, param(req, 0), snapshot, (guint)count,
-                                        error);
+    forks = carrel_manager_session_fork(req->mgr, req->who, carrel_api_param(req, 0), snapshot,
+                                        (guint)count, error);
     if (!forks)
         return NULL;
     return carrel_api_reply_new_json(
@@ -410,7 +412,7 @@ static CarrelApiReply *
 post_session_hibernate(CarrelApiRequest *req, GError **error)
 {
     return session_reply(
-        carrel_manager_session_hibernate(req->mgr, req->who, param(req, 0), error));
+        carrel_manager_session_hibernate(req->mgr, req->who, carrel_api_param(req, 0), error));
 }
 
 static gboolean
@@ -442,8 +444,8 @@ post_session_stop(CarrelApiRequest *req, GError **error)
 
     if (!stop_timeout(req, &timeout_s, error))
         return NULL;
-    return session_reply(
-        carrel_manager_session_stop(req->mgr, req->who, param(req, 0), timeout_s, error));
+    return session_reply(carrel_manager_session_stop(req->mgr, req->who, carrel_api_param(req, 0),
+                                                     timeout_s, error));
 }
 
 static CarrelApiReply *
@@ -453,8 +455,8 @@ post_session_exec(CarrelApiRequest *req, GError **error)
     CarrelExecResult result = {0};
     JsonNode *node;
 
-    if (!exec ||
-        !carrel_manager_session_exec(req->mgr, req->who, param(req, 0), exec, &result, error))
+    if (!exec || !carrel_manager_session_exec(req->mgr, req->who, carrel_api_param(req, 0), exec,
+                                              &result, error))
         return NULL;
     node = carrel_exec_result_to_json(&result);
     carrel_exec_result_clear(&result);
@@ -479,10 +481,11 @@ get_session_file(CarrelApiRequest *req, GError **error)
     g_autofree char *name = NULL;
     CarrelApiReply *reply;
 
-    reply = path ? carrel_api_reply_new_bytes(SOUP_STATUS_OK,
-                                              carrel_manager_session_file_read(
-                                                  req->mgr, req->who, param(req, 0), path, error),
-                                              "application/octet-stream")
+    reply = path ? carrel_api_reply_new_bytes(
+                       SOUP_STATUS_OK,
+                       carrel_manager_session_file_read(req->mgr, req->who,
+                                                        carrel_api_param(req, 0), path, error),
+                       "application/octet-stream")
                  : NULL;
     if (!reply)
         return NULL;
@@ -499,8 +502,8 @@ put_session_file(CarrelApiRequest *req, GError **error)
     g_autoptr(JsonBuilder) b = json_builder_new();
     GBytes *data = req->raw_body ? req->raw_body : empty;
 
-    if (!path ||
-        !carrel_manager_session_file_write(req->mgr, req->who, param(req, 0), path, data, error))
+    if (!path || !carrel_manager_session_file_write(req->mgr, req->who, carrel_api_param(req, 0),
+                                                    path, data, error))
         return NULL;
     json_builder_begin_object(b);
     json_builder_set_member_name(b, "path");
@@ -536,8 +539,8 @@ get_session_events(CarrelApiRequest *req, GError **error)
 
     if (!query_uint(req, "after", G_MAXINT64, &after, error) ||
         !query_uint(req, "limit", G_MAXUINT, &limit, error) ||
-        !(events = carrel_manager_session_events(req->mgr, req->who, param(req, 0), (gint64)after,
-                                                 (guint)limit, error)))
+        !(events = carrel_manager_session_events(req->mgr, req->who, carrel_api_param(req, 0),
+                                                 (gint64)after, (guint)limit, error)))
         return NULL;
     return carrel_api_reply_ok(carrel_api_list_of("events", events, carrel_api_event_item, NULL));
 }
@@ -556,8 +559,8 @@ get_session_egress(CarrelApiRequest *req, GError **error)
 
     if (!query_uint(req, "after", G_MAXINT64, &after, error) ||
         !query_uint(req, "limit", G_MAXUINT, &limit, error) ||
-        !(records = carrel_manager_session_egress(req->mgr, req->who, param(req, 0), (gint64)after,
-                                                  (guint)limit, error)))
+        !(records = carrel_manager_session_egress(req->mgr, req->who, carrel_api_param(req, 0),
+                                                  (gint64)after, (guint)limit, error)))
         return NULL;
     return carrel_api_reply_ok(carrel_api_list_of("egress", records, egress_item, NULL));
 }
@@ -569,10 +572,11 @@ get_session_screenshot(CarrelApiRequest *req, GError **error)
 
     if (!carrel_screenshot_request_parse(req->query, &shot, error))
         return NULL;
-    return carrel_api_reply_new_bytes(
-        SOUP_STATUS_OK,
-        carrel_manager_session_screenshot(req->mgr, req->who, param(req, 0), &shot, error),
-        shot.jpeg ? "image/jpeg" : "image/png");
+    return carrel_api_reply_new_bytes(SOUP_STATUS_OK,
+                                      carrel_manager_session_screenshot(req->mgr, req->who,
+                                                                        carrel_api_param(req, 0),
+                                                                        &shot, error),
+                                      shot.jpeg ? "image/jpeg" : "image/png");
 }
 
 /* Artifacts and inputs. */
@@ -602,8 +606,8 @@ post_session_artifacts(CarrelApiRequest *req, GError **error)
     g_autoptr(CarrelExtractRequest) xreq = carrel_extract_request_from_json(req->body, error);
     g_autoptr(CarrelExtraction) x = NULL;
 
-    if (!xreq ||
-        !(x = carrel_manager_session_extract(req->mgr, req->who, param(req, 0), xreq, error)))
+    if (!xreq || !(x = carrel_manager_session_extract(req->mgr, req->who, carrel_api_param(req, 0),
+                                                      xreq, error)))
         return NULL;
     return carrel_api_reply_new_json(SOUP_STATUS_CREATED, carrel_extraction_to_json(x));
 }
@@ -618,7 +622,7 @@ static CarrelApiReply *
 get_session_artifacts(CarrelApiRequest *req, GError **error)
 {
     g_autoptr(GPtrArray) list =
-        carrel_manager_session_extractions(req->mgr, req->who, param(req, 0), error);
+        carrel_manager_session_extractions(req->mgr, req->who, carrel_api_param(req, 0), error);
 
     return list
                ? carrel_api_reply_ok(carrel_api_list_of("extractions", list, extraction_item, NULL))
@@ -629,7 +633,7 @@ static CarrelApiReply *
 get_session_diff(CarrelApiRequest *req, GError **error)
 {
     g_autoptr(GPtrArray) entries = carrel_manager_session_diff(
-        req->mgr, req->who, param(req, 0), carrel_api_query(req, "path"), error);
+        req->mgr, req->who, carrel_api_param(req, 0), carrel_api_query(req, "path"), error);
 
     return entries ? carrel_api_reply_ok(carrel_diff_to_json(entries)) : NULL;
 }
@@ -638,8 +642,8 @@ static CarrelApiReply *
 get_artifact(CarrelApiRequest *req, GError **error)
 {
     g_autofree char *host_path = NULL;
-    g_autoptr(CarrelArtifact) a =
-        carrel_manager_artifact_get(req->mgr, req->who, param(req, 0), &host_path, error);
+    g_autoptr(CarrelArtifact) a = carrel_manager_artifact_get(
+        req->mgr, req->who, carrel_api_param(req, 0), &host_path, error);
     g_autoptr(GMappedFile) map = NULL;
     g_autofree char *name = NULL;
     CarrelApiReply *reply;
@@ -672,8 +676,8 @@ post_session_computer(CarrelApiRequest *req, GError **error)
                     "computer needs a JSON body: one action or {\"actions\": [...]}");
         return NULL;
     }
-    return carrel_api_reply_ok(
-        carrel_manager_session_computer(req->mgr, req->who, param(req, 0), req->body, error));
+    return carrel_api_reply_ok(carrel_manager_session_computer(
+        req->mgr, req->who, carrel_api_param(req, 0), req->body, error));
 }
 
 const CarrelApiRoute carrel_api_routes[] = {
@@ -739,7 +743,7 @@ const CarrelApiRoute carrel_api_routes[] = {
     {"GET", "/v1/artifacts/*", get_artifact, CARREL_OP_ARTIFACT_READ, 0},
     {"GET", "/v1/sessions/*/diff", get_session_diff, CARREL_OP_SESSION_DIFF, 0},
     {"POST", "/mcp", carrel_api_mcp_post, CARREL_OP_LAST, CARREL_API_ROUTE_RAW_BODY},
-    /* The console (api-console.c); WS /v1/console/{ticket} is registered by it. */
+    /* The console (api-console-routes.c); WS /v1/console/{ticket} is api-console-proxy.c's. */
     {"POST", "/v1/sessions/*/console", carrel_api_post_console, CARREL_OP_CONSOLE_VIEW, 0},
     {"GET", "/v1/sessions/*/console.vv", carrel_api_get_console_vv, CARREL_OP_CONSOLE_VIEW, 0},
     {NULL, NULL, NULL, CARREL_OP_LAST, 0},

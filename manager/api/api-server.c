@@ -173,7 +173,7 @@ principal_of(Exchange *ex, const char *token, GError **error)
     if (token)
         who = carrel_manager_authenticate(ex->api->mgr, token, &local);
     else if (ex->req->cookie)
-        who = carrel_api_web_lookup(ex->api, ex->req->cookie, &local);
+        who = carrel_api_cookie_lookup(ex->api, ex->req->cookie, &local);
     if (who)
         return who;
     if (token || ex->req->cookie)
@@ -268,7 +268,7 @@ exchange_new(CarrelApi *api, SoupServerMessage *msg, GHashTable *query)
     ex->req->mcp_protocol_version =
         g_strdup(soup_message_headers_get_one(headers, "MCP-Protocol-Version"));
     ex->req->source = request_source(msg);
-    ex->req->cookie = carrel_api_web_cookie(msg);
+    ex->req->cookie = carrel_api_cookie_get(msg);
     return ex;
 }
 
@@ -313,7 +313,7 @@ handle_request(SoupServer *server, SoupServerMessage *msg, const char *path, GHa
 
     if (!g_str_has_prefix(path, "/v1/") && !g_str_equal(path, "/mcp")) {
         g_autoptr(CarrelApiReply) reply =
-            carrel_api_web_static(api, soup_server_message_get_method(msg), path);
+            carrel_api_static_reply(api, soup_server_message_get_method(msg), path);
         carrel_api_reply_write(reply, api, msg);
         return;
     }
@@ -403,7 +403,7 @@ carrel_api_new(CarrelManager *mgr, const char *version_info, GError **error)
 
     api->mgr = mgr;
     api->version_info = g_strdup(version_info);
-    g_mutex_init(&api->web_lock);
+    g_mutex_init(&api->cookie_lock);
     api->login_limiter = carrel_api_limiter_new(LOGIN_FAILURES_MAX, LOGIN_WINDOW_S);
     api->server = soup_server_new("server-header", header, NULL);
     g_signal_connect(api->server, "request-started", G_CALLBACK(on_request_started), NULL);
@@ -425,9 +425,9 @@ carrel_api_free(CarrelApi *api)
     g_free(api->web_dir);
     g_free(api->spice_dir);
     g_free(api->web_url);
-    g_clear_pointer(&api->web_sessions, g_hash_table_unref);
+    g_clear_pointer(&api->cookie_sessions, g_hash_table_unref);
     carrel_api_limiter_free(api->login_limiter);
-    g_mutex_clear(&api->web_lock);
+    g_mutex_clear(&api->cookie_lock);
     g_free(api);
 }
 

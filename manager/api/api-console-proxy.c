@@ -1,15 +1,14 @@
 /*
- * The console: tickets and .vv files over HTTP, and WS /v1/console/{ticket}, a websocket proxy
- * from the browser (spice-html5, one websocket per SPICE channel) to the session's SPICE server
- * on 127.0.0.1. Who may connect is decided before the upgrade (same origin, cookie, ticket);
- * what may reach the guest is decided per message by the SPICE filter (view-only unless the
- * viewer holds the control lease). Neither tickets nor cookies are ever logged.
+ * api: WS /v1/console/{ticket}, a websocket proxy from the browser (spice-html5, one websocket per
+ * SPICE channel) to the session's SPICE server on 127.0.0.1. Who may connect is decided before the
+ * upgrade (same origin, cookie, ticket); what may reach the guest is decided per message by the
+ * SPICE filter (view-only unless the viewer holds the control lease). Neither tickets nor cookies
+ * are ever logged.
  */
 #include <string.h>
 
 #include "api/api-console-priv.h"
 
-#define CONSOLE_PREFIX "/v1/console"
 /* The first message (the SPICE link) must arrive this soon after the upgrade. */
 #define LINK_TIMEOUT_S 10
 /* Bytes from the viewer waiting for the SPICE server; beyond this the viewer is cut off. */
@@ -22,90 +21,6 @@
 /* Once the main channel's SPICE connection closed, spice-server closes the other channels of that
  * client itself; a connection still open this much later is closed by the proxy. */
 #define AFTER_MAIN_S 10
-
-/* ---- HTTP routes ---- */
-
-static const char *
-param(CarrelApiRequest *req, guint i)
-{
-    return g_ptr_array_index(req->params, i);
-}
-
-CarrelApiReply *
-carrel_api_post_console(CarrelApiRequest *req, GError **error)
-{
-    g_autoptr(CarrelConsoleAccess) access =
-        carrel_manager_console_open(req->mgr, req->who, param(req, 0), error);
-    g_autoptr(JsonBuilder) b = json_builder_new();
-    g_autofree char *ticket = NULL;
-    g_autofree char *url = NULL;
-    g_autofree char *expires = NULL;
-
-    if (!access)
-        return NULL;
-    ticket = carrel_console_tickets_issue(req->api->console_tickets, access->session_id,
-                                          access->port, req->who->token_id, error);
-    if (!ticket)
-        return NULL;
-    url = g_strconcat(CONSOLE_PREFIX "/", ticket, NULL);
-    expires = carrel_util_format_time(g_get_real_time() / G_USEC_PER_SEC +
-                                      CARREL_CONSOLE_TICKET_TTL_US / G_USEC_PER_SEC);
-    json_builder_begin_object(b);
-    json_builder_set_member_name(b, "ticket");
-    json_builder_add_string_value(b, ticket);
-    json_builder_set_member_name(b, "url");
-    json_builder_add_string_value(b, url);
-    json_builder_set_member_name(b, "expires_at");
-    json_builder_add_string_value(b, expires);
-    json_builder_set_member_name(b, "password");
-    json_builder_add_string_value(b, access->password);
-    json_builder_set_member_name(b, "view_only");
-    json_builder_add_boolean_value(
-        b, !carrel_manager_console_may_input(req->mgr, req->who, access->session_id));
-    json_builder_end_object(b);
-    return carrel_api_reply_ok(json_builder_get_root(b));
-}
-
-CarrelApiReply *
-carrel_api_get_console_vv(CarrelApiRequest *req, GError **error)
-{
-    g_autoptr(CarrelSession) session =
-        carrel_manager_session_get(req->mgr, req->who, param(req, 0), error);
-    g_autoptr(CarrelConsoleAccess) access = NULL;
-    g_autofree char *title = NULL;
-    g_autofree char *filename = NULL;
-    CarrelVvSpec spec = {0};
-    CarrelApiReply *reply;
-    char *text;
-
-    if (!session)
-        return NULL;
-    /* remote-viewer talks to SPICE directly, past the proxy's view-only filter. */
-    if (!carrel_manager_console_may_input(req->mgr, req->who, session->id)) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE,
-                    "a console file needs the control lease of session '%s': take it first",
-                    session->id);
-        return NULL;
-    }
-    access = carrel_manager_console_open(req->mgr, req->who, session->id, error);
-    if (!access)
-        return NULL;
-    title = g_strdup_printf("carrel: %s (%s)", session->name, session->id);
-    spec.title = title;
-    spec.port = access->port;
-    spec.password = access->password;
-    text = carrel_spice_vv_file(&spec, error);
-    if (!text)
-        return NULL;
-    /* The file opens the display past the proxy: on the timeline, naming who took it. */
-    carrel_manager_note(req->mgr, session->id, req->who, "control", "console_file", NULL, NULL,
-                        NULL, 0);
-    reply = carrel_api_reply_new_bytes(SOUP_STATUS_OK, g_bytes_new_take(text, strlen(text)),
-                                       "application/x-virt-viewer");
-    filename = g_strdup_printf("carrel-%s.vv", session->id);
-    carrel_api_reply_set_attachment(reply, filename);
-    return reply;
-}
 
 /* ---- refusals before the upgrade ---- */
 
@@ -131,9 +46,9 @@ path_ticket(const char *path)
 {
     const char *ticket;
 
-    if (!g_str_has_prefix(path, CONSOLE_PREFIX "/"))
+    if (!g_str_has_prefix(path, CARREL_CONSOLE_PREFIX "/"))
         return NULL;
-    ticket = path + strlen(CONSOLE_PREFIX "/");
+    ticket = path + strlen(CARREL_CONSOLE_PREFIX "/");
     return *ticket && !strchr(ticket, '/') ? ticket : NULL;
 }
 
@@ -164,8 +79,8 @@ console_check(CarrelApi *api, SoupServerMessage *msg, const char *path, char **r
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_FORBIDDEN, "cross-origin websocket refused");
         return NULL;
     }
-    cookie = carrel_api_web_cookie(msg);
-    principal = carrel_api_web_lookup(api, cookie, NULL);
+    cookie = carrel_api_cookie_get(msg);
+    principal = carrel_api_cookie_lookup(api, cookie, NULL);
     if (!principal) {
         *ret_status = SOUP_STATUS_UNAUTHORIZED;
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_UNAUTHORIZED,
@@ -658,10 +573,10 @@ carrel_api_console_init(CarrelApi *api)
     api->console_tickets = carrel_console_tickets_new(NULL);
     api->console_upstreams =
         g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)g_ptr_array_unref);
-    soup_server_add_early_handler(api->server, CONSOLE_PREFIX, console_early, api, NULL);
-    soup_server_add_handler(api->server, CONSOLE_PREFIX, console_precheck, api, NULL);
-    soup_server_add_websocket_handler(api->server, CONSOLE_PREFIX, NULL, protocols, on_websocket,
-                                      api, NULL);
+    soup_server_add_early_handler(api->server, CARREL_CONSOLE_PREFIX, console_early, api, NULL);
+    soup_server_add_handler(api->server, CARREL_CONSOLE_PREFIX, console_precheck, api, NULL);
+    soup_server_add_websocket_handler(api->server, CARREL_CONSOLE_PREFIX, NULL, protocols,
+                                      on_websocket, api, NULL);
 }
 
 void
