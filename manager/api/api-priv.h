@@ -84,9 +84,12 @@ const char *carrel_api_reply_get_header(const CarrelApiReply *reply, const char 
 JsonNode *carrel_api_reply_get_json(const CarrelApiReply *reply);
 /* Writes reply on msg: status, headers and body, or starts the stream (main loop only). */
 void carrel_api_reply_write(CarrelApiReply *reply, CarrelApi *api, SoupServerMessage *msg);
-/* node as compact JSON text. */
-GBytes *carrel_api_json_bytes(JsonNode *node);
 
+/*
+ * A route's handler: a reply, or NULL with error (sent as the error envelope with the status of
+ * the error table). A refusal that needs a status or headers of its own (429 and Retry-After) is
+ * a reply made with carrel_api_reply_new_error.
+ */
 typedef CarrelApiReply *(*CarrelApiHandler)(CarrelApiRequest *req, GError **error);
 
 typedef enum {

@@ -3,8 +3,6 @@
  * becomes the error envelope) and the server writes it: the reply itself says what it is, so
  * nothing is special-cased by path or by handler.
  */
-#include <string.h>
-
 #include "api/api-priv.h"
 
 typedef struct {
@@ -172,8 +170,8 @@ carrel_api_reply_get_json(const CarrelApiReply *reply)
     return reply->json;
 }
 
-GBytes *
-carrel_api_json_bytes(JsonNode *node)
+static GBytes *
+json_bytes(JsonNode *node)
 {
     g_autoptr(JsonGenerator) gen = json_generator_new();
     gsize len = 0;
@@ -214,7 +212,7 @@ carrel_api_reply_write(CarrelApiReply *reply, CarrelApi *api, SoupServerMessage 
     switch (reply->kind) {
     case CARREL_API_REPLY_JSON:
         soup_server_message_set_status(msg, reply->status, NULL);
-        json = carrel_api_json_bytes(reply->json);
+        json = json_bytes(reply->json);
         set_body(msg, "application/json", json);
         break;
     case CARREL_API_REPLY_BYTES:
