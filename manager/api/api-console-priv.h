@@ -1,7 +1,7 @@
 /*
  * api: the console's pure parts (SPICE link parsing, the client stream filter, the .vv file,
- * the ticket store) and the entry points of api-console.c. Internal to the api module and its
- * tests.
+ * the ticket store) and the entry points of the console's routes and proxy. Internal to the api
+ * module and its tests.
  */
 #pragma once
 
@@ -144,13 +144,16 @@ gboolean carrel_console_tickets_link(CarrelConsoleTickets *tickets, const char *
 /* The ticket's main connection closed: the ticket opens nothing any more. */
 void carrel_console_tickets_main_closed(CarrelConsoleTickets *tickets, const char *ticket);
 
-/* api-console.c */
+/* api-console-proxy.c */
+
+/* Where the console's websockets are: CARREL_CONSOLE_PREFIX "/" TICKET. */
+#define CARREL_CONSOLE_PREFIX "/v1/console"
 
 /* Registers WS /v1/console/{ticket} on api's server (from carrel_api_new). */
 void carrel_api_console_init(CarrelApi *api);
 /* Releases what carrel_api_console_init made (from carrel_api_free). */
 void carrel_api_console_clear(CarrelApi *api);
 
-/* POST /v1/sessions/{id}/console and GET /v1/sessions/{id}/console.vv. */
-JsonNode *carrel_api_post_console(CarrelApiRequest *req, guint *ret_status, GError **error);
-JsonNode *carrel_api_get_console_vv(CarrelApiRequest *req, guint *ret_status, GError **error);
+/* api-console-routes.c: POST /v1/sessions/{id}/console and GET /v1/sessions/{id}/console.vv. */
+CarrelApiReply *carrel_api_post_console(CarrelApiRequest *req, GError **error);
+CarrelApiReply *carrel_api_get_console_vv(CarrelApiRequest *req, GError **error);

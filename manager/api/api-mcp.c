@@ -35,15 +35,29 @@ arg(JsonObject *args, const char *name)
     return json_object_get_string_member_with_default(args, name, NULL);
 }
 
+/* A session (taken) in the API's one shape, or the error of the call that gave none. */
 static JsonNode *
-session_result(CarrelSession *session, const GError *error)
+session_result(CarrelApiRequest *req, CarrelSession *session, const GError *error)
 {
     g_autoptr(CarrelSession) owned = session;
     g_autoptr(JsonNode) node = NULL;
 
     if (!owned)
         return carrel_mcp_error_result(error);
-    node = carrel_session_to_json(owned);
+    node = carrel_api_session_json(req->mgr, req->who, owned);
+    return carrel_mcp_json_result(node);
+}
+
+/* {member: [...]} of items (NULL: the error of the call that gave none). */
+static JsonNode *
+list_result(const char *member, GPtrArray *items, CarrelApiItemJson to_json, gpointer data,
+            const GError *error)
+{
+    g_autoptr(JsonNode) node = NULL;
+
+    if (!items)
+        return carrel_mcp_error_result(error);
+    node = carrel_api_list_of(member, items, to_json, data);
     return carrel_mcp_json_result(node);
 }
 
@@ -58,7 +72,7 @@ tool_sandbox_create(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args,
     if (!sreq)
         return NULL;
     session = carrel_manager_session_create(req->mgr, req->who, sreq, &local);
-    return session_result(session, local);
+    return session_result(req, session, local);
 }
 
 static JsonNode *
@@ -66,17 +80,9 @@ tool_sandbox_list(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, G
 {
     g_autoptr(GError) local = NULL;
     g_autoptr(GPtrArray) sessions = carrel_manager_session_list(req->mgr, req->who, FALSE, &local);
-    g_autoptr(JsonObject) obj = json_object_new();
-    g_autoptr(JsonNode) node = NULL;
-    JsonArray *list = json_array_new();
+    CarrelApiView view = {req->mgr, req->who};
 
-    json_object_set_array_member(obj, "sessions", list);
-    if (!sessions)
-        return carrel_mcp_error_result(local);
-    for (guint i = 0; i < sessions->len; i++)
-        json_array_add_element(list, carrel_session_to_json(g_ptr_array_index(sessions, i)));
-    node = json_node_init_object(json_node_alloc(), obj);
-    return carrel_mcp_json_result(node);
+    return list_result("sessions", sessions, carrel_api_session_item, &view, local);
 }
 
 static JsonNode *
@@ -86,7 +92,7 @@ tool_sandbox_destroy(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args
     CarrelSession *session =
         carrel_manager_session_destroy(req->mgr, req->who, arg(args, "session"), &local);
 
-    return session_result(session, local);
+    return session_result(req, session, local);
 }
 
 static JsonNode *
@@ -96,7 +102,7 @@ tool_sandbox_pause(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, 
     CarrelSession *session =
         carrel_manager_session_pause(req->mgr, req->who, arg(args, "session"), &local);
 
-    return session_result(session, local);
+    return session_result(req, session, local);
 }
 
 static JsonNode *
@@ -106,7 +112,7 @@ tool_sandbox_resume(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args,
     CarrelSession *session =
         carrel_manager_session_resume(req->mgr, req->who, arg(args, "session"), &local);
 
-    return session_result(session, local);
+    return session_result(req, session, local);
 }
 
 static JsonNode *
@@ -116,7 +122,7 @@ tool_sandbox_hibernate(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *ar
     CarrelSession *session =
         carrel_manager_session_hibernate(req->mgr, req->who, arg(args, "session"), &local);
 
-    return session_result(session, local);
+    return session_result(req, session, local);
 }
 
 static JsonNode *
@@ -128,17 +134,9 @@ tool_sandbox_fork(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, G
         req->mgr, req->who, arg(args, "session"),
         json_object_get_string_member_with_default(args, "snapshot", NULL),
         (guint)CLAMP(count, 0, G_MAXINT), &local);
-    g_autoptr(JsonObject) obj = json_object_new();
-    g_autoptr(JsonNode) node = NULL;
-    JsonArray *list = json_array_new();
+    CarrelApiView view = {req->mgr, req->who};
 
-    json_object_set_array_member(obj, "sessions", list);
-    if (!forks)
-        return carrel_mcp_error_result(local);
-    for (guint i = 0; i < forks->len; i++)
-        json_array_add_element(list, carrel_session_to_json(g_ptr_array_index(forks, i)));
-    node = json_node_init_object(json_node_alloc(), obj);
-    return carrel_mcp_json_result(node);
+    return list_result("sessions", forks, carrel_api_session_item, &view, local);
 }
 
 static JsonNode *
@@ -147,17 +145,8 @@ tool_snapshot_list(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, 
     g_autoptr(GError) local = NULL;
     g_autoptr(GPtrArray) snaps =
         carrel_manager_snapshot_list(req->mgr, req->who, arg(args, "session"), &local);
-    g_autoptr(JsonObject) obj = json_object_new();
-    g_autoptr(JsonNode) node = NULL;
-    JsonArray *list = json_array_new();
 
-    json_object_set_array_member(obj, "snapshots", list);
-    if (!snaps)
-        return carrel_mcp_error_result(local);
-    for (guint i = 0; i < snaps->len; i++)
-        json_array_add_element(list, carrel_snapshot_to_json(g_ptr_array_index(snaps, i)));
-    node = json_node_init_object(json_node_alloc(), obj);
-    return carrel_mcp_json_result(node);
+    return list_result("snapshots", snaps, carrel_api_snapshot_item, NULL, local);
 }
 
 static JsonNode *
@@ -178,7 +167,7 @@ tool_snapshot_revert(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args
     CarrelSession *session = carrel_manager_snapshot_revert(
         req->mgr, req->who, arg(args, "session"), arg(args, "name"), &local);
 
-    return session_result(session, local);
+    return session_result(req, session, local);
 }
 
 static JsonNode *
@@ -410,8 +399,8 @@ check_headers(CarrelApiRequest *req, GError **error)
     return TRUE;
 }
 
-JsonNode *
-carrel_api_mcp_post(CarrelApiRequest *req, guint *ret_status, GError **error)
+CarrelApiReply *
+carrel_api_mcp_post(CarrelApiRequest *req, GError **error)
 {
     gsize len = 0;
     const char *data = req->raw_body ? g_bytes_get_data(req->raw_body, &len) : NULL;
@@ -423,23 +412,25 @@ carrel_api_mcp_post(CarrelApiRequest *req, guint *ret_status, GError **error)
     if (!check_headers(req, error))
         return NULL;
     /* Messages that cannot be read are a 400, with the JSON-RPC error as the body. */
-    *ret_status = SOUP_STATUS_BAD_REQUEST;
     if (len == 0)
-        return carrel_mcp_error_reply(NULL, CARREL_MCP_PARSE_ERROR,
-                                      "empty body: send one JSON-RPC message");
+        return carrel_api_reply_new_json(
+            SOUP_STATUS_BAD_REQUEST,
+            carrel_mcp_error_reply(NULL, CARREL_MCP_PARSE_ERROR,
+                                   "empty body: send one JSON-RPC message"));
     root = carrel_conf_parse_json(data, len, &local);
     if (!root)
-        return carrel_mcp_error_reply(NULL, CARREL_MCP_PARSE_ERROR, local->message);
+        return carrel_api_reply_new_json(
+            SOUP_STATUS_BAD_REQUEST,
+            carrel_mcp_error_reply(NULL, CARREL_MCP_PARSE_ERROR, local->message));
     msg = carrel_mcp_message_from_json(root, &local);
     if (!msg) {
         id = carrel_mcp_message_id(root);
-        return carrel_mcp_error_reply(id, CARREL_MCP_INVALID_REQUEST, local->message);
+        return carrel_api_reply_new_json(
+            SOUP_STATUS_BAD_REQUEST,
+            carrel_mcp_error_reply(id, CARREL_MCP_INVALID_REQUEST, local->message));
     }
-    if (msg->kind != CARREL_MCP_MESSAGE_REQUEST) {
-        /* Notifications (initialized, cancelled...) and responses need nothing from carrel. */
-        *ret_status = SOUP_STATUS_ACCEPTED;
-        return NULL;
-    }
-    *ret_status = SOUP_STATUS_OK;
-    return dispatch(req, msg);
+    /* Notifications (initialized, cancelled...) and responses need nothing from carrel. */
+    if (msg->kind != CARREL_MCP_MESSAGE_REQUEST)
+        return carrel_api_reply_new_empty(SOUP_STATUS_ACCEPTED);
+    return carrel_api_reply_ok(dispatch(req, msg));
 }

@@ -14,9 +14,9 @@ struct _CarrelApi {
     char *web_url; /* http(s)://ADDR:PORT when listening on TCP, else NULL */
     gboolean tls;  /* the TCP listener speaks TLS: cookies are Secure */
     struct _CarrelApiLimiter *login_limiter; /* failed credentials per source (api-limit.c) */
-    GMutex web_lock;                         /* guards web_sessions */
-    GHashTable *web_sessions;                /* cookie value -> CarrelApiWebSession (api-web.c) */
-    struct _CarrelConsoleTickets *console_tickets; /* api-console.c */
+    GMutex cookie_lock;                      /* guards cookie_sessions */
+    GHashTable *cookie_sessions;             /* cookie -> CarrelApiCookieSession (api-cookie.c) */
+    struct _CarrelConsoleTickets *console_tickets; /* api-console-ticket.c */
     GHashTable *console_upstreams; /* ticket -> proxies whose SPICE connection is open */
 };
 
@@ -26,19 +26,14 @@ typedef struct {
     const char *version_info;
     char *method;
     char *path;
-    GPtrArray *params; /* decoded path segments captured by '*' in the route */
-    GHashTable *query; /* decoded query, may be NULL */
-    JsonNode *body;    /* parsed JSON object, or NULL when there was no body */
-    GBytes *raw_body;  /* the body as sent, for CARREL_API_ROUTE_RAW_BODY routes only */
-    /* A handler that answers with bytes (an image, a file) sets these and returns NULL. */
-    GBytes *reply_bytes;
-    const char *reply_type; /* a static string, e.g. "image/png" */
-    CarrelPrincipal *who;   /* whoever the credentials say, handed to every core verb */
-    char *source;           /* the peer's address ("unix" on the socket), for the login limit */
-    guint retry_after_s;    /* with a 429: sent as Retry-After */
-    gboolean by_cookie;     /* authenticated by the web console's cookie */
-    char *set_cookie;       /* a Set-Cookie value the reply carries (login, logout) */
-    char *reply_filename;   /* with reply_bytes: sent as an attachment of this name */
+    GPtrArray *params;    /* decoded path segments captured by '*' in the route */
+    GHashTable *query;    /* decoded query, may be NULL */
+    JsonNode *body;       /* parsed JSON object, or NULL when there was no body */
+    GBytes *raw_body;     /* the body as sent, for CARREL_API_ROUTE_RAW_BODY routes only */
+    CarrelPrincipal *who; /* whoever the credentials say, handed to every core verb */
+    char *source;         /* the peer's address ("unix" on the socket), for the login limit */
+    gboolean by_cookie;   /* authenticated by the web console's cookie */
+    char *cookie;         /* the console's cookie as sent, or NULL (logout ends it; never logged) */
     char *request_id;
     char *origin;               /* the Origin header, or NULL (checked by /mcp) */
     char *mcp_protocol_version; /* the MCP-Protocol-Version header, or NULL */
@@ -47,7 +42,55 @@ typedef struct {
 /* libsoup 3.2 has no name for it. */
 #define CARREL_HTTP_TOO_MANY_REQUESTS 429
 
-typedef JsonNode *(*CarrelApiHandler)(CarrelApiRequest *req, guint *ret_status, GError **error);
+/* What a handler answers (api-reply.c): the server writes it. */
+typedef enum {
+    CARREL_API_REPLY_JSON,     /* a JSON document */
+    CARREL_API_REPLY_BYTES,    /* bytes of a content type, maybe as an attachment */
+    CARREL_API_REPLY_EMPTY,    /* a status and headers only (204, 202) */
+    CARREL_API_REPLY_REDIRECT, /* a status and a Location */
+    CARREL_API_REPLY_STREAM,   /* the server-sent event stream (api-stream.c) */
+    CARREL_API_REPLY_LAST,
+} CarrelApiReplyKind;
+
+typedef struct _CarrelApiReply CarrelApiReply;
+
+/* A JSON reply, taking node; NULL when node is NULL (the call that made it set the error), so a
+ * handler may pass a core call's result straight on. */
+CarrelApiReply *carrel_api_reply_new_json(guint status, JsonNode *node);
+/* The same with 200 OK, the status of most replies. */
+CarrelApiReply *carrel_api_reply_ok(JsonNode *node);
+/* Bytes of content_type, taking bytes; NULL when bytes is NULL, as above. */
+CarrelApiReply *carrel_api_reply_new_bytes(guint status, GBytes *bytes, const char *content_type);
+/* A status without a body (204 No Content, 202 Accepted). */
+CarrelApiReply *carrel_api_reply_new_empty(guint status);
+/* A status (302, 303, 307) that sends the client to location. */
+CarrelApiReply *carrel_api_reply_new_redirect(guint status, const char *location);
+/* The event stream as who sees it, with session_id's timeline when not NULL. */
+CarrelApiReply *carrel_api_reply_new_stream(const CarrelPrincipal *who, const char *session_id);
+/* The error envelope of error, with status (0: the error table's). */
+CarrelApiReply *carrel_api_reply_new_error(guint status, const GError *error);
+void carrel_api_reply_free(CarrelApiReply *reply);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelApiReply, carrel_api_reply_free)
+
+/* A header the reply carries (appended: Set-Cookie may come more than once). */
+void carrel_api_reply_add_header(CarrelApiReply *reply, const char *name, const char *value);
+/* A bytes reply is sent as an attachment of this name (Content-Disposition). */
+void carrel_api_reply_set_attachment(CarrelApiReply *reply, const char *filename);
+CarrelApiReplyKind carrel_api_reply_get_kind(const CarrelApiReply *reply);
+guint carrel_api_reply_get_status(const CarrelApiReply *reply);
+/* The first value of the header name (any case), or NULL. */
+const char *carrel_api_reply_get_header(const CarrelApiReply *reply, const char *name);
+/* The JSON of a JSON reply (borrowed), else NULL. */
+JsonNode *carrel_api_reply_get_json(const CarrelApiReply *reply);
+/* Writes reply on msg: status, headers and body, or starts the stream (main loop only). */
+void carrel_api_reply_write(CarrelApiReply *reply, CarrelApi *api, SoupServerMessage *msg);
+
+/*
+ * A route's handler: a reply, or NULL with error (sent as the error envelope with the status of
+ * the error table). A refusal that needs a status or headers of its own (429 and Retry-After) is
+ * a reply made with carrel_api_reply_new_error.
+ */
+typedef CarrelApiReply *(*CarrelApiHandler)(CarrelApiRequest *req, GError **error);
 
 typedef enum {
     /* The body is handed over as bytes, not parsed, up to CARREL_LIMIT_FILE_BYTES. */
@@ -83,39 +126,51 @@ const CarrelApiRoute *carrel_api_route_match(const char *method, const char *pat
 /* Largest body the route accepts. */
 gsize carrel_api_route_body_max(const CarrelApiRoute *route);
 
+/* The i-th '*' segment of the route's path (decoded). */
+const char *carrel_api_param(CarrelApiRequest *req, guint i);
 /* A query value or NULL. */
 const char *carrel_api_query(CarrelApiRequest *req, const char *key);
+/* A string member of the body: required or not; other members refused. */
+gboolean carrel_api_body_string(CarrelApiRequest *req, const char *const *allowed, const char *name,
+                                gboolean required, const char **ret_value, GError **error);
 
 /*
  * POST /mcp (api-mcp.c): one JSON-RPC message of MCP's streamable HTTP transport, answered with
  * application/json (202 and no body for notifications and responses). Malformed messages get
  * JSON-RPC errors, not the error envelope; a foreign Origin is refused with 403.
  */
-JsonNode *carrel_api_mcp_post(CarrelApiRequest *req, guint *ret_status, GError **error);
+CarrelApiReply *carrel_api_mcp_post(CarrelApiRequest *req, GError **error);
 /* The core operation an MCP tool reaches (for the role matrix test). */
 CarrelOp carrel_api_mcp_tool_op(CarrelMcpTool tool);
 
-/* api-web.c: the web console's cookie sessions, static files and live stream. */
+/* api-cookie.c: the web console's cookie sessions. */
 #define CARREL_API_COOKIE "carrel_session"
 /* Starts a cookie session for a principal; returns the Set-Cookie header value. */
-char *carrel_api_web_login(CarrelApi *api, const CarrelPrincipal *who);
-/* Ends the cookie session msg carries (if any); returns the Set-Cookie value that clears it. */
-char *carrel_api_web_logout(CarrelApi *api, SoupServerMessage *msg);
-/* TRUE when msg carries the console's cookie at all (valid or not). */
-gboolean carrel_api_web_has_cookie(SoupServerMessage *msg);
-/* The principal of msg's cookie session, asked of core (a revoked token has none any more);
+char *carrel_api_cookie_login(CarrelApi *api, const CarrelPrincipal *who);
+/* Ends the cookie session of cookie (if any); returns the Set-Cookie value that clears it. */
+char *carrel_api_cookie_logout(CarrelApi *api, const char *cookie);
+/* The console's cookie as msg carries it (valid or not), or NULL. */
+char *carrel_api_cookie_get(SoupServerMessage *msg);
+/* The principal of a cookie session, asked of core (a revoked token has none any more);
  * UNAUTHORIZED otherwise. */
-CarrelPrincipal *carrel_api_web_lookup(CarrelApi *api, SoupServerMessage *msg, GError **error);
+CarrelPrincipal *carrel_api_cookie_lookup(CarrelApi *api, const char *cookie, GError **error);
 /* TRUE when msg's Origin header names this server: https:// + Host, or http:// + Host when msg
  * did not come over TLS. */
 gboolean carrel_api_same_origin(SoupServerMessage *msg);
-/* Serves a file of web-console/ or spice-html5 for GET/HEAD of a path outside /v1 and /mcp. */
-void carrel_api_web_static(CarrelApi *api, SoupServerMessage *msg, const char *path);
-/* GET /v1/stream: server-sent events (sessions, approvals, a session's timeline), as who sees
- * them; it ends when who's token does. */
-void carrel_api_web_stream(CarrelApi *api, SoupServerMessage *msg, const CarrelPrincipal *who,
-                           const char *session_id);
-/* A session as the API shows it to who: with its control lease. */
+
+/* api-static.c: a file of web-console/ or spice-html5 for GET/HEAD of a path outside /v1 and
+ * /mcp (a text 404 or 405 otherwise). */
+CarrelApiReply *carrel_api_static_reply(CarrelApi *api, const char *method, const char *path);
+
+/* api-stream.c: GET /v1/stream, a stream reply for the caller, with ?session's timeline. */
+CarrelApiReply *carrel_api_get_stream(CarrelApiRequest *req, GError **error);
+/* Starts server-sent events on msg (sessions, approvals, a session's timeline), as who sees
+ * them; it ends when who's token does (the writer of stream replies). */
+void carrel_api_stream_start(CarrelApi *api, SoupServerMessage *msg, const CarrelPrincipal *who,
+                             const char *session_id);
+
+/* api-json.c: a session as the API shows it to who, with its control lease: the one shape of a
+ * session everywhere (REST, stream, MCP). */
 JsonNode *carrel_api_session_json(CarrelManager *mgr, const CarrelPrincipal *who,
                                   const CarrelSession *s);
 /* Whom a list is shown to (the data of carrel_api_session_item). */
@@ -127,29 +182,35 @@ typedef struct {
 typedef JsonNode *(*CarrelApiItemJson)(gpointer item, gpointer data);
 JsonNode *carrel_api_list_of(const char *member, GPtrArray *items, CarrelApiItemJson to_json,
                              gpointer data);
-/* Item functions for carrel_api_list_of: a session (data: a CarrelApiView), an approval. */
+/* Item functions for carrel_api_list_of: a session (data: a CarrelApiView), an approval, a
+ * snapshot, a timeline event. */
 JsonNode *carrel_api_session_item(gpointer session, gpointer view);
 JsonNode *carrel_api_approval_item(gpointer approval, gpointer unused);
+JsonNode *carrel_api_snapshot_item(gpointer snapshot, gpointer unused);
+JsonNode *carrel_api_event_item(gpointer event, gpointer unused);
 
-/* api-review.c: login, control lease, approvals, tokens, timeline screenshots. */
-JsonNode *carrel_api_post_login(CarrelApiRequest *req, guint *ret_status, GError **error);
-JsonNode *carrel_api_post_logout(CarrelApiRequest *req, guint *ret_status, GError **error);
-JsonNode *carrel_api_get_whoami(CarrelApiRequest *req, guint *ret_status, GError **error);
-JsonNode *carrel_api_get_control(CarrelApiRequest *req, guint *ret_status, GError **error);
-JsonNode *carrel_api_post_control(CarrelApiRequest *req, guint *ret_status, GError **error);
-JsonNode *carrel_api_get_approvals(CarrelApiRequest *req, guint *ret_status, GError **error);
-JsonNode *carrel_api_post_approval_approve(CarrelApiRequest *req, guint *ret_status,
-                                           GError **error);
-JsonNode *carrel_api_post_approval_deny(CarrelApiRequest *req, guint *ret_status, GError **error);
-JsonNode *carrel_api_post_test_approval(CarrelApiRequest *req, guint *ret_status, GError **error);
-JsonNode *carrel_api_post_tokens(CarrelApiRequest *req, guint *ret_status, GError **error);
-JsonNode *carrel_api_get_session_shot(CarrelApiRequest *req, guint *ret_status, GError **error);
-JsonNode *carrel_api_get_tokens(CarrelApiRequest *req, guint *ret_status, GError **error);
-JsonNode *carrel_api_delete_token(CarrelApiRequest *req, guint *ret_status, GError **error);
-JsonNode *carrel_api_post_admin_rotate(CarrelApiRequest *req, guint *ret_status, GError **error);
-JsonNode *carrel_api_get_audit(CarrelApiRequest *req, guint *ret_status, GError **error);
-JsonNode *carrel_api_get_audit_verify(CarrelApiRequest *req, guint *ret_status, GError **error);
-JsonNode *carrel_api_get_roles(CarrelApiRequest *req, guint *ret_status, GError **error);
+/* api-auth.c: who the caller is: login and logout (the console's cookie), whoami, the role
+ * matrix and named tokens. */
+CarrelApiReply *carrel_api_post_login(CarrelApiRequest *req, GError **error);
+CarrelApiReply *carrel_api_post_logout(CarrelApiRequest *req, GError **error);
+CarrelApiReply *carrel_api_get_whoami(CarrelApiRequest *req, GError **error);
+CarrelApiReply *carrel_api_get_roles(CarrelApiRequest *req, GError **error);
+CarrelApiReply *carrel_api_post_tokens(CarrelApiRequest *req, GError **error);
+CarrelApiReply *carrel_api_get_tokens(CarrelApiRequest *req, GError **error);
+CarrelApiReply *carrel_api_delete_token(CarrelApiRequest *req, GError **error);
+CarrelApiReply *carrel_api_post_admin_rotate(CarrelApiRequest *req, GError **error);
+
+/* api-control.c: what reviewers hold and see: the control lease, approvals, the screenshots
+ * kept on a timeline and the audit log. */
+CarrelApiReply *carrel_api_get_control(CarrelApiRequest *req, GError **error);
+CarrelApiReply *carrel_api_post_control(CarrelApiRequest *req, GError **error);
+CarrelApiReply *carrel_api_get_approvals(CarrelApiRequest *req, GError **error);
+CarrelApiReply *carrel_api_post_approval_approve(CarrelApiRequest *req, GError **error);
+CarrelApiReply *carrel_api_post_approval_deny(CarrelApiRequest *req, GError **error);
+CarrelApiReply *carrel_api_post_test_approval(CarrelApiRequest *req, GError **error);
+CarrelApiReply *carrel_api_get_session_shot(CarrelApiRequest *req, GError **error);
+CarrelApiReply *carrel_api_get_audit(CarrelApiRequest *req, GError **error);
+CarrelApiReply *carrel_api_get_audit_verify(CarrelApiRequest *req, GError **error);
 
 /* api-limit.c: failed credentials per source. A source with too many failures in a window is
  * refused (429) until the window moves on; ret_retry_s says when to try again. */
@@ -160,7 +221,7 @@ void carrel_api_limiter_free(CarrelApiLimiter *limiter);
 gboolean carrel_api_limiter_check(CarrelApiLimiter *limiter, const char *source, gint64 now_us,
                                   guint *ret_retry_s);
 void carrel_api_limiter_fail(CarrelApiLimiter *limiter, const char *source, gint64 now_us);
-/* The login limit of api (api-server.c): LIMIT "too many failed logins" with the wait. */
-gboolean carrel_api_check_login_limit(CarrelApi *api, const char *source, guint *ret_retry_s,
-                                      GError **error);
+/* The login limit of api (api-server.c): NULL while source may try, else the 429 reply that
+ * says "too many failed logins" and when to try again (Retry-After). */
+CarrelApiReply *carrel_api_login_limit_reply(CarrelApi *api, const char *source);
 void carrel_api_count_failed_login(CarrelApi *api, const char *source);

@@ -1,28 +1,7 @@
 #include "api/api-console-priv.h"
 
-static const char *
-param(CarrelApiRequest *req, guint i)
-{
-    return g_ptr_array_index(req->params, i);
-}
-
-static JsonNode *
-list_node(const char *member, GPtrArray *items)
-{
-    g_autoptr(JsonBuilder) b = json_builder_new();
-
-    json_builder_begin_object(b);
-    json_builder_set_member_name(b, member);
-    json_builder_begin_array(b);
-    for (guint i = 0; i < items->len; i++)
-        json_builder_add_value(b, g_ptr_array_index(items, i));
-    json_builder_end_array(b);
-    json_builder_end_object(b);
-    return json_builder_get_root(b);
-}
-
-static JsonNode *
-get_healthz(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+get_healthz(CarrelApiRequest *req, GError **error)
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
 
@@ -30,11 +9,11 @@ get_healthz(CarrelApiRequest *req, guint *ret_status, GError **error)
     json_builder_set_member_name(b, "status");
     json_builder_add_string_value(b, "ok");
     json_builder_end_object(b);
-    return json_builder_get_root(b);
+    return carrel_api_reply_ok(json_builder_get_root(b));
 }
 
-static JsonNode *
-get_version(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+get_version(CarrelApiRequest *req, GError **error)
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
     CarrelHypervisor *hv = carrel_manager_get_hypervisor(req->mgr);
@@ -57,7 +36,7 @@ get_version(CarrelApiRequest *req, guint *ret_status, GError **error)
     else
         json_builder_add_null_value(b);
     json_builder_end_object(b);
-    return json_builder_get_root(b);
+    return carrel_api_reply_ok(json_builder_get_root(b));
 }
 
 /* Templates. */
@@ -76,20 +55,22 @@ template_json(CarrelApiRequest *req, const CarrelTemplate *tmpl)
 }
 
 static JsonNode *
-get_templates(CarrelApiRequest *req, guint *ret_status, GError **error)
+template_item(gpointer tmpl, gpointer req)
 {
-    g_autoptr(GPtrArray) all = carrel_manager_template_list(req->mgr, req->who, error);
-    g_autoptr(GPtrArray) nodes = g_ptr_array_new();
-
-    if (!all)
-        return NULL;
-    for (guint i = 0; i < all->len; i++)
-        g_ptr_array_add(nodes, template_json(req, g_ptr_array_index(all, i)));
-    return list_node("templates", nodes);
+    return template_json(req, tmpl);
 }
 
-static JsonNode *
-get_template(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+get_templates(CarrelApiRequest *req, GError **error)
+{
+    g_autoptr(GPtrArray) all = carrel_manager_template_list(req->mgr, req->who, error);
+
+    return all ? carrel_api_reply_ok(carrel_api_list_of("templates", all, template_item, req))
+               : NULL;
+}
+
+static CarrelApiReply *
+get_template(CarrelApiRequest *req, GError **error)
 {
     g_autofree char *name = NULL;
     guint version;
@@ -98,7 +79,7 @@ get_template(CarrelApiRequest *req, guint *ret_status, GError **error)
     g_autoptr(JsonArray) versions = json_array_new();
     JsonNode *node;
 
-    if (!carrel_template_ref_parse(param(req, 0), &name, &version, error))
+    if (!carrel_template_ref_parse(carrel_api_param(req, 0), &name, &version, error))
         return NULL;
     tmpl = carrel_manager_template_get(req->mgr, req->who, name, version, error);
     all = tmpl ? carrel_manager_template_list(req->mgr, req->who, error) : NULL;
@@ -112,11 +93,11 @@ get_template(CarrelApiRequest *req, guint *ret_status, GError **error)
     node = template_json(req, tmpl);
     json_object_set_array_member(json_node_get_object(node), "versions",
                                  g_steal_pointer(&versions));
-    return node;
+    return carrel_api_reply_ok(node);
 }
 
-static JsonNode *
-post_templates(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+post_templates(CarrelApiRequest *req, GError **error)
 {
     g_autoptr(CarrelTemplateImport) imp = carrel_template_import_from_json(req->body, error);
     g_autoptr(CarrelTemplate) tmpl = NULL;
@@ -126,19 +107,18 @@ post_templates(CarrelApiRequest *req, guint *ret_status, GError **error)
     tmpl = carrel_manager_template_import(req->mgr, req->who, imp, error);
     if (!tmpl)
         return NULL;
-    *ret_status = SOUP_STATUS_CREATED;
-    return template_json(req, tmpl);
+    return carrel_api_reply_new_json(SOUP_STATUS_CREATED, template_json(req, tmpl));
 }
 
-static JsonNode *
-delete_template(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+delete_template(CarrelApiRequest *req, GError **error)
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
     g_autofree char *name = NULL;
     g_auto(GStrv) refs = NULL;
     guint version = 0;
 
-    if (!carrel_template_ref_parse(param(req, 0), &name, &version, error))
+    if (!carrel_template_ref_parse(carrel_api_param(req, 0), &name, &version, error))
         return NULL;
     refs = carrel_manager_template_remove(req->mgr, req->who, name, version, error);
     if (!refs)
@@ -150,23 +130,22 @@ delete_template(CarrelApiRequest *req, guint *ret_status, GError **error)
         json_builder_add_string_value(b, refs[i]);
     json_builder_end_array(b);
     json_builder_end_object(b);
-    return json_builder_get_root(b);
+    return carrel_api_reply_ok(json_builder_get_root(b));
 }
 
-static JsonNode *
-post_template_build(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+post_template_build(CarrelApiRequest *req, GError **error)
 {
     g_autoptr(CarrelJob) job =
-        carrel_manager_template_build(req->mgr, req->who, param(req, 0), error);
+        carrel_manager_template_build(req->mgr, req->who, carrel_api_param(req, 0), error);
 
     if (!job)
         return NULL;
-    *ret_status = SOUP_STATUS_ACCEPTED;
-    return carrel_job_to_json(job);
+    return carrel_api_reply_new_json(SOUP_STATUS_ACCEPTED, carrel_job_to_json(job));
 }
 
-static JsonNode *
-post_template_warm(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+post_template_warm(CarrelApiRequest *req, GError **error)
 {
     static const char *const allowed[] = {"version", NULL};
     JsonObject *obj = req->body ? json_node_get_object(req->body) : NULL;
@@ -184,15 +163,15 @@ post_template_warm(CarrelApiRequest *req, guint *ret_status, GError **error)
             return NULL;
         }
     }
-    job = carrel_manager_template_warm(req->mgr, req->who, param(req, 0), (guint)version, error);
+    job = carrel_manager_template_warm(req->mgr, req->who, carrel_api_param(req, 0), (guint)version,
+                                       error);
     if (!job)
         return NULL;
-    *ret_status = SOUP_STATUS_ACCEPTED;
-    return carrel_job_to_json(job);
+    return carrel_api_reply_new_json(SOUP_STATUS_ACCEPTED, carrel_job_to_json(job));
 }
 
-static JsonNode *
-put_template_pool(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+put_template_pool(CarrelApiRequest *req, GError **error)
 {
     static const char *const allowed[] = {"size", NULL};
     JsonObject *obj = req->body ? json_node_get_object(req->body) : NULL;
@@ -206,103 +185,111 @@ put_template_pool(CarrelApiRequest *req, guint *ret_status, GError **error)
                     "'size' must be between 0 and %d", CARREL_LIMIT_POOL);
         return NULL;
     }
-    if (!carrel_manager_pool_set(req->mgr, req->who, param(req, 0), (guint)size, error))
+    if (!carrel_manager_pool_set(req->mgr, req->who, carrel_api_param(req, 0), (guint)size, error))
         return NULL;
-    return carrel_manager_pool_list(req->mgr, req->who, error);
+    return carrel_api_reply_ok(carrel_manager_pool_list(req->mgr, req->who, error));
 }
 
-static JsonNode *
-get_pools(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+get_pools(CarrelApiRequest *req, GError **error)
 {
-    return carrel_manager_pool_list(req->mgr, req->who, error);
+    return carrel_api_reply_ok(carrel_manager_pool_list(req->mgr, req->who, error));
 }
 
-static JsonNode *
-get_policies(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+get_policies(CarrelApiRequest *req, GError **error)
 {
-    return carrel_manager_policy_list(req->mgr, req->who, error);
+    return carrel_api_reply_ok(carrel_manager_policy_list(req->mgr, req->who, error));
 }
 
-static JsonNode *
-get_policy(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+get_policy(CarrelApiRequest *req, GError **error)
 {
-    return carrel_manager_policy_show(req->mgr, req->who, param(req, 0), error);
+    return carrel_api_reply_ok(
+        carrel_manager_policy_show(req->mgr, req->who, carrel_api_param(req, 0), error));
 }
 
-static JsonNode *
-get_job(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+get_job(CarrelApiRequest *req, GError **error)
 {
-    g_autoptr(CarrelJob) job = carrel_manager_job_get(req->mgr, req->who, param(req, 0), error);
+    g_autoptr(CarrelJob) job =
+        carrel_manager_job_get(req->mgr, req->who, carrel_api_param(req, 0), error);
 
-    return job ? carrel_job_to_json(job) : NULL;
+    return job ? carrel_api_reply_ok(carrel_job_to_json(job)) : NULL;
 }
 
 /* Sessions. */
 
-static JsonNode *
-session_reply_in(CarrelApiRequest *req, CarrelSession *session)
+/* A session (taken) as the reply, with status; NULL when session is (its call set the error). */
+static CarrelApiReply *
+session_reply_in(CarrelApiRequest *req, guint status, CarrelSession *session)
 {
     g_autoptr(CarrelSession) owned = session;
 
-    return owned ? carrel_api_session_json(req->mgr, req->who, owned) : NULL;
+    return owned ? carrel_api_reply_new_json(status,
+                                             carrel_api_session_json(req->mgr, req->who, owned))
+                 : NULL;
 }
 
-#define session_reply(s) session_reply_in(req, (s))
+#define session_reply(s) session_reply_in(req, SOUP_STATUS_OK, (s))
 
-static JsonNode *
-get_sessions(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+get_sessions(CarrelApiRequest *req, GError **error)
 {
     const char *all_flag = carrel_api_query(req, "all");
     gboolean all = all_flag && (g_str_equal(all_flag, "1") || g_str_equal(all_flag, "true"));
     g_autoptr(GPtrArray) sessions = carrel_manager_session_list(req->mgr, req->who, all, error);
     CarrelApiView view = {req->mgr, req->who};
 
-    return sessions ? carrel_api_list_of("sessions", sessions, carrel_api_session_item, &view)
+    return sessions ? carrel_api_reply_ok(
+                          carrel_api_list_of("sessions", sessions, carrel_api_session_item, &view))
                     : NULL;
 }
 
-static JsonNode *
-post_sessions(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+post_sessions(CarrelApiRequest *req, GError **error)
 {
     g_autoptr(CarrelSessionRequest) sreq = carrel_session_request_from_json(req->body, error);
-    JsonNode *node;
 
     if (!sreq)
         return NULL;
-    node = session_reply(carrel_manager_session_create(req->mgr, req->who, sreq, error));
-    if (node)
-        *ret_status = SOUP_STATUS_CREATED;
-    return node;
+    return session_reply_in(req, SOUP_STATUS_CREATED,
+                            carrel_manager_session_create(req->mgr, req->who, sreq, error));
 }
 
-static JsonNode *
-get_session(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+get_session(CarrelApiRequest *req, GError **error)
 {
-    return session_reply(carrel_manager_session_get(req->mgr, req->who, param(req, 0), error));
+    return session_reply(
+        carrel_manager_session_get(req->mgr, req->who, carrel_api_param(req, 0), error));
 }
 
-static JsonNode *
-delete_session(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+delete_session(CarrelApiRequest *req, GError **error)
 {
-    return session_reply(carrel_manager_session_destroy(req->mgr, req->who, param(req, 0), error));
+    return session_reply(
+        carrel_manager_session_destroy(req->mgr, req->who, carrel_api_param(req, 0), error));
 }
 
-static JsonNode *
-post_session_start(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+post_session_start(CarrelApiRequest *req, GError **error)
 {
-    return session_reply(carrel_manager_session_start(req->mgr, req->who, param(req, 0), error));
+    return session_reply(
+        carrel_manager_session_start(req->mgr, req->who, carrel_api_param(req, 0), error));
 }
 
-static JsonNode *
-post_session_pause(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+post_session_pause(CarrelApiRequest *req, GError **error)
 {
-    return session_reply(carrel_manager_session_pause(req->mgr, req->who, param(req, 0), error));
+    return session_reply(
+        carrel_manager_session_pause(req->mgr, req->who, carrel_api_param(req, 0), error));
 }
 
-static JsonNode *
-post_session_resume(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+post_session_resume(CarrelApiRequest *req, GError **error)
 {
-    return session_reply(carrel_manager_session_resume(req->mgr, req->who, param(req, 0), error));
+    return session_reply(
+        carrel_manager_session_resume(req->mgr, req->who, carrel_api_param(req, 0), error));
 }
 
 /* {name} or {snapshot}: one required string member. */
@@ -319,71 +306,68 @@ body_string(CarrelApiRequest *req, const char *member, GError **error)
     return g_strdup(value);
 }
 
-static JsonNode *
-post_session_snapshots(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+post_session_snapshots(CarrelApiRequest *req, GError **error)
 {
     g_autofree char *name = body_string(req, "name", error);
     g_autoptr(CarrelSnapshot) snap =
-        name ? carrel_manager_snapshot_create(req->mgr, req->who, param(req, 0), name, error)
+        name ? carrel_manager_snapshot_create(req->mgr, req->who, carrel_api_param(req, 0), name,
+                                              error)
              : NULL;
 
     if (!snap)
         return NULL;
-    *ret_status = SOUP_STATUS_CREATED;
-    return carrel_snapshot_to_json(snap);
+    return carrel_api_reply_new_json(SOUP_STATUS_CREATED, carrel_snapshot_to_json(snap));
 }
 
-static JsonNode *
-get_session_snapshots(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+get_session_snapshots(CarrelApiRequest *req, GError **error)
 {
     g_autoptr(GPtrArray) list =
-        carrel_manager_snapshot_list(req->mgr, req->who, param(req, 0), error);
-    g_autoptr(GPtrArray) nodes = g_ptr_array_new();
+        carrel_manager_snapshot_list(req->mgr, req->who, carrel_api_param(req, 0), error);
 
-    if (!list)
-        return NULL;
-    for (guint i = 0; i < list->len; i++)
-        g_ptr_array_add(nodes, carrel_snapshot_to_json(g_ptr_array_index(list, i)));
-    return list_node("snapshots", nodes);
+    return list ? carrel_api_reply_ok(
+                      carrel_api_list_of("snapshots", list, carrel_api_snapshot_item, NULL))
+                : NULL;
 }
 
-static JsonNode *
-delete_session_snapshot(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+delete_session_snapshot(CarrelApiRequest *req, GError **error)
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
     gboolean kept = FALSE;
 
-    if (!carrel_manager_snapshot_delete(req->mgr, req->who, param(req, 0), param(req, 1), &kept,
-                                        error))
+    if (!carrel_manager_snapshot_delete(req->mgr, req->who, carrel_api_param(req, 0),
+                                        carrel_api_param(req, 1), &kept, error))
         return NULL;
     json_builder_begin_object(b);
     json_builder_set_member_name(b, "deleted");
-    json_builder_add_string_value(b, param(req, 1));
+    json_builder_add_string_value(b, carrel_api_param(req, 1));
     json_builder_set_member_name(b, "layer_kept");
     json_builder_add_boolean_value(b, kept);
     json_builder_end_object(b);
-    return json_builder_get_root(b);
+    return carrel_api_reply_ok(json_builder_get_root(b));
 }
 
-static JsonNode *
-post_session_revert(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+post_session_revert(CarrelApiRequest *req, GError **error)
 {
     g_autofree char *snapshot = body_string(req, "snapshot", error);
 
-    return snapshot ? session_reply(carrel_manager_snapshot_revert(req->mgr, req->who,
-                                                                   param(req, 0), snapshot, error))
+    return snapshot ? session_reply(carrel_manager_snapshot_revert(
+                          req->mgr, req->who, carrel_api_param(req, 0), snapshot, error))
                     : NULL;
 }
 
-static JsonNode *
-post_session_fork(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+post_session_fork(CarrelApiRequest *req, GError **error)
 {
     static const char *const allowed[] = {"snapshot", "count", NULL};
     JsonObject *obj = req->body ? json_node_get_object(req->body) : NULL;
     const char *snapshot = NULL;
     gint64 count = 1;
     g_autoptr(GPtrArray) forks = NULL;
-    g_autoptr(GPtrArray) nodes = g_ptr_array_new();
+    CarrelApiView view = {req->mgr, req->who};
 
     if (obj) {
         if (!carrel_conf_check_members(obj, allowed, error))
@@ -396,21 +380,19 @@ post_session_fork(CarrelApiRequest *req, guint *ret_status, GError **error)
                     "'count' must be between 1 and %d", CARREL_LIMIT_FORKS);
         return NULL;
     }
-    forks = carrel_manager_session_fork(req->mgr, req->who, param(req, 0), snapshot, (guint)count,
-                                        error);
+    forks = carrel_manager_session_fork(req->mgr, req->who, carrel_api_param(req, 0), snapshot,
+                                        (guint)count, error);
     if (!forks)
         return NULL;
-    for (guint i = 0; i < forks->len; i++)
-        g_ptr_array_add(nodes, carrel_session_to_json(g_ptr_array_index(forks, i)));
-    *ret_status = SOUP_STATUS_CREATED;
-    return list_node("sessions", nodes);
+    return carrel_api_reply_new_json(
+        SOUP_STATUS_CREATED, carrel_api_list_of("sessions", forks, carrel_api_session_item, &view));
 }
 
-static JsonNode *
-post_session_hibernate(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+post_session_hibernate(CarrelApiRequest *req, GError **error)
 {
     return session_reply(
-        carrel_manager_session_hibernate(req->mgr, req->who, param(req, 0), error));
+        carrel_manager_session_hibernate(req->mgr, req->who, carrel_api_param(req, 0), error));
 }
 
 static gboolean
@@ -435,30 +417,30 @@ stop_timeout(CarrelApiRequest *req, guint *ret_timeout, GError **error)
     return TRUE;
 }
 
-static JsonNode *
-post_session_stop(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+post_session_stop(CarrelApiRequest *req, GError **error)
 {
     guint timeout_s;
 
     if (!stop_timeout(req, &timeout_s, error))
         return NULL;
-    return session_reply(
-        carrel_manager_session_stop(req->mgr, req->who, param(req, 0), timeout_s, error));
+    return session_reply(carrel_manager_session_stop(req->mgr, req->who, carrel_api_param(req, 0),
+                                                     timeout_s, error));
 }
 
-static JsonNode *
-post_session_exec(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+post_session_exec(CarrelApiRequest *req, GError **error)
 {
     g_autoptr(CarrelExecRequest) exec = carrel_exec_request_from_json(req->body, error);
     CarrelExecResult result = {0};
     JsonNode *node;
 
-    if (!exec ||
-        !carrel_manager_session_exec(req->mgr, req->who, param(req, 0), exec, &result, error))
+    if (!exec || !carrel_manager_session_exec(req->mgr, req->who, carrel_api_param(req, 0), exec,
+                                              &result, error))
         return NULL;
     node = carrel_exec_result_to_json(&result);
     carrel_exec_result_clear(&result);
-    return node;
+    return carrel_api_reply_ok(node);
 }
 
 static const char *
@@ -472,29 +454,36 @@ required_query(CarrelApiRequest *req, const char *key, GError **error)
     return value && *value ? value : NULL;
 }
 
-static JsonNode *
-get_session_file(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+get_session_file(CarrelApiRequest *req, GError **error)
 {
     const char *path = required_query(req, "path", error);
+    g_autofree char *name = NULL;
+    CarrelApiReply *reply;
 
-    if (!path || !(req->reply_bytes = carrel_manager_session_file_read(req->mgr, req->who,
-                                                                       param(req, 0), path, error)))
+    reply = path ? carrel_api_reply_new_bytes(
+                       SOUP_STATUS_OK,
+                       carrel_manager_session_file_read(req->mgr, req->who,
+                                                        carrel_api_param(req, 0), path, error),
+                       "application/octet-stream")
+                 : NULL;
+    if (!reply)
         return NULL;
-    req->reply_type = "application/octet-stream";
-    req->reply_filename = g_path_get_basename(path);
-    return NULL;
+    name = g_path_get_basename(path);
+    carrel_api_reply_set_attachment(reply, name);
+    return reply;
 }
 
-static JsonNode *
-put_session_file(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+put_session_file(CarrelApiRequest *req, GError **error)
 {
     const char *path = required_query(req, "path", error);
     g_autoptr(GBytes) empty = g_bytes_new(NULL, 0);
     g_autoptr(JsonBuilder) b = json_builder_new();
     GBytes *data = req->raw_body ? req->raw_body : empty;
 
-    if (!path ||
-        !carrel_manager_session_file_write(req->mgr, req->who, param(req, 0), path, data, error))
+    if (!path || !carrel_manager_session_file_write(req->mgr, req->who, carrel_api_param(req, 0),
+                                                    path, data, error))
         return NULL;
     json_builder_begin_object(b);
     json_builder_set_member_name(b, "path");
@@ -502,7 +491,7 @@ put_session_file(CarrelApiRequest *req, guint *ret_status, GError **error)
     json_builder_set_member_name(b, "bytes");
     json_builder_add_int_value(b, (gint64)g_bytes_get_size(data));
     json_builder_end_object(b);
-    return json_builder_get_root(b);
+    return carrel_api_reply_ok(json_builder_get_root(b));
 }
 
 /* An optional non-negative integer query parameter, at most max. */
@@ -522,57 +511,58 @@ query_uint(CarrelApiRequest *req, const char *key, guint64 max, guint64 *value, 
     return TRUE;
 }
 
-static JsonNode *
-get_session_events(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+get_session_events(CarrelApiRequest *req, GError **error)
 {
     guint64 after = 0, limit = 200;
     g_autoptr(GPtrArray) events = NULL;
-    g_autoptr(GPtrArray) nodes = g_ptr_array_new(); /* list_node takes the nodes */
 
     if (!query_uint(req, "after", G_MAXINT64, &after, error) ||
         !query_uint(req, "limit", G_MAXUINT, &limit, error) ||
-        !(events = carrel_manager_session_events(req->mgr, req->who, param(req, 0), (gint64)after,
-                                                 (guint)limit, error)))
+        !(events = carrel_manager_session_events(req->mgr, req->who, carrel_api_param(req, 0),
+                                                 (gint64)after, (guint)limit, error)))
         return NULL;
-    for (guint i = 0; i < events->len; i++)
-        g_ptr_array_add(nodes, carrel_event_to_json(g_ptr_array_index(events, i)));
-    return list_node("events", nodes);
+    return carrel_api_reply_ok(carrel_api_list_of("events", events, carrel_api_event_item, NULL));
 }
 
 static JsonNode *
-get_session_egress(CarrelApiRequest *req, guint *ret_status, GError **error)
+egress_item(gpointer record, gpointer unused)
+{
+    return carrel_egress_record_to_json(record);
+}
+
+static CarrelApiReply *
+get_session_egress(CarrelApiRequest *req, GError **error)
 {
     guint64 after = 0, limit = 1000;
     g_autoptr(GPtrArray) records = NULL;
-    g_autoptr(GPtrArray) nodes = g_ptr_array_new(); /* list_node takes the nodes */
 
     if (!query_uint(req, "after", G_MAXINT64, &after, error) ||
         !query_uint(req, "limit", G_MAXUINT, &limit, error) ||
-        !(records = carrel_manager_session_egress(req->mgr, req->who, param(req, 0), (gint64)after,
-                                                  (guint)limit, error)))
+        !(records = carrel_manager_session_egress(req->mgr, req->who, carrel_api_param(req, 0),
+                                                  (gint64)after, (guint)limit, error)))
         return NULL;
-    for (guint i = 0; i < records->len; i++)
-        g_ptr_array_add(nodes, carrel_egress_record_to_json(g_ptr_array_index(records, i)));
-    return list_node("egress", nodes);
+    return carrel_api_reply_ok(carrel_api_list_of("egress", records, egress_item, NULL));
 }
 
-static JsonNode *
-get_session_screenshot(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+get_session_screenshot(CarrelApiRequest *req, GError **error)
 {
     CarrelScreenshotRequest shot;
 
-    if (!carrel_screenshot_request_parse(req->query, &shot, error) ||
-        !(req->reply_bytes =
-              carrel_manager_session_screenshot(req->mgr, req->who, param(req, 0), &shot, error)))
+    if (!carrel_screenshot_request_parse(req->query, &shot, error))
         return NULL;
-    req->reply_type = shot.jpeg ? "image/jpeg" : "image/png";
-    return NULL;
+    return carrel_api_reply_new_bytes(SOUP_STATUS_OK,
+                                      carrel_manager_session_screenshot(req->mgr, req->who,
+                                                                        carrel_api_param(req, 0),
+                                                                        &shot, error),
+                                      shot.jpeg ? "image/jpeg" : "image/png");
 }
 
 /* Artifacts and inputs. */
 
-static JsonNode *
-post_upload(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+post_upload(CarrelApiRequest *req, GError **error)
 {
     g_autoptr(GBytes) empty = g_bytes_new(NULL, 0);
     GBytes *data = req->raw_body ? req->raw_body : empty;
@@ -587,53 +577,56 @@ post_upload(CarrelApiRequest *req, guint *ret_status, GError **error)
     json_builder_set_member_name(b, "bytes");
     json_builder_add_int_value(b, (gint64)g_bytes_get_size(data));
     json_builder_end_object(b);
-    *ret_status = SOUP_STATUS_CREATED;
-    return json_builder_get_root(b);
+    return carrel_api_reply_new_json(SOUP_STATUS_CREATED, json_builder_get_root(b));
 }
 
-static JsonNode *
-post_session_artifacts(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+post_session_artifacts(CarrelApiRequest *req, GError **error)
 {
     g_autoptr(CarrelExtractRequest) xreq = carrel_extract_request_from_json(req->body, error);
     g_autoptr(CarrelExtraction) x = NULL;
 
-    if (!xreq ||
-        !(x = carrel_manager_session_extract(req->mgr, req->who, param(req, 0), xreq, error)))
+    if (!xreq || !(x = carrel_manager_session_extract(req->mgr, req->who, carrel_api_param(req, 0),
+                                                      xreq, error)))
         return NULL;
-    *ret_status = SOUP_STATUS_CREATED;
-    return carrel_extraction_to_json(x);
+    return carrel_api_reply_new_json(SOUP_STATUS_CREATED, carrel_extraction_to_json(x));
 }
 
 static JsonNode *
-get_session_artifacts(CarrelApiRequest *req, guint *ret_status, GError **error)
+extraction_item(gpointer extraction, gpointer unused)
+{
+    return carrel_extraction_to_json(extraction);
+}
+
+static CarrelApiReply *
+get_session_artifacts(CarrelApiRequest *req, GError **error)
 {
     g_autoptr(GPtrArray) list =
-        carrel_manager_session_extractions(req->mgr, req->who, param(req, 0), error);
-    g_autoptr(GPtrArray) nodes = g_ptr_array_new();
+        carrel_manager_session_extractions(req->mgr, req->who, carrel_api_param(req, 0), error);
 
-    if (!list)
-        return NULL;
-    for (guint i = 0; i < list->len; i++)
-        g_ptr_array_add(nodes, carrel_extraction_to_json(g_ptr_array_index(list, i)));
-    return list_node("extractions", nodes);
+    return list
+               ? carrel_api_reply_ok(carrel_api_list_of("extractions", list, extraction_item, NULL))
+               : NULL;
 }
 
-static JsonNode *
-get_session_diff(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+get_session_diff(CarrelApiRequest *req, GError **error)
 {
     g_autoptr(GPtrArray) entries = carrel_manager_session_diff(
-        req->mgr, req->who, param(req, 0), carrel_api_query(req, "path"), error);
+        req->mgr, req->who, carrel_api_param(req, 0), carrel_api_query(req, "path"), error);
 
-    return entries ? carrel_diff_to_json(entries) : NULL;
+    return entries ? carrel_api_reply_ok(carrel_diff_to_json(entries)) : NULL;
 }
 
-static JsonNode *
-get_artifact(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+get_artifact(CarrelApiRequest *req, GError **error)
 {
     g_autofree char *host_path = NULL;
-    g_autoptr(CarrelArtifact) a =
-        carrel_manager_artifact_get(req->mgr, req->who, param(req, 0), &host_path, error);
+    g_autoptr(CarrelArtifact) a = carrel_manager_artifact_get(
+        req->mgr, req->who, carrel_api_param(req, 0), &host_path, error);
     g_autoptr(GMappedFile) map = NULL;
+    g_autofree char *name = NULL;
+    CarrelApiReply *reply;
 
     if (!a)
         return NULL;
@@ -648,21 +641,23 @@ get_artifact(CarrelApiRequest *req, guint *ret_status, GError **error)
     map = g_mapped_file_new(host_path, FALSE, error);
     if (!map)
         return NULL;
-    req->reply_bytes = g_mapped_file_get_bytes(map);
-    req->reply_type = "application/octet-stream";
-    req->reply_filename = g_path_get_basename(a->guest_path);
-    return NULL;
+    reply = carrel_api_reply_new_bytes(SOUP_STATUS_OK, g_mapped_file_get_bytes(map),
+                                       "application/octet-stream");
+    name = g_path_get_basename(a->guest_path);
+    carrel_api_reply_set_attachment(reply, name);
+    return reply;
 }
 
-static JsonNode *
-post_session_computer(CarrelApiRequest *req, guint *ret_status, GError **error)
+static CarrelApiReply *
+post_session_computer(CarrelApiRequest *req, GError **error)
 {
     if (!req->body) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
                     "computer needs a JSON body: one action or {\"actions\": [...]}");
         return NULL;
     }
-    return carrel_manager_session_computer(req->mgr, req->who, param(req, 0), req->body, error);
+    return carrel_api_reply_ok(carrel_manager_session_computer(
+        req->mgr, req->who, carrel_api_param(req, 0), req->body, error));
 }
 
 const CarrelApiRoute carrel_api_routes[] = {
@@ -677,7 +672,7 @@ const CarrelApiRoute carrel_api_routes[] = {
     {"DELETE", "/v1/tokens/*", carrel_api_delete_token, CARREL_OP_TOKEN_REVOKE, 0},
     {"GET", "/v1/audit", carrel_api_get_audit, CARREL_OP_AUDIT_READ, 0},
     {"GET", "/v1/audit/verify", carrel_api_get_audit_verify, CARREL_OP_AUDIT_READ, 0},
-    {"GET", "/v1/stream", NULL, CARREL_OP_SESSION_LIST, 0},
+    {"GET", "/v1/stream", carrel_api_get_stream, CARREL_OP_SESSION_LIST, 0},
     {"GET", "/v1/approvals", carrel_api_get_approvals, CARREL_OP_APPROVAL_LIST, 0},
     {"POST", "/v1/approvals/*/approve", carrel_api_post_approval_approve, CARREL_OP_APPROVAL_DECIDE,
      0},
@@ -728,7 +723,7 @@ const CarrelApiRoute carrel_api_routes[] = {
     {"GET", "/v1/artifacts/*", get_artifact, CARREL_OP_ARTIFACT_READ, 0},
     {"GET", "/v1/sessions/*/diff", get_session_diff, CARREL_OP_SESSION_DIFF, 0},
     {"POST", "/mcp", carrel_api_mcp_post, CARREL_OP_LAST, CARREL_API_ROUTE_RAW_BODY},
-    /* The console (api-console.c); WS /v1/console/{ticket} is registered by it. */
+    /* The console (api-console-routes.c); WS /v1/console/{ticket} is api-console-proxy.c's. */
     {"POST", "/v1/sessions/*/console", carrel_api_post_console, CARREL_OP_CONSOLE_VIEW, 0},
     {"GET", "/v1/sessions/*/console.vv", carrel_api_get_console_vv, CARREL_OP_CONSOLE_VIEW, 0},
     {NULL, NULL, NULL, CARREL_OP_LAST, 0},

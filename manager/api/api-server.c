@@ -18,9 +18,7 @@ typedef struct {
     CarrelApiRequest *req;
     const CarrelApiRoute *route;
     gint64 started;
-    guint status;
-    GBytes *reply;
-    const char *reply_type;
+    CarrelApiReply *reply;
 } Exchange;
 
 static void
@@ -32,11 +30,9 @@ request_free(CarrelApiRequest *req)
     g_clear_pointer(&req->query, g_hash_table_unref);
     g_clear_pointer(&req->body, json_node_unref);
     g_clear_pointer(&req->raw_body, g_bytes_unref);
-    g_clear_pointer(&req->reply_bytes, g_bytes_unref);
     carrel_principal_free(req->who);
     g_free(req->source);
-    g_free(req->set_cookie);
-    g_free(req->reply_filename);
+    g_free(req->cookie);
     g_free(req->request_id);
     g_free(req->origin);
     g_free(req->mcp_protocol_version);
@@ -47,21 +43,9 @@ static void
 exchange_free(Exchange *ex)
 {
     g_clear_pointer(&ex->req, request_free);
-    g_clear_pointer(&ex->reply, g_bytes_unref);
+    g_clear_pointer(&ex->reply, carrel_api_reply_free);
     g_clear_object(&ex->msg);
     g_free(ex);
-}
-
-static GBytes *
-json_bytes(JsonNode *node)
-{
-    g_autoptr(JsonGenerator) gen = json_generator_new();
-    gsize len = 0;
-    char *text;
-
-    json_generator_set_root(gen, node);
-    text = json_generator_to_data(gen, &len);
-    return g_bytes_new_take(text, len);
 }
 
 static gboolean
@@ -78,46 +62,22 @@ request_id_ok(const char *id)
     return TRUE;
 }
 
+/* Writes ex's reply with the request's id; nothing a route answers is cached. */
 static void
 send_reply(Exchange *ex)
 {
     SoupMessageHeaders *headers = soup_server_message_get_response_headers(ex->msg);
-    gsize len = 0;
-    const char *data = ex->reply ? g_bytes_get_data(ex->reply, &len) : NULL;
     gint64 ms = (g_get_monotonic_time() - ex->started) / 1000;
 
     soup_message_headers_replace(headers, "X-Request-Id", ex->req->request_id);
-    soup_message_headers_replace(headers, "Cache-Control", "no-store");
-    if (ex->req->set_cookie)
-        soup_message_headers_append(headers, "Set-Cookie", ex->req->set_cookie);
-    if (ex->req->retry_after_s) {
-        g_autofree char *after = g_strdup_printf("%u", ex->req->retry_after_s);
-        soup_message_headers_replace(headers, "Retry-After", after);
-    }
-    if (ex->req->reply_filename && ex->status == SOUP_STATUS_OK) {
-        g_autoptr(GHashTable) params = g_hash_table_new(g_str_hash, g_str_equal);
-        g_hash_table_insert(params, (char *)"filename", ex->req->reply_filename);
-        soup_message_headers_set_content_disposition(headers, "attachment", params);
-    }
-    soup_server_message_set_status(ex->msg, ex->status, NULL);
-    if (data)
-        soup_server_message_set_response(ex->msg,
-                                         ex->reply_type ? ex->reply_type : "application/json",
-                                         SOUP_MEMORY_COPY, data, len);
+    if (!carrel_api_reply_get_header(ex->reply, "Cache-Control"))
+        carrel_api_reply_add_header(ex->reply, "Cache-Control", "no-store");
+    carrel_api_reply_write(ex->reply, ex->api, ex->msg);
     /* Method and path only: never headers, so tokens stay out of the log. */
-    g_message("request %s: %s %s -> %u (%" G_GINT64_FORMAT " ms)", ex->req->request_id,
-              ex->req->method, ex->req->path, ex->status, ms);
-}
-
-static void
-reply_error(Exchange *ex, guint status, GError *error)
-{
-    g_autoptr(JsonNode) env = carrel_api_error_envelope(error);
-
-    ex->status = status ? status : carrel_api_status_for_error(error);
-    ex->reply_type = NULL;
-    g_clear_pointer(&ex->reply, g_bytes_unref);
-    ex->reply = json_bytes(env);
+    g_message("request %s: %s %s -> %u (%" G_GINT64_FORMAT " ms)%s", ex->req->request_id,
+              ex->req->method, ex->req->path, carrel_api_reply_get_status(ex->reply), ms,
+              carrel_api_reply_get_kind(ex->reply) == CARREL_API_REPLY_STREAM ? " (stream opened)"
+                                                                              : "");
 }
 
 static void
@@ -125,20 +85,13 @@ run_handler(GTask *task, gpointer source, gpointer task_data, GCancellable *canc
 {
     Exchange *ex = task_data;
     g_autoptr(GError) error = NULL;
-    g_autoptr(JsonNode) reply = NULL;
-    guint status = SOUP_STATUS_OK;
 
-    reply = ex->route->handler(ex->req, &status, &error);
-    if (error) {
-        /* A handler may name the status of its refusal (429 from the login limit). */
-        reply_error(ex, status != SOUP_STATUS_OK ? status : 0, error);
-    } else if (ex->req->reply_bytes) {
-        ex->status = status;
-        ex->reply = g_steal_pointer(&ex->req->reply_bytes);
-        ex->reply_type = ex->req->reply_type;
-    } else {
-        ex->status = status;
-        ex->reply = reply ? json_bytes(reply) : NULL;
+    ex->reply = ex->route->handler(ex->req, &error);
+    if (!ex->reply) {
+        if (!error)
+            g_set_error(&error, CARREL_ERROR, CARREL_ERROR_INTERNAL, "route '%s %s' gave no reply",
+                        ex->route->method, ex->route->pattern);
+        ex->reply = carrel_api_reply_new_error(0, error);
     }
     g_task_return_boolean(task, TRUE);
 }
@@ -181,18 +134,25 @@ request_source(SoupServerMessage *msg)
 }
 
 /* A source that failed too often waits: 429 with Retry-After, before any token is looked at. */
-gboolean
-carrel_api_check_login_limit(CarrelApi *api, const char *source, guint *ret_retry_s, GError **error)
+CarrelApiReply *
+carrel_api_login_limit_reply(CarrelApi *api, const char *source)
 {
+    g_autoptr(GError) error = NULL;
+    g_autofree char *after = NULL;
+    CarrelApiReply *reply;
+    guint retry_s = 0;
+
     /* The socket is root's alone (mode 0600): nobody there to slow down, and a flood on TCP
      * must never lock the operator's CLI out. */
-    *ret_retry_s = 0;
     if (g_str_equal(source, "unix") ||
-        carrel_api_limiter_check(api->login_limiter, source, g_get_monotonic_time(), ret_retry_s))
-        return TRUE;
-    g_set_error(error, CARREL_ERROR, CARREL_ERROR_LIMIT,
-                "too many failed logins from this address: try again in %u s", *ret_retry_s);
-    return FALSE;
+        carrel_api_limiter_check(api->login_limiter, source, g_get_monotonic_time(), &retry_s))
+        return NULL;
+    g_set_error(&error, CARREL_ERROR, CARREL_ERROR_LIMIT,
+                "too many failed logins from this address: try again in %u s", retry_s);
+    reply = carrel_api_reply_new_error(CARREL_HTTP_TOO_MANY_REQUESTS, error);
+    after = g_strdup_printf("%u", retry_s);
+    carrel_api_reply_add_header(reply, "Retry-After", after);
+    return reply;
 }
 
 void
@@ -203,57 +163,65 @@ carrel_api_count_failed_login(CarrelApi *api, const char *source)
     carrel_api_limiter_fail(api->login_limiter, source, g_get_monotonic_time());
 }
 
+/* The principal of ex's credentials, or NULL with the error (see authenticate). */
+static CarrelPrincipal *
+principal_of(Exchange *ex, const char *token, GError **error)
+{
+    g_autoptr(GError) local = NULL;
+    CarrelPrincipal *who = NULL;
+
+    if (token)
+        who = carrel_manager_authenticate(ex->api->mgr, token, &local);
+    else if (ex->req->cookie)
+        who = carrel_api_cookie_lookup(ex->api, ex->req->cookie, &local);
+    if (who)
+        return who;
+    if (token || ex->req->cookie)
+        carrel_api_count_failed_login(ex->api, ex->req->source);
+    if (local)
+        g_propagate_error(error, g_steal_pointer(&local));
+    else
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_UNAUTHORIZED,
+                    "missing bearer token or console login");
+    return NULL;
+}
+
 /*
  * A bearer token, else the web console's cookie (whose changes must come from its own pages).
- * Who it is comes from core; what they may do is core's to decide, verb by verb.
+ * Who it is comes from core; what they may do is core's to decide, verb by verb. NULL when the
+ * request may go on, else the reply that refuses it.
  */
-static gboolean
-authenticate(Exchange *ex, const CarrelApiRoute *route, GError **error)
+static CarrelApiReply *
+authenticate(Exchange *ex, const CarrelApiRoute *route)
 {
     g_autofree char *token = NULL;
-    g_autoptr(GError) local = NULL;
-    gboolean cookie = FALSE;
+    g_autoptr(GError) error = NULL;
+    CarrelApiReply *limited;
 
     if (route && (route->flags & CARREL_API_ROUTE_PUBLIC))
-        return TRUE;
+        return NULL;
     token = bearer_token(ex->msg);
-    cookie = !token && carrel_api_web_has_cookie(ex->msg);
-    if ((token || cookie) &&
-        !carrel_api_check_login_limit(ex->api, ex->req->source, &ex->req->retry_after_s, error)) {
-        ex->status = CARREL_HTTP_TOO_MANY_REQUESTS;
-        return FALSE;
-    }
-    if (token) {
-        ex->req->who = carrel_manager_authenticate(ex->api->mgr, token, &local);
-    } else if (cookie) {
-        ex->req->who = carrel_api_web_lookup(ex->api, ex->msg, &local);
-        ex->req->by_cookie = ex->req->who != NULL;
-    }
-    if (!ex->req->who) {
-        if (token || cookie)
-            carrel_api_count_failed_login(ex->api, ex->req->source);
-        if (local)
-            g_propagate_error(error, g_steal_pointer(&local));
-        else
-            g_set_error(error, CARREL_ERROR, CARREL_ERROR_UNAUTHORIZED,
-                        "missing bearer token or console login");
-        return FALSE;
-    }
+    if ((token || ex->req->cookie) &&
+        (limited = carrel_api_login_limit_reply(ex->api, ex->req->source)))
+        return limited;
+    ex->req->who = principal_of(ex, token, &error);
+    if (!ex->req->who)
+        return carrel_api_reply_new_error(0, error);
+    ex->req->by_cookie = !token;
     if (ex->req->by_cookie && !safe_method(ex->req->method) && !carrel_api_same_origin(ex->msg)) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_FORBIDDEN,
+        g_set_error(&error, CARREL_ERROR, CARREL_ERROR_FORBIDDEN,
                     "a console request that changes something must come from the "
                     "console's own origin");
-        return FALSE;
+        return carrel_api_reply_new_error(0, error);
     }
-    return TRUE;
+    return NULL;
 }
 
 static gboolean
-parse_body(Exchange *ex, GError **error)
+parse_body(Exchange *ex, const CarrelApiRoute *route, GError **error)
 {
     SoupMessageBody *body = soup_server_message_get_request_body(ex->msg);
-
-    gsize max = carrel_api_route_body_max(ex->route);
+    gsize max = carrel_api_route_body_max(route);
 
     if (!body || body->length == 0)
         return TRUE;
@@ -262,7 +230,7 @@ parse_body(Exchange *ex, GError **error)
                     "request body is larger than %" G_GSIZE_FORMAT " bytes", max);
         return FALSE;
     }
-    if (ex->route->flags & CARREL_API_ROUTE_RAW_BODY) {
+    if (route->flags & CARREL_API_ROUTE_RAW_BODY) {
         ex->req->raw_body = g_bytes_new(body->data, body->length);
         return TRUE;
     }
@@ -278,7 +246,7 @@ parse_body(Exchange *ex, GError **error)
 }
 
 static Exchange *
-exchange_new(CarrelApi *api, SoupServerMessage *msg, const char *path, GHashTable *query)
+exchange_new(CarrelApi *api, SoupServerMessage *msg, GHashTable *query)
 {
     Exchange *ex = g_new0(Exchange, 1);
     SoupMessageHeaders *headers = soup_server_message_get_request_headers(msg);
@@ -300,8 +268,39 @@ exchange_new(CarrelApi *api, SoupServerMessage *msg, const char *path, GHashTabl
     ex->req->mcp_protocol_version =
         g_strdup(soup_message_headers_get_one(headers, "MCP-Protocol-Version"));
     ex->req->source = request_source(msg);
-    (void)path;
+    ex->req->cookie = carrel_api_cookie_get(msg);
     return ex;
+}
+
+/* The route of ex's request, or NULL with the reply that refuses it. */
+static const CarrelApiRoute *
+admit(Exchange *ex, CarrelApiReply **ret_refusal)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GError) route_error = NULL;
+    const CarrelApiRoute *route;
+    guint status = 0;
+
+    route = carrel_api_route_match(ex->req->method, ex->req->path, &ex->req->params, &status,
+                                   &route_error);
+    /* Test hooks do not exist in a daemon started without --test-hooks. */
+    if (route && (route->flags & CARREL_API_ROUTE_TEST_HOOK) && !ex->api->test_hooks) {
+        route = NULL;
+        status = SOUP_STATUS_NOT_FOUND;
+        g_set_error(&route_error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND, "no such route");
+    }
+    /* Unknown routes answer 401 too without credentials: nothing is learnt before auth. */
+    if ((*ret_refusal = authenticate(ex, route)))
+        return NULL;
+    if (!route) {
+        *ret_refusal = carrel_api_reply_new_error(status, route_error);
+        return NULL;
+    }
+    if (!parse_body(ex, route, &error)) {
+        *ret_refusal = carrel_api_reply_new_error(0, error);
+        return NULL;
+    }
+    return route;
 }
 
 static void
@@ -309,53 +308,28 @@ handle_request(SoupServer *server, SoupServerMessage *msg, const char *path, GHa
                gpointer user_data)
 {
     CarrelApi *api = user_data;
-    Exchange *ex = exchange_new(api, msg, path, query);
-    g_autoptr(GError) error = NULL;
-    g_autoptr(GError) route_error = NULL;
     g_autoptr(GTask) task = NULL;
-    const CarrelApiRoute *route;
-    guint status = 0;
+    Exchange *ex;
 
     if (!g_str_has_prefix(path, "/v1/") && !g_str_equal(path, "/mcp")) {
-        exchange_free(ex);
-        carrel_api_web_static(api, msg, path);
+        g_autoptr(CarrelApiReply) reply =
+            carrel_api_static_reply(api, soup_server_message_get_method(msg), path);
+        carrel_api_reply_write(reply, api, msg);
         return;
     }
-    route = carrel_api_route_match(ex->req->method, ex->req->path, &ex->req->params, &status,
-                                   &route_error);
-    /* Test hooks do not exist in a daemon started without --test-hooks. */
-    if (route && (route->flags & CARREL_API_ROUTE_TEST_HOOK) && !api->test_hooks) {
-        route = NULL;
-        status = SOUP_STATUS_NOT_FOUND;
-        g_set_error(&route_error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND, "no such route");
-    }
-    /* Unknown routes answer 401 too without credentials: nothing is learnt before auth. */
-    if (!authenticate(ex, route, &error)) {
-        status = ex->status;
-    } else if (!route) {
-        error = g_steal_pointer(&route_error);
-    } else if (g_str_equal(path, "/v1/stream") && g_str_equal(ex->req->method, "GET")) {
-        carrel_api_web_stream(api, msg, ex->req->who, carrel_api_query(ex->req, "session"));
-        g_message("request %s: GET /v1/stream (stream opened)", ex->req->request_id);
+    ex = exchange_new(api, msg, query);
+    ex->route = admit(ex, &ex->reply);
+    if (!ex->route) {
+        send_reply(ex);
         exchange_free(ex);
         return;
-    } else {
-        ex->route = route;
-        if (route->handler == carrel_api_post_logout)
-            ex->req->set_cookie = carrel_api_web_logout(api, msg);
     }
-    if (ex->route && parse_body(ex, &error)) {
-        /* Handlers may block (boots take seconds): run them off the main loop. */
-        g_atomic_int_inc(&api->in_flight);
-        soup_server_message_pause(msg);
-        task = g_task_new(NULL, NULL, on_handler_done, ex);
-        g_task_set_task_data(task, ex, NULL);
-        g_task_run_in_thread(task, run_handler);
-        return;
-    }
-    reply_error(ex, status, error);
-    send_reply(ex);
-    exchange_free(ex);
+    /* Handlers may block (boots take seconds): run them off the main loop. */
+    g_atomic_int_inc(&api->in_flight);
+    soup_server_message_pause(msg);
+    task = g_task_new(NULL, NULL, on_handler_done, ex);
+    g_task_set_task_data(task, ex, NULL);
+    g_task_run_in_thread(task, run_handler);
 }
 
 /* The body limit of the route a request goes to (the JSON limit when there is none). */
@@ -380,9 +354,9 @@ check_request_size(SoupServer *server, SoupServerMessage *msg, const char *path,
     SoupMessageHeaders *headers = soup_server_message_get_request_headers(msg);
     SoupEncoding encoding = soup_message_headers_get_encoding(headers);
     g_autoptr(GError) error = NULL;
-    g_autoptr(JsonNode) env = NULL;
-    g_autoptr(GBytes) bytes = NULL;
+    g_autoptr(CarrelApiReply) reply = NULL;
     g_autofree char *rid = NULL;
+    CarrelApi *api = user_data;
     gsize max = early_body_max(msg, path);
     guint status;
 
@@ -398,16 +372,12 @@ check_request_size(SoupServer *server, SoupServerMessage *msg, const char *path,
     } else {
         return;
     }
-    env = carrel_api_error_envelope(error);
-    bytes = json_bytes(env);
+    reply = carrel_api_reply_new_error(status, error);
     rid = carrel_util_new_id("r-");
     soup_message_headers_replace(soup_server_message_get_response_headers(msg), "X-Request-Id",
                                  rid);
-    soup_message_headers_replace(soup_server_message_get_response_headers(msg), "Connection",
-                                 "close");
-    soup_server_message_set_status(msg, status, NULL);
-    soup_server_message_set_response(msg, "application/json", SOUP_MEMORY_COPY,
-                                     g_bytes_get_data(bytes, NULL), g_bytes_get_size(bytes));
+    carrel_api_reply_add_header(reply, "Connection", "close");
+    carrel_api_reply_write(reply, api, msg);
     g_message("request %s refused before its body: %s %s -> %u", rid,
               soup_server_message_get_method(msg), path, status);
 }
@@ -433,7 +403,7 @@ carrel_api_new(CarrelManager *mgr, const char *version_info, GError **error)
 
     api->mgr = mgr;
     api->version_info = g_strdup(version_info);
-    g_mutex_init(&api->web_lock);
+    g_mutex_init(&api->cookie_lock);
     api->login_limiter = carrel_api_limiter_new(LOGIN_FAILURES_MAX, LOGIN_WINDOW_S);
     api->server = soup_server_new("server-header", header, NULL);
     g_signal_connect(api->server, "request-started", G_CALLBACK(on_request_started), NULL);
@@ -455,9 +425,9 @@ carrel_api_free(CarrelApi *api)
     g_free(api->web_dir);
     g_free(api->spice_dir);
     g_free(api->web_url);
-    g_clear_pointer(&api->web_sessions, g_hash_table_unref);
+    g_clear_pointer(&api->cookie_sessions, g_hash_table_unref);
     carrel_api_limiter_free(api->login_limiter);
-    g_mutex_clear(&api->web_lock);
+    g_mutex_clear(&api->cookie_lock);
     g_free(api);
 }
 

@@ -28,6 +28,15 @@ carrel_manager_record(CarrelManager *mgr, const char *session_id, const CarrelPr
         g_warning("session '%s': recording %s event: %s", session_id, action, error->message);
 }
 
+void
+carrel_manager_note(CarrelManager *mgr, const char *session_id, const CarrelPrincipal *who,
+                    const char *kind, const char *action, JsonNode *params, JsonNode *result,
+                    const GError *failure, gint64 started_us)
+{
+    carrel_manager_record(mgr, session_id, who, kind, action, params, result, failure, started_us,
+                          NULL);
+}
+
 GPtrArray *
 carrel_manager_session_events(CarrelManager *mgr, const CarrelPrincipal *who,
                               const char *id_or_name, gint64 after_seq, guint limit, GError **error)

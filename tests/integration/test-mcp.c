@@ -392,6 +392,7 @@ count_sessions(const char *name)
     assert_non_null(strstr(first_text(list), "\"sessions\""));
     for (guint i = 0; i < json_array_get_length(sessions); i++) {
         JsonObject *s = json_array_get_object_element(sessions, i);
+        assert_true(json_object_has_member(s, "control"));
         found += g_str_equal(json_object_get_string_member(s, "name"), name);
     }
     return found;
@@ -512,6 +513,9 @@ test_sandbox_tools(void **state)
         fail_msg("sandbox_create: %s", first_text(created));
     session = json_object_get_object_member(object(created), "structuredContent");
     assert_string_equal(json_object_get_string_member(session, "state"), "running");
+    /* The one shape of a session, as REST shows it: with its control lease (nobody holds it). */
+    assert_true(json_object_has_member(session, "control"));
+    assert_true(json_object_get_null_member(session, "control"));
     id = g_strdup(json_object_get_string_member(session, "id"));
     assert_non_null(strstr(first_text(created), id));
     /* The name is taken: a tool error the model can read, not a protocol error. */

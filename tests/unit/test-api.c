@@ -1,5 +1,5 @@
-/* Unit tests of the api module's pure parts: the status of each error code, SPICE link parsing,
- * the client stream filter (view-only) and the ticket store. */
+/* Unit tests of the api module's pure parts: the status of each error code, replies, SPICE link
+ * parsing, the client stream filter (view-only) and the ticket store. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -29,6 +29,35 @@ test_error_status(void **state)
         assert_string_equal(json_object_get_string_member(inner, "code"), "busy");
         assert_int_equal(carrel_api_status_for_error(other), SOUP_STATUS_INTERNAL_SERVER_ERROR);
     }
+}
+
+/* A reply says what it is: status, kind and headers; NULL in gives NULL out (the error is set). */
+static void
+test_reply(void **state)
+{
+    g_autoptr(GError) busy = g_error_new_literal(CARREL_ERROR, CARREL_ERROR_BUSY, "x");
+    g_autoptr(CarrelApiReply) error = carrel_api_reply_new_error(0, busy);
+    g_autoptr(CarrelApiReply) limited = carrel_api_reply_new_error(429, busy);
+    g_autoptr(CarrelApiReply) empty = carrel_api_reply_new_empty(SOUP_STATUS_NO_CONTENT);
+    g_autoptr(CarrelApiReply) moved = carrel_api_reply_new_redirect(303, "/v1/healthz");
+    JsonObject *inner;
+
+    assert_null(carrel_api_reply_ok(NULL));
+    assert_null(carrel_api_reply_new_bytes(SOUP_STATUS_OK, NULL, "image/png"));
+    assert_int_equal(carrel_api_reply_get_kind(error), CARREL_API_REPLY_JSON);
+    assert_int_equal(carrel_api_reply_get_status(error), SOUP_STATUS_CONFLICT);
+    inner = json_object_get_object_member(json_node_get_object(carrel_api_reply_get_json(error)),
+                                          "error");
+    assert_string_equal(json_object_get_string_member(inner, "code"), "busy");
+    assert_int_equal(carrel_api_reply_get_status(limited), 429);
+    assert_int_equal(carrel_api_reply_get_kind(empty), CARREL_API_REPLY_EMPTY);
+    assert_null(carrel_api_reply_get_json(empty));
+    carrel_api_reply_add_header(empty, "Set-Cookie", "a=1");
+    carrel_api_reply_add_header(empty, "Set-Cookie", "b=2");
+    assert_string_equal(carrel_api_reply_get_header(empty, "set-cookie"), "a=1");
+    assert_null(carrel_api_reply_get_header(empty, "Location"));
+    assert_int_equal(carrel_api_reply_get_kind(moved), CARREL_API_REPLY_REDIRECT);
+    assert_string_equal(carrel_api_reply_get_header(moved, "Location"), "/v1/healthz");
 }
 
 static void
@@ -440,6 +469,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_error_status),
+        cmocka_unit_test(test_reply),
         cmocka_unit_test(test_parse_link),
         cmocka_unit_test(test_parse_link_hostile),
         cmocka_unit_test(test_input_messages),

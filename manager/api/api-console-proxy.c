@@ -1,15 +1,14 @@
 /*
- * The console: tickets and .vv files over HTTP, and WS /v1/console/{ticket}, a websocket proxy
- * from the browser (spice-html5, one websocket per SPICE channel) to the session's SPICE server
- * on 127.0.0.1. Who may connect is decided before the upgrade (same origin, cookie, ticket);
- * what may reach the guest is decided per message by the SPICE filter (view-only unless the
- * viewer holds the control lease). Neither tickets nor cookies are ever logged.
+ * api: WS /v1/console/{ticket}, a websocket proxy from the browser (spice-html5, one websocket per
+ * SPICE channel) to the session's SPICE server on 127.0.0.1. Who may connect is decided before the
+ * upgrade (same origin, cookie, ticket); what may reach the guest is decided per message by the
+ * SPICE filter (view-only unless the viewer holds the control lease). Neither tickets nor cookies
+ * are ever logged.
  */
 #include <string.h>
 
 #include "api/api-console-priv.h"
 
-#define CONSOLE_PREFIX "/v1/console"
 /* The first message (the SPICE link) must arrive this soon after the upgrade. */
 #define LINK_TIMEOUT_S 10
 /* Bytes from the viewer waiting for the SPICE server; beyond this the viewer is cut off. */
@@ -23,107 +22,20 @@
  * client itself; a connection still open this much later is closed by the proxy. */
 #define AFTER_MAIN_S 10
 
-/* ---- HTTP routes ---- */
-
-static const char *
-param(CarrelApiRequest *req, guint i)
-{
-    return g_ptr_array_index(req->params, i);
-}
-
-JsonNode *
-carrel_api_post_console(CarrelApiRequest *req, guint *ret_status, GError **error)
-{
-    g_autoptr(CarrelConsoleAccess) access =
-        carrel_manager_console_open(req->mgr, req->who, param(req, 0), error);
-    g_autoptr(JsonBuilder) b = json_builder_new();
-    g_autofree char *ticket = NULL;
-    g_autofree char *url = NULL;
-    g_autofree char *expires = NULL;
-
-    if (!access)
-        return NULL;
-    ticket = carrel_console_tickets_issue(req->api->console_tickets, access->session_id,
-                                          access->port, req->who->token_id, error);
-    if (!ticket)
-        return NULL;
-    url = g_strconcat(CONSOLE_PREFIX "/", ticket, NULL);
-    expires = carrel_util_format_time(g_get_real_time() / G_USEC_PER_SEC +
-                                      CARREL_CONSOLE_TICKET_TTL_US / G_USEC_PER_SEC);
-    json_builder_begin_object(b);
-    json_builder_set_member_name(b, "ticket");
-    json_builder_add_string_value(b, ticket);
-    json_builder_set_member_name(b, "url");
-    json_builder_add_string_value(b, url);
-    json_builder_set_member_name(b, "expires_at");
-    json_builder_add_string_value(b, expires);
-    json_builder_set_member_name(b, "password");
-    json_builder_add_string_value(b, access->password);
-    json_builder_set_member_name(b, "view_only");
-    json_builder_add_boolean_value(
-        b, !carrel_manager_console_may_input(req->mgr, req->who, access->session_id));
-    json_builder_end_object(b);
-    return json_builder_get_root(b);
-}
-
-JsonNode *
-carrel_api_get_console_vv(CarrelApiRequest *req, guint *ret_status, GError **error)
-{
-    g_autoptr(CarrelSession) session =
-        carrel_manager_session_get(req->mgr, req->who, param(req, 0), error);
-    g_autoptr(CarrelConsoleAccess) access = NULL;
-    g_autofree char *title = NULL;
-    CarrelVvSpec spec = {0};
-    char *text;
-
-    if (!session)
-        return NULL;
-    /* remote-viewer talks to SPICE directly, past the proxy's view-only filter. */
-    if (!carrel_manager_console_may_input(req->mgr, req->who, session->id)) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE,
-                    "a console file needs the control lease of session '%s': take it first",
-                    session->id);
-        return NULL;
-    }
-    access = carrel_manager_console_open(req->mgr, req->who, session->id, error);
-    if (!access)
-        return NULL;
-    title = g_strdup_printf("carrel: %s (%s)", session->name, session->id);
-    spec.title = title;
-    spec.port = access->port;
-    spec.password = access->password;
-    text = carrel_spice_vv_file(&spec, error);
-    if (!text)
-        return NULL;
-    /* The file opens the display past the proxy: on the timeline, naming who took it. */
-    carrel_manager_note(req->mgr, session->id, req->who, "control", "console_file", NULL, NULL,
-                        NULL, 0);
-    req->reply_bytes = g_bytes_new_take(text, strlen(text));
-    req->reply_type = "application/x-virt-viewer";
-    req->reply_filename = g_strdup_printf("carrel-%s.vv", session->id);
-    return NULL;
-}
-
 /* ---- refusals before the upgrade ---- */
 
 static void
-refuse(SoupServerMessage *msg, guint status, const GError *error)
+refuse(CarrelApi *api, SoupServerMessage *msg, guint status, const GError *error)
 {
-    g_autoptr(JsonNode) env = carrel_api_error_envelope(error);
-    g_autoptr(JsonGenerator) gen = json_generator_new();
-    g_autofree char *body = NULL;
-    gsize len = 0;
+    g_autoptr(CarrelApiReply) reply = carrel_api_reply_new_error(status, error);
+    JsonNode *env = carrel_api_reply_get_json(reply);
 
     /* 410 has no code of its own in the error table. */
     if (status == SOUP_STATUS_GONE)
         json_object_set_string_member(
             json_object_get_object_member(json_node_get_object(env), "error"), "code", "gone");
-    json_generator_set_root(gen, env);
-    body = json_generator_to_data(gen, &len);
-    soup_server_message_set_status(msg, status, NULL);
-    soup_message_headers_replace(soup_server_message_get_response_headers(msg), "Cache-Control",
-                                 "no-store");
-    soup_server_message_set_response(msg, "application/json", SOUP_MEMORY_COPY, body, len);
+    carrel_api_reply_add_header(reply, "Cache-Control", "no-store");
+    carrel_api_reply_write(reply, api, msg);
     /* The path holds the ticket: never logged. */
     g_message("console: websocket refused with %u: %s", status, error->message);
 }
@@ -134,9 +46,9 @@ path_ticket(const char *path)
 {
     const char *ticket;
 
-    if (!g_str_has_prefix(path, CONSOLE_PREFIX "/"))
+    if (!g_str_has_prefix(path, CARREL_CONSOLE_PREFIX "/"))
         return NULL;
-    ticket = path + strlen(CONSOLE_PREFIX "/");
+    ticket = path + strlen(CARREL_CONSOLE_PREFIX "/");
     return *ticket && !strchr(ticket, '/') ? ticket : NULL;
 }
 
@@ -147,6 +59,7 @@ console_check(CarrelApi *api, SoupServerMessage *msg, const char *path, char **r
               guint *ret_port, guint *ret_status, GError **error)
 {
     g_autoptr(CarrelPrincipal) principal = NULL;
+    g_autofree char *cookie = NULL;
     const char *ticket = path_ticket(path);
 
     *ret_status = SOUP_STATUS_NOT_FOUND;
@@ -166,7 +79,8 @@ console_check(CarrelApi *api, SoupServerMessage *msg, const char *path, char **r
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_FORBIDDEN, "cross-origin websocket refused");
         return NULL;
     }
-    principal = carrel_api_web_lookup(api, msg, NULL);
+    cookie = carrel_api_cookie_get(msg);
+    principal = carrel_api_cookie_lookup(api, cookie, NULL);
     if (!principal) {
         *ret_status = SOUP_STATUS_UNAUTHORIZED;
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_UNAUTHORIZED,
@@ -195,7 +109,7 @@ console_precheck(SoupServer *server, SoupServerMessage *msg, const char *path, G
 
     /* Accepted: no status set, so libsoup goes on with the handshake (protocol "binary"). */
     if (!principal)
-        refuse(msg, status, error);
+        refuse(user_data, msg, status, error);
 }
 
 /* Runs before a body is read: a websocket handshake has none. */
@@ -213,7 +127,7 @@ console_early(SoupServer *server, SoupServerMessage *msg, const char *path, GHas
             g_error_new(CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "the console takes no body");
         soup_message_headers_replace(soup_server_message_get_response_headers(msg), "Connection",
                                      "close");
-        refuse(msg, SOUP_STATUS_BAD_REQUEST, error);
+        refuse(user_data, msg, SOUP_STATUS_BAD_REQUEST, error);
     }
 }
 
@@ -659,10 +573,10 @@ carrel_api_console_init(CarrelApi *api)
     api->console_tickets = carrel_console_tickets_new(NULL);
     api->console_upstreams =
         g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)g_ptr_array_unref);
-    soup_server_add_early_handler(api->server, CONSOLE_PREFIX, console_early, api, NULL);
-    soup_server_add_handler(api->server, CONSOLE_PREFIX, console_precheck, api, NULL);
-    soup_server_add_websocket_handler(api->server, CONSOLE_PREFIX, NULL, protocols, on_websocket,
-                                      api, NULL);
+    soup_server_add_early_handler(api->server, CARREL_CONSOLE_PREFIX, console_early, api, NULL);
+    soup_server_add_handler(api->server, CARREL_CONSOLE_PREFIX, console_precheck, api, NULL);
+    soup_server_add_websocket_handler(api->server, CARREL_CONSOLE_PREFIX, NULL, protocols,
+                                      on_websocket, api, NULL);
 }
 
 void

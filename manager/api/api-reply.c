@@ -1,0 +1,235 @@
+/*
+ * api: the one reply contract. A handler returns a CarrelApiReply (or fails with a GError, which
+ * becomes the error envelope) and the server writes it: the reply itself says what it is, so
+ * nothing is special-cased by path or by handler.
+ */
+#include "api/api-priv.h"
+
+typedef struct {
+    char *name;
+    char *value;
+} Header;
+
+struct _CarrelApiReply {
+    CarrelApiReplyKind kind;
+    guint status;
+    GArray *headers;      /* of Header, in the order added */
+    JsonNode *json;       /* JSON */
+    GBytes *bytes;        /* BYTES */
+    char *content_type;   /* BYTES */
+    char *filename;       /* BYTES: sent as an attachment of this name */
+    CarrelPrincipal *who; /* STREAM: whom the stream shows things to */
+    char *session_id;     /* STREAM: whose timeline, or NULL */
+};
+
+static void
+header_clear(gpointer data)
+{
+    Header *h = data;
+
+    g_free(h->name);
+    g_free(h->value);
+}
+
+static CarrelApiReply *
+reply_new(CarrelApiReplyKind kind, guint status)
+{
+    CarrelApiReply *reply = g_new0(CarrelApiReply, 1);
+
+    reply->kind = kind;
+    reply->status = status;
+    reply->headers = g_array_new(FALSE, TRUE, sizeof(Header));
+    g_array_set_clear_func(reply->headers, header_clear);
+    return reply;
+}
+
+void
+carrel_api_reply_free(CarrelApiReply *reply)
+{
+    if (!reply)
+        return;
+    g_array_unref(reply->headers);
+    g_clear_pointer(&reply->json, json_node_unref);
+    g_clear_pointer(&reply->bytes, g_bytes_unref);
+    g_free(reply->content_type);
+    g_free(reply->filename);
+    carrel_principal_free(reply->who);
+    g_free(reply->session_id);
+    g_free(reply);
+}
+
+CarrelApiReply *
+carrel_api_reply_new_json(guint status, JsonNode *node)
+{
+    CarrelApiReply *reply;
+
+    /* NULL: the call that made node failed and set the error the handler passes on. */
+    if (!node)
+        return NULL;
+    reply = reply_new(CARREL_API_REPLY_JSON, status);
+    reply->json = node;
+    return reply;
+}
+
+CarrelApiReply *
+carrel_api_reply_ok(JsonNode *node)
+{
+    return carrel_api_reply_new_json(SOUP_STATUS_OK, node);
+}
+
+CarrelApiReply *
+carrel_api_reply_new_bytes(guint status, GBytes *bytes, const char *content_type)
+{
+    CarrelApiReply *reply;
+
+    if (!bytes)
+        return NULL;
+    reply = reply_new(CARREL_API_REPLY_BYTES, status);
+    reply->bytes = bytes;
+    reply->content_type = g_strdup(content_type);
+    return reply;
+}
+
+CarrelApiReply *
+carrel_api_reply_new_empty(guint status)
+{
+    return reply_new(CARREL_API_REPLY_EMPTY, status);
+}
+
+CarrelApiReply *
+carrel_api_reply_new_redirect(guint status, const char *location)
+{
+    CarrelApiReply *reply = reply_new(CARREL_API_REPLY_REDIRECT, status);
+
+    carrel_api_reply_add_header(reply, "Location", location);
+    return reply;
+}
+
+CarrelApiReply *
+carrel_api_reply_new_stream(const CarrelPrincipal *who, const char *session_id)
+{
+    CarrelApiReply *reply = reply_new(CARREL_API_REPLY_STREAM, SOUP_STATUS_OK);
+
+    reply->who = carrel_principal_copy(who);
+    reply->session_id = g_strdup(session_id);
+    return reply;
+}
+
+CarrelApiReply *
+carrel_api_reply_new_error(guint status, const GError *error)
+{
+    CarrelApiReply *reply =
+        reply_new(CARREL_API_REPLY_JSON, status ? status : carrel_api_status_for_error(error));
+
+    reply->json = carrel_api_error_envelope(error);
+    return reply;
+}
+
+void
+carrel_api_reply_add_header(CarrelApiReply *reply, const char *name, const char *value)
+{
+    Header h = {g_strdup(name), g_strdup(value)};
+
+    g_array_append_val(reply->headers, h);
+}
+
+void
+carrel_api_reply_set_attachment(CarrelApiReply *reply, const char *filename)
+{
+    g_free(reply->filename);
+    reply->filename = g_strdup(filename);
+}
+
+CarrelApiReplyKind
+carrel_api_reply_get_kind(const CarrelApiReply *reply)
+{
+    return reply->kind;
+}
+
+guint
+carrel_api_reply_get_status(const CarrelApiReply *reply)
+{
+    return reply->status;
+}
+
+const char *
+carrel_api_reply_get_header(const CarrelApiReply *reply, const char *name)
+{
+    for (guint i = 0; i < reply->headers->len; i++) {
+        Header *h = &g_array_index(reply->headers, Header, i);
+
+        if (g_ascii_strcasecmp(h->name, name) == 0)
+            return h->value;
+    }
+    return NULL;
+}
+
+JsonNode *
+carrel_api_reply_get_json(const CarrelApiReply *reply)
+{
+    return reply->json;
+}
+
+static GBytes *
+json_bytes(JsonNode *node)
+{
+    g_autoptr(JsonGenerator) gen = json_generator_new();
+    gsize len = 0;
+    char *text;
+
+    json_generator_set_root(gen, node);
+    text = json_generator_to_data(gen, &len);
+    return g_bytes_new_take(text, len);
+}
+
+static void
+set_body(SoupServerMessage *msg, const char *content_type, GBytes *bytes)
+{
+    soup_server_message_set_response(msg, content_type, SOUP_MEMORY_COPY,
+                                     g_bytes_get_data(bytes, NULL), g_bytes_get_size(bytes));
+}
+
+static void
+write_attachment(SoupMessageHeaders *out, const char *filename)
+{
+    g_autoptr(GHashTable) params = g_hash_table_new(g_str_hash, g_str_equal);
+
+    g_hash_table_insert(params, (char *)"filename", (char *)filename);
+    soup_message_headers_set_content_disposition(out, "attachment", params);
+}
+
+void
+carrel_api_reply_write(CarrelApiReply *reply, CarrelApi *api, SoupServerMessage *msg)
+{
+    SoupMessageHeaders *out = soup_server_message_get_response_headers(msg);
+    g_autoptr(GBytes) json = NULL;
+
+    for (guint i = 0; i < reply->headers->len; i++) {
+        Header *h = &g_array_index(reply->headers, Header, i);
+
+        soup_message_headers_append(out, h->name, h->value);
+    }
+    switch (reply->kind) {
+    case CARREL_API_REPLY_JSON:
+        soup_server_message_set_status(msg, reply->status, NULL);
+        json = json_bytes(reply->json);
+        set_body(msg, "application/json", json);
+        break;
+    case CARREL_API_REPLY_BYTES:
+        if (reply->filename && reply->status == SOUP_STATUS_OK)
+            write_attachment(out, reply->filename);
+        soup_server_message_set_status(msg, reply->status, NULL);
+        set_body(msg, reply->content_type, reply->bytes);
+        break;
+    case CARREL_API_REPLY_EMPTY:
+    case CARREL_API_REPLY_REDIRECT:
+        soup_server_message_set_status(msg, reply->status, NULL);
+        break;
+    case CARREL_API_REPLY_STREAM:
+        carrel_api_stream_start(api, msg, reply->who, reply->session_id);
+        break;
+    case CARREL_API_REPLY_LAST:
+    default:
+        g_assert_not_reached();
+    }
+}
