@@ -75,17 +75,23 @@ hash_tree(GChecksum *sum, const char *recipe_dir, GError **error)
     return TRUE;
 }
 
-/*
- * The cache key of a recipe: its files, plus the sources of carrel-guest, which the recipe
- * installs (sources, not the binary: a binary differs between build trees).
- */
-static char *
-recipe_hash(CarrelManager *mgr, const char *recipe_dir, GError **error)
+/* The folder beside the recipes that their build scripts source (templates/lib). */
+#define RECIPE_LIB_DIR "lib"
+
+char *
+carrel_manager_recipe_hash(CarrelManager *mgr, const char *recipe_dir, GError **error)
 {
     g_autoptr(GChecksum) sum = g_checksum_new(G_CHECKSUM_SHA256);
+    g_autofree char *recipes = g_path_get_dirname(recipe_dir);
+    g_autofree char *lib = g_build_filename(recipes, RECIPE_LIB_DIR, NULL);
 
     if (!hash_tree(sum, recipe_dir, error))
         return NULL;
+    if (g_file_test(lib, G_FILE_TEST_IS_DIR)) {
+        g_checksum_update(sum, (const guchar *)RECIPE_LIB_DIR, -1);
+        if (!hash_tree(sum, lib, error))
+            return NULL;
+    }
     if (mgr->guest_tool && mgr->guest_tool_src) {
         g_checksum_update(sum, (const guchar *)"guest-tools", -1);
         if (!hash_tree(sum, mgr->guest_tool_src, error))
@@ -228,7 +234,7 @@ build_locked(CarrelJob *job, gpointer data, JsonNode **ret_result, GError **erro
     BuildData *bd = data;
     g_autofree char *recipe_dir = g_build_filename(bd->mgr->recipes_dir, bd->name, NULL);
     g_autofree char *script = g_build_filename(recipe_dir, "build", NULL);
-    g_autofree char *hash = recipe_hash(bd->mgr, recipe_dir, error);
+    g_autofree char *hash = carrel_manager_recipe_hash(bd->mgr, recipe_dir, error);
     g_autofree char *cached = NULL;
     g_autofree char *entry = NULL;
     g_autoptr(CarrelTemplate) tmpl = NULL;

@@ -132,6 +132,13 @@ CarrelJob *carrel_manager_reclaim_restored(CarrelManager *mgr, const CarrelSessi
 /* Removes domain and files of a session, collecting no error (best effort cleanup paths). */
 void carrel_manager_session_teardown(CarrelManager *mgr, const CarrelSession *session);
 
+/*
+ * The cache key of the recipe in recipe_dir: its files, the library beside it that every recipe
+ * sources (<recipes>/lib, when it exists) and the sources of carrel-guest, which the recipe
+ * installs (sources, not the binary: a binary differs between build trees).
+ */
+char *carrel_manager_recipe_hash(CarrelManager *mgr, const char *recipe_dir, GError **error);
+
 /* Import shared by import and build: one import per template name at a time. */
 CarrelTemplate *carrel_manager_template_import_full(CarrelManager *mgr,
                                                     const CarrelTemplateImport *req,

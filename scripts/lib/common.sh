@@ -56,6 +56,8 @@ install_deps() {
         return
     fi
     log "installing ${#missing[@]} packages: ${missing[*]}"
+    local apt_log
+    apt_log="$(mktemp --tmpdir carrel-apt.XXXXXX)" || die "mktemp failed"
     apt-get update -q >/dev/null
     # squid's package starts a system squid where it can: carreld runs its own, so no service
     # may start while packages go in (a policy-rc.d of our own, unless the host has one).
@@ -64,12 +66,13 @@ install_deps() {
         printf '#!/bin/sh\nexit 101\n' >"$rcd" && chmod 755 "$rcd" && ours=1
     fi
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" \
-        >/tmp/carrel-apt.log 2>&1 || {
+        >"$apt_log" 2>&1 || {
         [ -z "$ours" ] || rm -f "$rcd"
-        tail -30 /tmp/carrel-apt.log >&2
-        die "apt-get install failed"
+        tail -30 "$apt_log" >&2
+        die "apt-get install failed (log: $apt_log)"
     }
     [ -z "$ours" ] || rm -f "$rcd"
+    rm -f "$apt_log"
 }
 
 # No systemd here: start virtlogd and libvirtd by hand when their sockets do not answer.
@@ -98,6 +101,9 @@ build_tree() {
         meson setup "$dir" "$@" >/dev/null
     fi
     log "building $dir"
-    ninja -C "$dir" >/tmp/carrel-ninja-"$(basename "$dir")".log 2>&1 ||
-        { tail -40 /tmp/carrel-ninja-"$(basename "$dir")".log >&2; die "build failed"; }
+    local ninja_log
+    ninja_log="$(mktemp --tmpdir "carrel-ninja-$(basename "$dir").XXXXXX")" || die "mktemp failed"
+    ninja -C "$dir" >"$ninja_log" 2>&1 ||
+        { tail -40 "$ninja_log" >&2; die "build failed (log: $ninja_log)"; }
+    rm -f "$ninja_log"
 }

@@ -2,15 +2,17 @@
 // shows the running session with its thumbnail, the session page paints the SPICE desktop, and
 // the approvals page loads; no script errors. Chromium runs the full test (console.test.mjs).
 // Environment: CARREL_URL, CARREL_TOKEN_FILE, CARREL_SESSION, CARREL_TEST_OUT, FIREFOX.
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import puppeteer from 'puppeteer-core';
 
 const BASE = (process.env.CARREL_URL || '').replace(/\/$/, '');
 const SID = process.env.CARREL_SESSION;
 const TOKEN = (await readFile(process.env.CARREL_TOKEN_FILE, 'utf8')).trim();
-const OUT = process.env.CARREL_TEST_OUT || '/tmp/carrel-firefox-' + process.pid;
+// CARREL_TEST_OUT, or a new folder of our own (mkdtemp: never a name someone made first).
+const OUT = process.env.CARREL_TEST_OUT || mkdtempSync(join(tmpdir(), 'carrel-firefox-'));
 let passed = 0;
 let failed = 0;
 mkdirSync(OUT, { recursive: true });

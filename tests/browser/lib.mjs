@@ -1,6 +1,7 @@
 // Shared by the browser tests: TAP-like output, Debian's Chromium through playwright-core,
 // page problem collection (console errors, CSP violations), screenshots for review.
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 
@@ -47,10 +48,17 @@ export function summary() {
     return failed === 0 && passed > 0 ? 0 : 1;
 }
 
+// CARREL_TEST_OUT, or a new folder of our own (mkdtemp: never a name someone made first).
+let outDirPath = null;
 export function outDir() {
-    const dir = process.env.CARREL_TEST_OUT || join('/tmp', 'carrel-browser-' + process.pid);
-    mkdirSync(dir, { recursive: true });
-    return dir;
+    if (!outDirPath) {
+        outDirPath = process.env.CARREL_TEST_OUT;
+        if (outDirPath)
+            mkdirSync(outDirPath, { recursive: true });
+        else
+            outDirPath = mkdtempSync(join(tmpdir(), 'carrel-browser-'));
+    }
+    return outDirPath;
 }
 
 let shotIndex = 0;

@@ -49,8 +49,24 @@ browser_report() {
 # Screenshots go to CARREL_TEST_OUT, by default a new folder under /var/tmp/carrel-test-output
 # (outside the repo, kept after the run for review).
 browser_checks() {
-    local s="$1" out log url
-    out="${CARREL_TEST_OUT:-/var/tmp/carrel-test-output/$(date +%Y%m%d-%H%M%S)-$$}/browser"
+    local s="$1" out log url shared=/var/tmp/carrel-test-output
+    if [ -n "${CARREL_TEST_OUT:-}" ]; then
+        out="$CARREL_TEST_OUT/browser"
+    else
+        # The shared folder must be ours alone (a folder someone else made first could redirect
+        # root's writes); each run gets a new folder in it from mktemp.
+        [ -e "$shared" ] || [ -L "$shared" ] || mkdir -m 0755 "$shared"
+        if [ -L "$shared" ] || [ ! -O "$shared" ] || [ -n "$(find "$shared" -maxdepth 0 -perm /022)" ]; then
+            fail "$shared is not root's alone: no browser screenshots there"
+            return
+        fi
+        if ! out="$(mktemp -d "$shared/$(date +%Y%m%d-%H%M%S)-XXXXXX")"; then
+            fail "mktemp in $shared"
+            return
+        fi
+        chmod 0755 "$out"
+        out="$out/browser"
+    fi
     log="$E2E_DIR/browser-test.log"
     url="${E2E_URL:-${CARREL_URL:-}}"
     mkdir -p "$out"

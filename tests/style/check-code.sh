@@ -33,11 +33,13 @@ fi
 
 # Formatting per .clang-format.
 if command -v clang-format >/dev/null; then
-    if ! clang-format --dry-run --Werror "${sources[@]}" 2>/tmp/carrel-clang-format.log; then
-        head -40 /tmp/carrel-clang-format.log
+    format_log="$(mktemp --tmpdir carrel-clang-format.XXXXXX)"
+    if ! clang-format --dry-run --Werror "${sources[@]}" 2>"$format_log"; then
+        head -40 "$format_log"
         echo "run: clang-format -i <files>"
         bad=1
     fi
+    rm -f "$format_log"
 else
     echo "clang-format is missing (scripts/test installs it)"
     bad=1

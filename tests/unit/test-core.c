@@ -876,6 +876,49 @@ test_diff_plan(void **state)
                         "/home/agent/touched");
 }
 
+/* A recipe's hash covers its folder and the library beside it (templates/lib), not the others. */
+static void
+test_recipe_hash_covers_lib(void **state)
+{
+    Fixture *fx = *state;
+    g_autofree char *recipe = g_build_filename(fx->dir, "recipes", "tiny", NULL);
+    g_autofree char *other = g_build_filename(fx->dir, "recipes", "desktop", NULL);
+    g_autofree char *lib = g_build_filename(fx->dir, "recipes", "lib", NULL);
+    g_autofree char *build = g_build_filename(recipe, "build", NULL);
+    g_autofree char *other_build = g_build_filename(other, "build", NULL);
+    g_autofree char *lib_file = g_build_filename(lib, "recipe.sh", NULL);
+    g_autofree char *alone = NULL;
+    g_autofree char *with_lib = NULL;
+    g_autofree char *lib_changed = NULL;
+    g_autofree char *again = NULL;
+    g_autoptr(GError) error = NULL;
+
+    assert_int_equal(g_mkdir_with_parents(recipe, 0755), 0);
+    assert_int_equal(g_mkdir_with_parents(other, 0755), 0);
+    assert_true(carrel_util_write_file(build, "#!/bin/sh\n", -1, 0755, NULL));
+    assert_true(carrel_util_write_file(other_build, "#!/bin/sh\n", -1, 0755, NULL));
+    alone = carrel_manager_recipe_hash(fx->mgr, recipe, &error);
+    assert_non_null(alone);
+    assert_int_equal(strlen(alone), 64);
+
+    assert_int_equal(g_mkdir_with_parents(lib, 0755), 0);
+    assert_true(carrel_util_write_file(lib_file, "step() { :; }\n", -1, 0644, NULL));
+    with_lib = carrel_manager_recipe_hash(fx->mgr, recipe, &error);
+    assert_non_null(with_lib);
+    assert_string_not_equal(with_lib, alone);
+
+    assert_true(carrel_util_write_file(lib_file, "step() { true; }\n", -1, 0644, NULL));
+    lib_changed = carrel_manager_recipe_hash(fx->mgr, recipe, &error);
+    assert_non_null(lib_changed);
+    assert_string_not_equal(lib_changed, with_lib);
+
+    /* Another recipe's files are not this one's. */
+    assert_true(carrel_util_write_file(other_build, "#!/bin/sh\nexit 1\n", -1, 0755, NULL));
+    again = carrel_manager_recipe_hash(fx->mgr, recipe, &error);
+    assert_non_null(again);
+    assert_string_equal(again, lib_changed);
+}
+
 int
 main(void)
 {
@@ -897,6 +940,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_extract_by_agent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_marks_crashed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_retries_busy, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_recipe_hash_covers_lib, setup, teardown),
         cmocka_unit_test(test_passwd),
         cmocka_unit_test(test_diff_plan),
     };
