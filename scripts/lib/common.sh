@@ -34,6 +34,8 @@ CARREL_PACKAGES=(
     # controlled egress: carreld runs squid (with OpenSSL: TLS by SNI), a dnsmasq per session and
     # its nftables tables; the e2e tier's stand-in internet runs python3 web servers
     squid-openssl dnsmasq-base nftables python3
+    # the slow tier reads the text of a page in a screenshot of the desktop template's Firefox
+    tesseract-ocr tesseract-ocr-eng
 )
 # node and npm for the browser tests (playwright-core), from Debian unless a node is there already
 command -v node >/dev/null 2>&1 || CARREL_PACKAGES+=(nodejs npm)

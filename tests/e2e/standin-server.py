@@ -12,13 +12,16 @@ serve: HTTP and HTTPS (one certificate) on ADDR's ports. Every request is logged
   echoes a header, so a secret seen by this server does not reach the client through it.
   Body: "HOST says hello" (HOST: the Host header without port, else the SNI, else ADDR); the
   server tagged "evil" answers "the evil server answers for HOST" instead, so a request that
-  reaches it by forgery can't pass for the real one. GET /bytes/N adds N bytes of "x".
+  reaches it by forgery can't pass for the real one. GET /bytes/N adds N bytes of "x". GET /page
+  is that line as an HTML page in large type, titled "stand-in HOST" (for a browser in a guest
+  and OCR of its screenshot).
   Header X-Standin-Server: TAG. Connection errors (a failed TLS handshake) go to stderr, not to
   FILE; a client that gives up after the handshake (certificate refused) leaves no trace at all.
 resolve: one A query over UDP; prints the addresses, one a line; "NXDOMAIN" and exit 3 for a
   name that does not exist; exit 2 for no answer or another error.
 """
 import argparse
+import html
 import json
 import os
 import random
@@ -67,13 +70,19 @@ class Handler(BaseHTTPRequestHandler):
         else:
             line = "%s says hello\n" % host
         body = line.encode()
+        ctype = "text/plain"
+        if self.path == "/page":
+            ctype = "text/html; charset=utf-8"
+            body = ("<!doctype html><html><head><title>stand-in %s</title></head>"
+                    "<body style=\"font: bold 64px sans-serif; background: #fff; color: #000\">"
+                    "<p>%s</p></body></html>\n" % (html.escape(host), html.escape(line.strip()))).encode()
         if self.path.startswith("/bytes/"):
             try:
                 body += b"x" * min(int(self.path.split("/")[2]), MAX_BYTES)
             except ValueError:
                 pass
         self.send_response(200)
-        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("X-Standin-Server", srv.tag)
         self.end_headers()
