@@ -150,9 +150,9 @@ typedef struct {
     guint idle_timeout_s; /* no activity for this long acts, 0 = none */
     char *expiry_action;  /* "destroy", "stop", "hibernate" or "pause" */
     char *mac;            /* of its NIC (see carrel_net_new_mac); NULL: made before NICs */
-    char *pool;           /* a warm pool member (its template's name) until claimed, else NULL */
-    gboolean from_pool;   /* it was claimed from a warm pool */
-    char *owner_id;       /* token id of the principal that created (or forked, claimed) it;
+    char *pool;           /* a warm pool member (its template's name) until taken, else NULL */
+    gboolean from_pool;   /* it was taken from a warm pool */
+    char *owner_id;       /* token id of the principal that created (or forked, took) it;
                              NULL for sessions older than owners: admins and reviewers only */
     char *owner_label;    /* that principal's name */
     char *policy;         /* the named policy it was created under ("default") */

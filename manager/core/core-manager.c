@@ -189,7 +189,7 @@ carrel_manager_get_accel(CarrelManager *mgr)
 }
 
 gboolean
-carrel_manager_claim(CarrelManager *mgr, const char *key, const char *op, GError **error)
+carrel_manager_mark_busy(CarrelManager *mgr, const char *key, const char *op, GError **error)
 {
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&mgr->lock);
     const char *running = g_hash_table_lookup(mgr->busy, key);
@@ -204,7 +204,7 @@ carrel_manager_claim(CarrelManager *mgr, const char *key, const char *op, GError
 }
 
 void
-carrel_manager_release(CarrelManager *mgr, const char *key)
+carrel_manager_clear_busy(CarrelManager *mgr, const char *key)
 {
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&mgr->lock);
 

@@ -160,8 +160,8 @@ fill_files(const CarrelTemplateImport *req, CarrelTemplate *tmpl, GError **error
 }
 
 static CarrelTemplate *
-import_locked(CarrelManager *mgr, const CarrelTemplateImport *req, const char *recipe_hash,
-              GError **error)
+import_while_busy(CarrelManager *mgr, const CarrelTemplateImport *req, const char *recipe_hash,
+                  GError **error)
 {
     g_autoptr(CarrelTemplate) tmpl = carrel_template_new();
     g_autofree char *version_text = NULL;
@@ -194,10 +194,10 @@ carrel_manager_template_import_full(CarrelManager *mgr, const CarrelTemplateImpo
     g_autofree char *key = g_strconcat("template:", req->name, NULL);
     CarrelTemplate *tmpl;
 
-    if (!carrel_manager_claim(mgr, key, "an import", error))
+    if (!carrel_manager_mark_busy(mgr, key, "an import", error))
         return NULL;
-    tmpl = import_locked(mgr, req, recipe_hash, error);
-    carrel_manager_release(mgr, key);
+    tmpl = import_while_busy(mgr, req, recipe_hash, error);
+    carrel_manager_clear_busy(mgr, key);
     if (!tmpl)
         g_prefix_error(error, "importing template '%s': ", req->name);
     return tmpl;
@@ -300,15 +300,15 @@ remove_versions(CarrelManager *mgr, const char *name, guint version, GError **er
 }
 
 static GStrv
-remove_claimed(CarrelManager *mgr, const char *name, guint version, GError **error)
+remove_while_busy(CarrelManager *mgr, const char *name, guint version, GError **error)
 {
     g_autofree char *key = g_strconcat("template:", name, NULL);
     GStrv refs;
 
-    if (!carrel_manager_claim(mgr, key, "a removal", error))
+    if (!carrel_manager_mark_busy(mgr, key, "a removal", error))
         return NULL;
     refs = remove_versions(mgr, name, version, error);
-    carrel_manager_release(mgr, key);
+    carrel_manager_clear_busy(mgr, key);
     return refs;
 }
 
@@ -322,5 +322,5 @@ carrel_manager_template_remove(CarrelManager *mgr, const CarrelPrincipal *who, c
     if (!carrel_door_enter(&door, mgr, who, CARREL_OP_TEMPLATE_REMOVE, NULL,
                            template_params(name, version), error))
         return NULL;
-    return carrel_door_finish(&door, remove_claimed(mgr, name, version, &local), &local, error);
+    return carrel_door_finish(&door, remove_while_busy(mgr, name, version, &local), &local, error);
 }

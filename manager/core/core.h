@@ -349,7 +349,7 @@ GPtrArray *carrel_manager_session_fork(CarrelManager *mgr, const CarrelPrincipal
                                        GError **error);
 
 /* Warm pools: size (0..CARREL_LIMIT_POOL, 0 = none) per template name; the watcher fills them
- * with paused sessions that creates claim. list: {pools: [{template, size, ready, members}]}. */
+ * with paused sessions that creates take. list: {pools: [{template, size, ready, members}]}. */
 gboolean carrel_manager_pool_set(CarrelManager *mgr, const CarrelPrincipal *who,
                                  const char *template_name, guint size, GError **error);
 JsonNode *carrel_manager_pool_list(CarrelManager *mgr, const CarrelPrincipal *who, GError **error);
