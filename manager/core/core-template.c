@@ -127,7 +127,7 @@ copy_boot_file(const char *src, const char *dir, const char *name, char **ret_pa
 
 /* Checks the copy, never the source: the source may change between a check and a copy. */
 static gboolean
-check_image(CarrelTemplate *tmpl, GError **error)
+check_disk(CarrelTemplate *tmpl, GError **error)
 {
     g_autoptr(CarrelDiskInfo) info = carrel_disk_info_read(tmpl->disk_path, tmpl->format, error);
 
@@ -149,7 +149,7 @@ fill_files(const CarrelTemplateImport *req, CarrelTemplate *tmpl, GError **error
         !copy_boot_file(req->disk, tmpl->dir, disk_name, &tmpl->disk_path, error) ||
         !copy_boot_file(req->kernel, tmpl->dir, "kernel", &tmpl->kernel_path, error) ||
         !copy_boot_file(req->initrd, tmpl->dir, "initrd.img", &tmpl->initrd_path, error) ||
-        !check_image(tmpl, error))
+        !check_disk(tmpl, error))
         return FALSE;
     tmpl->sha256 = carrel_util_sha256_file(tmpl->disk_path, error);
     if (!tmpl->sha256)
