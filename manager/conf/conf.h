@@ -343,8 +343,8 @@ const char *carrel_action_kind_to_string(CarrelActionKind kind);
 /* Returns CARREL_ACTION_LAST for unknown names (carrel's names only, no aliases). */
 CarrelActionKind carrel_action_kind_from_string(const char *name);
 
-/* TRUE for the kinds that send keyboard or pointer input (and wait, which only pauses). */
-gboolean carrel_action_kind_sends_input(CarrelActionKind kind);
+/* TRUE for the kinds that send keyboard or pointer events (and wait, which only pauses). */
+gboolean carrel_action_kind_sends_hid(CarrelActionKind kind);
 
 typedef enum {
     CARREL_BUTTON_LEFT,

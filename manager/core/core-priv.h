@@ -30,7 +30,7 @@ struct _CarrelManager {
     GMutex warm_lock;           /* serialises restores: each rewrites its save file\'s header */
     GHashTable *busy;           /* session id or "template:<name>" -> operation name */
     GHashTable *jobs;           /* job id -> CarrelJob */
-    GHashTable *inputs;         /* session id -> CarrelInputState, guarded by lock */
+    GHashTable *hid_states;     /* session id -> CarrelHidState, guarded by lock */
     GThread *watch_thread;
     GMutex watch_lock; /* guards watch_stop, with watch_cond */
     GCond watch_cond;
@@ -82,14 +82,15 @@ void carrel_manager_wipe_json(JsonNode *node);
 /* Frees an entry of mgr->consoles. */
 void carrel_console_password_free(gpointer data);
 
-/* Per session: input is sent by one batch at a time, from where the last one left the pointer. */
+/* Per session: HID events are sent by one batch at a time, from where the last one left the
+ * pointer. */
 typedef struct {
     GMutex lock; /* held for a whole batch */
     CarrelPoint pointer;
-} CarrelInputState;
+} CarrelHidState;
 
-/* The input state of a session (created on first use; lives as long as the manager). */
-CarrelInputState *carrel_manager_input_state(CarrelManager *mgr, const char *session_id);
+/* The HID state of a session (created on first use; lives as long as the manager). */
+CarrelHidState *carrel_manager_hid_state(CarrelManager *mgr, const char *session_id);
 
 /* Runs a desktop helper action (clipboard_get/set, windows, launch, open) through carrel-guest;
  * its JSON output (untrusted: bounded, must be an object) is returned. */

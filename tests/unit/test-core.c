@@ -547,7 +547,7 @@ computer(Fixture *fx, const char *id, const char *json, GError **error)
     return carrel_manager_session_computer(fx->mgr, ADMIN, id, body, error);
 }
 
-/* Actions become QMP input on the fake; bad ones are refused before anything is sent. */
+/* Actions become QMP HID events on the fake; bad ones are refused before anything is sent. */
 static void
 test_computer(void **state)
 {
@@ -569,7 +569,7 @@ test_computer(void **state)
     assert_null(computer(fx, s->id, "{\"action\":\"teleport\"}", &error));
     assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG));
     g_clear_error(&error);
-    sent = carrel_hypervisor_fake_get_input(fx->hv);
+    sent = carrel_hypervisor_fake_get_hid(fx->hv);
     assert_int_equal(sent->len, 0);
     g_clear_pointer(&sent, g_ptr_array_unref);
 
@@ -588,7 +588,7 @@ test_computer(void **state)
     assert_non_null(json_object_get_string_member(shot, "data"));
     assert_int_equal(json_object_get_int_member(json_object_get_object_member(obj, "pointer"), "x"),
                      3);
-    sent = carrel_hypervisor_fake_get_input(fx->hv);
+    sent = carrel_hypervisor_fake_get_hid(fx->hv);
     assert_true(sent->len >= 4);
     assert_non_null(strstr(g_ptr_array_index(sent, 0), "input-send-event"));
     {
@@ -627,7 +627,7 @@ test_computer(void **state)
     g_clear_pointer(&reply, json_node_unref);
 
     /* A failure part-way stops the batch and names the action. */
-    carrel_hypervisor_fake_fail_next(fx->hv, "input_send");
+    carrel_hypervisor_fake_fail_next(fx->hv, "hid_send");
     assert_null(computer(fx, s->id, "{\"action\":\"key\",\"text\":\"ctrl+c\"}", &error));
     assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_HYPERVISOR));
     assert_non_null(strstr(error->message, "actions[0] (key)"));
