@@ -57,7 +57,7 @@ gboolean carrel_session_transition(CarrelSessionState state, CarrelSessionOp op,
 typedef struct {
     char *name;
     guint version;
-    char *sha256; /* of the disk image */
+    char *sha256; /* of the disk file */
     char *format; /* "qcow2" or "raw" */
     guint64 size_bytes;
     guint64 virtual_size_bytes;
@@ -67,7 +67,7 @@ typedef struct {
     char *kernel_path; /* NULL unless boot == DIRECT */
     char *initrd_path;
     char *cmdline;
-    char *recipe_hash; /* NULL for imported images */
+    char *recipe_hash; /* NULL for imported disks */
     gint64 created_at;
 } CarrelTemplate;
 
@@ -87,7 +87,7 @@ JsonNode *carrel_template_to_json(const CarrelTemplate *tmpl, guint sessions_usi
 gboolean carrel_template_ref_parse(const char *text, char **ret_name, guint *ret_version,
                                    GError **error);
 
-/* A request to import a disk image as a new template version (host paths). */
+/* A request to import a disk file as a new template version (host paths). */
 typedef struct {
     char *name;
     char *disk;
@@ -115,7 +115,7 @@ typedef struct {
     char *template_name;
     guint template_version;
     char *memory_path; /* libvirt save image, root-only */
-    char *disk_path;   /* frozen qcow2 layer on the template image */
+    char *disk_path;   /* frozen qcow2 layer on the template disk */
     guint vcpus;       /* the machine shape the memory was saved with */
     guint memory_mib;
     guint64 memory_bytes;

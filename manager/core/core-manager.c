@@ -30,7 +30,7 @@ make_layout(const char *state_dir, GError **error)
 {
     static const char *const subdirs[] = {"templates", "sessions", "artifacts"};
 
-    /* 0711: libvirt-qemu must traverse to the images, but may not list sessions. */
+    /* 0711: libvirt-qemu must traverse to the disks, but may not list sessions. */
     if (!carrel_util_ensure_dir(state_dir, 0711, error))
         return FALSE;
     for (gsize i = 0; i < G_N_ELEMENTS(subdirs); i++) {

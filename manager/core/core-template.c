@@ -3,7 +3,7 @@
 #include "core/core-priv.h"
 #include "disk/disk.h"
 
-/* Build records a recipe leaves next to its image (bounded: they come from a script). */
+/* Build records a recipe leaves next to its disk (bounded: they come from a script). */
 #define RECIPE_JSON_MAX (64 * 1024)
 #define PACKAGES_MAX (1024 * 1024)
 

@@ -13,7 +13,7 @@ G_BEGIN_DECLS
 typedef struct {
     const char *state_dir;      /* state.db, templates/, sessions/ */
     const char *recipes_dir;    /* template recipes: <recipes_dir>/<name>/build */
-    const char *cache_dir;      /* built images, keyed by recipe hash */
+    const char *cache_dir;      /* built disks, keyed by recipe hash */
     CarrelAccel accel;          /* resolved already: KVM or TCG */
     const char *accel_reason;   /* why that accelerator (shown by /v1/version) */
     guint agent_timeout_s;      /* how long create/start wait for the guest agent (0 = 300) */
