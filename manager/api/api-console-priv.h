@@ -54,20 +54,20 @@ gssize carrel_spice_parse_link(const guint8 *data, gsize len, CarrelSpiceLink *r
  * inputs channel (keys, pointer) and the agent data of the main channel (clipboard, monitor
  * layout). A view-only viewer's such messages are dropped.
  */
-gboolean carrel_spice_msg_is_input(guint8 channel_type, guint16 msg_type);
+gboolean carrel_spice_msg_acts_on_guest(guint8 channel_type, guint16 msg_type);
 
-/* Asked when an input message arrives: may it reach the guest? */
-typedef gboolean (*CarrelSpiceMayInput)(gpointer user_data);
+/* Asked when a message that acts on the guest arrives: may it reach the guest? */
+typedef gboolean (*CarrelSpiceMayAct)(gpointer user_data);
 
 typedef struct _CarrelSpiceFilter CarrelSpiceFilter;
 
 /*
  * A filter of the client-to-server byte stream of one channel, in any chunking: the link
  * message, then the auth mechanism (SPICE only: SASL is refused) and the ticket, then messages,
- * whose input messages are dropped whole unless may_input says yes at that moment. Memory is
- * bounded: only a link message or a message header is ever buffered.
+ * whose messages that act on the guest are dropped whole unless may_act says yes at that moment.
+ * Memory is bounded: only a link message or a message header is ever buffered.
  */
-CarrelSpiceFilter *carrel_spice_filter_new(CarrelSpiceMayInput may_input, gpointer user_data);
+CarrelSpiceFilter *carrel_spice_filter_new(CarrelSpiceMayAct may_act, gpointer user_data);
 void carrel_spice_filter_free(CarrelSpiceFilter *filter);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelSpiceFilter, carrel_spice_filter_free)
 
@@ -88,7 +88,7 @@ const CarrelSpiceLink *carrel_spice_filter_get_link(CarrelSpiceFilter *filter);
  */
 gboolean carrel_spice_filter_append_display_init(CarrelSpiceFilter *filter, GByteArray *out);
 
-/* How many input messages were dropped so far. */
+/* How many messages that act on the guest were dropped so far. */
 guint64 carrel_spice_filter_get_dropped(CarrelSpiceFilter *filter);
 
 /* What a remote-viewer file says. */

@@ -138,14 +138,14 @@ typedef struct {
     CarrelApi *api;
     SoupWebsocketConnection *ws;
     char *ticket;
-    CarrelPrincipal *who; /* the viewer, asked again for every input message */
+    CarrelPrincipal *who; /* the viewer, asked again for every message acting on the guest */
     char *session_id;
     guint port;
     CarrelSpiceFilter *filter;
     gboolean linked;
     gboolean is_main;
     guint8 channel_type;
-    int may_input; /* -1: not asked yet for the message being filtered */
+    int may_act; /* -1: not asked yet for the message being filtered */
     GCancellable *cancel;
     GSocketConnection *tcp;
     GByteArray *to_server; /* filtered bytes not yet written */
@@ -441,14 +441,14 @@ connect_server(Proxy *p)
 }
 
 static gboolean
-may_input(gpointer user_data)
+may_act(gpointer user_data)
 {
     Proxy *p = user_data;
 
     /* Asked once per websocket message: the lease as it is when the message arrives. */
-    if (p->may_input < 0)
-        p->may_input = carrel_manager_console_may_input(p->api->mgr, p->who, p->session_id);
-    return p->may_input;
+    if (p->may_act < 0)
+        p->may_act = carrel_manager_console_may_act(p->api->mgr, p->who, p->session_id);
+    return p->may_act;
 }
 
 /* The link message was read: the ticket decides whether this channel may go on. */
@@ -491,7 +491,7 @@ on_ws_message(SoupWebsocketConnection *ws, gint type, GBytes *message, gpointer 
         proxy_close(p, WS_CLOSE_UNSUPPORTED, "binary messages only");
         return;
     }
-    p->may_input = -1;
+    p->may_act = -1;
     if (!carrel_spice_filter_feed(p->filter, data, len, p->to_server, &error)) {
         proxy_close(p, WS_CLOSE_POLICY, error->message);
         return;
@@ -557,7 +557,7 @@ on_websocket(SoupServer *server, SoupServerMessage *msg, const char *path,
     p->who = g_steal_pointer(&principal);
     p->session_id = g_steal_pointer(&session_id);
     p->port = port;
-    p->filter = carrel_spice_filter_new(may_input, p);
+    p->filter = carrel_spice_filter_new(may_act, p);
     p->cancel = g_cancellable_new();
     p->to_server = g_byte_array_new();
     p->link_timeout = g_timeout_add_seconds(LINK_TIMEOUT_S, on_link_timeout, p);

@@ -37,7 +37,7 @@ carrel_api_post_console(CarrelApiRequest *req, GError **error)
     json_builder_add_string_value(b, access->password);
     json_builder_set_member_name(b, "view_only");
     json_builder_add_boolean_value(
-        b, !carrel_manager_console_may_input(req->mgr, req->who, access->session_id));
+        b, !carrel_manager_console_may_act(req->mgr, req->who, access->session_id));
     json_builder_end_object(b);
     return carrel_api_reply_ok(json_builder_get_root(b));
 }
@@ -57,7 +57,7 @@ carrel_api_get_console_vv(CarrelApiRequest *req, GError **error)
     if (!session)
         return NULL;
     /* remote-viewer talks to SPICE directly, past the proxy's view-only filter. */
-    if (!carrel_manager_console_may_input(req->mgr, req->who, session->id)) {
+    if (!carrel_manager_console_may_act(req->mgr, req->who, session->id)) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE,
                     "a console file needs the control lease of session '%s': take it first",
                     session->id);

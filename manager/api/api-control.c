@@ -1,7 +1,7 @@
 /*
  * api: what people reviewing sessions hold and see: the control lease (a human has the session's
- * input, agents wait), approvals, the screenshots kept on a timeline, and the audit log of who did
- * what to a session.
+ * keyboard and pointer, agents wait), approvals, the screenshots kept on a timeline, and the audit
+ * log of who did what to a session.
  */
 #include "api/api-priv.h"
 

@@ -1,8 +1,8 @@
 /*
  * The pure SPICE side of the console proxy: link messages, the client stream filter that keeps
- * a view-only viewer's input from the guest, and remote-viewer files. Everything a client sends
- * is untrusted: sizes are checked before use and nothing is buffered beyond a link message or a
- * message header.
+ * a view-only viewer's keys and pointer from the guest, and remote-viewer files. Everything a
+ * client sends is untrusted: sizes are checked before use and nothing is buffered beyond a link
+ * message or a message header.
  */
 #include <string.h>
 
@@ -101,7 +101,7 @@ carrel_spice_parse_link(const guint8 *data, gsize len, CarrelSpiceLink *ret_link
 }
 
 gboolean
-carrel_spice_msg_is_input(guint8 channel_type, guint16 msg_type)
+carrel_spice_msg_acts_on_guest(guint8 channel_type, guint16 msg_type)
 {
     /* Default deny on the inputs channel: anything but the common messages (ack, pong...). */
     if (channel_type == CARREL_SPICE_CHANNEL_INPUTS)
@@ -122,7 +122,7 @@ typedef enum {
 
 struct _CarrelSpiceFilter {
     FilterState state;
-    CarrelSpiceMayInput may_input;
+    CarrelSpiceMayAct may_act;
     gpointer user_data;
     CarrelSpiceLink link;
     gboolean have_link;
@@ -134,11 +134,11 @@ struct _CarrelSpiceFilter {
 };
 
 CarrelSpiceFilter *
-carrel_spice_filter_new(CarrelSpiceMayInput may_input, gpointer user_data)
+carrel_spice_filter_new(CarrelSpiceMayAct may_act, gpointer user_data)
 {
     CarrelSpiceFilter *filter = g_new0(CarrelSpiceFilter, 1);
 
-    filter->may_input = may_input;
+    filter->may_act = may_act;
     filter->user_data = user_data;
     filter->buf = g_byte_array_new();
     return filter;
@@ -226,8 +226,8 @@ step_header(CarrelSpiceFilter *filter, GByteArray *out)
     filter->remaining = read_u32(h + at + 2);
     filter->messages++;
     /* Asked at the moment the message arrives: a lease taken or released counts at once. */
-    filter->dropping = carrel_spice_msg_is_input(filter->link.channel_type, type) &&
-                       !(filter->may_input && filter->may_input(filter->user_data));
+    filter->dropping = carrel_spice_msg_acts_on_guest(filter->link.channel_type, type) &&
+                       !(filter->may_act && filter->may_act(filter->user_data));
     if (filter->dropping)
         filter->dropped++;
     else

@@ -213,7 +213,7 @@ template_pool(CarrelCli *cli, int argc, char **argv)
     JsonObject *obj;
 
     if (!carrel_cli_parse_options(cli, "template pool [NAME --size N]",
-                                  "Sets or shows warm pools: paused sessions kept ready, claimed "
+                                  "Sets or shows warm pools: paused sessions kept ready, taken "
                                   "at once by a create, refilled in the background.",
                                   entries, 0, 1, &argc, &argv))
         return CARREL_CLI_EXIT_USAGE;

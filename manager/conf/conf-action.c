@@ -83,7 +83,7 @@ carrel_observe_from_string(const char *name)
 }
 
 gboolean
-carrel_action_kind_sends_input(CarrelActionKind kind)
+carrel_action_kind_sends_hid(CarrelActionKind kind)
 {
     switch (kind) {
     case CARREL_ACTION_MOUSE_MOVE:

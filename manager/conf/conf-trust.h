@@ -62,7 +62,7 @@ typedef enum {
     CARREL_OP_SESSION_FILE_READ,
     CARREL_OP_SESSION_FILE_WRITE,
     CARREL_OP_SESSION_SCREENSHOT,
-    CARREL_OP_SESSION_INPUT, /* computer actions that send input or run desktop helpers */
+    CARREL_OP_SESSION_INPUT, /* computer actions that send HID events or run desktop helpers */
     CARREL_OP_SESSION_EXTRACT,
     CARREL_OP_SESSION_DIFF,
     CARREL_OP_SESSION_FORK,

@@ -57,7 +57,7 @@ gboolean carrel_session_transition(CarrelSessionState state, CarrelSessionOp op,
 typedef struct {
     char *name;
     guint version;
-    char *sha256; /* of the disk image */
+    char *sha256; /* of the disk file */
     char *format; /* "qcow2" or "raw" */
     guint64 size_bytes;
     guint64 virtual_size_bytes;
@@ -67,7 +67,7 @@ typedef struct {
     char *kernel_path; /* NULL unless boot == DIRECT */
     char *initrd_path;
     char *cmdline;
-    char *recipe_hash; /* NULL for imported images */
+    char *recipe_hash; /* NULL for imported disks */
     gint64 created_at;
 } CarrelTemplate;
 
@@ -87,7 +87,7 @@ JsonNode *carrel_template_to_json(const CarrelTemplate *tmpl, guint sessions_usi
 gboolean carrel_template_ref_parse(const char *text, char **ret_name, guint *ret_version,
                                    GError **error);
 
-/* A request to import a disk image as a new template version (host paths). */
+/* A request to import a disk file as a new template version (host paths). */
 typedef struct {
     char *name;
     char *disk;
@@ -115,7 +115,7 @@ typedef struct {
     char *template_name;
     guint template_version;
     char *memory_path; /* libvirt save image, root-only */
-    char *disk_path;   /* frozen qcow2 layer on the template image */
+    char *disk_path;   /* frozen qcow2 layer on the template disk */
     guint vcpus;       /* the machine shape the memory was saved with */
     guint memory_mib;
     guint64 memory_bytes;
@@ -150,9 +150,9 @@ typedef struct {
     guint idle_timeout_s; /* no activity for this long acts, 0 = none */
     char *expiry_action;  /* "destroy", "stop", "hibernate" or "pause" */
     char *mac;            /* of its NIC (see carrel_net_new_mac); NULL: made before NICs */
-    char *pool;           /* a warm pool member (its template's name) until claimed, else NULL */
-    gboolean from_pool;   /* it was claimed from a warm pool */
-    char *owner_id;       /* token id of the principal that created (or forked, claimed) it;
+    char *pool;           /* a warm pool member (its template's name) until taken, else NULL */
+    gboolean from_pool;   /* it was taken from a warm pool */
+    char *owner_id;       /* token id of the principal that created (or forked, took) it;
                              NULL for sessions older than owners: admins and reviewers only */
     char *owner_label;    /* that principal's name */
     char *policy;         /* the named policy it was created under ("default") */
@@ -343,8 +343,8 @@ const char *carrel_action_kind_to_string(CarrelActionKind kind);
 /* Returns CARREL_ACTION_LAST for unknown names (carrel's names only, no aliases). */
 CarrelActionKind carrel_action_kind_from_string(const char *name);
 
-/* TRUE for the kinds that send keyboard or pointer input (and wait, which only pauses). */
-gboolean carrel_action_kind_sends_input(CarrelActionKind kind);
+/* TRUE for the kinds that send keyboard or pointer events (and wait, which only pauses). */
+gboolean carrel_action_kind_sends_hid(CarrelActionKind kind);
 
 typedef enum {
     CARREL_BUTTON_LEFT,

@@ -366,14 +366,14 @@ extract(CarrelManager *mgr, const char *id_or_name, const CarrelExtractRequest *
     gint64 t0 = g_get_monotonic_time();
     g_autoptr(GError) local = NULL;
 
-    if (!session || !carrel_manager_claim(mgr, session->id, "extract", error))
+    if (!session || !carrel_manager_mark_busy(mgr, session->id, "extract", error))
         return NULL;
-    /* Under the claim no verb can stop or destroy the session half-way through. */
+    /* While it is marked busy no verb can stop or destroy the session half-way through. */
     fresh = carrel_store_session_get(mgr->store, session->id, &local);
     if (fresh && carrel_manager_check_has_disk(fresh, "extract from", &local))
         x = carrel_manager_collect(mgr, fresh, req->paths, req->max_bytes, req->max_files,
                                    "request", fresh->state == CARREL_SESSION_RUNNING, &local);
-    carrel_manager_release(mgr, session->id);
+    carrel_manager_clear_busy(mgr, session->id);
     params = extraction_params(req);
     summary = x ? extraction_summary(x) : NULL;
     carrel_manager_record(mgr, session->id, actor, "artifacts", "extract", params, summary,

@@ -229,7 +229,7 @@ import_cached(CarrelManager *mgr, const char *name, const char *cached, const ch
 }
 
 static gboolean
-build_locked(CarrelJob *job, gpointer data, JsonNode **ret_result, GError **error)
+build_while_busy(CarrelJob *job, gpointer data, JsonNode **ret_result, GError **error)
 {
     BuildData *bd = data;
     g_autofree char *recipe_dir = g_build_filename(bd->mgr->recipes_dir, bd->name, NULL);
@@ -268,11 +268,11 @@ build_job(CarrelJob *job, gpointer data, JsonNode **ret_result, GError **error)
 {
     BuildData *bd = data;
     g_autofree char *key = g_strconcat("build:", bd->name, NULL);
-    gboolean ok = build_locked(job, data, ret_result, error);
+    gboolean ok = build_while_busy(job, data, ret_result, error);
 
     if (!ok)
         g_prefix_error(error, "building template '%s': ", bd->name);
-    carrel_manager_release(bd->mgr, key);
+    carrel_manager_clear_busy(bd->mgr, key);
     return ok;
 }
 
@@ -295,7 +295,7 @@ start_build(CarrelManager *mgr, const char *name, GError **error)
         return NULL;
     }
     key = g_strconcat("build:", name, NULL);
-    if (!carrel_manager_claim(mgr, key, "a build", error))
+    if (!carrel_manager_mark_busy(mgr, key, "a build", error))
         return NULL;
     job = carrel_job_new("template-build", name);
     bd = g_new0(BuildData, 1);

@@ -1,5 +1,5 @@
 /*
- * Computer use: a batch of actions in any supported format, sent as input through the
+ * Computer use: a batch of actions in any supported format, sent as HID events through the
  * hypervisor (never the guest), with screenshots as observations and every action on the
  * session's timeline.
  */
@@ -7,7 +7,7 @@
 #include "core/core-priv.h"
 #include "image/image.h"
 
-/* Time the guest gets to draw the result of input before the observation is taken. */
+/* Time the guest gets to draw the result of HID events before the observation is taken. */
 #define OBSERVE_SETTLE_MS 300
 
 typedef struct {
@@ -17,7 +17,7 @@ typedef struct {
     const CarrelPrincipal *actor;
     guint width, height;    /* the screen */
     guint model_w, model_h; /* what the model sees (the screen when not scaled) */
-    gboolean input_sent;    /* since the last observation */
+    gboolean hid_sent;      /* since the last observation */
     GPtrArray *secrets;     /* per action: the secret a type_secret typed, or NULL */
     const char *typed;      /* the last secret typed in this batch: screenshots after it are
                                marked, the screen may show it */
@@ -44,9 +44,9 @@ observe(Run *run, char **ret_ref, GError **error)
     g_autoptr(JsonBuilder) b = json_builder_new();
     guint w = 0, h = 0;
 
-    if (run->input_sent)
+    if (run->hid_sent)
         g_usleep(OBSERVE_SETTLE_MS * 1000);
-    run->input_sent = FALSE;
+    run->hid_sent = FALSE;
     if (!carrel_hypervisor_screenshot(run->mgr->hv, run->domain, &ppm, &w, &h, error))
         return NULL;
     scaled = (w == run->model_w && h == run->model_h)
@@ -118,18 +118,18 @@ zoom(Run *run, const CarrelAction *action, char **ret_ref, GError **error)
 }
 
 static gboolean
-send_input(Run *run, CarrelInputState *state, const CarrelAction *action, GError **error)
+send_hid(Run *run, CarrelHidState *state, const CarrelAction *action, GError **error)
 {
     g_autoptr(GPtrArray) plan = NULL;
     CarrelPoint after = state->pointer;
 
-    plan = carrel_hypervisor_input_plan(action, run->width, run->height, state->pointer, &after,
-                                        error);
-    if (!plan || !carrel_hypervisor_input_run(run->mgr->hv, run->domain, plan, error))
+    plan =
+        carrel_hypervisor_hid_plan(action, run->width, run->height, state->pointer, &after, error);
+    if (!plan || !carrel_hypervisor_hid_run(run->mgr->hv, run->domain, plan, error))
         return FALSE;
     state->pointer = after;
     if (action->kind != CARREL_ACTION_WAIT)
-        run->input_sent = TRUE;
+        run->hid_sent = TRUE;
     return TRUE;
 }
 
@@ -143,7 +143,7 @@ is_helper(CarrelActionKind kind)
 
 /* Performs one action; its output (or NULL when it has none) in *ret_output. */
 static gboolean
-perform(Run *run, CarrelInputState *state, const CarrelAction *action, JsonNode **ret_output,
+perform(Run *run, CarrelHidState *state, const CarrelAction *action, JsonNode **ret_output,
         char **ret_ref, GError **error)
 {
     CarrelActionKind kind = action->kind;
@@ -168,7 +168,7 @@ perform(Run *run, CarrelInputState *state, const CarrelAction *action, JsonNode 
     /* OSWorld's verdicts: nothing to do but record them. */
     if (kind == CARREL_ACTION_FAIL || kind == CARREL_ACTION_DONE)
         return TRUE;
-    return send_input(run, state, action, error);
+    return send_hid(run, state, action, error);
 }
 
 /* The model's screen: as given, or the screen scaled by 1 / scale, or the screen itself. */
@@ -282,7 +282,7 @@ mark_secret(Run *run, guint i, JsonNode *entry)
 }
 
 static gboolean
-run_one(Run *run, CarrelInputState *state, JsonNode *body, const CarrelActionBatch *batch, guint i,
+run_one(Run *run, CarrelHidState *state, JsonNode *body, const CarrelActionBatch *batch, guint i,
         JsonArray *results, GError **error)
 {
     const CarrelAction *action = g_ptr_array_index(batch->actions, i);
@@ -317,7 +317,7 @@ run_one(Run *run, CarrelInputState *state, JsonNode *body, const CarrelActionBat
 }
 
 static JsonNode *
-reply_node(Run *run, CarrelInputState *state, JsonArray *results, JsonNode *final, gint64 started)
+reply_node(Run *run, CarrelHidState *state, JsonArray *results, JsonNode *final, gint64 started)
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
 
@@ -342,8 +342,7 @@ reply_node(Run *run, CarrelInputState *state, JsonArray *results, JsonNode *fina
 }
 
 static JsonNode *
-run_batch(Run *run, CarrelInputState *state, JsonNode *body, CarrelActionBatch *batch,
-          GError **error)
+run_batch(Run *run, CarrelHidState *state, JsonNode *body, CarrelActionBatch *batch, GError **error)
 {
     g_autoptr(JsonArray) results = json_array_new();
     g_autoptr(JsonNode) final = NULL;
@@ -369,9 +368,9 @@ run_batch(Run *run, CarrelInputState *state, JsonNode *body, CarrelActionBatch *
     return reply_node(run, state, results, final, started);
 }
 
-/* Whether a batch sends input (anything beyond looking and waiting). */
+/* Whether a batch sends HID events (anything beyond looking and waiting). */
 static gboolean
-batch_sends_input(const CarrelActionBatch *batch)
+batch_sends_hid(const CarrelActionBatch *batch)
 {
     for (guint i = 0; i < batch->actions->len; i++) {
         CarrelActionKind kind = ((CarrelAction *)g_ptr_array_index(batch->actions, i))->kind;
@@ -389,14 +388,14 @@ computer(CarrelDoor *door, CarrelActionBatch *batch, JsonNode *body, GPtrArray *
 {
     CarrelManager *mgr = door->mgr;
     g_auto(Run) run = {.mgr = mgr, .actor = door->who, .secrets = secrets};
-    CarrelInputState *state;
+    CarrelHidState *state;
     JsonNode *reply;
 
     run.session =
         carrel_manager_running_session(mgr, door->session_id, "send input to", &run.domain, error);
     if (!run.session)
         return NULL;
-    state = carrel_manager_input_state(mgr, run.session->id);
+    state = carrel_manager_hid_state(mgr, run.session->id);
     g_mutex_lock(&state->lock);
     reply = run_batch(&run, state, body, batch, error);
     g_mutex_unlock(&state->lock);
@@ -416,7 +415,7 @@ carrel_manager_session_computer(CarrelManager *mgr, const CarrelPrincipal *who,
     g_autoptr(JsonNode) expanded = NULL;
     JsonNode *reply;
 
-    /* Looking is one operation, sending input another: the policy and the lease decide each.
+    /* Looking is one operation, sending HID events another: the policy and the lease decide each.
      * The door keeps the body as sent: a type_secret's name, never its value. */
     if (!carrel_door_enter(&door, mgr, who, CARREL_OP_SESSION_SCREENSHOT, id_or_name,
                            body ? json_node_copy(body) : NULL, error) ||
@@ -426,7 +425,7 @@ carrel_manager_session_computer(CarrelManager *mgr, const CarrelPrincipal *who,
     carrel_manager_wipe_json(expanded);
     if (!batch)
         return NULL;
-    if (batch_sends_input(batch) && !carrel_door_check(&door, CARREL_OP_SESSION_INPUT, &local)) {
+    if (batch_sends_hid(batch) && !carrel_door_check(&door, CARREL_OP_SESSION_INPUT, &local)) {
         /* Kept on the timeline: the reviewer sees what was tried while they held the session. */
         carrel_manager_record(mgr, door.session_id, who, "action", "computer", body, NULL, local,
                               g_get_monotonic_time(), NULL);

@@ -149,8 +149,8 @@ carrel_manager_console_open(CarrelManager *mgr, const CarrelPrincipal *who, cons
 }
 
 gboolean
-carrel_manager_console_may_input(CarrelManager *mgr, const CarrelPrincipal *who,
-                                 const char *session_id)
+carrel_manager_console_may_act(CarrelManager *mgr, const CarrelPrincipal *who,
+                               const char *session_id)
 {
     g_autoptr(CarrelPrincipal) still = carrel_manager_principal(mgr, who->token_id, NULL);
     g_autofree char *holder_id = NULL;

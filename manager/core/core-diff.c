@@ -218,12 +218,12 @@ session_diff(CarrelManager *mgr, const char *id_or_name, const char *under,
     gint64 t0 = g_get_monotonic_time();
 
     if (!session || (under && !carrel_util_check_guest_path(under, error)) ||
-        !carrel_manager_claim(mgr, session->id, "diff", error))
+        !carrel_manager_mark_busy(mgr, session->id, "diff", error))
         return NULL;
     fresh = carrel_store_session_get(mgr->store, session->id, &local);
     if (fresh && carrel_manager_check_has_disk(fresh, "diff", &local))
         entries = diff_session(mgr, fresh, under ? under + 1 : "", &local);
-    carrel_manager_release(mgr, session->id);
+    carrel_manager_clear_busy(mgr, session->id);
     carrel_manager_record(mgr, session->id, actor, "artifacts", "diff", NULL, NULL,
                           entries ? NULL : local, t0, NULL);
     if (!entries)

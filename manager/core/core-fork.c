@@ -71,10 +71,10 @@ fork_one(CarrelManager *mgr, const CarrelPrincipal *who, const CarrelSession *or
     g_autoptr(CarrelSession) s = fork_row(mgr, who, origin, snap);
     gboolean ok;
 
-    if (!carrel_manager_claim(mgr, s->id, "fork", error))
+    if (!carrel_manager_mark_busy(mgr, s->id, "fork", error))
         return NULL;
     if (!carrel_manager_egress_prepare(mgr, s, policy, error)) {
-        carrel_manager_release(mgr, s->id);
+        carrel_manager_clear_busy(mgr, s->id);
         return NULL;
     }
     ok = carrel_manager_ensure_network(mgr, error) &&
@@ -84,7 +84,7 @@ fork_one(CarrelManager *mgr, const CarrelPrincipal *who, const CarrelSession *or
         (void)carrel_store_session_delete(mgr->store, s->id, NULL);
         carrel_manager_egress_detach(mgr, s->id, s->egress_ip);
     }
-    carrel_manager_release(mgr, s->id);
+    carrel_manager_clear_busy(mgr, s->id);
     /* Like a warm clone: its free memory goes back to the host. */
     if (ok)
         carrel_job_unref(carrel_manager_reclaim_restored(mgr, s));

@@ -1,6 +1,7 @@
 /*
- * core: the control lease. A human who takes it has the session's input; agents' input waits
- * (WRONG_STATE "session under human control") until its holder, or an admin, releases it.
+ * core: the control lease. A human who takes it has the session's keyboard and pointer; agents' HID
+ * events wait (WRONG_STATE "session under human control") until its holder, or an admin, releases
+ * it.
  */
 #include "core/core-priv.h"
 

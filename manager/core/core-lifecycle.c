@@ -20,9 +20,9 @@ run_verb(CarrelDoor *door, CarrelSessionOp op, LifecycleFunc func, gpointer data
     CarrelSessionState next;
     gboolean ok;
 
-    if (!carrel_manager_claim(mgr, id, carrel_session_op_to_string(op), error))
+    if (!carrel_manager_mark_busy(mgr, id, carrel_session_op_to_string(op), error))
         return NULL;
-    /* Read again under the claim: another verb may have finished in between. */
+    /* Read again once marked busy: another verb may have finished in between. */
     fresh = carrel_store_session_get(mgr->store, id, error);
     ok = fresh && carrel_session_transition(fresh->state, op, &next, error) &&
          func(mgr, fresh, data, error);
@@ -31,7 +31,7 @@ run_verb(CarrelDoor *door, CarrelSessionOp op, LifecycleFunc func, gpointer data
         ok = carrel_store_session_set_state_audited(mgr->store, id, next, NULL, audit, error);
         door->audited = ok;
     }
-    carrel_manager_release(mgr, id);
+    carrel_manager_clear_busy(mgr, id);
     if (!ok) {
         g_prefix_error(error, "%s session '%s': ", carrel_session_op_to_string(op), id);
         return NULL;

@@ -30,7 +30,7 @@ make_layout(const char *state_dir, GError **error)
 {
     static const char *const subdirs[] = {"templates", "sessions", "artifacts"};
 
-    /* 0711: libvirt-qemu must traverse to the images, but may not list sessions. */
+    /* 0711: libvirt-qemu must traverse to the disks, but may not list sessions. */
     if (!carrel_util_ensure_dir(state_dir, 0711, error))
         return FALSE;
     for (gsize i = 0; i < G_N_ELEMENTS(subdirs); i++) {
@@ -42,24 +42,24 @@ make_layout(const char *state_dir, GError **error)
 }
 
 static void
-input_state_free(gpointer data)
+hid_state_free(gpointer data)
 {
-    CarrelInputState *state = data;
+    CarrelHidState *state = data;
 
     g_mutex_clear(&state->lock);
     g_free(state);
 }
 
-CarrelInputState *
-carrel_manager_input_state(CarrelManager *mgr, const char *session_id)
+CarrelHidState *
+carrel_manager_hid_state(CarrelManager *mgr, const char *session_id)
 {
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&mgr->lock);
-    CarrelInputState *state = g_hash_table_lookup(mgr->inputs, session_id);
+    CarrelHidState *state = g_hash_table_lookup(mgr->hid_states, session_id);
 
     if (!state) {
-        state = g_new0(CarrelInputState, 1);
+        state = g_new0(CarrelHidState, 1);
         g_mutex_init(&state->lock);
-        g_hash_table_insert(mgr->inputs, g_strdup(session_id), state);
+        g_hash_table_insert(mgr->hid_states, g_strdup(session_id), state);
     }
     return state;
 }
@@ -79,7 +79,7 @@ carrel_manager_new(const CarrelManagerConfig *config, CarrelHypervisor *hv, GErr
     g_cond_init(&mgr->watch_cond);
     mgr->busy = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     mgr->pending_exit = g_ptr_array_new_with_free_func(g_free);
-    mgr->inputs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, input_state_free);
+    mgr->hid_states = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, hid_state_free);
     g_mutex_init(&mgr->console_lock);
     mgr->consoles =
         g_hash_table_new_full(g_str_hash, g_str_equal, g_free, carrel_console_password_free);
@@ -135,7 +135,7 @@ carrel_manager_free(CarrelManager *mgr)
     g_clear_pointer(&mgr->jobs, g_hash_table_unref);
     g_clear_pointer(&mgr->pending_exit, g_ptr_array_unref);
     g_clear_pointer(&mgr->busy, g_hash_table_unref);
-    g_clear_pointer(&mgr->inputs, g_hash_table_unref);
+    g_clear_pointer(&mgr->hid_states, g_hash_table_unref);
     g_clear_pointer(&mgr->consoles, g_hash_table_unref);
     g_mutex_clear(&mgr->console_lock);
     carrel_manager_egress_stop(mgr);
@@ -189,7 +189,7 @@ carrel_manager_get_accel(CarrelManager *mgr)
 }
 
 gboolean
-carrel_manager_claim(CarrelManager *mgr, const char *key, const char *op, GError **error)
+carrel_manager_mark_busy(CarrelManager *mgr, const char *key, const char *op, GError **error)
 {
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&mgr->lock);
     const char *running = g_hash_table_lookup(mgr->busy, key);
@@ -204,7 +204,7 @@ carrel_manager_claim(CarrelManager *mgr, const char *key, const char *op, GError
 }
 
 void
-carrel_manager_release(CarrelManager *mgr, const char *key)
+carrel_manager_clear_busy(CarrelManager *mgr, const char *key)
 {
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&mgr->lock);
 

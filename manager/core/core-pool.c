@@ -1,6 +1,6 @@
 /*
  * Warm pools: per template, N sessions kept created and paused, invisible to listings. A
- * create that fits claims one (resume, clock, the request's name, limits and inputs) instead of
+ * create that fits takes one (resume, clock, the request's name, limits and inputs) instead of
  * restoring or booting, and the watcher creates a replacement in the background.
  */
 #include "core/core-priv.h"
@@ -108,12 +108,12 @@ hand_over(CarrelManager *mgr, const CarrelPrincipal *who, CarrelSession *m,
     m->idle_timeout_s = idle_s;
     g_free(m->expiry_action);
     m->expiry_action = g_strdup(action);
-    /* A claimed member belongs to whoever claimed it, as a session it created would. */
+    /* A member taken belongs to whoever took it, as a session it created would. */
     g_free(m->owner_id);
     g_free(m->owner_label);
     m->owner_id = g_strdup(who->token_id);
     m->owner_label = g_strdup(who->label);
-    return carrel_store_session_claim(mgr->store, m, error) &&
+    return carrel_store_session_adopt_member(mgr->store, m, error) &&
            carrel_hypervisor_pause(mgr->hv, domain, FALSE, error) &&
            carrel_manager_set_guest_clock(mgr, domain, error) &&
            carrel_store_session_set_state(mgr->store, m->id, CARREL_SESSION_RUNNING, NULL, error) &&
@@ -122,9 +122,9 @@ hand_over(CarrelManager *mgr, const CarrelPrincipal *who, CarrelSession *m,
 }
 
 CarrelSession *
-carrel_manager_pool_claim(CarrelManager *mgr, const CarrelPrincipal *who,
-                          const CarrelSessionRequest *req, const CarrelTemplate *tmpl,
-                          const CarrelPolicy *policy)
+carrel_manager_pool_take(CarrelManager *mgr, const CarrelPrincipal *who,
+                         const CarrelSessionRequest *req, const CarrelTemplate *tmpl,
+                         const CarrelPolicy *policy)
 {
     g_autoptr(GPtrArray) members = carrel_store_pool_members(mgr->store, tmpl->name, NULL);
     g_autoptr(GError) error = NULL;
@@ -140,12 +140,12 @@ carrel_manager_pool_claim(CarrelManager *mgr, const CarrelPrincipal *who,
         CarrelSession *m = g_ptr_array_index(members, i);
         g_autoptr(CarrelSession) fresh = NULL;
         gboolean ok;
-        if (!fits(req, tmpl, policy, m) || !carrel_manager_claim(mgr, m->id, "claim", NULL))
+        if (!fits(req, tmpl, policy, m) || !carrel_manager_mark_busy(mgr, m->id, "hand-over", NULL))
             continue;
         fresh = carrel_store_session_get(mgr->store, m->id, NULL);
         ok = fresh && fresh->pool && fits(req, tmpl, policy, fresh) &&
              hand_over(mgr, who, fresh, req, policy, &error);
-        carrel_manager_release(mgr, m->id);
+        carrel_manager_clear_busy(mgr, m->id);
         if (ok) {
             carrel_manager_forget_uploads(mgr, req->inputs);
             return carrel_store_session_get(mgr->store, m->id, NULL);

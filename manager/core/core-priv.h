@@ -30,7 +30,7 @@ struct _CarrelManager {
     GMutex warm_lock;           /* serialises restores: each rewrites its save file\'s header */
     GHashTable *busy;           /* session id or "template:<name>" -> operation name */
     GHashTable *jobs;           /* job id -> CarrelJob */
-    GHashTable *inputs;         /* session id -> CarrelInputState, guarded by lock */
+    GHashTable *hid_states;     /* session id -> CarrelHidState, guarded by lock */
     GThread *watch_thread;
     GMutex watch_lock; /* guards watch_stop, with watch_cond */
     GCond watch_cond;
@@ -82,14 +82,15 @@ void carrel_manager_wipe_json(JsonNode *node);
 /* Frees an entry of mgr->consoles. */
 void carrel_console_password_free(gpointer data);
 
-/* Per session: input is sent by one batch at a time, from where the last one left the pointer. */
+/* Per session: HID events are sent by one batch at a time, from where the last one left the
+ * pointer. */
 typedef struct {
     GMutex lock; /* held for a whole batch */
     CarrelPoint pointer;
-} CarrelInputState;
+} CarrelHidState;
 
-/* The input state of a session (created on first use; lives as long as the manager). */
-CarrelInputState *carrel_manager_input_state(CarrelManager *mgr, const char *session_id);
+/* The HID state of a session (created on first use; lives as long as the manager). */
+CarrelHidState *carrel_manager_hid_state(CarrelManager *mgr, const char *session_id);
 
 /* Runs a desktop helper action (clipboard_get/set, windows, launch, open) through carrel-guest;
  * its JSON output (untrusted: bounded, must be an object) is returned. */
@@ -97,8 +98,10 @@ JsonNode *carrel_manager_run_helper(CarrelManager *mgr, const char *domain,
                                     const CarrelAction *action, GError **error);
 
 /* Marks key busy with op; BUSY naming the running op when it already is (callers may retry). */
-gboolean carrel_manager_claim(CarrelManager *mgr, const char *key, const char *op, GError **error);
-void carrel_manager_release(CarrelManager *mgr, const char *key);
+gboolean carrel_manager_mark_busy(CarrelManager *mgr, const char *key, const char *op,
+                                  GError **error);
+/* Ends what carrel_manager_mark_busy began. */
+void carrel_manager_clear_busy(CarrelManager *mgr, const char *key);
 
 /*
  * Polls the guest agent until it answers, the domain stops, or the timeout passes. With
@@ -257,7 +260,7 @@ gboolean carrel_manager_template_record_build(const CarrelTemplate *tmpl, const 
                                               GError **error);
 
 /*
- * Extracts paths from a session (the caller holds its claim): through the agent, or from the
+ * Extracts paths from a session (the caller has marked it busy): through the agent, or from the
  * disk (never one QEMU is writing). reason: "request", "stop", "crash", "destroy". Stored; NULL
  * only when nothing could be recorded.
  */
@@ -310,14 +313,14 @@ CarrelSnapshot *carrel_manager_snapshot_take(CarrelManager *mgr, const char *id_
 gboolean carrel_manager_unfreeze_top(CarrelManager *mgr, CarrelSession *session, GError **error);
 
 /* Creates a session; with pool (a template name) as a member of that template's warm pool
- * (not listed, no pool claim tried). */
+ * (not listed, no pool member taken). */
 CarrelSession *carrel_manager_create_into(CarrelManager *mgr, const CarrelPrincipal *who,
                                           const CarrelSessionRequest *req, const char *pool,
                                           GError **error);
 /* A ready (paused) member of tmpl's warm pool, resumed and handed to req; NULL when none fits
  * or the hand-over failed (logged; the create then boots or restores as usual). */
-CarrelSession *carrel_manager_pool_claim(CarrelManager *mgr, const CarrelPrincipal *who,
-                                         const CarrelSessionRequest *req,
-                                         const CarrelTemplate *tmpl, const CarrelPolicy *policy);
+CarrelSession *carrel_manager_pool_take(CarrelManager *mgr, const CarrelPrincipal *who,
+                                        const CarrelSessionRequest *req, const CarrelTemplate *tmpl,
+                                        const CarrelPolicy *policy);
 /* One refill step per pool whose members are fewer than its size (the watcher calls it). */
 void carrel_manager_pool_refill(CarrelManager *mgr);

@@ -175,7 +175,7 @@ carrel_manager_wait_agent(CarrelManager *mgr, const char *domain, gboolean *ret_
         }
         if (!guest_alive(mgr, domain, error))
             break;
-        /* Guests without an agent (imported images): ready when the screen settles. */
+        /* Guests without an agent (imported disks): ready when the screen settles. */
         if (ret_by_screen && g_get_monotonic_time() > grace &&
             screen_settled(mgr, domain, &watch)) {
             *ret_by_screen = TRUE;

@@ -71,7 +71,7 @@ session_from_request(CarrelManager *mgr, const CarrelPrincipal *owner,
 {
     g_autoptr(CarrelSession) session = carrel_session_new();
 
-    /* carreld's own sessions (pool members) belong to nobody until a create claims them. */
+    /* carreld's own sessions (pool members) belong to nobody until a create takes them. */
     if (owner->role != CARREL_ROLE_SYSTEM) {
         session->owner_id = g_strdup(owner->token_id);
         session->owner_label = g_strdup(owner->label);
@@ -200,8 +200,8 @@ bring_up(CarrelManager *mgr, CarrelSession *session, const CarrelTemplate *tmpl,
 }
 
 static CarrelSession *
-create_claimed(CarrelManager *mgr, CarrelSession *session, const CarrelTemplate *tmpl,
-               const CarrelWarmState *warm, GPtrArray *inputs, GError **error)
+create_while_busy(CarrelManager *mgr, CarrelSession *session, const CarrelTemplate *tmpl,
+                  const CarrelWarmState *warm, GPtrArray *inputs, GError **error)
 {
     if (!carrel_store_session_insert(mgr->store, session, error))
         return NULL;
@@ -250,8 +250,8 @@ carrel_manager_create_into(CarrelManager *mgr, const CarrelPrincipal *who,
         g_prefix_error(error, "creating session: ");
         return NULL;
     }
-    /* A ready member of the template's warm pool: claimed at once, refilled later. */
-    if (!pool && (result = carrel_manager_pool_claim(mgr, who, req, tmpl, policy)))
+    /* A ready member of the template's warm pool: taken at once, refilled later. */
+    if (!pool && (result = carrel_manager_pool_take(mgr, who, req, tmpl, policy)))
         return result;
     session = session_from_request(mgr, who, req, tmpl, policy);
     session->pool = g_strdup(pool);
@@ -263,18 +263,18 @@ carrel_manager_create_into(CarrelManager *mgr, const CarrelPrincipal *who,
     }
     if (!carrel_policy_check_resources(policy, session->vcpus, session->memory_mib, error) ||
         !carrel_manager_check_inputs(mgr, req->inputs, error) ||
-        !carrel_manager_claim(mgr, session->id, "create", error)) {
+        !carrel_manager_mark_busy(mgr, session->id, "create", error)) {
         g_prefix_error(error, "creating session: ");
         return NULL;
     }
     /* Its address, once everything else about the request is known to be fine. */
     if (!carrel_manager_egress_prepare(mgr, session, policy, error)) {
-        carrel_manager_release(mgr, session->id);
+        carrel_manager_clear_busy(mgr, session->id);
         g_prefix_error(error, "creating session '%s': ", session->name);
         return NULL;
     }
-    result = create_claimed(mgr, session, tmpl, warm, req->inputs, error);
-    carrel_manager_release(mgr, session->id);
+    result = create_while_busy(mgr, session, tmpl, warm, req->inputs, error);
+    carrel_manager_clear_busy(mgr, session->id);
     /* A failed create gives its address back. */
     if (!result)
         carrel_manager_egress_detach(mgr, session->id, session->egress_ip);
@@ -341,7 +341,7 @@ carrel_manager_session_list(CarrelManager *mgr, const CarrelPrincipal *who,
     if (!carrel_door_enter(&door, mgr, who, CARREL_OP_SESSION_LIST, NULL, NULL, error))
         return NULL;
     all = carrel_store_session_list(mgr->store, include_destroyed, error);
-    /* Warm pool members are no one's sessions until a create claims them; an agent sees only
+    /* Warm pool members are no one's sessions until a create takes them; an agent sees only
      * its own. */
     for (guint i = all ? all->len : 0; i > 0; i--) {
         CarrelSession *s = g_ptr_array_index(all, i - 1);

@@ -126,7 +126,7 @@ carrel_manager_snapshot_take(CarrelManager *mgr, const char *id_or_name, const c
 
     if (!session || !carrel_snapshot_check_name(name, error))
         return NULL;
-    if (!carrel_manager_claim(mgr, session->id, "snapshot", error))
+    if (!carrel_manager_mark_busy(mgr, session->id, "snapshot", error))
         return NULL;
     fresh = carrel_store_session_get(mgr->store, session->id, &local);
     taken = fresh ? carrel_store_snapshot_get(mgr->store, fresh->id, name, NULL) : NULL;
@@ -146,7 +146,7 @@ carrel_manager_snapshot_take(CarrelManager *mgr, const char *id_or_name, const c
             (void)carrel_store_session_set_state(mgr->store, fresh->id, CARREL_SESSION_CRASHED,
                                                  local->message, NULL);
     }
-    carrel_manager_release(mgr, session->id);
+    carrel_manager_clear_busy(mgr, session->id);
     if (!ok) {
         g_propagate_prefixed_error(error, g_steal_pointer(&local),
                                    "snapshot of '%s': ", session->id);
@@ -231,7 +231,7 @@ revert(CarrelManager *mgr, const char *id_or_name, const char *snapshot, GError 
     CarrelSessionState next = CARREL_SESSION_STOPPED;
     gboolean ok = FALSE;
 
-    if (!session || !carrel_manager_claim(mgr, session->id, "revert", error))
+    if (!session || !carrel_manager_mark_busy(mgr, session->id, "revert", error))
         return NULL;
     fresh = carrel_store_session_get(mgr->store, session->id, &local);
     snap = fresh ? carrel_store_snapshot_get(mgr->store, fresh->id, snapshot, &local) : NULL;
@@ -246,7 +246,7 @@ revert(CarrelManager *mgr, const char *id_or_name, const char *snapshot, GError 
              carrel_store_session_set_state(mgr->store, fresh->id, next, NULL, &local);
     if (!ok && snap && !local)
         g_set_error(&local, CARREL_ERROR, CARREL_ERROR_FAILED, "revert failed");
-    carrel_manager_release(mgr, session->id);
+    carrel_manager_clear_busy(mgr, session->id);
     if (!ok) {
         g_propagate_prefixed_error(error, g_steal_pointer(&local), "revert of '%s': ", session->id);
         return NULL;
@@ -327,13 +327,13 @@ delete_named(CarrelManager *mgr, const char *id_or_name, const char *snapshot,
     g_autoptr(GError) local = NULL;
     gboolean ok = FALSE, kept = FALSE;
 
-    if (!session || !carrel_manager_claim(mgr, session->id, "snapshot delete", error))
+    if (!session || !carrel_manager_mark_busy(mgr, session->id, "snapshot delete", error))
         return FALSE;
     fresh = carrel_store_session_get(mgr->store, session->id, &local);
     snap = fresh ? carrel_store_snapshot_get(mgr->store, fresh->id, snapshot, &local) : NULL;
     if (snap)
         ok = delete_snapshot(mgr, fresh, snap, &kept, &local);
-    carrel_manager_release(mgr, session->id);
+    carrel_manager_clear_busy(mgr, session->id);
     if (!ok) {
         g_propagate_prefixed_error(error, g_steal_pointer(&local),
                                    "deleting a snapshot of '%s': ", session->id);

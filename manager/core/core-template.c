@@ -3,7 +3,7 @@
 #include "core/core-priv.h"
 #include "disk/disk.h"
 
-/* Build records a recipe leaves next to its image (bounded: they come from a script). */
+/* Build records a recipe leaves next to its disk (bounded: they come from a script). */
 #define RECIPE_JSON_MAX (64 * 1024)
 #define PACKAGES_MAX (1024 * 1024)
 
@@ -127,7 +127,7 @@ copy_boot_file(const char *src, const char *dir, const char *name, char **ret_pa
 
 /* Checks the copy, never the source: the source may change between a check and a copy. */
 static gboolean
-check_image(CarrelTemplate *tmpl, GError **error)
+check_disk(CarrelTemplate *tmpl, GError **error)
 {
     g_autoptr(CarrelDiskInfo) info = carrel_disk_info_read(tmpl->disk_path, tmpl->format, error);
 
@@ -149,7 +149,7 @@ fill_files(const CarrelTemplateImport *req, CarrelTemplate *tmpl, GError **error
         !copy_boot_file(req->disk, tmpl->dir, disk_name, &tmpl->disk_path, error) ||
         !copy_boot_file(req->kernel, tmpl->dir, "kernel", &tmpl->kernel_path, error) ||
         !copy_boot_file(req->initrd, tmpl->dir, "initrd.img", &tmpl->initrd_path, error) ||
-        !check_image(tmpl, error))
+        !check_disk(tmpl, error))
         return FALSE;
     tmpl->sha256 = carrel_util_sha256_file(tmpl->disk_path, error);
     if (!tmpl->sha256)
@@ -160,8 +160,8 @@ fill_files(const CarrelTemplateImport *req, CarrelTemplate *tmpl, GError **error
 }
 
 static CarrelTemplate *
-import_locked(CarrelManager *mgr, const CarrelTemplateImport *req, const char *recipe_hash,
-              GError **error)
+import_while_busy(CarrelManager *mgr, const CarrelTemplateImport *req, const char *recipe_hash,
+                  GError **error)
 {
     g_autoptr(CarrelTemplate) tmpl = carrel_template_new();
     g_autofree char *version_text = NULL;
@@ -194,10 +194,10 @@ carrel_manager_template_import_full(CarrelManager *mgr, const CarrelTemplateImpo
     g_autofree char *key = g_strconcat("template:", req->name, NULL);
     CarrelTemplate *tmpl;
 
-    if (!carrel_manager_claim(mgr, key, "an import", error))
+    if (!carrel_manager_mark_busy(mgr, key, "an import", error))
         return NULL;
-    tmpl = import_locked(mgr, req, recipe_hash, error);
-    carrel_manager_release(mgr, key);
+    tmpl = import_while_busy(mgr, req, recipe_hash, error);
+    carrel_manager_clear_busy(mgr, key);
     if (!tmpl)
         g_prefix_error(error, "importing template '%s': ", req->name);
     return tmpl;
@@ -300,15 +300,15 @@ remove_versions(CarrelManager *mgr, const char *name, guint version, GError **er
 }
 
 static GStrv
-remove_claimed(CarrelManager *mgr, const char *name, guint version, GError **error)
+remove_while_busy(CarrelManager *mgr, const char *name, guint version, GError **error)
 {
     g_autofree char *key = g_strconcat("template:", name, NULL);
     GStrv refs;
 
-    if (!carrel_manager_claim(mgr, key, "a removal", error))
+    if (!carrel_manager_mark_busy(mgr, key, "a removal", error))
         return NULL;
     refs = remove_versions(mgr, name, version, error);
-    carrel_manager_release(mgr, key);
+    carrel_manager_clear_busy(mgr, key);
     return refs;
 }
 
@@ -322,5 +322,5 @@ carrel_manager_template_remove(CarrelManager *mgr, const CarrelPrincipal *who, c
     if (!carrel_door_enter(&door, mgr, who, CARREL_OP_TEMPLATE_REMOVE, NULL,
                            template_params(name, version), error))
         return NULL;
-    return carrel_door_finish(&door, remove_claimed(mgr, name, version, &local), &local, error);
+    return carrel_door_finish(&door, remove_while_busy(mgr, name, version, &local), &local, error);
 }

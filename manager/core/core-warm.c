@@ -110,7 +110,7 @@ make_warm(CarrelManager *mgr, CarrelJob *job, const CarrelTemplate *tmpl, GError
 }
 
 static gboolean
-warm_locked(CarrelJob *job, gpointer data, JsonNode **ret_result, GError **error)
+warm_while_busy(CarrelJob *job, gpointer data, JsonNode **ret_result, GError **error)
 {
     WarmData *wd = data;
     g_autoptr(CarrelTemplate) tmpl = NULL;
@@ -144,11 +144,11 @@ warm_job(CarrelJob *job, gpointer data, JsonNode **ret_result, GError **error)
 {
     WarmData *wd = data;
     g_autofree char *key = g_strdup_printf("warm:%s", wd->name);
-    gboolean ok = warm_locked(job, data, ret_result, error);
+    gboolean ok = warm_while_busy(job, data, ret_result, error);
 
     if (!ok)
         g_prefix_error(error, "warming template '%s': ", wd->name);
-    carrel_manager_release(wd->mgr, key);
+    carrel_manager_clear_busy(wd->mgr, key);
     return ok;
 }
 
@@ -160,7 +160,7 @@ start_warm(CarrelManager *mgr, const char *name, guint version, GError **error)
     CarrelJob *job;
     WarmData *wd;
 
-    if (!tmpl || !carrel_manager_claim(mgr, key, "warming", error))
+    if (!tmpl || !carrel_manager_mark_busy(mgr, key, "warming", error))
         return NULL;
     job = carrel_job_new("template-warm", name);
     wd = g_new0(WarmData, 1);

@@ -92,7 +92,7 @@ settle(CarrelManager *mgr, const char *id)
     const char *reason = NULL;
 
     /* A verb in progress owns the session; the next round looks again. */
-    if (!carrel_manager_claim(mgr, id, "watch", NULL))
+    if (!carrel_manager_mark_busy(mgr, id, "watch", NULL))
         return;
     session = carrel_store_session_get(mgr->store, id, NULL);
     if (session && session->state == CARREL_SESSION_RUNNING &&
@@ -102,7 +102,7 @@ settle(CarrelManager *mgr, const char *id)
         carrel_manager_collect_exit(mgr, session, next == CARREL_SESSION_CRASHED ? "crash" : "stop",
                                     FALSE);
     }
-    carrel_manager_release(mgr, id);
+    carrel_manager_clear_busy(mgr, id);
 }
 
 /* Exit paths of sessions that ended while carreld was down (found by reconcile). */
@@ -119,14 +119,14 @@ collect_pending(CarrelManager *mgr)
         g_mutex_unlock(&mgr->lock);
         if (!id)
             return;
-        if (!carrel_manager_claim(mgr, id, "collect", NULL))
+        if (!carrel_manager_mark_busy(mgr, id, "collect", NULL))
             continue;
         session = carrel_store_session_get(mgr->store, id, NULL);
         if (session &&
             (session->state == CARREL_SESSION_CRASHED || session->state == CARREL_SESSION_STOPPED))
             carrel_manager_collect_exit(
                 mgr, session, session->state == CARREL_SESSION_CRASHED ? "crash" : "stop", FALSE);
-        carrel_manager_release(mgr, id);
+        carrel_manager_clear_busy(mgr, id);
     }
 }
 
@@ -169,9 +169,9 @@ act(CarrelManager *mgr, const CarrelSession *s, const char *action, const char *
     if (!running)
         return TRUE;
     /* pause and hibernate keep the guest: its exit paths are collected first, by the agent. */
-    if (carrel_manager_claim(mgr, s->id, "expire", error)) {
+    if (carrel_manager_mark_busy(mgr, s->id, "expire", error)) {
         carrel_manager_collect_exit(mgr, s, why, TRUE);
-        carrel_manager_release(mgr, s->id);
+        carrel_manager_clear_busy(mgr, s->id);
     } else
         return FALSE;
     if (g_str_equal(action, "hibernate"))

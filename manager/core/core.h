@@ -13,7 +13,7 @@ G_BEGIN_DECLS
 typedef struct {
     const char *state_dir;      /* state.db, templates/, sessions/ */
     const char *recipes_dir;    /* template recipes: <recipes_dir>/<name>/build */
-    const char *cache_dir;      /* built images, keyed by recipe hash */
+    const char *cache_dir;      /* built disks, keyed by recipe hash */
     CarrelAccel accel;          /* resolved already: KVM or TCG */
     const char *accel_reason;   /* why that accelerator (shown by /v1/version) */
     guint agent_timeout_s;      /* how long create/start wait for the guest agent (0 = 300) */
@@ -135,8 +135,8 @@ void carrel_manager_note(CarrelManager *mgr, const char *session_id, const Carre
                          const GError *failure, gint64 started_us);
 
 /*
- * The control lease: while a person holds it, agents' mutating verbs and everyone else's input
- * are refused (WRONG_STATE, "session under human control"; the policy decides). Take:
+ * The control lease: while a person holds it, agents' mutating verbs and everyone else's HID
+ * events are refused (WRONG_STATE, "session under human control"; the policy decides). Take:
  * WRONG_STATE when someone else holds it. Release: FORBIDDEN when someone else holds it, unless
  * who is an admin. Both answer {holder, holder_id, since} and are recorded.
  */
@@ -268,7 +268,7 @@ GBytes *carrel_manager_session_screenshot(CarrelManager *mgr, const CarrelPrinci
 
 /*
  * Runs computer actions on a running session: body is one action or a batch in any supported
- * format (see carrel_action_batch_from_json). Input goes through the hypervisor; the reply is
+ * format (see carrel_action_batch_from_json). HID events go through the hypervisor; the reply is
  * {results: [{index, action, duration_ms, output?, screenshot?}], screenshot (the observation
  * after the last action, or null), screen, pointer, duration_ms}, sizes and positions in the
  * model's space. Every action is recorded as an event; the batch stops at the first failure.
@@ -349,7 +349,7 @@ GPtrArray *carrel_manager_session_fork(CarrelManager *mgr, const CarrelPrincipal
                                        GError **error);
 
 /* Warm pools: size (0..CARREL_LIMIT_POOL, 0 = none) per template name; the watcher fills them
- * with paused sessions that creates claim. list: {pools: [{template, size, ready, members}]}. */
+ * with paused sessions that creates take. list: {pools: [{template, size, ready, members}]}. */
 gboolean carrel_manager_pool_set(CarrelManager *mgr, const CarrelPrincipal *who,
                                  const char *template_name, guint size, GError **error);
 JsonNode *carrel_manager_pool_list(CarrelManager *mgr, const CarrelPrincipal *who, GError **error);
@@ -378,9 +378,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelConsoleAccess, carrel_console_access_free)
  * domain. WRONG_STATE for sessions in other states, UNSUPPORTED where passwords cannot be set.
  */
 /* TRUE when who (a token still live) holds the session's control lease: only then may its
- * console send keyboard and mouse (the proxy asks for every input message). */
-gboolean carrel_manager_console_may_input(CarrelManager *mgr, const CarrelPrincipal *who,
-                                          const char *session_id);
+ * console send keyboard and mouse (the proxy asks for every message that acts on the guest). */
+gboolean carrel_manager_console_may_act(CarrelManager *mgr, const CarrelPrincipal *who,
+                                        const char *session_id);
 CarrelConsoleAccess *carrel_manager_console_open(CarrelManager *mgr, const CarrelPrincipal *who,
                                                  const char *id_or_name, GError **error);
 

@@ -123,7 +123,7 @@ mount_root(CarrelGuestfs *gfs, const char *root, int index, const char *prefix, 
     }
     for (guint i = 0; pairs[i] && pairs[i + 1]; i += 2) {
         MountPair pair = {pairs[i], pairs[i + 1]};
-        /* Two copies of one image (diff) share UUIDs: mount only what is on this drive. */
+        /* Two copies of one disk (diff) share UUIDs: mount only what is on this drive. */
         if (drive_of(gfs, pairs[i + 1]) == index)
             g_array_append_val(order, pair);
     }

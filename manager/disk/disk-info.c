@@ -186,7 +186,7 @@ typedef struct {
 } DiskMagic;
 
 /*
- * Every format QEMU's probing recognises from a file's first sector. A "raw" image that starts
+ * Every format QEMU's probing recognises from a file's first sector. A "raw" disk that starts
  * like one of these is refused: if anything ever probed it, the guest-written header (say a
  * qcow2 one naming /etc/shadow as backing file) would be obeyed.
  */

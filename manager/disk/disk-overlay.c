@@ -15,11 +15,11 @@
 #define OVERLAY_MODE 0600
 
 /*
- * Claims path with O_EXCL before qemu-img runs: an existing file (or a symlink planted there)
+ * Reserves path with O_EXCL before qemu-img runs: an existing file (or a symlink planted there)
  * is refused atomically, and the mode is set before any byte is written.
  */
 static gboolean
-claim_path(const char *path, GError **error)
+reserve_path(const char *path, GError **error)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, OVERLAY_MODE);
 
@@ -65,7 +65,7 @@ carrel_disk_create_overlay(const char *path, const char *backing, const char *ba
                                                                                 : "(invalid)");
         return FALSE;
     }
-    if (!claim_path(path, error))
+    if (!reserve_path(path, error))
         return FALSE;
     if (!carrel_util_run(argv, CARREL_DISK_CREATE_TIMEOUT_S, NULL, NULL, &local)) {
         (void)unlink(path);

@@ -20,7 +20,7 @@ G_BEGIN_DECLS
  */
 gboolean carrel_disk_check_path(const char *path, const char *what, GError **error);
 
-/* TRUE for the formats carrel stores images in: "qcow2" and "raw". */
+/* TRUE for the formats carrel stores disks in: "qcow2" and "raw". */
 gboolean carrel_disk_is_supported_format(const char *format);
 
 G_END_DECLS

@@ -1,11 +1,14 @@
-/* disk: image inspection, import checks, qcow2 overlays (qemu-img) and libguestfs access. */
+/*
+ * disk: qcow2 and raw disk files. Inspection (disk-info.c), import checks (disk-check.c), qcow2
+ * overlays (disk-overlay.c, qemu-img) and libguestfs access (disk-guestfs.c).
+ */
 #pragma once
 
 #include "util/util.h"
 
 G_BEGIN_DECLS
 
-/* What qemu-img says of an image, parsed from `qemu-img info --output=json` (untrusted text). */
+/* What qemu-img says of a disk file, parsed from `qemu-img info --output=json` (untrusted text). */
 typedef struct {
     char *format;
     guint64 virtual_size;
@@ -27,7 +30,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelDiskInfo, carrel_disk_info_free)
 CarrelDiskInfo *carrel_disk_info_parse(const char *json, gsize len, GError **error);
 
 /*
- * Name of the image format whose magic starts head ("qcow2", "vmdk", ...), or NULL when head
+ * Name of the disk format whose magic starts head ("qcow2", "vmdk", ...), or NULL when head
  * looks like no format QEMU could probe. Pure; head is the first bytes of a file (512 suffice).
  */
 const char *carrel_disk_detect_format(const guint8 *head, gsize len);
@@ -36,12 +39,12 @@ const char *carrel_disk_detect_format(const guint8 *head, gsize len);
  * Runs `qemu-img info --output=json -f FORMAT path` (format given, never probed)
  * and parses it. A file that is not of that format fails here, and so does a "raw" file that
  * starts with another format's magic (CARREL_ERROR_INVALID_ARG). path must be absolute and a
- * regular file. Without --force-share: an image that a running VM writes is refused.
+ * regular file. Without --force-share: a disk that a running VM writes is refused.
  */
 CarrelDiskInfo *carrel_disk_info_read(const char *path, const char *format, GError **error);
 
 /*
- * Checks that an image may become a template: format is "qcow2" or "raw" and matches info,
+ * Checks that a disk file may become a template: format is "qcow2" or "raw" and matches info,
  * no backing file, no external data file, not encrypted, not corrupt, virtual size > 0 and
  * <= max_virtual_size. Every refusal is CARREL_ERROR_INVALID_ARG. Pure.
  */
@@ -49,9 +52,9 @@ gboolean carrel_disk_check_importable(const CarrelDiskInfo *info, const char *fo
                                       guint64 max_virtual_size, GError **error);
 
 /*
- * Full check of a qcow2 image (`qemu-img check`): catches truncated or damaged files (leaked
- * clusters are harmless and accepted). A raw image must be a regular file whose size is a
- * multiple of 512 and that starts with no other format's magic. Run it only on an image that
+ * Full check of a qcow2 file (`qemu-img check`): catches truncated or damaged files (leaked
+ * clusters are harmless and accepted). A raw file must be a regular file whose size is a
+ * multiple of 512 and that starts with no other format's magic. Run it only on a file that
  * carrel_disk_check_importable accepted: qemu-img check opens backing files.
  */
 gboolean carrel_disk_check_consistent(const char *path, const char *format, GError **error);

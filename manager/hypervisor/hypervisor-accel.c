@@ -1,5 +1,5 @@
 /*
- * Accelerator detection. /dev/kvm and libvirt's capabilities can both claim KVM on hosts where
+ * Accelerator detection. /dev/kvm and libvirt's capabilities can both report KVM on hosts where
  * a KVM guest then hangs (broken nested virtualisation) or QEMU aborts on an MSR, so AUTO only
  * picks KVM after a probe kernel has really booted under it.
  */

@@ -54,9 +54,9 @@ typedef struct {
                           CarrelHypervisorChunkFunc sink, gpointer sink_data, GError **error);
     gboolean (*file_write)(CarrelHypervisor *hv, const char *name, const char *path, GBytes *data,
                            GError **error);
-    /* Sends one QMP input-send-event command (from carrel_hypervisor_input_command) to QEMU. */
-    gboolean (*input_send)(CarrelHypervisor *hv, const char *name, const char *command,
-                           GError **error);
+    /* Sends one QMP input-send-event command (from carrel_hypervisor_hid_command) to QEMU. */
+    gboolean (*hid_send)(CarrelHypervisor *hv, const char *name, const char *command,
+                         GError **error);
     gboolean (*ensure_network)(CarrelHypervisor *hv, const char *name, const char *xml,
                                char **ret_xml, GError **error);
     gboolean (*set_balloon)(CarrelHypervisor *hv, const char *name, guint target_mib,

@@ -1,6 +1,6 @@
 /*
- * The libvirt backend: the screen (screenshots, the SPICE display and its password) and input
- * (QMP input-send-event through libvirt's QEMU monitor passthrough).
+ * The libvirt backend: the screen (screenshots, the SPICE display and its password) and HID
+ * events (QMP input-send-event through libvirt's QEMU monitor passthrough).
  */
 #include <stdlib.h>
 
@@ -159,8 +159,8 @@ check_qmp_reply(const char *reply, GError **error)
 }
 
 gboolean
-carrel_hypervisor_libvirt_input_send(CarrelHypervisor *hv, const char *name, const char *command,
-                                     GError **error)
+carrel_hypervisor_libvirt_hid_send(CarrelHypervisor *hv, const char *name, const char *command,
+                                   GError **error)
 {
     CarrelLibvirtBackend *be = hv->backend_data;
     g_autoptr(virDomain) dom = NULL;

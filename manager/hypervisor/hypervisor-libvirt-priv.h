@@ -81,7 +81,7 @@ gboolean carrel_hypervisor_libvirt_file_read(CarrelHypervisor *hv, const char *n
 gboolean carrel_hypervisor_libvirt_file_write(CarrelHypervisor *hv, const char *name,
                                               const char *path, GBytes *data, GError **error);
 
-/* hypervisor-libvirt-display.c: screen, SPICE and input. */
+/* hypervisor-libvirt-display.c: screen, SPICE and HID events. */
 gboolean carrel_hypervisor_libvirt_screenshot(CarrelHypervisor *hv, const char *name,
                                               GBytes **ret_image, GError **error);
 gboolean carrel_hypervisor_libvirt_spice_info(CarrelHypervisor *hv, const char *name,
@@ -89,5 +89,5 @@ gboolean carrel_hypervisor_libvirt_spice_info(CarrelHypervisor *hv, const char *
 gboolean carrel_hypervisor_libvirt_spice_password(CarrelHypervisor *hv, const char *name,
                                                   const char *password, gint64 valid_until,
                                                   GError **error);
-gboolean carrel_hypervisor_libvirt_input_send(CarrelHypervisor *hv, const char *name,
-                                              const char *command, GError **error);
+gboolean carrel_hypervisor_libvirt_hid_send(CarrelHypervisor *hv, const char *name,
+                                            const char *command, GError **error);

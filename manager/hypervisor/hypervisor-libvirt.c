@@ -3,7 +3,7 @@
  * thread-safe). libvirt errors become GError in carrel_hypervisor_libvirt_set_error() and nowhere
  * else. The calls are split by concern as libvirt splits its QEMU driver: domains and their
  * lifecycle (hypervisor-libvirt-domain.c), the guest agent (hypervisor-libvirt-agent.c), screen
- * and input (hypervisor-libvirt-display.c); networks stay here with the connection.
+ * and HID events (hypervisor-libvirt-display.c); networks stay here with the connection.
  */
 #include <stdlib.h>
 
@@ -196,7 +196,7 @@ static const CarrelHypervisorOps libvirt_ops = {
     .screenshot = carrel_hypervisor_libvirt_screenshot,
     .file_read = carrel_hypervisor_libvirt_file_read,
     .file_write = carrel_hypervisor_libvirt_file_write,
-    .input_send = carrel_hypervisor_libvirt_input_send,
+    .hid_send = carrel_hypervisor_libvirt_hid_send,
     .ensure_network = lv_ensure_network,
     .set_balloon = carrel_hypervisor_libvirt_set_balloon,
     .spice_info = carrel_hypervisor_libvirt_spice_info,

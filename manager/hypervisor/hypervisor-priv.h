@@ -47,10 +47,10 @@ gboolean carrel_hypervisor_saveimage_read_header(int fd, CarrelSaveImageHeader *
 gboolean carrel_hypervisor_saveimage_rewrite_xml(int fd, const char *new_xml, GError **error);
 
 /* The QMP command of a step, {"execute":"input-send-event","arguments":...}; NULL for a pause. */
-char *carrel_hypervisor_input_command(const CarrelInputStep *step);
+char *carrel_hypervisor_hid_command(const CarrelHidStep *step);
 
 /* A plan as text, one step per line: the arguments JSON, or "delay MS". For tests and logs. */
-char *carrel_hypervisor_input_plan_to_text(GPtrArray *plan);
+char *carrel_hypervisor_hid_plan_to_text(GPtrArray *plan);
 
 /* True when text is a session id as carrel makes them: "s-" + 12 lowercase hex characters. */
 gboolean carrel_hypervisor_is_session_id(const char *text);

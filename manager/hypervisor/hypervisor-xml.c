@@ -148,7 +148,7 @@ validate_storage(const CarrelDomainSpec *spec, GError **error)
         return FALSE;
     if (!check_text("disk format", spec->disk_format, TRUE, SPEC_MAX_TEXT, error))
         return FALSE;
-    /* The format is always stated, never probed: a probed raw image could claim a backing file. */
+    /* The format is always stated, never probed: a probed raw disk could name a backing file. */
     if (!g_str_equal(spec->disk_format, "qcow2") && !g_str_equal(spec->disk_format, "raw")) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
                     "disk format '%s' is not qcow2 or raw", spec->disk_format);

@@ -1,8 +1,9 @@
 /*
  * hypervisor: what core uses of the virtual machines: domains and their lifecycle, save and
- * restore, the guest agent, screen and input, over a libvirt backend (the table of operations
- * behind it is in hypervisor-backend.h; the fake for tests is under tests/fake/). Also the pure
- * domain-XML builder and accelerator detection. libvirt errors become GError only in here.
+ * restore, the guest agent, screen and HID events (keyboard, pointer), over a libvirt backend (the
+ * table of operations behind it is in hypervisor-backend.h; the fake for tests is under
+ * tests/fake/). Also the pure domain-XML builder and accelerator detection. libvirt errors become
+ * GError only in here.
  */
 #pragma once
 
@@ -357,72 +358,72 @@ gboolean carrel_hypervisor_screenshot(CarrelHypervisor *hv, const char *name, GB
 char *carrel_hypervisor_saveimage_get_xml(const char *path, GError **error);
 
 /*
- * Input plans (hypervisor-input.c): what an action sends to the guest's virtio tablet and
+ * HID plans (hypervisor-hid.c): what an action sends to the guest's virtio tablet and
  * keyboard, as QMP input-send-event commands (QEMU 7.2) and pauses, in order.
  */
 
-/* The tablet's absolute axes run 0..CARREL_INPUT_ABS_MAX (QEMU's INPUT_EVENT_ABS_MAX). */
-#define CARREL_INPUT_ABS_MAX 32767
+/* The tablet's absolute axes run 0..CARREL_HID_ABS_MAX (QEMU's INPUT_EVENT_ABS_MAX). */
+#define CARREL_HID_ABS_MAX 32767
 /* Between typed characters and between the combinations of a key sequence. */
-#define CARREL_INPUT_TYPE_DELAY_MS 8
+#define CARREL_HID_TYPE_DELAY_MS 8
 /* Between the clicks of a double or triple click: well inside X's double-click time (400 ms). */
-#define CARREL_INPUT_CLICK_GAP_MS 40
-/* Drags move in steps of about this many pixels, at most CARREL_INPUT_DRAG_MAX_STEPS per
+#define CARREL_HID_CLICK_GAP_MS 40
+/* Drags move in steps of about this many pixels, at most CARREL_HID_DRAG_MAX_STEPS per
  * segment of the path, pausing after the press and after every step. */
-#define CARREL_INPUT_DRAG_STEP_PX 20
-#define CARREL_INPUT_DRAG_MAX_STEPS 64
-#define CARREL_INPUT_DRAG_DELAY_MS 8
+#define CARREL_HID_DRAG_STEP_PX 20
+#define CARREL_HID_DRAG_MAX_STEPS 64
+#define CARREL_HID_DRAG_DELAY_MS 8
 /* Between wheel notches. */
-#define CARREL_INPUT_SCROLL_DELAY_MS 8
+#define CARREL_HID_SCROLL_DELAY_MS 8
 
 /* One step of a plan: an input-send-event to send, or a pause. */
 typedef struct {
     char *arguments; /* JSON text of the command's arguments, {"events":[...]}; NULL = a pause */
     guint delay_ms;  /* the pause, when arguments is NULL */
-} CarrelInputStep;
+} CarrelHidStep;
 
-void carrel_input_step_free(CarrelInputStep *step);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelInputStep, carrel_input_step_free)
+void carrel_hid_step_free(CarrelHidStep *step);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelHidStep, carrel_hid_step_free)
 
 /*
- * Pure generator: the steps (GPtrArray of CarrelInputStep) that perform action on a width x
+ * Pure generator: the steps (GPtrArray of CarrelHidStep) that perform action on a width x
  * height screen whose pointer is at pointer, and in *ret_pointer (optional) where the pointer is
  * afterwards. Positions must already be in screen space (carrel_action_batch_check_bounds).
- * A pixel maps to round(x * CARREL_INPUT_ABS_MAX / (width - 1)) on the tablet's axis.
+ * A pixel maps to round(x * CARREL_HID_ABS_MAX / (width - 1)) on the tablet's axis.
  *
  * - mouse_move: the keys held down, the move (both axes in one step), the keys up.
  * - click: move (when it has a point), modifiers down, button down and up count times with
- *   CARREL_INPUT_CLICK_GAP_MS between clicks, modifiers up (in reverse order).
+ *   CARREL_HID_CLICK_GAP_MS between clicks, modifiers up (in reverse order).
  * - mouse_down, mouse_up: move (when it has a point), the button.
  * - drag: move to the first point (unless it starts at the pointer), modifiers down, left down,
- *   moves along the path in steps of CARREL_INPUT_DRAG_STEP_PX with pauses, left up, modifiers
+ *   moves along the path in steps of CARREL_HID_DRAG_STEP_PX with pauses, left up, modifiers
  *   up.
  * - scroll: move (when it has a point), modifiers down, one wheel-up/wheel-down notch per step
  *   for dy (> 0 down), then for dx shift + wheel-down (right) or wheel-up (left), since the
  *   virtio tablet drops wheel-left/wheel-right; modifiers up.
  * - type: per character, shift (if needed) and key down, then key up and shift up, with
- *   CARREL_INPUT_TYPE_DELAY_MS between characters.
+ *   CARREL_HID_TYPE_DELAY_MS between characters.
  * - key: per combination, its keys down in order, then up in reverse order.
  * - key_down, key_up: the keys down, or up in reverse order. hold_key: down, pause, up.
- * - wait: one pause. Every other kind (screenshot, zoom, helpers...) sends no input: no steps.
+ * - wait: one pause. Every other kind (screenshot, zoom, helpers...) sends no HID event: no steps.
  *
  * Nothing of the action is trusted: INVALID_ARG for a screen size outside
  * 1..CARREL_HYPERVISOR_SCREEN_MAX_SIDE, a point off the screen, a key that is not a QKeyCode,
  * untypable text or a count, path, scroll or duration out of its bounds.
  */
-GPtrArray *carrel_hypervisor_input_plan(const CarrelAction *action, guint width, guint height,
-                                        CarrelPoint pointer, CarrelPoint *ret_pointer,
-                                        GError **error);
+GPtrArray *carrel_hypervisor_hid_plan(const CarrelAction *action, guint width, guint height,
+                                      CarrelPoint pointer, CarrelPoint *ret_pointer,
+                                      GError **error);
 
 /*
- * Performs a plan from carrel_hypervisor_input_plan on the domain: each event step is one QMP
+ * Performs a plan from carrel_hypervisor_hid_plan on the domain: each event step is one QMP
  * input-send-event (through libvirt's QEMU monitor passthrough, which marks the domain
  * "custom-monitor" tainted), each pause a sleep. On a failure part-way, every key and button the
  * plan pressed and did not release yet is released (best effort), so the guest is not left
  * with a key held. WRONG_STATE when the domain is not running, HYPERVISOR with QEMU's words.
  */
-gboolean carrel_hypervisor_input_run(CarrelHypervisor *hv, const char *name, GPtrArray *plan,
-                                     GError **error);
+gboolean carrel_hypervisor_hid_run(CarrelHypervisor *hv, const char *name, GPtrArray *plan,
+                                   GError **error);
 
 /*
  * Resolves AUTO to KVM or TCG. KVM is chosen only when /dev/kvm opens read-write and a probe

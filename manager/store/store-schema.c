@@ -198,7 +198,7 @@ static const StoreMigration migrations[] = {
      "ALTER TABLE sessions ADD COLUMN mac TEXT"
      "  CHECK (mac IS NULL OR (length(mac) = 17 AND mac NOT GLOB '*[^0-9a-f:]*'));"
      /* Warm pools: members are sessions with pool set (the template's name) until a create
-      * claims one; from_pool says a session came from one. */
+      * takes one; from_pool says a session came from one. */
      "ALTER TABLE sessions ADD COLUMN pool TEXT;"
      "ALTER TABLE sessions ADD COLUMN from_pool INTEGER NOT NULL DEFAULT 0;"
      "CREATE TABLE pools ("

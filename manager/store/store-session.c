@@ -440,7 +440,7 @@ carrel_store_pool_members(CarrelStore *store, const char *template_name, GError 
 }
 
 gboolean
-carrel_store_session_claim(CarrelStore *store, const CarrelSession *s, GError **error)
+carrel_store_session_adopt_member(CarrelStore *store, const CarrelSession *s, GError **error)
 {
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&store->lock);
     g_autofree char *exit_paths = paths_to_text(s->exit_paths);
@@ -464,7 +464,7 @@ carrel_store_session_claim(CarrelStore *store, const CarrelSession *s, GError **
         !carrel_store_bind_text(store, stmt, 8, s->owner_id, error) ||
         !carrel_store_bind_text(store, stmt, 9, s->owner_label, error) ||
         !carrel_store_bind_text(store, stmt, 10, s->policy ? s->policy : "default", error) ||
-        !carrel_store_step_done(store, stmt, &conflict, "claiming a pool member", error))
+        !carrel_store_step_done(store, stmt, &conflict, "adopting a pool member", error))
         return FALSE;
     if (sqlite3_changes(store->db) == 0) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND, "pool member '%s' is gone", s->id);

@@ -20,7 +20,7 @@ check_token(const CarrelToken *token, const char *token_hash, GError **error)
                     "a token needs an id, a name and a secret");
         return FALSE;
     }
-    /* carreld is a principal but never a token: no credential may claim to be the daemon. */
+    /* carreld is a principal but never a token: no credential may pass for the daemon. */
     if ((int)token->role < 0 || token->role >= CARREL_ROLE_LAST ||
         token->role == CARREL_ROLE_SYSTEM) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,

@@ -107,7 +107,7 @@ carrel_util_copy_file(const char *src, const char *dest, int mode, GError **erro
     int in_fd, out_fd;
     gboolean ok;
 
-    /* O_NOFOLLOW: a symlink given as an image path is refused rather than chased. */
+    /* O_NOFOLLOW: a symlink given as a disk path is refused rather than chased. */
     in_fd = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (in_fd < 0) {
         g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno), "opening '%s': %s", src,

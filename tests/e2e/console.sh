@@ -24,9 +24,9 @@ raw_key_presses() {
     grep -c '^EVENT type 13 (RawKeyPress)' "$1"
 }
 
-# console_input SESSION: keys sent through the proxy reach the guest only with the lease. Only
+# console_keys SESSION: keys sent through the proxy reach the guest only with the lease. Only
 # shift taps are sent, so whatever window has the focus gets no text.
-console_input() {
+console_keys() {
     local s="$1" out log="$E2E_DIR/console-xi.log"
     carrel exec "$s" -- env DISPLAY=:0 sh -c \
         'setsid xinput test-xi2 --root >/tmp/console-xi.log 2>&1 </dev/null &' >/dev/null
@@ -99,7 +99,7 @@ console_checks() {
         "$(console_api POST "/v1/sessions/$s/control" '{"action":"release"}')"
     check_eq "carrel console prints the page URL" "$E2E_URL/session.html?id=$s" \
         "$(CARREL_URL="$E2E_URL" "$CARREL_BIN" console "$s")"
-    console_input "$s"
+    console_keys "$s"
     # spice-server 0.15 can crash QEMU when a display channel's connection closes before main's.
     check_eq "display channels closed right after authenticating (main/display auth)" \
         "0/0 0/0 0/0 0/0" "$(console_client "$s" abrupt 2>&1)"

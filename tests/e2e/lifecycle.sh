@@ -216,17 +216,17 @@ wait_pool_ready() {
     return 1
 }
 
-# Warm pool: paused sessions kept ready and unlisted; a create claims one, the pool refills.
+# Warm pool: paused sessions kept ready and unlisted; a create takes one, the pool refills.
 pool_checks() {
     local before s
     check "set a warm pool of 1 for tiny" carrel template pool tiny --size 1
     check "the pool fills" wait_pool_ready tiny 1
     before="$(carrel ls --json | jq '.sessions | length')"
     s="$(carrel create --template tiny --name pooled --json 2>/dev/null)"
-    check "a create claims the pool member" json_true '.from_pool and .state == "running"' "$s"
-    check_eq "pool members are not listed; the claimed one is" "$((before + 1))" \
+    check "a create takes the pool member" json_true '.from_pool and .state == "running"' "$s"
+    check_eq "pool members are not listed; the taken one is" "$((before + 1))" \
         "$(carrel ls --json | jq '.sessions | length')"
-    check_eq "the claimed session runs commands" "ok" \
+    check_eq "the taken session runs commands" "ok" \
         "$(carrel exec pooled -- echo ok 2>/dev/null)"
     check "the pool refills in the background" wait_pool_ready tiny 1
     carrel template pool tiny --size 0 >/dev/null 2>&1

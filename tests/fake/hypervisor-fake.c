@@ -41,7 +41,7 @@ typedef struct {
     GBytes *screen;        /* NULL: the default screen */
     GHashTable *files;     /* guest path -> GBytes, shared by every fake domain */
     GBytes *read_fallback; /* what reading any other path gives, or NULL */
-    GPtrArray *input;      /* QMP commands received, in order */
+    GPtrArray *hid_sent;   /* QMP input-send-event commands received, in order */
     GHashTable *networks;  /* name -> XML */
     guint balloon_calls;
     gint64 next_run_id;
@@ -50,7 +50,7 @@ typedef struct {
 static const char *const fake_op_names[] = {
     "define_start", "start",          "shutdown",    "destroy",    "undefine",       "get_state",
     "agent_ping",   "list",           "define",      "save",       "restore",        "set_time",
-    "agent_exec",   "screenshot",     "file_read",   "file_write", "input_send",     "fs_freeze",
+    "agent_exec",   "screenshot",     "file_read",   "file_write", "hid_send",       "fs_freeze",
     "pause",        "ensure_network", "set_balloon", "spice_info", "spice_password",
 };
 
@@ -483,31 +483,31 @@ fake_file_write(CarrelHypervisor *hv, const char *name, const char *path, GBytes
 }
 
 static gboolean
-fake_input_send(CarrelHypervisor *hv, const char *name, const char *command, GError **error)
+fake_hid_send(CarrelHypervisor *hv, const char *name, const char *command, GError **error)
 {
     FakeBackend *be = hv->backend_data;
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
     FakeDomain *dom;
 
-    if (take_failure(be, "input_send", error) || !(dom = find_domain(be, name, error)))
+    if (take_failure(be, "hid_send", error) || !(dom = find_domain(be, name, error)))
         return FALSE;
     if (dom->state != CARREL_DOMAIN_RUNNING) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE, "domain is not running");
         return FALSE;
     }
-    g_ptr_array_add(be->input, g_strdup(command));
+    g_ptr_array_add(be->hid_sent, g_strdup(command));
     return TRUE;
 }
 
 GPtrArray *
-carrel_hypervisor_fake_get_input(CarrelHypervisor *hv)
+carrel_hypervisor_fake_get_hid(CarrelHypervisor *hv)
 {
     FakeBackend *be = hv->backend_data;
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
     GPtrArray *copy = g_ptr_array_new_with_free_func(g_free);
 
-    for (guint i = 0; i < be->input->len; i++)
-        g_ptr_array_add(copy, g_strdup(g_ptr_array_index(be->input, i)));
+    for (guint i = 0; i < be->hid_sent->len; i++)
+        g_ptr_array_add(copy, g_strdup(g_ptr_array_index(be->hid_sent, i)));
     return copy;
 }
 
@@ -568,7 +568,7 @@ fake_close(CarrelHypervisor *hv)
     g_hash_table_unref(be->fail_next);
     g_hash_table_unref(be->files);
     g_clear_pointer(&be->read_fallback, g_bytes_unref);
-    g_ptr_array_unref(be->input);
+    g_ptr_array_unref(be->hid_sent);
     g_hash_table_unref(be->networks);
     g_free(be->exec_stdout);
     g_free(be->exec_stderr);
@@ -677,7 +677,7 @@ static const CarrelHypervisorOps fake_ops = {
     .screenshot = fake_screenshot,
     .file_read = fake_file_read,
     .file_write = fake_file_write,
-    .input_send = fake_input_send,
+    .hid_send = fake_hid_send,
     .ensure_network = fake_ensure_network,
     .set_balloon = fake_set_balloon,
     .spice_info = fake_spice_info,
@@ -694,7 +694,7 @@ carrel_hypervisor_new_fake(void)
     be->fail_next = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     be->files =
         g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)g_bytes_unref);
-    be->input = g_ptr_array_new_with_free_func(g_free);
+    be->hid_sent = g_ptr_array_new_with_free_func(g_free);
     be->networks = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     return carrel_hypervisor_new_backend(&fake_ops, "fake://", be);
 }

@@ -21,7 +21,7 @@ CarrelHypervisor *carrel_hypervisor_new_fake(void);
  * Makes the fake fail the next call of the given op once with CARREL_ERROR_HYPERVISOR. op is a
  * member name of CarrelHypervisorOps: "define_start", "start", "shutdown", "destroy",
  * "undefine", "get_state", "agent_ping", "list", "define", "save", "restore", "set_time",
- * "agent_exec", "screenshot", "file_read", "file_write", "input_send", "fs_freeze", "pause",
+ * "agent_exec", "screenshot", "file_read", "file_write", "hid_send", "fs_freeze", "pause",
  * "ensure_network", "set_balloon", "spice_info" or "spice_password".
  */
 void carrel_hypervisor_fake_fail_next(CarrelHypervisor *hv, const char *op);
@@ -72,6 +72,6 @@ char *carrel_hypervisor_fake_get_spice_password(CarrelHypervisor *hv, const char
 guint carrel_hypervisor_fake_get_balloon_calls(CarrelHypervisor *hv);
 
 /* A copy of the QMP commands the fake received so far (GPtrArray of strings, in order). */
-GPtrArray *carrel_hypervisor_fake_get_input(CarrelHypervisor *hv);
+GPtrArray *carrel_hypervisor_fake_get_hid(CarrelHypervisor *hv);
 
 G_END_DECLS

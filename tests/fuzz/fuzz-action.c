@@ -1,7 +1,7 @@
 /*
  * libFuzzer harness for the computer action parser (untrusted client input): request bodies in
  * every supported format through carrel_conf_parse_json, carrel_action_batch_from_json, the
- * bounds check with scaling, and the input plan of every action that passed.
+ * bounds check with scaling, and the HID plan of every action that passed.
  * Built with -Dfuzz=true and clang (see tests/fuzz/meson.build), then:
  *   ./build-fuzz/tests/fuzz/fuzz-action -max_len=65536 CORPUS_DIR
  */
@@ -25,8 +25,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!batch || !carrel_action_batch_check_bounds(batch, 1280, 800, NULL))
         return 0;
     for (guint i = 0; i < batch->actions->len; i++) {
-        g_autoptr(GPtrArray) plan = carrel_hypervisor_input_plan(
-            g_ptr_array_index(batch->actions, i), 1280, 800, pointer, &pointer, NULL);
+        g_autoptr(GPtrArray) plan = carrel_hypervisor_hid_plan(g_ptr_array_index(batch->actions, i),
+                                                               1280, 800, pointer, &pointer, NULL);
         /* Every action that passed the parser and the bounds check has a plan. */
         if (!plan)
             __builtin_trap();

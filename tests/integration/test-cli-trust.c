@@ -374,7 +374,7 @@ test_rotate_admin(void **state)
     g_auto(CliRun) fresh = {0};
 
     assert_true(carrel_util_write_file(copy_file, original, -1, 0600, NULL));
-    /* Through a copy: carreld cannot have rewritten it, and carrel must not claim it did. */
+    /* Through a copy: carreld cannot have rewritten it, and carrel must not say it did. */
     cli(copy_file, (const char *const[]){"token", "rotate-admin", NULL}, &first);
     assert_int_equal(first.status, 0);
     from_copy = field(first.out, "token");

@@ -1,8 +1,8 @@
 /*
  * Integration: the web console's side of carreld (a real daemon on libvirt's test driver, over
  * TCP with libsoup): login cookie, same-origin rule, static files and their hostile paths, the
- * event stream, named tokens, the control lease against agent input, approvals through the test
- * hook, and the timeline naming who acted.
+ * event stream, named tokens, the control lease against agent HID events, approvals through the
+ * test hook, and the timeline naming who acted.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -359,7 +359,7 @@ timeline_text(void)
 }
 
 static void
-test_lease_and_agent_input(void **state)
+test_lease_and_agent_hid(void **state)
 {
     g_autofree char *alice_token = new_token("reviewer", "alice");
     g_autofree char *agent_token = new_token("agent", "bot-7");
@@ -390,7 +390,7 @@ test_lease_and_agent_input(void **state)
     request(&r, "GET", "/v1/sessions", NULL, "cookie", NULL);
     assert_non_null(strstr(r.text, "\"holder\":\"alice\""));
     reply_clear(&r);
-    /* Agent input, through any caller, waits for the human. */
+    /* Agent HID events, through any caller, wait for the human. */
     request(&r, "POST", computer, "{\"action\":\"left_click\",\"coordinate\":[5,5]}", agent, NULL);
     assert_int_equal(r.status, 409);
     assert_non_null(strstr(error_message(r.body), "session under human control"));
@@ -419,7 +419,7 @@ test_lease_and_agent_input(void **state)
     assert_int_equal(r.status, 200);
     assert_true(json_object_get_null_member(json_node_get_object(r.body), "holder"));
     reply_clear(&r);
-    /* Released: the agent's input is no longer refused for the lease (the paused state says
+    /* Released: the agent's HID events are no longer refused for the lease (the paused state says
      * why now). */
     request(&r, "POST", computer, "{\"action\":\"type\",\"text\":\"x\"}", agent, NULL);
     assert_int_equal(r.status, 409);
@@ -560,7 +560,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_static_files),
         cmocka_unit_test(test_login_and_cookie),
-        cmocka_unit_test(test_lease_and_agent_input),
+        cmocka_unit_test(test_lease_and_agent_hid),
         cmocka_unit_test(test_approvals),
         cmocka_unit_test(test_stream),
         cmocka_unit_test(test_logout),

@@ -113,10 +113,10 @@ test_enum_tables(void **state)
         assert_int_equal(carrel_observe_from_string(carrel_observe_to_string(i)), i);
     assert_int_equal(carrel_action_kind_from_string("left_click"), CARREL_ACTION_LAST);
     assert_int_equal(carrel_button_from_string("wheel"), CARREL_BUTTON_LAST);
-    assert_true(carrel_action_kind_sends_input(CARREL_ACTION_CLICK));
-    assert_true(carrel_action_kind_sends_input(CARREL_ACTION_WAIT));
-    assert_false(carrel_action_kind_sends_input(CARREL_ACTION_SCREENSHOT));
-    assert_false(carrel_action_kind_sends_input(CARREL_ACTION_LAUNCH));
+    assert_true(carrel_action_kind_sends_hid(CARREL_ACTION_CLICK));
+    assert_true(carrel_action_kind_sends_hid(CARREL_ACTION_WAIT));
+    assert_false(carrel_action_kind_sends_hid(CARREL_ACTION_SCREENSHOT));
+    assert_false(carrel_action_kind_sends_hid(CARREL_ACTION_LAUNCH));
 }
 
 static void

@@ -179,19 +179,19 @@ test_parse_link_hostile(void **state)
 }
 
 static void
-test_input_messages(void **state)
+test_messages_acting_on_guest(void **state)
 {
     /* Keys, modifiers, scancodes, motion, position, press, release. */
-    static const guint16 inputs[] = {101, 102, 103, 104, 111, 112, 113, 114, 200, 65535};
+    static const guint16 acting[] = {101, 102, 103, 104, 111, 112, 113, 114, 200, 65535};
 
-    for (gsize i = 0; i < G_N_ELEMENTS(inputs); i++)
-        assert_true(carrel_spice_msg_is_input(CARREL_SPICE_CHANNEL_INPUTS, inputs[i]));
+    for (gsize i = 0; i < G_N_ELEMENTS(acting); i++)
+        assert_true(carrel_spice_msg_acts_on_guest(CARREL_SPICE_CHANNEL_INPUTS, acting[i]));
     /* ack_sync, ack, pong, migrate flush, disconnecting pass. */
     for (guint16 t = 1; t <= 6; t++)
-        assert_false(carrel_spice_msg_is_input(CARREL_SPICE_CHANNEL_INPUTS, t));
-    assert_true(carrel_spice_msg_is_input(CARREL_SPICE_CHANNEL_MAIN, 107));
-    assert_false(carrel_spice_msg_is_input(CARREL_SPICE_CHANNEL_MAIN, 101));
-    assert_false(carrel_spice_msg_is_input(CARREL_SPICE_CHANNEL_DISPLAY, 101));
+        assert_false(carrel_spice_msg_acts_on_guest(CARREL_SPICE_CHANNEL_INPUTS, t));
+    assert_true(carrel_spice_msg_acts_on_guest(CARREL_SPICE_CHANNEL_MAIN, 107));
+    assert_false(carrel_spice_msg_acts_on_guest(CARREL_SPICE_CHANNEL_MAIN, 101));
+    assert_false(carrel_spice_msg_acts_on_guest(CARREL_SPICE_CHANNEL_DISPLAY, 101));
 }
 
 typedef struct {
@@ -472,7 +472,7 @@ main(void)
         cmocka_unit_test(test_reply),
         cmocka_unit_test(test_parse_link),
         cmocka_unit_test(test_parse_link_hostile),
-        cmocka_unit_test(test_input_messages),
+        cmocka_unit_test(test_messages_acting_on_guest),
         cmocka_unit_test(test_filter_view_only),
         cmocka_unit_test(test_filter_other_channels),
         cmocka_unit_test(test_filter_full_header_and_no_selection),

@@ -286,7 +286,7 @@ test_warm_pool(void **state)
     g_autoptr(GError) error = NULL;
     g_autoptr(GPtrArray) listed = NULL;
     g_autoptr(GPtrArray) members = NULL;
-    g_autoptr(CarrelSession) claimed = NULL;
+    g_autoptr(CarrelSession) taken = NULL;
     g_autoptr(CarrelSession) plain = NULL;
     CarrelSessionRequest cold = {
         .template_name = (char *)"tiny", .name = (char *)"c", .cold = TRUE};
@@ -306,13 +306,13 @@ test_warm_pool(void **state)
     plain = carrel_manager_session_create(fx->mgr, ADMIN, &cold, &error);
     assert_non_null(plain);
     assert_false(plain->from_pool);
-    claimed = create(fx, "from-pool", &error);
-    assert_non_null(claimed);
-    assert_true(claimed->from_pool);
-    assert_null(claimed->pool);
-    assert_string_equal(claimed->name, "from-pool");
-    assert_int_equal(claimed->state, CARREL_SESSION_RUNNING);
-    assert_string_equal(claimed->id, ((CarrelSession *)g_ptr_array_index(members, 0))->id);
+    taken = create(fx, "from-pool", &error);
+    assert_non_null(taken);
+    assert_true(taken->from_pool);
+    assert_null(taken->pool);
+    assert_string_equal(taken->name, "from-pool");
+    assert_int_equal(taken->state, CARREL_SESSION_RUNNING);
+    assert_string_equal(taken->id, ((CarrelSession *)g_ptr_array_index(members, 0))->id);
     /* The watcher refills. */
     g_clear_pointer(&members, g_ptr_array_unref);
     carrel_manager_watch(fx->mgr);

@@ -327,14 +327,14 @@ test_busy_session(void **state)
 
     assert_non_null(s);
     assert_string_equal(s->name, s->id);
-    assert_true(carrel_manager_claim(fx->mgr, s->id, "snapshot", NULL));
-    assert_false(carrel_manager_claim(fx->mgr, s->id, "fork", &error));
+    assert_true(carrel_manager_mark_busy(fx->mgr, s->id, "snapshot", NULL));
+    assert_false(carrel_manager_mark_busy(fx->mgr, s->id, "fork", &error));
     assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_BUSY));
     g_clear_error(&error);
     assert_null(carrel_manager_session_stop(fx->mgr, ADMIN, s->id, 1, &error));
     assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_BUSY));
     assert_non_null(strstr(error->message, "snapshot is in progress"));
-    carrel_manager_release(fx->mgr, s->id);
+    carrel_manager_clear_busy(fx->mgr, s->id);
 }
 
 /* How many "expire" events a session's timeline holds. */
@@ -368,7 +368,7 @@ test_watch_retries_busy(void **state)
     guint acted = 0;
 
     assert_non_null(s);
-    assert_true(carrel_manager_claim(fx->mgr, s->id, "snapshot", NULL));
+    assert_true(carrel_manager_mark_busy(fx->mgr, s->id, "snapshot", NULL));
     for (guint i = 0; acted == 0 && i < 50; i++) {
         acted = carrel_manager_watch(fx->mgr);
         if (acted == 0)
@@ -379,7 +379,7 @@ test_watch_retries_busy(void **state)
     assert_int_equal(held->state, CARREL_SESSION_RUNNING);
     assert_int_equal(held->expires_at, s->expires_at);
     assert_int_equal(count_expire_events(fx, s->id), 0);
-    carrel_manager_release(fx->mgr, s->id);
+    carrel_manager_clear_busy(fx->mgr, s->id);
     assert_int_equal(carrel_manager_watch(fx->mgr), 1);
     gone = carrel_manager_session_get(fx->mgr, ADMIN, s->id, &error);
     assert_int_equal(gone->state, CARREL_SESSION_DESTROYED);
@@ -547,7 +547,7 @@ computer(Fixture *fx, const char *id, const char *json, GError **error)
     return carrel_manager_session_computer(fx->mgr, ADMIN, id, body, error);
 }
 
-/* Actions become QMP input on the fake; bad ones are refused before anything is sent. */
+/* Actions become QMP HID events on the fake; bad ones are refused before anything is sent. */
 static void
 test_computer(void **state)
 {
@@ -569,7 +569,7 @@ test_computer(void **state)
     assert_null(computer(fx, s->id, "{\"action\":\"teleport\"}", &error));
     assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG));
     g_clear_error(&error);
-    sent = carrel_hypervisor_fake_get_input(fx->hv);
+    sent = carrel_hypervisor_fake_get_hid(fx->hv);
     assert_int_equal(sent->len, 0);
     g_clear_pointer(&sent, g_ptr_array_unref);
 
@@ -588,7 +588,7 @@ test_computer(void **state)
     assert_non_null(json_object_get_string_member(shot, "data"));
     assert_int_equal(json_object_get_int_member(json_object_get_object_member(obj, "pointer"), "x"),
                      3);
-    sent = carrel_hypervisor_fake_get_input(fx->hv);
+    sent = carrel_hypervisor_fake_get_hid(fx->hv);
     assert_true(sent->len >= 4);
     assert_non_null(strstr(g_ptr_array_index(sent, 0), "input-send-event"));
     {
@@ -627,7 +627,7 @@ test_computer(void **state)
     g_clear_pointer(&reply, json_node_unref);
 
     /* A failure part-way stops the batch and names the action. */
-    carrel_hypervisor_fake_fail_next(fx->hv, "input_send");
+    carrel_hypervisor_fake_fail_next(fx->hv, "hid_send");
     assert_null(computer(fx, s->id, "{\"action\":\"key\",\"text\":\"ctrl+c\"}", &error));
     assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_HYPERVISOR));
     assert_non_null(strstr(error->message, "actions[0] (key)"));

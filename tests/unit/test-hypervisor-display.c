@@ -1,4 +1,4 @@
-/* hypervisor: screenshots, input plans and the SPICE display, on the fake and on libvirt's
+/* hypervisor: screenshots, HID plans and the SPICE display, on the fake and on libvirt's
  * test driver. */
 #include <png.h>
 
@@ -76,7 +76,7 @@ assert_plan_refused(const CarrelAction *action, guint width, guint height, const
 {
     g_autoptr(GError) error = NULL;
     g_autoptr(GPtrArray) plan =
-        carrel_hypervisor_input_plan(action, width, height, (CarrelPoint){0, 0}, NULL, &error);
+        carrel_hypervisor_hid_plan(action, width, height, (CarrelPoint){0, 0}, NULL, &error);
 
     assert_null(plan);
     assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG));
@@ -90,15 +90,15 @@ plan_text(const CarrelAction *action, guint width, guint height, CarrelPoint poi
 {
     g_autoptr(GError) error = NULL;
     g_autoptr(GPtrArray) plan =
-        carrel_hypervisor_input_plan(action, width, height, pointer, ret_pointer, &error);
+        carrel_hypervisor_hid_plan(action, width, height, pointer, ret_pointer, &error);
 
     if (!plan)
         fail_msg("plan: %s", error->message);
-    return carrel_hypervisor_input_plan_to_text(plan);
+    return carrel_hypervisor_hid_plan_to_text(plan);
 }
 
 static void
-test_input_plan_abs(void **state)
+test_hid_plan_abs(void **state)
 {
     g_autoptr(CarrelAction) move = action_new(CARREL_ACTION_MOUSE_MOVE);
     CarrelPoint pointer = {0, 0};
@@ -122,7 +122,7 @@ test_input_plan_abs(void **state)
 }
 
 static void
-test_input_plan_steps(void **state)
+test_hid_plan_steps(void **state)
 {
     g_autoptr(CarrelAction) wait = action_new(CARREL_ACTION_WAIT);
     g_autoptr(CarrelAction) shot = action_new(CARREL_ACTION_SCREENSHOT);
@@ -134,12 +134,12 @@ test_input_plan_steps(void **state)
     CarrelPoint pointer = {0, 0};
 
     wait->duration_ms = 250;
-    plan = carrel_hypervisor_input_plan(wait, 1280, 800, pointer, NULL, NULL);
+    plan = carrel_hypervisor_hid_plan(wait, 1280, 800, pointer, NULL, NULL);
     assert_int_equal(plan->len, 1);
-    assert_null(((CarrelInputStep *)g_ptr_array_index(plan, 0))->arguments);
-    assert_int_equal(((CarrelInputStep *)g_ptr_array_index(plan, 0))->delay_ms, 250);
-    assert_null(carrel_hypervisor_input_command(g_ptr_array_index(plan, 0)));
-    empty = carrel_hypervisor_input_plan(shot, 1280, 800, pointer, NULL, NULL);
+    assert_null(((CarrelHidStep *)g_ptr_array_index(plan, 0))->arguments);
+    assert_int_equal(((CarrelHidStep *)g_ptr_array_index(plan, 0))->delay_ms, 250);
+    assert_null(carrel_hypervisor_hid_command(g_ptr_array_index(plan, 0)));
+    empty = carrel_hypervisor_hid_plan(shot, 1280, 800, pointer, NULL, NULL);
     assert_int_equal(empty->len, 0);
 
     /* A click where the pointer is: no move; the pointer stays, clamped to a smaller screen. */
@@ -149,15 +149,15 @@ test_input_plan_steps(void **state)
     assert_int_equal(pointer.x, 99);
     assert_int_equal(pointer.y, 50);
     g_clear_pointer(&plan, g_ptr_array_unref);
-    plan = carrel_hypervisor_input_plan(click, 100, 100, pointer, NULL, NULL);
-    command = carrel_hypervisor_input_command(g_ptr_array_index(plan, 0));
+    plan = carrel_hypervisor_hid_plan(click, 100, 100, pointer, NULL, NULL);
+    command = carrel_hypervisor_hid_command(g_ptr_array_index(plan, 0));
     assert_string_equal(command, "{\"execute\":\"input-send-event\",\"arguments\":{\"events\":"
                                  "[{\"type\":\"btn\",\"data\":{\"down\":true,\"button\":"
                                  "\"left\"}}]}}");
 }
 
 static void
-test_input_plan_refusals(void **state)
+test_hid_plan_refusals(void **state)
 {
     g_autoptr(CarrelAction) click = action_new(CARREL_ACTION_CLICK);
     g_autoptr(CarrelAction) key = action_new(CARREL_ACTION_KEY);
@@ -314,9 +314,9 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fake_screenshot),
-        cmocka_unit_test(test_input_plan_abs),
-        cmocka_unit_test(test_input_plan_steps),
-        cmocka_unit_test(test_input_plan_refusals),
+        cmocka_unit_test(test_hid_plan_abs),
+        cmocka_unit_test(test_hid_plan_steps),
+        cmocka_unit_test(test_hid_plan_refusals),
         cmocka_unit_test(test_spice_scan),
         cmocka_unit_test(test_fake_spice),
         cmocka_unit_test(test_libvirt_spice_on_test_driver),

@@ -80,7 +80,7 @@ test_ppm_parse(void **state)
     assert_ppm_refused("P6\n99999 99999\n255\n123", 22, "out of range");
     assert_ppm_refused("P6\n2 1\n255\n12345", 16, "does not match");
     assert_ppm_refused("P6\n2 1\n255\n1234567", 18, "does not match");
-    /* The largest side alone is fine; a huge claimed area is checked against the real length. */
+    /* The largest side alone is fine; a huge declared area is checked against the real length. */
     assert_ppm_refused("P6\n16384 16384\n255\n123", 23, "does not match");
     assert_false(carrel_image_ppm_parse(NULL, NULL, NULL, NULL, NULL));
 }
@@ -264,7 +264,7 @@ test_png_hostile(void **state)
     /* Refused from the header alone: 768 MiB of pixels are never allocated. */
     assert_png_refused(huge, CARREL_ERROR_LIMIT, "exceeds");
     assert_png_refused(absurd, CARREL_ERROR_INVALID_ARG, NULL);
-    /* Claims more rows than its data holds. */
+    /* Declares more rows than its data holds. */
     assert_png_refused(lying, CARREL_ERROR_INVALID_ARG, "png is invalid");
     assert_png_refused(ppm, CARREL_ERROR_INVALID_ARG, "not png");
 }

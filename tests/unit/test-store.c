@@ -500,32 +500,32 @@ test_session_owner(void **state)
     assert_string_equal(back->owner_id, "t-00000000000a");
 }
 
-/* A pool member is made by carreld and owned by nobody until a create claims it. */
+/* A pool member is made by carreld and owned by nobody until a create adopts it. */
 static void
-test_pool_claim_owner(void **state)
+test_pool_adopt_owner(void **state)
 {
     g_autoptr(CarrelStore) store = open_memory();
     g_autoptr(GError) error = NULL;
     g_autoptr(CarrelSession) member = make_session("s-000000000001", "pool-1", "tiny", 1);
-    g_autoptr(CarrelSession) claim = make_session("s-000000000001", "work", "tiny", 1);
+    g_autoptr(CarrelSession) adopted = make_session("s-000000000001", "work", "tiny", 1);
     g_autoptr(CarrelSession) back = NULL;
 
     insert_template(store, "tiny", 1);
     member->pool = g_strdup("tiny");
     assert_true(carrel_store_session_insert(store, member, &error));
-    claim->owner_id = g_strdup("t-00000000000b");
-    claim->owner_label = g_strdup("bob");
-    assert_true(carrel_store_session_claim(store, claim, &error));
+    adopted->owner_id = g_strdup("t-00000000000b");
+    adopted->owner_label = g_strdup("bob");
+    assert_true(carrel_store_session_adopt_member(store, adopted, &error));
     back = carrel_store_session_get(store, "s-000000000001", &error);
     assert_string_equal(back->name, "work");
     assert_null(back->pool);
     assert_true(back->from_pool);
     assert_string_equal(back->owner_id, "t-00000000000b");
     assert_string_equal(back->owner_label, "bob");
-    /* Claimed once only: a second create cannot take it from its owner. */
-    g_free(claim->owner_id);
-    claim->owner_id = g_strdup("t-00000000000c");
-    assert_false(carrel_store_session_claim(store, claim, &error));
+    /* Adopted once only: a second create cannot take it from its owner. */
+    g_free(adopted->owner_id);
+    adopted->owner_id = g_strdup("t-00000000000c");
+    assert_false(carrel_store_session_adopt_member(store, adopted, &error));
     assert_error(error, CARREL_ERROR_NOT_FOUND, NULL);
     g_clear_pointer(&back, carrel_session_free);
     back = carrel_store_session_get(store, "s-000000000001", &error);
@@ -854,7 +854,7 @@ main(void)
         cmocka_unit_test(test_session_names),
         cmocka_unit_test(test_session_id_beats_name),
         cmocka_unit_test(test_session_owner),
-        cmocka_unit_test(test_pool_claim_owner),
+        cmocka_unit_test(test_pool_adopt_owner),
         cmocka_unit_test(test_event_actor_id),
         cmocka_unit_test(test_approvals_and_leases),
         cmocka_unit_test(test_hostile_strings),

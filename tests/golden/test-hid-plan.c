@@ -1,5 +1,5 @@
 /*
- * Golden test of the input plans: every tests/data/input-plan/<case>.json, an object
+ * Golden test of the HID plans: every tests/data/hid-plan/<case>.json, an object
  * {"screen": [W, H], "pointer": [X, Y], "request": BODY} where BODY is a request body of
  * POST /v1/sessions/{id}/computer in any format, is parsed (carrel_action_batch_from_json),
  * mapped to the screen (carrel_action_batch_check_bounds) and planned action after action, the
@@ -45,12 +45,12 @@ run_case(JsonObject *obj, GError **error)
     for (guint i = 0; i < batch->actions->len; i++) {
         const CarrelAction *action = g_ptr_array_index(batch->actions, i);
         g_autoptr(GPtrArray) plan =
-            carrel_hypervisor_input_plan(action, width, height, pointer, &pointer, error);
+            carrel_hypervisor_hid_plan(action, width, height, pointer, &pointer, error);
         g_autofree char *text = NULL;
 
         if (!plan)
             return NULL;
-        text = carrel_hypervisor_input_plan_to_text(plan);
+        text = carrel_hypervisor_hid_plan_to_text(plan);
         g_string_append_printf(out, "# actions[%u] %s\n%s", i,
                                carrel_action_kind_to_string(action->kind), text);
     }
@@ -61,12 +61,12 @@ run_case(JsonObject *obj, GError **error)
 static char *
 generate(JsonObject *root, GError **error)
 {
-    golden_check_members(root, case_members, "an input-plan case");
+    golden_check_members(root, case_members, "a hid-plan case");
     return run_case(root, error);
 }
 
 int
 main(int argc, char **argv)
 {
-    return golden_main(argc, argv, "input-plan", ".txt", generate);
+    return golden_main(argc, argv, "hid-plan", ".txt", generate);
 }

@@ -1,7 +1,8 @@
 /*
- * Input plans: a normalised action as the ordered input-send-event commands (and pauses) that
- * the backend sends to the virtio tablet and keyboard. A pure function of the action, the screen
- * size and the pointer position, tested with golden files (tests/data/input-plan).
+ * HID plans (keyboard and pointer events): a normalised action as the ordered input-send-event
+ * commands (and pauses) that the backend sends to the virtio tablet and keyboard. A pure function
+ * of the action, the screen size and the pointer position, tested with golden files
+ * (tests/data/hid-plan).
  *
  * Every step is its own QMP command, and QEMU ends each command with a sync (EV_SYN): the guest
  * sees one input frame per step. Presses and releases go in separate steps, since a guest stack
@@ -14,7 +15,7 @@
 #include "hypervisor/hypervisor-priv.h"
 
 void
-carrel_input_step_free(CarrelInputStep *step)
+carrel_hid_step_free(CarrelHidStep *step)
 {
     if (!step)
         return;
@@ -36,13 +37,13 @@ static const char *const qemu_buttons[CARREL_BUTTON_LAST] = {
     [CARREL_BUTTON_FORWARD] = "extra",
 };
 
-/* Pixel to the tablet's axis: 0..width-1 spread over 0..CARREL_INPUT_ABS_MAX, rounded. */
+/* Pixel to the tablet's axis: 0..width-1 spread over 0..CARREL_HID_ABS_MAX, rounded. */
 static guint
 to_abs(guint pixel, guint side)
 {
     guint64 span = side > 1 ? side - 1 : 1;
 
-    return (guint)(((guint64)pixel * CARREL_INPUT_ABS_MAX * 2 + span) / (span * 2));
+    return (guint)(((guint64)pixel * CARREL_HID_ABS_MAX * 2 + span) / (span * 2));
 }
 
 static GString *
@@ -80,7 +81,7 @@ add_button(GString *events, const char *button, gboolean down)
 static void
 send_events(Plan *plan, GString *events)
 {
-    CarrelInputStep *step = g_new0(CarrelInputStep, 1);
+    CarrelHidStep *step = g_new0(CarrelHidStep, 1);
 
     g_string_append(events, "]}");
     step->arguments = g_string_free(events, FALSE);
@@ -90,11 +91,11 @@ send_events(Plan *plan, GString *events)
 static void
 pause_for(Plan *plan, guint ms)
 {
-    CarrelInputStep *step;
+    CarrelHidStep *step;
 
     if (ms == 0)
         return;
-    step = g_new0(CarrelInputStep, 1);
+    step = g_new0(CarrelHidStep, 1);
     step->delay_ms = ms;
     g_ptr_array_add(plan->steps, step);
 }
@@ -147,7 +148,7 @@ plan_click(Plan *plan, const CarrelAction *action)
     send_keys(plan, action->modifiers, TRUE);
     for (guint i = 0; i < action->count; i++) {
         if (i > 0)
-            pause_for(plan, CARREL_INPUT_CLICK_GAP_MS);
+            pause_for(plan, CARREL_HID_CLICK_GAP_MS);
         send_button(plan, button, TRUE);
         send_button(plan, button, FALSE);
     }
@@ -162,21 +163,21 @@ plan_press(Plan *plan, const CarrelAction *action, gboolean down)
     send_button(plan, qemu_buttons[action->button], down);
 }
 
-/* Moves from the pointer to target in steps of about CARREL_INPUT_DRAG_STEP_PX. */
+/* Moves from the pointer to target in steps of about CARREL_HID_DRAG_STEP_PX. */
 static void
 drag_segment(Plan *plan, CarrelPoint target)
 {
     double dx = (double)target.x - plan->pointer.x;
     double dy = (double)target.y - plan->pointer.y;
-    guint n = (guint)ceil(sqrt(dx * dx + dy * dy) / CARREL_INPUT_DRAG_STEP_PX);
+    guint n = (guint)ceil(sqrt(dx * dx + dy * dy) / CARREL_HID_DRAG_STEP_PX);
     CarrelPoint from = plan->pointer;
 
-    n = MIN(n, CARREL_INPUT_DRAG_MAX_STEPS);
+    n = MIN(n, CARREL_HID_DRAG_MAX_STEPS);
     for (guint k = 1; k <= n; k++) {
         CarrelPoint p = {(guint)floor(from.x + dx * k / n + 0.5),
                          (guint)floor(from.y + dy * k / n + 0.5)};
         move_to(plan, p);
-        pause_for(plan, CARREL_INPUT_DRAG_DELAY_MS);
+        pause_for(plan, CARREL_HID_DRAG_DELAY_MS);
     }
 }
 
@@ -195,7 +196,7 @@ plan_drag(Plan *plan, const CarrelAction *action)
     }
     send_keys(plan, action->modifiers, TRUE);
     send_button(plan, "left", TRUE);
-    pause_for(plan, CARREL_INPUT_DRAG_DELAY_MS);
+    pause_for(plan, CARREL_HID_DRAG_DELAY_MS);
     for (guint i = first; i < action->path->len; i++)
         drag_segment(plan, g_array_index(action->path, CarrelPoint, i));
     send_button(plan, "left", FALSE);
@@ -210,7 +211,7 @@ send_wheel(Plan *plan, const char *button, guint notches)
         GString *events = events_new();
 
         if (i > 0)
-            pause_for(plan, CARREL_INPUT_SCROLL_DELAY_MS);
+            pause_for(plan, CARREL_HID_SCROLL_DELAY_MS);
         add_button(events, button, TRUE);
         add_button(events, button, FALSE);
         send_events(plan, events);
@@ -241,7 +242,7 @@ plan_scroll(Plan *plan, const CarrelAction *action)
     send_wheel(plan, action->dy > 0 ? "wheel-down" : "wheel-up", (guint)ABS(action->dy));
     if (action->dx != 0) {
         if (action->dy != 0)
-            pause_for(plan, CARREL_INPUT_SCROLL_DELAY_MS);
+            pause_for(plan, CARREL_HID_SCROLL_DELAY_MS);
         if (add_shift)
             send_keys(plan, shift, TRUE);
         send_wheel(plan, action->dx > 0 ? "wheel-down" : "wheel-up", (guint)ABS(action->dx));
@@ -267,7 +268,7 @@ plan_type(Plan *plan, const CarrelAction *action)
 
         carrel_keymap_from_char(*p, &qcode, &shift);
         if (p != action->text)
-            pause_for(plan, CARREL_INPUT_TYPE_DELAY_MS);
+            pause_for(plan, CARREL_HID_TYPE_DELAY_MS);
         if (shift)
             add_key(down, "shift", TRUE);
         add_key(down, qcode, TRUE);
@@ -284,7 +285,7 @@ plan_keys(Plan *plan, const CarrelAction *action)
 {
     for (guint i = 0; i < action->combos->len; i++) {
         if (i > 0)
-            pause_for(plan, CARREL_INPUT_TYPE_DELAY_MS);
+            pause_for(plan, CARREL_HID_TYPE_DELAY_MS);
         send_keys(plan, g_ptr_array_index(action->combos, i), TRUE);
         send_keys(plan, g_ptr_array_index(action->combos, i), FALSE);
     }
@@ -489,8 +490,8 @@ check_action(const CarrelAction *action, guint width, guint height, GError **err
 }
 
 GPtrArray *
-carrel_hypervisor_input_plan(const CarrelAction *action, guint width, guint height,
-                             CarrelPoint pointer, CarrelPoint *ret_pointer, GError **error)
+carrel_hypervisor_hid_plan(const CarrelAction *action, guint width, guint height,
+                           CarrelPoint pointer, CarrelPoint *ret_pointer, GError **error)
 {
     Plan plan = {NULL, width, height, pointer};
 
@@ -499,7 +500,7 @@ carrel_hypervisor_input_plan(const CarrelAction *action, guint width, guint heig
     /* A pointer we lost track of (the screen shrank) starts from the nearest pixel. */
     plan.pointer.x = MIN(pointer.x, width - 1);
     plan.pointer.y = MIN(pointer.y, height - 1);
-    plan.steps = g_ptr_array_new_with_free_func((GDestroyNotify)carrel_input_step_free);
+    plan.steps = g_ptr_array_new_with_free_func((GDestroyNotify)carrel_hid_step_free);
     plan_action(&plan, action);
     if (ret_pointer)
         *ret_pointer = plan.pointer;
@@ -507,7 +508,7 @@ carrel_hypervisor_input_plan(const CarrelAction *action, guint width, guint heig
 }
 
 char *
-carrel_hypervisor_input_command(const CarrelInputStep *step)
+carrel_hypervisor_hid_command(const CarrelHidStep *step)
 {
     if (!step->arguments)
         return NULL;
@@ -515,12 +516,12 @@ carrel_hypervisor_input_command(const CarrelInputStep *step)
 }
 
 char *
-carrel_hypervisor_input_plan_to_text(GPtrArray *plan)
+carrel_hypervisor_hid_plan_to_text(GPtrArray *plan)
 {
     GString *text = g_string_new(NULL);
 
     for (guint i = 0; i < plan->len; i++) {
-        const CarrelInputStep *step = g_ptr_array_index(plan, i);
+        const CarrelHidStep *step = g_ptr_array_index(plan, i);
 
         if (step->arguments)
             g_string_append_printf(text, "%s\n", step->arguments);

@@ -1,5 +1,5 @@
 /*
- * Running an input plan: one QMP command per step, with the keys and buttons held down tracked
+ * Running a HID plan: one QMP command per step, with the keys and buttons held down tracked
  * so that a plan failing part-way never leaves one pressed in the guest.
  */
 #define CARREL_HYPERVISOR_PRIV_H_ALLOW
@@ -61,25 +61,25 @@ release_held(CarrelHypervisor *hv, const char *name, GHashTable *held)
                                       "[{\"type\":\"btn\",\"data\":{\"down\":false,\"button\":"
                                       "\"%s\"}}]}}",
                                       item + 4);
-        (void)hv->ops->input_send(hv, name, command, NULL);
+        (void)hv->ops->hid_send(hv, name, command, NULL);
     }
 }
 
 gboolean
-carrel_hypervisor_input_run(CarrelHypervisor *hv, const char *name, GPtrArray *plan, GError **error)
+carrel_hypervisor_hid_run(CarrelHypervisor *hv, const char *name, GPtrArray *plan, GError **error)
 {
     g_autoptr(GHashTable) held = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 
     g_return_val_if_fail(hv != NULL && name != NULL && plan != NULL, FALSE);
     for (guint i = 0; i < plan->len; i++) {
-        const CarrelInputStep *step = g_ptr_array_index(plan, i);
-        g_autofree char *command = carrel_hypervisor_input_command(step);
+        const CarrelHidStep *step = g_ptr_array_index(plan, i);
+        g_autofree char *command = carrel_hypervisor_hid_command(step);
 
         if (!command) {
             g_usleep((gulong)step->delay_ms * 1000);
             continue;
         }
-        if (!hv->ops->input_send(hv, name, command, error)) {
+        if (!hv->ops->hid_send(hv, name, command, error)) {
             release_held(hv, name, held);
             g_prefix_error(error, "domain '%s': sending input (step %u of %u): ", name, i + 1,
                            plan->len);

@@ -8,7 +8,7 @@
 #define CARREL_DISK_PRIV_H_ALLOW
 #include "disk/disk-priv.h"
 
-/* QEMU's probing reads this many bytes; a "raw" image must look like nothing in them. */
+/* QEMU's probing reads this many bytes; a "raw" disk must look like nothing in them. */
 #define DISK_PROBE_BYTES 512
 
 /* qemu-img check's documented exit statuses. */
@@ -141,7 +141,7 @@ carrel_disk_info_read(const char *path, const char *format, GError **error)
     if (g_str_equal(format, "raw") && !check_raw_header(path, error))
         return NULL;
     /*
-     * No --force-share: qemu-img then takes QEMU's shared read lock, so an image that a running
+     * No --force-share: qemu-img then takes QEMU's shared read lock, so a disk that a running
      * VM writes is refused rather than read half-written. -f is given, so nothing is probed,
      * and info opens no backing file.
      */
@@ -160,7 +160,7 @@ carrel_disk_info_read(const char *path, const char *format, GError **error)
 static gboolean
 check_links(const CarrelDiskInfo *info, GError **error)
 {
-    /* Backing and data files name host paths: an imported image must be self-contained. */
+    /* Backing and data files name host paths: an imported disk must be self-contained. */
     if (info->backing_filename) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
                     "image has a backing file '%s': import a standalone image (qemu-img convert)",
@@ -269,7 +269,7 @@ carrel_disk_check_consistent(const char *path, const char *format, GError **erro
     if (g_strcmp0(format, "raw") == 0) {
         if (!check_raw_header(path, error))
             return FALSE;
-        /* Nothing to check inside a raw image; a size off the sector grid means a cut copy. */
+        /* Nothing to check inside a raw disk; a size off the sector grid means a cut copy. */
         if (st.st_size == 0 || st.st_size % 512 != 0) {
             g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
                         "raw image '%s' is %" G_GINT64_FORMAT
