@@ -872,4 +872,6 @@ G_END_DECLS
 /* Principals, operations, tokens, audit records. */
 #define CARREL_CONF_H_INSIDE
 #include "conf/conf-trust.h"
+/* The bodies of API requests that are not records of their own. */
+#include "conf/conf-requests.h"
 #undef CARREL_CONF_H_INSIDE
