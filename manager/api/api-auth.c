@@ -24,17 +24,14 @@ principal_json(const CarrelPrincipal *who)
 CarrelApiReply *
 carrel_api_post_login(CarrelApiRequest *req, GError **error)
 {
-    static const char *const allowed[] = {"token", NULL};
-    const char *token = NULL;
+    const CarrelLoginRequest *body = req->typed;
     g_autoptr(CarrelPrincipal) who = NULL;
     g_autofree char *cookie = NULL;
     CarrelApiReply *reply;
 
-    if (!carrel_api_body_string(req, allowed, "token", TRUE, &token, error))
-        return NULL;
     if ((reply = carrel_api_login_limit_reply(req->api, req->source)))
         return reply;
-    who = carrel_manager_authenticate(req->mgr, token, error);
+    who = carrel_manager_authenticate(req->mgr, body->token, error);
     if (!who) {
         carrel_api_count_failed_login(req->api, req->source);
         return NULL;
@@ -70,23 +67,13 @@ carrel_api_get_roles(CarrelApiRequest *req, GError **error)
 CarrelApiReply *
 carrel_api_post_tokens(CarrelApiRequest *req, GError **error)
 {
-    static const char *const allowed[] = {"role", "name", "expires", "policies", NULL};
-    g_auto(GStrv) policies = NULL;
-    const char *role = NULL;
-    const char *name = NULL;
-    const char *expires = NULL;
-    gint64 ttl_s = 0;
-    g_autofree char *token = NULL;
+    const CarrelTokenRequest *body = req->typed;
     g_autoptr(CarrelToken) made = NULL;
+    g_autofree char *token = carrel_manager_token_create(req->mgr, req->who, body->role, body->name,
+                                                         body->ttl_s, body->policies, &made, error);
     JsonNode *node;
 
-    if (!carrel_api_body_string(req, allowed, "role", TRUE, &role, error) ||
-        !carrel_api_body_string(req, allowed, "name", TRUE, &name, error) ||
-        !carrel_api_body_string(req, allowed, "expires", FALSE, &expires, error) ||
-        (expires && !carrel_token_parse_ttl(expires, &ttl_s, error)) ||
-        !carrel_token_policies_from_json(req->body, &policies, error) ||
-        !(token = carrel_manager_token_create(req->mgr, req->who, role, name, ttl_s, policies,
-                                              &made, error)))
+    if (!token)
         return NULL;
     node = carrel_token_to_json(made, carrel_util_now());
     /* The only time the token is shown: it is kept as a hash. */

@@ -15,20 +15,13 @@ carrel_api_get_control(CarrelApiRequest *req, GError **error)
 CarrelApiReply *
 carrel_api_post_control(CarrelApiRequest *req, GError **error)
 {
-    static const char *const allowed[] = {"action", NULL};
-    const char *action = NULL;
+    const CarrelControlRequest *body = req->typed;
 
-    if (!carrel_api_body_string(req, allowed, "action", TRUE, &action, error))
-        return NULL;
-    if (g_str_equal(action, "take"))
+    if (body->take)
         return carrel_api_reply_ok(
             carrel_manager_lease_take(req->mgr, req->who, carrel_api_param(req, 0), error));
-    if (g_str_equal(action, "release"))
-        return carrel_api_reply_ok(
-            carrel_manager_lease_release(req->mgr, req->who, carrel_api_param(req, 0), error));
-    g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
-                "'action' must be \"take\" or \"release\"");
-    return NULL;
+    return carrel_api_reply_ok(
+        carrel_manager_lease_release(req->mgr, req->who, carrel_api_param(req, 0), error));
 }
 
 CarrelApiReply *
@@ -52,14 +45,10 @@ carrel_api_get_approvals(CarrelApiRequest *req, GError **error)
 static CarrelApiReply *
 decide(CarrelApiRequest *req, gboolean approve, GError **error)
 {
-    static const char *const allowed[] = {"reason", NULL};
-    const char *reason = NULL;
-    g_autoptr(CarrelApproval) a = NULL;
+    const CarrelDecisionRequest *body = req->typed;
+    g_autoptr(CarrelApproval) a = carrel_manager_approval_decide(
+        req->mgr, req->who, carrel_api_param(req, 0), approve, body->reason, error);
 
-    if (!carrel_api_body_string(req, allowed, "reason", FALSE, &reason, error))
-        return NULL;
-    a = carrel_manager_approval_decide(req->mgr, req->who, carrel_api_param(req, 0), approve,
-                                       reason, error);
     return a ? carrel_api_reply_ok(carrel_approval_to_json(a)) : NULL;
 }
 
@@ -78,18 +67,10 @@ carrel_api_post_approval_deny(CarrelApiRequest *req, GError **error)
 CarrelApiReply *
 carrel_api_post_test_approval(CarrelApiRequest *req, GError **error)
 {
-    static const char *const allowed[] = {"session_id", "action", "detail", NULL};
-    JsonObject *obj = req->body ? json_node_get_object(req->body) : NULL;
-    const char *session = NULL;
-    const char *action = NULL;
-    JsonNode *detail;
-    g_autoptr(CarrelApproval) a = NULL;
+    const CarrelApprovalAsk *body = req->typed;
+    g_autoptr(CarrelApproval) a = carrel_manager_approval_request(
+        req->mgr, req->who, body->session_id, body->action, body->detail, error);
 
-    if (!carrel_api_body_string(req, allowed, "session_id", TRUE, &session, error) ||
-        !carrel_api_body_string(req, allowed, "action", TRUE, &action, error))
-        return NULL;
-    detail = json_object_get_member(obj, "detail");
-    a = carrel_manager_approval_request(req->mgr, req->who, session, action, detail, error);
     if (!a)
         return NULL;
     return carrel_api_reply_new_json(SOUP_STATUS_CREATED, carrel_approval_to_json(a));

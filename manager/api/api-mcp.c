@@ -11,8 +11,7 @@
     "and drive its desktop with computer (or screenshot), run commands with command_run, move "    \
     "files with file_read and file_write, and destroy it with sandbox_destroy when done."
 
-typedef JsonNode *(*ToolFunc)(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args,
-                              GError **error);
+typedef JsonNode *(*ToolFunc)(CarrelApiRequest *req, const CarrelMcpCall *call, GError **error);
 
 /*
  * Tools return a tool result; a failure of the manager is a result with isError set (the model
@@ -27,12 +26,6 @@ object_node(JsonObject *obj)
 
     json_object_unref(obj);
     return node;
-}
-
-static const char *
-arg(JsonObject *args, const char *name)
-{
-    return json_object_get_string_member_with_default(args, name, NULL);
 }
 
 /* A session (taken) in the API's one shape, or the error of the call that gave none. */
@@ -62,21 +55,17 @@ list_result(const char *member, GPtrArray *items, CarrelApiItemJson to_json, gpo
 }
 
 static JsonNode *
-tool_sandbox_create(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GError **error)
+tool_sandbox_create(CarrelApiRequest *req, const CarrelMcpCall *call, GError **error)
 {
-    g_autoptr(JsonNode) body = json_node_init_object(json_node_alloc(), args);
-    g_autoptr(CarrelSessionRequest) sreq = carrel_session_request_from_json(body, error);
     g_autoptr(GError) local = NULL;
-    CarrelSession *session;
+    CarrelSession *session =
+        carrel_manager_session_create(req->mgr, req->who, call->create, &local);
 
-    if (!sreq)
-        return NULL;
-    session = carrel_manager_session_create(req->mgr, req->who, sreq, &local);
     return session_result(req, session, local);
 }
 
 static JsonNode *
-tool_sandbox_list(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GError **error)
+tool_sandbox_list(CarrelApiRequest *req, const CarrelMcpCall *call, GError **error)
 {
     g_autoptr(GError) local = NULL;
     g_autoptr(GPtrArray) sessions = carrel_manager_session_list(req->mgr, req->who, FALSE, &local);
@@ -86,107 +75,100 @@ tool_sandbox_list(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, G
 }
 
 static JsonNode *
-tool_sandbox_destroy(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GError **error)
+tool_sandbox_destroy(CarrelApiRequest *req, const CarrelMcpCall *call, GError **error)
 {
     g_autoptr(GError) local = NULL;
     CarrelSession *session =
-        carrel_manager_session_destroy(req->mgr, req->who, arg(args, "session"), &local);
+        carrel_manager_session_destroy(req->mgr, req->who, call->session, &local);
 
     return session_result(req, session, local);
 }
 
 static JsonNode *
-tool_sandbox_pause(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GError **error)
+tool_sandbox_pause(CarrelApiRequest *req, const CarrelMcpCall *call, GError **error)
 {
     g_autoptr(GError) local = NULL;
     CarrelSession *session =
-        carrel_manager_session_pause(req->mgr, req->who, arg(args, "session"), &local);
+        carrel_manager_session_pause(req->mgr, req->who, call->session, &local);
 
     return session_result(req, session, local);
 }
 
 static JsonNode *
-tool_sandbox_resume(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GError **error)
+tool_sandbox_resume(CarrelApiRequest *req, const CarrelMcpCall *call, GError **error)
 {
     g_autoptr(GError) local = NULL;
     CarrelSession *session =
-        carrel_manager_session_resume(req->mgr, req->who, arg(args, "session"), &local);
+        carrel_manager_session_resume(req->mgr, req->who, call->session, &local);
 
     return session_result(req, session, local);
 }
 
 static JsonNode *
-tool_sandbox_hibernate(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GError **error)
+tool_sandbox_hibernate(CarrelApiRequest *req, const CarrelMcpCall *call, GError **error)
 {
     g_autoptr(GError) local = NULL;
     CarrelSession *session =
-        carrel_manager_session_hibernate(req->mgr, req->who, arg(args, "session"), &local);
+        carrel_manager_session_hibernate(req->mgr, req->who, call->session, &local);
 
     return session_result(req, session, local);
 }
 
 static JsonNode *
-tool_sandbox_fork(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GError **error)
+tool_sandbox_fork(CarrelApiRequest *req, const CarrelMcpCall *call, GError **error)
 {
     g_autoptr(GError) local = NULL;
-    gint64 count = json_object_get_int_member_with_default(args, "count", 1);
-    g_autoptr(GPtrArray) forks = carrel_manager_session_fork(
-        req->mgr, req->who, arg(args, "session"),
-        json_object_get_string_member_with_default(args, "snapshot", NULL),
-        (guint)CLAMP(count, 0, G_MAXINT), &local);
+    g_autoptr(GPtrArray) forks = carrel_manager_session_fork(req->mgr, req->who, call->session,
+                                                             call->snapshot, call->count, &local);
     CarrelApiView view = {req->mgr, req->who};
 
     return list_result("sessions", forks, carrel_api_session_item, &view, local);
 }
 
 static JsonNode *
-tool_snapshot_list(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GError **error)
+tool_snapshot_list(CarrelApiRequest *req, const CarrelMcpCall *call, GError **error)
 {
     g_autoptr(GError) local = NULL;
     g_autoptr(GPtrArray) snaps =
-        carrel_manager_snapshot_list(req->mgr, req->who, arg(args, "session"), &local);
+        carrel_manager_snapshot_list(req->mgr, req->who, call->session, &local);
 
     return list_result("snapshots", snaps, carrel_api_snapshot_item, NULL, local);
 }
 
 static JsonNode *
-tool_snapshot_create(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GError **error)
+tool_snapshot_create(CarrelApiRequest *req, const CarrelMcpCall *call, GError **error)
 {
     g_autoptr(GError) local = NULL;
-    g_autoptr(CarrelSnapshot) snap = carrel_manager_snapshot_create(
-        req->mgr, req->who, arg(args, "session"), arg(args, "name"), &local);
+    g_autoptr(CarrelSnapshot) snap =
+        carrel_manager_snapshot_create(req->mgr, req->who, call->session, call->name, &local);
     g_autoptr(JsonNode) node = snap ? carrel_snapshot_to_json(snap) : NULL;
 
     return node ? carrel_mcp_json_result(node) : carrel_mcp_error_result(local);
 }
 
 static JsonNode *
-tool_snapshot_revert(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GError **error)
+tool_snapshot_revert(CarrelApiRequest *req, const CarrelMcpCall *call, GError **error)
 {
     g_autoptr(GError) local = NULL;
-    CarrelSession *session = carrel_manager_snapshot_revert(
-        req->mgr, req->who, arg(args, "session"), arg(args, "name"), &local);
+    CarrelSession *session =
+        carrel_manager_snapshot_revert(req->mgr, req->who, call->session, call->name, &local);
 
     return session_result(req, session, local);
 }
 
 static JsonNode *
-tool_computer(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GError **error)
+tool_computer(CarrelApiRequest *req, const CarrelMcpCall *call, GError **error)
 {
-    g_autofree char *session = g_strdup(arg(args, "session"));
-    g_autoptr(JsonNode) body = NULL;
-    g_autoptr(JsonNode) reply = NULL;
     g_autoptr(GError) local = NULL;
+    /* The action as Anthropic's computer tool (or another format) gives it. */
+    g_autoptr(JsonNode) reply =
+        carrel_manager_session_computer(req->mgr, req->who, call->session, call->action, &local);
 
-    /* The rest is the action as Anthropic's computer tool (or another format) gives it. */
-    json_object_remove_member(args, "session");
-    body = json_node_init_object(json_node_alloc(), args);
-    reply = carrel_manager_session_computer(req->mgr, req->who, session, body, &local);
     return reply ? carrel_mcp_computer_result(reply) : carrel_mcp_error_result(local);
 }
 
 static JsonNode *
-tool_screenshot(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GError **error)
+tool_screenshot(CarrelApiRequest *req, const CarrelMcpCall *call, GError **error)
 {
     CarrelScreenshotRequest shot;
     g_autoptr(GBytes) png = NULL;
@@ -195,8 +177,7 @@ tool_screenshot(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GEr
 
     if (!carrel_screenshot_request_parse(NULL, &shot, error))
         return NULL;
-    png =
-        carrel_manager_session_screenshot(req->mgr, req->who, arg(args, "session"), &shot, &local);
+    png = carrel_manager_session_screenshot(req->mgr, req->who, call->session, &shot, &local);
     if (!png)
         return carrel_mcp_error_result(local);
     content = json_array_new();
@@ -205,16 +186,13 @@ tool_screenshot(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GEr
 }
 
 static JsonNode *
-tool_command_run(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GError **error)
+tool_command_run(CarrelApiRequest *req, const CarrelMcpCall *call, GError **error)
 {
-    g_autoptr(CarrelExecRequest) exec = carrel_mcp_exec_request_from_arguments(args, error);
     g_autoptr(GError) local = NULL;
     CarrelExecResult result = {0};
     JsonNode *node;
 
-    if (!exec)
-        return NULL;
-    if (!carrel_manager_session_exec(req->mgr, req->who, arg(args, "session"), exec, &result,
+    if (!carrel_manager_session_exec(req->mgr, req->who, call->session, call->exec, &result,
                                      &local))
         return carrel_mcp_error_result(local);
     node = carrel_mcp_exec_result(&result);
@@ -223,10 +201,10 @@ tool_command_run(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GE
 }
 
 static JsonNode *
-tool_file_read(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GError **error)
+tool_file_read(CarrelApiRequest *req, const CarrelMcpCall *call, GError **error)
 {
-    const char *session = arg(args, "session");
-    const char *path = arg(args, "path");
+    const char *session = call->session;
+    const char *path = call->path;
     g_autoptr(GError) local = NULL;
     g_autoptr(GBytes) data =
         carrel_manager_session_file_read(req->mgr, req->who, session, path, &local);
@@ -243,21 +221,17 @@ tool_file_read(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GErr
 }
 
 static JsonNode *
-tool_file_write(CarrelApiRequest *req, CarrelMcpTool tool, JsonObject *args, GError **error)
+tool_file_write(CarrelApiRequest *req, const CarrelMcpCall *call, GError **error)
 {
-    const char *path = arg(args, "path");
-    g_autoptr(GBytes) data = carrel_mcp_file_content_from_arguments(args, error);
     g_autoptr(GError) local = NULL;
     g_autoptr(JsonObject) obj = json_object_new();
     g_autoptr(JsonNode) node = NULL;
 
-    if (!data)
-        return NULL;
-    if (!carrel_manager_session_file_write(req->mgr, req->who, arg(args, "session"), path, data,
-                                           &local))
+    if (!carrel_manager_session_file_write(req->mgr, req->who, call->session, call->path,
+                                           call->content, &local))
         return carrel_mcp_error_result(local);
-    json_object_set_string_member(obj, "path", path);
-    json_object_set_int_member(obj, "bytes", (gint64)g_bytes_get_size(data));
+    json_object_set_string_member(obj, "path", call->path);
+    json_object_set_int_member(obj, "bytes", (gint64)g_bytes_get_size(call->content));
     node = json_node_init_object(json_node_alloc(), obj);
     return carrel_mcp_json_result(node);
 }
@@ -311,16 +285,14 @@ invalid_params(CarrelMcpMessage *msg, const char *format, ...)
 static JsonNode *
 method_initialize(CarrelApiRequest *req, CarrelMcpMessage *msg)
 {
-    JsonObject *params = msg->params ? json_node_get_object(msg->params) : NULL;
-    JsonNode *version = params ? json_object_get_member(params, "protocolVersion") : NULL;
+    g_autoptr(GError) error = NULL;
+    const char *version = carrel_mcp_initialize_version(msg->params, &error);
     JsonObject *result, *caps, *tools, *info;
 
-    if (!version || !JSON_NODE_HOLDS_VALUE(version) ||
-        json_node_get_value_type(version) != G_TYPE_STRING)
-        return invalid_params(msg, "initialize needs 'protocolVersion', a string");
+    if (!version)
+        return invalid_params(msg, "%s", error->message);
     result = json_object_new();
-    json_object_set_string_member(result, "protocolVersion",
-                                  carrel_mcp_version_negotiate(json_node_get_string(version)));
+    json_object_set_string_member(result, "protocolVersion", version);
     caps = json_object_new();
     tools = json_object_new();
     json_object_set_boolean_member(tools, "listChanged", FALSE);
@@ -338,24 +310,18 @@ method_initialize(CarrelApiRequest *req, CarrelMcpMessage *msg)
 static JsonNode *
 method_tools_call(CarrelApiRequest *req, CarrelMcpMessage *msg)
 {
-    JsonObject *params = msg->params ? json_node_get_object(msg->params) : NULL;
-    JsonNode *name = params ? json_object_get_member(params, "name") : NULL;
-    g_autoptr(JsonObject) args = NULL;
+    g_autoptr(CarrelMcpCall) call = NULL;
     g_autoptr(GError) error = NULL;
     CarrelMcpTool tool;
     JsonNode *result = NULL;
 
-    if (!name || !JSON_NODE_HOLDS_VALUE(name) || json_node_get_value_type(name) != G_TYPE_STRING)
-        return invalid_params(msg, "tools/call needs the tool's 'name', a string");
-    tool = carrel_mcp_tool_from_string(json_node_get_string(name));
-    if (tool == CARREL_MCP_TOOL_LAST)
-        return invalid_params(msg, "unknown tool '%s' (see tools/list)",
-                              json_node_get_string(name));
-    args = carrel_mcp_tool_arguments(tool, json_object_get_member(params, "arguments"), &error);
+    if (!carrel_mcp_call_tool(msg->params, &tool, &error))
+        return invalid_params(msg, "%s", error->message);
+    call = carrel_mcp_call_from_params(tool, msg->params, &error);
     g_message("request %s: mcp tool '%s'", req->request_id, carrel_mcp_tool_to_string(tool));
-    if (args)
-        result = tool_table[tool].func(req, tool, args, &error);
-    if (!args || !result)
+    if (call)
+        result = tool_table[tool].func(req, call, &error);
+    if (!call || !result)
         return invalid_params(msg, "invalid arguments for '%s': %s",
                               carrel_mcp_tool_to_string(tool), error->message);
     return carrel_mcp_result_reply(msg->id, result);

@@ -26,9 +26,11 @@ typedef struct {
     const char *version_info;
     char *method;
     char *path;
-    GPtrArray *params;    /* decoded path segments captured by '*' in the route */
-    GHashTable *query;    /* decoded query, may be NULL */
-    JsonNode *body;       /* parsed JSON object, or NULL when there was no body */
+    GPtrArray *params; /* decoded path segments captured by '*' in the route */
+    GHashTable *query; /* decoded query, may be NULL */
+    JsonNode *body;    /* parsed JSON object, or NULL when there was no body */
+    gpointer typed;    /* the body as the route's typed request (CarrelApiBodyType), or NULL */
+    GDestroyNotify typed_free;
     GBytes *raw_body;     /* the body as sent, for CARREL_API_ROUTE_RAW_BODY routes only */
     CarrelPrincipal *who; /* whoever the credentials say, handed to every core verb */
     char *source;         /* the peer's address ("unix" on the socket), for the login limit */
@@ -104,6 +106,23 @@ typedef enum {
 } CarrelApiRouteFlags;
 
 /*
+ * How a route's body becomes its typed request: the server calls parse on the JSON body (NULL
+ * when none was sent) before the handler, answers its error (400, or 413 for a limit) without
+ * calling the handler, and hands the handler the record as req->typed.
+ */
+typedef gpointer (*CarrelApiBodyParser)(JsonNode *body, GError **error);
+typedef struct {
+    CarrelApiBodyParser parse;
+    GDestroyNotify free;
+} CarrelApiBodyType;
+
+/* The body type of a parser and the free function of its record, for the route table. */
+#define CARREL_API_BODY_OF(from_json, free_func)                                                   \
+    (&(const CarrelApiBodyType){(CarrelApiBodyParser)(from_json), (GDestroyNotify)(free_func)})
+/* The same for conf's record PREFIX: PREFIX_from_json and PREFIX_free. */
+#define CARREL_API_BODY(prefix) CARREL_API_BODY_OF(prefix##_from_json, prefix##_free)
+
+/*
  * A route and the core operation it reaches. The operation is documentation and the key of the
  * role matrix test, never a check: core decides (CARREL_OP_LAST: no core verb, e.g. login).
  */
@@ -113,6 +132,7 @@ typedef struct {
     CarrelApiHandler handler;
     CarrelOp op;
     CarrelApiRouteFlags flags;
+    const CarrelApiBodyType *body; /* the typed request of its JSON body, or NULL */
 } CarrelApiRoute;
 
 /* The route table (api-routes.c), terminated by a NULL method. */
@@ -130,9 +150,6 @@ gsize carrel_api_route_body_max(const CarrelApiRoute *route);
 const char *carrel_api_param(CarrelApiRequest *req, guint i);
 /* A query value or NULL. */
 const char *carrel_api_query(CarrelApiRequest *req, const char *key);
-/* A string member of the body: required or not; other members refused. */
-gboolean carrel_api_body_string(CarrelApiRequest *req, const char *const *allowed, const char *name,
-                                gboolean required, const char **ret_value, GError **error);
 
 /*
  * POST /mcp (api-mcp.c): one JSON-RPC message of MCP's streamable HTTP transport, answered with

@@ -96,14 +96,3 @@ carrel_api_route_body_max(const CarrelApiRoute *route)
     return (route->flags & CARREL_API_ROUTE_RAW_BODY) ? CARREL_LIMIT_FILE_BYTES
                                                       : CARREL_LIMIT_BODY_BYTES;
 }
-
-gboolean
-carrel_api_body_string(CarrelApiRequest *req, const char *const *allowed, const char *name,
-                       gboolean required, const char **ret_value, GError **error)
-{
-    JsonObject *obj = req->body ? json_node_get_object(req->body) : NULL;
-
-    if (obj && !carrel_conf_check_members(obj, allowed, error))
-        return FALSE;
-    return carrel_conf_get_string_ref(obj, name, required, ret_value, error);
-}

@@ -99,12 +99,9 @@ get_template(CarrelApiRequest *req, GError **error)
 static CarrelApiReply *
 post_templates(CarrelApiRequest *req, GError **error)
 {
-    g_autoptr(CarrelTemplateImport) imp = carrel_template_import_from_json(req->body, error);
-    g_autoptr(CarrelTemplate) tmpl = NULL;
+    g_autoptr(CarrelTemplate) tmpl =
+        carrel_manager_template_import(req->mgr, req->who, req->typed, error);
 
-    if (!imp)
-        return NULL;
-    tmpl = carrel_manager_template_import(req->mgr, req->who, imp, error);
     if (!tmpl)
         return NULL;
     return carrel_api_reply_new_json(SOUP_STATUS_CREATED, template_json(req, tmpl));
@@ -147,24 +144,10 @@ post_template_build(CarrelApiRequest *req, GError **error)
 static CarrelApiReply *
 post_template_warm(CarrelApiRequest *req, GError **error)
 {
-    static const char *const allowed[] = {"version", NULL};
-    JsonObject *obj = req->body ? json_node_get_object(req->body) : NULL;
-    gint64 version = 0;
-    g_autoptr(CarrelJob) job = NULL;
+    const CarrelWarmRequest *body = req->typed;
+    g_autoptr(CarrelJob) job = carrel_manager_template_warm(
+        req->mgr, req->who, carrel_api_param(req, 0), body->version, error);
 
-    if (obj && !carrel_conf_check_members(obj, allowed, error))
-        return NULL;
-    if (obj && json_object_has_member(obj, "version")) {
-        JsonNode *node = json_object_get_member(obj, "version");
-        if (!JSON_NODE_HOLDS_VALUE(node) || json_node_get_value_type(node) != G_TYPE_INT64 ||
-            (version = json_node_get_int(node)) < 1 || version > G_MAXUINT) {
-            g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
-                        "'version' must be a positive integer");
-            return NULL;
-        }
-    }
-    job = carrel_manager_template_warm(req->mgr, req->who, carrel_api_param(req, 0), (guint)version,
-                                       error);
     if (!job)
         return NULL;
     return carrel_api_reply_new_json(SOUP_STATUS_ACCEPTED, carrel_job_to_json(job));
@@ -173,19 +156,9 @@ post_template_warm(CarrelApiRequest *req, GError **error)
 static CarrelApiReply *
 put_template_pool(CarrelApiRequest *req, GError **error)
 {
-    static const char *const allowed[] = {"size", NULL};
-    JsonObject *obj = req->body ? json_node_get_object(req->body) : NULL;
-    gint64 size;
+    const CarrelPoolRequest *body = req->typed;
 
-    if (!obj || !carrel_conf_check_members(obj, allowed, error))
-        return NULL;
-    size = json_object_get_int_member_with_default(obj, "size", -1);
-    if (size < 0 || size > CARREL_LIMIT_POOL) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
-                    "'size' must be between 0 and %d", CARREL_LIMIT_POOL);
-        return NULL;
-    }
-    if (!carrel_manager_pool_set(req->mgr, req->who, carrel_api_param(req, 0), (guint)size, error))
+    if (!carrel_manager_pool_set(req->mgr, req->who, carrel_api_param(req, 0), body->size, error))
         return NULL;
     return carrel_api_reply_ok(carrel_manager_pool_list(req->mgr, req->who, error));
 }
@@ -249,12 +222,8 @@ get_sessions(CarrelApiRequest *req, GError **error)
 static CarrelApiReply *
 post_sessions(CarrelApiRequest *req, GError **error)
 {
-    g_autoptr(CarrelSessionRequest) sreq = carrel_session_request_from_json(req->body, error);
-
-    if (!sreq)
-        return NULL;
     return session_reply_in(req, SOUP_STATUS_CREATED,
-                            carrel_manager_session_create(req->mgr, req->who, sreq, error));
+                            carrel_manager_session_create(req->mgr, req->who, req->typed, error));
 }
 
 static CarrelApiReply *
@@ -292,28 +261,12 @@ post_session_resume(CarrelApiRequest *req, GError **error)
         carrel_manager_session_resume(req->mgr, req->who, carrel_api_param(req, 0), error));
 }
 
-/* {name} or {snapshot}: one required string member. */
-static char *
-body_string(CarrelApiRequest *req, const char *member, GError **error)
-{
-    JsonObject *obj = req->body ? json_node_get_object(req->body) : NULL;
-    const char *value = obj ? json_object_get_string_member_with_default(obj, member, NULL) : NULL;
-
-    if (!value) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "'%s' is required", member);
-        return NULL;
-    }
-    return g_strdup(value);
-}
-
 static CarrelApiReply *
 post_session_snapshots(CarrelApiRequest *req, GError **error)
 {
-    g_autofree char *name = body_string(req, "name", error);
-    g_autoptr(CarrelSnapshot) snap =
-        name ? carrel_manager_snapshot_create(req->mgr, req->who, carrel_api_param(req, 0), name,
-                                              error)
-             : NULL;
+    const CarrelSnapshotRequest *body = req->typed;
+    g_autoptr(CarrelSnapshot) snap = carrel_manager_snapshot_create(
+        req->mgr, req->who, carrel_api_param(req, 0), body->name, error);
 
     if (!snap)
         return NULL;
@@ -352,36 +305,20 @@ delete_session_snapshot(CarrelApiRequest *req, GError **error)
 static CarrelApiReply *
 post_session_revert(CarrelApiRequest *req, GError **error)
 {
-    g_autofree char *snapshot = body_string(req, "snapshot", error);
+    const CarrelSnapshotRequest *body = req->typed;
 
-    return snapshot ? session_reply(carrel_manager_snapshot_revert(
-                          req->mgr, req->who, carrel_api_param(req, 0), snapshot, error))
-                    : NULL;
+    return session_reply(carrel_manager_snapshot_revert(
+        req->mgr, req->who, carrel_api_param(req, 0), body->name, error));
 }
 
 static CarrelApiReply *
 post_session_fork(CarrelApiRequest *req, GError **error)
 {
-    static const char *const allowed[] = {"snapshot", "count", NULL};
-    JsonObject *obj = req->body ? json_node_get_object(req->body) : NULL;
-    const char *snapshot = NULL;
-    gint64 count = 1;
-    g_autoptr(GPtrArray) forks = NULL;
+    const CarrelForkRequest *body = req->typed;
+    g_autoptr(GPtrArray) forks = carrel_manager_session_fork(
+        req->mgr, req->who, carrel_api_param(req, 0), body->snapshot, body->count, error);
     CarrelApiView view = {req->mgr, req->who};
 
-    if (obj) {
-        if (!carrel_conf_check_members(obj, allowed, error))
-            return NULL;
-        snapshot = json_object_get_string_member_with_default(obj, "snapshot", NULL);
-        count = json_object_get_int_member_with_default(obj, "count", 1);
-    }
-    if (count < 1 || count > CARREL_LIMIT_FORKS) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
-                    "'count' must be between 1 and %d", CARREL_LIMIT_FORKS);
-        return NULL;
-    }
-    forks = carrel_manager_session_fork(req->mgr, req->who, carrel_api_param(req, 0), snapshot,
-                                        (guint)count, error);
     if (!forks)
         return NULL;
     return carrel_api_reply_new_json(
@@ -395,48 +332,23 @@ post_session_hibernate(CarrelApiRequest *req, GError **error)
         carrel_manager_session_hibernate(req->mgr, req->who, carrel_api_param(req, 0), error));
 }
 
-static gboolean
-stop_timeout(CarrelApiRequest *req, guint *ret_timeout, GError **error)
-{
-    static const char *const allowed[] = {"timeout_s", NULL};
-    JsonObject *obj = req->body ? json_node_get_object(req->body) : NULL;
-    JsonNode *node = obj ? json_object_get_member(obj, "timeout_s") : NULL;
-
-    if (obj && !carrel_conf_check_members(obj, allowed, error))
-        return FALSE;
-    *ret_timeout = 30;
-    if (!node)
-        return TRUE;
-    if (!JSON_NODE_HOLDS_VALUE(node) || json_node_get_value_type(node) != G_TYPE_INT64 ||
-        json_node_get_int(node) < 0 || json_node_get_int(node) > 600) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
-                    "'timeout_s' must be an integer between 0 and 600");
-        return FALSE;
-    }
-    *ret_timeout = (guint)json_node_get_int(node);
-    return TRUE;
-}
-
 static CarrelApiReply *
 post_session_stop(CarrelApiRequest *req, GError **error)
 {
-    guint timeout_s;
+    const CarrelStopRequest *body = req->typed;
 
-    if (!stop_timeout(req, &timeout_s, error))
-        return NULL;
     return session_reply(carrel_manager_session_stop(req->mgr, req->who, carrel_api_param(req, 0),
-                                                     timeout_s, error));
+                                                     body->timeout_s, error));
 }
 
 static CarrelApiReply *
 post_session_exec(CarrelApiRequest *req, GError **error)
 {
-    g_autoptr(CarrelExecRequest) exec = carrel_exec_request_from_json(req->body, error);
     CarrelExecResult result = {0};
     JsonNode *node;
 
-    if (!exec || !carrel_manager_session_exec(req->mgr, req->who, carrel_api_param(req, 0), exec,
-                                              &result, error))
+    if (!carrel_manager_session_exec(req->mgr, req->who, carrel_api_param(req, 0), req->typed,
+                                     &result, error))
         return NULL;
     node = carrel_exec_result_to_json(&result);
     carrel_exec_result_clear(&result);
@@ -583,11 +495,10 @@ post_upload(CarrelApiRequest *req, GError **error)
 static CarrelApiReply *
 post_session_artifacts(CarrelApiRequest *req, GError **error)
 {
-    g_autoptr(CarrelExtractRequest) xreq = carrel_extract_request_from_json(req->body, error);
-    g_autoptr(CarrelExtraction) x = NULL;
+    g_autoptr(CarrelExtraction) x = carrel_manager_session_extract(
+        req->mgr, req->who, carrel_api_param(req, 0), req->typed, error);
 
-    if (!xreq || !(x = carrel_manager_session_extract(req->mgr, req->who, carrel_api_param(req, 0),
-                                                      xreq, error)))
+    if (!x)
         return NULL;
     return carrel_api_reply_new_json(SOUP_STATUS_CREATED, carrel_extraction_to_json(x));
 }
@@ -661,70 +572,90 @@ post_session_computer(CarrelApiRequest *req, GError **error)
 }
 
 const CarrelApiRoute carrel_api_routes[] = {
-    {"GET", "/v1/healthz", get_healthz, CARREL_OP_LAST, CARREL_API_ROUTE_PUBLIC},
-    {"POST", "/v1/login", carrel_api_post_login, CARREL_OP_AUTH_LOGIN, CARREL_API_ROUTE_PUBLIC},
-    {"POST", "/v1/logout", carrel_api_post_logout, CARREL_OP_LAST, 0},
-    {"GET", "/v1/whoami", carrel_api_get_whoami, CARREL_OP_LAST, 0},
-    {"GET", "/v1/roles", carrel_api_get_roles, CARREL_OP_SERVER_READ, 0},
-    {"GET", "/v1/tokens", carrel_api_get_tokens, CARREL_OP_TOKEN_LIST, 0},
-    {"POST", "/v1/tokens", carrel_api_post_tokens, CARREL_OP_TOKEN_CREATE, 0},
-    {"POST", "/v1/tokens/admin/rotate", carrel_api_post_admin_rotate, CARREL_OP_TOKEN_ROTATE, 0},
-    {"DELETE", "/v1/tokens/*", carrel_api_delete_token, CARREL_OP_TOKEN_REVOKE, 0},
-    {"GET", "/v1/audit", carrel_api_get_audit, CARREL_OP_AUDIT_READ, 0},
-    {"GET", "/v1/audit/verify", carrel_api_get_audit_verify, CARREL_OP_AUDIT_READ, 0},
-    {"GET", "/v1/stream", carrel_api_get_stream, CARREL_OP_SESSION_LIST, 0},
-    {"GET", "/v1/approvals", carrel_api_get_approvals, CARREL_OP_APPROVAL_LIST, 0},
+    {"GET", "/v1/healthz", get_healthz, CARREL_OP_LAST, CARREL_API_ROUTE_PUBLIC, NULL},
+    {"POST", "/v1/login", carrel_api_post_login, CARREL_OP_AUTH_LOGIN, CARREL_API_ROUTE_PUBLIC,
+     CARREL_API_BODY(carrel_login_request)},
+    {"POST", "/v1/logout", carrel_api_post_logout, CARREL_OP_LAST, 0, NULL},
+    {"GET", "/v1/whoami", carrel_api_get_whoami, CARREL_OP_LAST, 0, NULL},
+    {"GET", "/v1/roles", carrel_api_get_roles, CARREL_OP_SERVER_READ, 0, NULL},
+    {"GET", "/v1/tokens", carrel_api_get_tokens, CARREL_OP_TOKEN_LIST, 0, NULL},
+    {"POST", "/v1/tokens", carrel_api_post_tokens, CARREL_OP_TOKEN_CREATE, 0,
+     CARREL_API_BODY(carrel_token_request)},
+    {"POST", "/v1/tokens/admin/rotate", carrel_api_post_admin_rotate, CARREL_OP_TOKEN_ROTATE, 0,
+     NULL},
+    {"DELETE", "/v1/tokens/*", carrel_api_delete_token, CARREL_OP_TOKEN_REVOKE, 0, NULL},
+    {"GET", "/v1/audit", carrel_api_get_audit, CARREL_OP_AUDIT_READ, 0, NULL},
+    {"GET", "/v1/audit/verify", carrel_api_get_audit_verify, CARREL_OP_AUDIT_READ, 0, NULL},
+    {"GET", "/v1/stream", carrel_api_get_stream, CARREL_OP_SESSION_LIST, 0, NULL},
+    {"GET", "/v1/approvals", carrel_api_get_approvals, CARREL_OP_APPROVAL_LIST, 0, NULL},
     {"POST", "/v1/approvals/*/approve", carrel_api_post_approval_approve, CARREL_OP_APPROVAL_DECIDE,
-     0},
-    {"POST", "/v1/approvals/*/deny", carrel_api_post_approval_deny, CARREL_OP_APPROVAL_DECIDE, 0},
+     0, CARREL_API_BODY(carrel_decision_request)},
+    {"POST", "/v1/approvals/*/deny", carrel_api_post_approval_deny, CARREL_OP_APPROVAL_DECIDE, 0,
+     CARREL_API_BODY(carrel_decision_request)},
     {"POST", "/v1/test/approvals", carrel_api_post_test_approval, CARREL_OP_APPROVAL_REQUEST,
-     CARREL_API_ROUTE_TEST_HOOK},
-    {"GET", "/v1/sessions/*/control", carrel_api_get_control, CARREL_OP_SESSION_READ, 0},
-    {"POST", "/v1/sessions/*/control", carrel_api_post_control, CARREL_OP_CONTROL_TAKE, 0},
-    {"GET", "/v1/sessions/*/screenshots/*", carrel_api_get_session_shot, CARREL_OP_SESSION_READ, 0},
-    {"GET", "/v1/version", get_version, CARREL_OP_SERVER_READ, 0},
-    {"GET", "/v1/templates", get_templates, CARREL_OP_TEMPLATE_READ, 0},
-    {"POST", "/v1/templates", post_templates, CARREL_OP_TEMPLATE_IMPORT, 0},
-    {"GET", "/v1/templates/*", get_template, CARREL_OP_TEMPLATE_READ, 0},
-    {"DELETE", "/v1/templates/*", delete_template, CARREL_OP_TEMPLATE_REMOVE, 0},
-    {"POST", "/v1/templates/*/build", post_template_build, CARREL_OP_TEMPLATE_BUILD, 0},
-    {"POST", "/v1/templates/*/warm", post_template_warm, CARREL_OP_TEMPLATE_WARM, 0},
-    {"PUT", "/v1/templates/*/pool", put_template_pool, CARREL_OP_POOL_SET, 0},
-    {"GET", "/v1/pools", get_pools, CARREL_OP_POOL_READ, 0},
-    {"GET", "/v1/policies", get_policies, CARREL_OP_POLICY_READ, 0},
-    {"GET", "/v1/policies/*", get_policy, CARREL_OP_POLICY_READ, 0},
-    {"GET", "/v1/jobs/*", get_job, CARREL_OP_JOB_READ, 0},
-    {"GET", "/v1/sessions", get_sessions, CARREL_OP_SESSION_LIST, 0},
-    {"POST", "/v1/sessions", post_sessions, CARREL_OP_SESSION_CREATE, 0},
-    {"GET", "/v1/sessions/*", get_session, CARREL_OP_SESSION_READ, 0},
-    {"DELETE", "/v1/sessions/*", delete_session, CARREL_OP_SESSION_DESTROY, 0},
-    {"POST", "/v1/sessions/*/start", post_session_start, CARREL_OP_SESSION_START, 0},
-    {"POST", "/v1/sessions/*/pause", post_session_pause, CARREL_OP_SESSION_PAUSE, 0},
-    {"POST", "/v1/sessions/*/resume", post_session_resume, CARREL_OP_SESSION_RESUME, 0},
-    {"POST", "/v1/sessions/*/hibernate", post_session_hibernate, CARREL_OP_SESSION_HIBERNATE, 0},
-    {"POST", "/v1/sessions/*/snapshots", post_session_snapshots, CARREL_OP_SNAPSHOT_CREATE, 0},
-    {"GET", "/v1/sessions/*/snapshots", get_session_snapshots, CARREL_OP_SESSION_READ, 0},
-    {"DELETE", "/v1/sessions/*/snapshots/*", delete_session_snapshot, CARREL_OP_SNAPSHOT_DELETE, 0},
-    {"POST", "/v1/sessions/*/revert", post_session_revert, CARREL_OP_SNAPSHOT_REVERT, 0},
-    {"POST", "/v1/sessions/*/fork", post_session_fork, CARREL_OP_SESSION_FORK, 0},
-    {"POST", "/v1/sessions/*/stop", post_session_stop, CARREL_OP_SESSION_STOP, 0},
-    {"POST", "/v1/sessions/*/exec", post_session_exec, CARREL_OP_SESSION_EXEC, 0},
-    {"GET", "/v1/sessions/*/files", get_session_file, CARREL_OP_SESSION_FILE_READ, 0},
+     CARREL_API_ROUTE_TEST_HOOK, CARREL_API_BODY(carrel_approval_ask)},
+    {"GET", "/v1/sessions/*/control", carrel_api_get_control, CARREL_OP_SESSION_READ, 0, NULL},
+    {"POST", "/v1/sessions/*/control", carrel_api_post_control, CARREL_OP_CONTROL_TAKE, 0,
+     CARREL_API_BODY(carrel_control_request)},
+    {"GET", "/v1/sessions/*/screenshots/*", carrel_api_get_session_shot, CARREL_OP_SESSION_READ, 0,
+     NULL},
+    {"GET", "/v1/version", get_version, CARREL_OP_SERVER_READ, 0, NULL},
+    {"GET", "/v1/templates", get_templates, CARREL_OP_TEMPLATE_READ, 0, NULL},
+    {"POST", "/v1/templates", post_templates, CARREL_OP_TEMPLATE_IMPORT, 0,
+     CARREL_API_BODY(carrel_template_import)},
+    {"GET", "/v1/templates/*", get_template, CARREL_OP_TEMPLATE_READ, 0, NULL},
+    {"DELETE", "/v1/templates/*", delete_template, CARREL_OP_TEMPLATE_REMOVE, 0, NULL},
+    {"POST", "/v1/templates/*/build", post_template_build, CARREL_OP_TEMPLATE_BUILD, 0, NULL},
+    {"POST", "/v1/templates/*/warm", post_template_warm, CARREL_OP_TEMPLATE_WARM, 0,
+     CARREL_API_BODY(carrel_warm_request)},
+    {"PUT", "/v1/templates/*/pool", put_template_pool, CARREL_OP_POOL_SET, 0,
+     CARREL_API_BODY(carrel_pool_request)},
+    {"GET", "/v1/pools", get_pools, CARREL_OP_POOL_READ, 0, NULL},
+    {"GET", "/v1/policies", get_policies, CARREL_OP_POLICY_READ, 0, NULL},
+    {"GET", "/v1/policies/*", get_policy, CARREL_OP_POLICY_READ, 0, NULL},
+    {"GET", "/v1/jobs/*", get_job, CARREL_OP_JOB_READ, 0, NULL},
+    {"GET", "/v1/sessions", get_sessions, CARREL_OP_SESSION_LIST, 0, NULL},
+    {"POST", "/v1/sessions", post_sessions, CARREL_OP_SESSION_CREATE, 0,
+     CARREL_API_BODY(carrel_session_request)},
+    {"GET", "/v1/sessions/*", get_session, CARREL_OP_SESSION_READ, 0, NULL},
+    {"DELETE", "/v1/sessions/*", delete_session, CARREL_OP_SESSION_DESTROY, 0, NULL},
+    {"POST", "/v1/sessions/*/start", post_session_start, CARREL_OP_SESSION_START, 0, NULL},
+    {"POST", "/v1/sessions/*/pause", post_session_pause, CARREL_OP_SESSION_PAUSE, 0, NULL},
+    {"POST", "/v1/sessions/*/resume", post_session_resume, CARREL_OP_SESSION_RESUME, 0, NULL},
+    {"POST", "/v1/sessions/*/hibernate", post_session_hibernate, CARREL_OP_SESSION_HIBERNATE, 0,
+     NULL},
+    {"POST", "/v1/sessions/*/snapshots", post_session_snapshots, CARREL_OP_SNAPSHOT_CREATE, 0,
+     CARREL_API_BODY(carrel_snapshot_request)},
+    {"GET", "/v1/sessions/*/snapshots", get_session_snapshots, CARREL_OP_SESSION_READ, 0, NULL},
+    {"DELETE", "/v1/sessions/*/snapshots/*", delete_session_snapshot, CARREL_OP_SNAPSHOT_DELETE, 0,
+     NULL},
+    {"POST", "/v1/sessions/*/revert", post_session_revert, CARREL_OP_SNAPSHOT_REVERT, 0,
+     CARREL_API_BODY_OF(carrel_revert_request_from_json, carrel_snapshot_request_free)},
+    {"POST", "/v1/sessions/*/fork", post_session_fork, CARREL_OP_SESSION_FORK, 0,
+     CARREL_API_BODY(carrel_fork_request)},
+    {"POST", "/v1/sessions/*/stop", post_session_stop, CARREL_OP_SESSION_STOP, 0,
+     CARREL_API_BODY(carrel_stop_request)},
+    {"POST", "/v1/sessions/*/exec", post_session_exec, CARREL_OP_SESSION_EXEC, 0,
+     CARREL_API_BODY(carrel_exec_request)},
+    {"GET", "/v1/sessions/*/files", get_session_file, CARREL_OP_SESSION_FILE_READ, 0, NULL},
     {"PUT", "/v1/sessions/*/files", put_session_file, CARREL_OP_SESSION_FILE_WRITE,
-     CARREL_API_ROUTE_RAW_BODY},
-    {"GET", "/v1/sessions/*/events", get_session_events, CARREL_OP_SESSION_READ, 0},
-    {"GET", "/v1/sessions/*/egress", get_session_egress, CARREL_OP_SESSION_READ, 0},
-    {"GET", "/v1/sessions/*/screenshot", get_session_screenshot, CARREL_OP_SESSION_SCREENSHOT, 0},
-    {"POST", "/v1/sessions/*/computer", post_session_computer, CARREL_OP_SESSION_INPUT, 0},
+     CARREL_API_ROUTE_RAW_BODY, NULL},
+    {"GET", "/v1/sessions/*/events", get_session_events, CARREL_OP_SESSION_READ, 0, NULL},
+    {"GET", "/v1/sessions/*/egress", get_session_egress, CARREL_OP_SESSION_READ, 0, NULL},
+    {"GET", "/v1/sessions/*/screenshot", get_session_screenshot, CARREL_OP_SESSION_SCREENSHOT, 0,
+     NULL},
+    {"POST", "/v1/sessions/*/computer", post_session_computer, CARREL_OP_SESSION_INPUT, 0, NULL},
     {"POST", "/v1/uploads", post_upload, CARREL_OP_UPLOAD_CREATE,
-     CARREL_API_ROUTE_RAW_BODY | CARREL_API_ROUTE_UPLOAD},
-    {"POST", "/v1/sessions/*/artifacts", post_session_artifacts, CARREL_OP_SESSION_EXTRACT, 0},
-    {"GET", "/v1/sessions/*/artifacts", get_session_artifacts, CARREL_OP_SESSION_READ, 0},
-    {"GET", "/v1/artifacts/*", get_artifact, CARREL_OP_ARTIFACT_READ, 0},
-    {"GET", "/v1/sessions/*/diff", get_session_diff, CARREL_OP_SESSION_DIFF, 0},
-    {"POST", "/mcp", carrel_api_mcp_post, CARREL_OP_LAST, CARREL_API_ROUTE_RAW_BODY},
+     CARREL_API_ROUTE_RAW_BODY | CARREL_API_ROUTE_UPLOAD, NULL},
+    {"POST", "/v1/sessions/*/artifacts", post_session_artifacts, CARREL_OP_SESSION_EXTRACT, 0,
+     CARREL_API_BODY(carrel_extract_request)},
+    {"GET", "/v1/sessions/*/artifacts", get_session_artifacts, CARREL_OP_SESSION_READ, 0, NULL},
+    {"GET", "/v1/artifacts/*", get_artifact, CARREL_OP_ARTIFACT_READ, 0, NULL},
+    {"GET", "/v1/sessions/*/diff", get_session_diff, CARREL_OP_SESSION_DIFF, 0, NULL},
+    {"POST", "/mcp", carrel_api_mcp_post, CARREL_OP_LAST, CARREL_API_ROUTE_RAW_BODY, NULL},
     /* The console (api-console-routes.c); WS /v1/console/{ticket} is api-console-proxy.c's. */
-    {"POST", "/v1/sessions/*/console", carrel_api_post_console, CARREL_OP_CONSOLE_VIEW, 0},
-    {"GET", "/v1/sessions/*/console.vv", carrel_api_get_console_vv, CARREL_OP_CONSOLE_VIEW, 0},
-    {NULL, NULL, NULL, CARREL_OP_LAST, 0},
+    {"POST", "/v1/sessions/*/console", carrel_api_post_console, CARREL_OP_CONSOLE_VIEW, 0, NULL},
+    {"GET", "/v1/sessions/*/console.vv", carrel_api_get_console_vv, CARREL_OP_CONSOLE_VIEW, 0,
+     NULL},
+    {NULL, NULL, NULL, CARREL_OP_LAST, 0, NULL},
 };

@@ -29,6 +29,8 @@ request_free(CarrelApiRequest *req)
     g_clear_pointer(&req->params, g_ptr_array_unref);
     g_clear_pointer(&req->query, g_hash_table_unref);
     g_clear_pointer(&req->body, json_node_unref);
+    if (req->typed)
+        req->typed_free(req->typed);
     g_clear_pointer(&req->raw_body, g_bytes_unref);
     carrel_principal_free(req->who);
     g_free(req->source);
@@ -80,13 +82,25 @@ send_reply(Exchange *ex)
                                                                               : "");
 }
 
+/* The route's typed request from the body, before its handler runs. */
+static gboolean
+parse_typed(CarrelApiRequest *req, const CarrelApiRoute *route, GError **error)
+{
+    if (!route->body)
+        return TRUE;
+    req->typed = route->body->parse(req->body, error);
+    req->typed_free = route->body->free;
+    return req->typed != NULL;
+}
+
 static void
 run_handler(GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
 {
     Exchange *ex = task_data;
     g_autoptr(GError) error = NULL;
 
-    ex->reply = ex->route->handler(ex->req, &error);
+    ex->reply =
+        parse_typed(ex->req, ex->route, &error) ? ex->route->handler(ex->req, &error) : NULL;
     if (!ex->reply) {
         if (!error)
             g_set_error(&error, CARREL_ERROR, CARREL_ERROR_INTERNAL, "route '%s %s' gave no reply",

@@ -661,6 +661,35 @@ CarrelExecRequest *carrel_mcp_exec_request_from_arguments(JsonObject *args, GErr
  */
 GBytes *carrel_mcp_file_content_from_arguments(JsonObject *args, GError **error);
 
+/* A tools/call read: the tool, and its arguments checked against its schema and typed. */
+typedef struct {
+    CarrelMcpTool tool;
+    char *session;                /* the sandbox; NULL for sandbox_create and sandbox_list */
+    char *name;                   /* snapshot_create, snapshot_revert: the snapshot */
+    char *path;                   /* file_read, file_write: the file in the guest */
+    char *snapshot;               /* sandbox_fork: NULL = one taken now */
+    guint count;                  /* sandbox_fork: how many (1 unless given) */
+    CarrelSessionRequest *create; /* sandbox_create */
+    CarrelExecRequest *exec;      /* command_run */
+    GBytes *content;              /* file_write: the content, decoded */
+    JsonNode *action;             /* computer: the arguments but session (the action) */
+} CarrelMcpCall;
+
+void carrel_mcp_call_free(CarrelMcpCall *call);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelMcpCall, carrel_mcp_call_free)
+
+/* The tool a tools/call's params (an object or NULL) name in "name"; INVALID_ARG otherwise,
+ * with the text the client is shown. */
+gboolean carrel_mcp_call_tool(JsonNode *params, CarrelMcpTool *ret_tool, GError **error);
+
+/* tool's call from the params' "arguments": checked (carrel_mcp_tool_arguments), then typed
+ * (a session or exec request, file content); INVALID_ARG or LIMIT naming the member. */
+CarrelMcpCall *carrel_mcp_call_from_params(CarrelMcpTool tool, JsonNode *params, GError **error);
+
+/* The version to answer initialize with, from its params' "protocolVersion" (a string);
+ * INVALID_ARG when there is none. */
+const char *carrel_mcp_initialize_version(JsonNode *params, GError **error);
+
 /* A tool result: {"content": [...], "structuredContent"?: ..., "isError": is_error}; takes
  * content and structured (may be NULL). */
 JsonNode *carrel_mcp_tool_result(JsonArray *content, JsonNode *structured, gboolean is_error);
@@ -872,4 +901,6 @@ G_END_DECLS
 /* Principals, operations, tokens, audit records. */
 #define CARREL_CONF_H_INSIDE
 #include "conf/conf-trust.h"
+/* The bodies of API requests that are not records of their own. */
+#include "conf/conf-requests.h"
 #undef CARREL_CONF_H_INSIDE

@@ -1,6 +1,7 @@
 /*
  * libFuzzer harness for the parsers of API request bodies (untrusted client input): session
- * create, exec and template import requests, through carrel_conf_parse_json, and the same bytes
+ * create, exec and template import requests and the typed requests of conf-requests.h, through
+ * carrel_conf_parse_json, and the same bytes
  * as a template reference (NAME@VERSION, a URL path segment).
  * Built with -Dfuzz=true and clang (see tests/fuzz/meson.build), then:
  *   ./build-fuzz/tests/fuzz/fuzz-api-bodies -max_len=65536 CORPUS_DIR
@@ -26,6 +27,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         carrel_session_request_free(carrel_session_request_from_json(node, NULL));
         carrel_exec_request_free(carrel_exec_request_from_json(node, NULL));
         carrel_template_import_free(carrel_template_import_from_json(node, NULL));
+        carrel_login_request_free(carrel_login_request_from_json(node, NULL));
+        carrel_token_request_free(carrel_token_request_from_json(node, NULL));
+        carrel_control_request_free(carrel_control_request_from_json(node, NULL));
+        carrel_decision_request_free(carrel_decision_request_from_json(node, NULL));
+        carrel_approval_ask_free(carrel_approval_ask_from_json(node, NULL));
+        carrel_warm_request_free(carrel_warm_request_from_json(node, NULL));
+        carrel_pool_request_free(carrel_pool_request_from_json(node, NULL));
+        carrel_snapshot_request_free(carrel_snapshot_request_from_json(node, NULL));
+        carrel_snapshot_request_free(carrel_revert_request_from_json(node, NULL));
+        carrel_fork_request_free(carrel_fork_request_from_json(node, NULL));
+        carrel_stop_request_free(carrel_stop_request_from_json(node, NULL));
     }
     return 0;
 }

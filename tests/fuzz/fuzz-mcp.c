@@ -1,7 +1,8 @@
 /*
  * libFuzzer harness for MCP messages (untrusted client input of POST /mcp and `carrel mcp`):
  * the JSON-RPC envelope, then the input as every tool's arguments and, where they pass, the
- * command and file content parsers.
+ * command and file content parsers, and the message's params as initialize's and tools/call's
+ * (the typed call of every tool).
  * Built with -Dfuzz=true and clang (see tests/fuzz/meson.build), then:
  *   ./build-fuzz/tests/fuzz/fuzz-mcp -max_len=65536 CORPUS_DIR
  */
@@ -39,7 +40,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (msg && msg->params) {
         JsonObject *params = json_node_get_object(msg->params);
+        CarrelMcpTool tool;
+
         try_tools(json_object_get_member(params, "arguments"));
+        carrel_mcp_initialize_version(msg->params, NULL);
+        if (carrel_mcp_call_tool(msg->params, &tool, NULL))
+            carrel_mcp_call_free(carrel_mcp_call_from_params(tool, msg->params, NULL));
+        for (int t = 0; t < CARREL_MCP_TOOL_LAST; t++)
+            carrel_mcp_call_free(carrel_mcp_call_from_params(t, msg->params, NULL));
     }
     return 0;
 }

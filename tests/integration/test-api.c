@@ -288,6 +288,45 @@ test_routes_and_bodies(void **state)
     assert_int_equal(raw(fx.client, "GET", "/v1/sessions/..%2F..%2Fetc", NULL, &body, NULL), 400);
 }
 
+/* A typed body is refused by its parser before the route's handler runs: 400 with the parser's
+ * text even for a session or template that does not exist (the handler would have said 404). */
+static void
+test_typed_bodies(void **state)
+{
+    static const struct {
+        const char *method, *path, *body, *message;
+    } cases[] = {
+        {"PUT", "/v1/templates/nope/pool", NULL, "'size' must be between 0 and 8"},
+        {"PUT", "/v1/templates/nope/pool", "{\"size\":\"2\"}", "'size' must be between 0 and 8"},
+        {"POST", "/v1/templates/nope/warm", "{\"version\":0}",
+         "'version' must be a positive integer"},
+        {"POST", "/v1/sessions/s-000000000000/fork", "{\"count\":17}",
+         "'count' must be between 1 and 16"},
+        {"POST", "/v1/sessions/s-000000000000/fork", "{\"snapshot\":1}",
+         "'snapshot' must be a string"},
+        {"POST", "/v1/sessions/s-000000000000/stop", "{\"force\":true}", "unknown member 'force'"},
+        {"POST", "/v1/sessions/s-000000000000/revert", "{}", "'snapshot' is required"},
+        {"POST", "/v1/sessions/s-000000000000/snapshots", "{\"name\":1}", "'name' is required"},
+        {"POST", "/v1/sessions/s-000000000000/control", "{\"action\":\"grab\"}",
+         "'action' must be \"take\" or \"release\""},
+        {"POST", "/v1/approvals/a-000000000000/deny", "{\"reason\":1}",
+         "'reason' must be a string"},
+        {"POST", "/v1/tokens", "{\"role\":\"agent\"}", "'name' is required"},
+        {"POST", "/v1/login", "{}", "'token' is required"},
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autoptr(JsonNode) body = NULL;
+        guint status = raw(fx.client, cases[i].method, cases[i].path, cases[i].body, &body, NULL);
+
+        if (status != 400 || !g_str_equal(error_code(body), "invalid_argument") ||
+            !g_str_equal(error_message(body), cases[i].message))
+            fail_msg("%s %s %s: %u %s, want 400 '%s'", cases[i].method, cases[i].path,
+                     cases[i].body ? cases[i].body : "(no body)", status,
+                     body ? error_message(body) : "(no body)", cases[i].message);
+    }
+}
+
 static void
 test_template_import(void **state)
 {
@@ -707,6 +746,7 @@ main(void)
         cmocka_unit_test(test_auth),
         cmocka_unit_test(test_request_ids),
         cmocka_unit_test(test_routes_and_bodies),
+        cmocka_unit_test(test_typed_bodies),
         cmocka_unit_test(test_template_import),
         cmocka_unit_test(test_session_lifecycle),
         cmocka_unit_test(test_file_routes),

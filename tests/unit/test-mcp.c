@@ -500,6 +500,91 @@ test_exec_and_error_results(void **state)
         "wrong_state: session 's-1' is stopped");
 }
 
+/* tools/call's params read into a call: the tool, then its arguments typed. */
+static CarrelMcpCall *
+call_of(const char *params, GError **error)
+{
+    g_autoptr(JsonNode) node = parse(params);
+    CarrelMcpTool tool;
+
+    if (!carrel_mcp_call_tool(node, &tool, error))
+        return NULL;
+    return carrel_mcp_call_from_params(tool, node, error);
+}
+
+static void
+assert_call_refused(const char *params, const char *message)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelMcpCall) call = call_of(params, &error);
+
+    if (call)
+        fail_msg("'%s' was accepted", params);
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG));
+    if (!g_str_equal(error->message, message))
+        fail_msg("'%s': message '%s', want '%s'", params, error->message, message);
+}
+
+static void
+test_call_typed(void **state)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelMcpCall) fork = call_of(
+        "{\"name\":\"sandbox_fork\",\"arguments\":{\"session\":\"s-1\",\"count\":3}}", &error);
+    g_autoptr(CarrelMcpCall) snap = call_of(
+        "{\"name\":\"snapshot_create\",\"arguments\":{\"session\":\"a\",\"name\":\"n\"}}", &error);
+    g_autoptr(CarrelMcpCall) create =
+        call_of("{\"name\":\"sandbox_create\",\"arguments\":{\"template\":\"tiny\"}}", &error);
+    g_autoptr(CarrelMcpCall) run =
+        call_of("{\"name\":\"command_run\",\"arguments\":{\"session\":\"a\",\"command\":\"true\"}}",
+                &error);
+    g_autoptr(CarrelMcpCall) write =
+        call_of("{\"name\":\"file_write\",\"arguments\":{\"session\":\"a\",\"path\":\"/f\","
+                "\"content\":\"aGk=\",\"encoding\":\"base64\"}}",
+                &error);
+    g_autoptr(CarrelMcpCall) computer =
+        call_of("{\"name\":\"computer\",\"arguments\":{\"session\":\"a\",\"action\":\"left_click\","
+                "\"coordinate\":[1,2]}}",
+                &error);
+    JsonObject *action;
+
+    assert_null(error);
+    assert_int_equal(fork->tool, CARREL_MCP_TOOL_SANDBOX_FORK);
+    assert_string_equal(fork->session, "s-1");
+    assert_null(fork->snapshot);
+    assert_int_equal(fork->count, 3);
+    assert_string_equal(snap->name, "n");
+    assert_null(create->session);
+    assert_string_equal(create->create->template_name, "tiny");
+    assert_string_equal(run->exec->argv[0], "/bin/sh");
+    assert_int_equal(g_bytes_get_size(write->content), 2);
+    assert_string_equal(write->path, "/f");
+    action = json_node_get_object(computer->action);
+    assert_false(json_object_has_member(action, "session"));
+    assert_string_equal(json_object_get_string_member(action, "action"), "left_click");
+}
+
+static void
+test_call_refused(void **state)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(JsonNode) init = parse("{\"protocolVersion\":\"2024-11-05\"}");
+
+    assert_string_equal(carrel_mcp_initialize_version(init, &error), "2024-11-05");
+    assert_null(carrel_mcp_initialize_version(NULL, &error));
+    assert_string_equal(error->message, "initialize needs 'protocolVersion', a string");
+    assert_call_refused("{}", "tools/call needs the tool's 'name', a string");
+    assert_call_refused("{\"name\":7}", "tools/call needs the tool's 'name', a string");
+    assert_call_refused("{\"name\":\"rm_rf\"}", "unknown tool 'rm_rf' (see tools/list)");
+    assert_call_refused("{\"name\":\"sandbox_pause\",\"arguments\":{}}", "'session' is required");
+    assert_call_refused("{\"name\":\"sandbox_fork\",\"arguments\":{\"session\":1}}",
+                        "'session' must be a string");
+    assert_call_refused("{\"name\":\"sandbox_pause\",\"arguments\":{\"session\":\"a\",\"x\":1}}",
+                        "unknown argument 'x'");
+    assert_call_refused("{\"name\":\"command_run\",\"arguments\":{\"session\":\"a\"}}",
+                        "give either 'command' (a shell line) or 'argv', not both nor neither");
+}
+
 int
 main(void)
 {
@@ -515,6 +600,8 @@ main(void)
         cmocka_unit_test(test_file_result),
         cmocka_unit_test(test_computer_result),
         cmocka_unit_test(test_exec_and_error_results),
+        cmocka_unit_test(test_call_typed),
+        cmocka_unit_test(test_call_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
