@@ -189,6 +189,11 @@ carrel_manager_egress_decide(CarrelEgressQuery *q, gpointer data)
         carrel_egress_query_answer(q, FALSE, "deny-raw-ip");
         return;
     }
+    /* Decided by its SNI, a decrypted connection carries requests for that server only. */
+    if (carrel_egress_query_host_mismatch(q)) {
+        carrel_egress_query_answer(q, FALSE, "deny-host");
+        return;
+    }
     switch (carrel_policy_egress(policy, name, carrel_egress_query_port(q))) {
     case CARREL_EGRESS_ALLOW:
         answer_allowed(mgr, q, policy, "allow");

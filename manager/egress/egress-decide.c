@@ -17,6 +17,7 @@ struct _CarrelEgressQuery {
     guint port;
     gboolean tls;
     gboolean connect;
+    gboolean host_mismatch;
     GOutputStream *out; /* the helper's connection; NULL in tests */
 };
 
@@ -114,6 +115,8 @@ carrel_egress_query_parse(const char *line, GOutputStream *out)
     q->port = (guint)port;
     q->connect = g_str_equal(f[6], "CONNECT");
     q->tls = q->connect || sni != NULL;
+    /* The step-2 look at a TLS connection carries its address as Host: only a name counts. */
+    q->host_mismatch = sni && host && !g_hostname_is_ip_address(host) && !g_str_equal(host, sni);
     q->out = out ? g_object_ref(out) : NULL;
     return g_steal_pointer(&q);
 }
@@ -122,6 +125,12 @@ gboolean
 carrel_egress_query_is_connect(const CarrelEgressQuery *q)
 {
     return q->connect;
+}
+
+gboolean
+carrel_egress_query_host_mismatch(const CarrelEgressQuery *q)
+{
+    return q->host_mismatch;
 }
 
 char *

@@ -58,8 +58,9 @@ decision_of(const char *word, const char *status)
         const char *word;
         const char *decision;
     } words[] = {
-        {"allow", "allowed"},      {"deny", "denied"},      {"deny-raw-ip", "denied"},
-        {"ask-allow", "approved"}, {"ask-deny", "refused"}, {"ask-timeout", "expired"},
+        {"allow", "allowed"},       {"deny", "denied"},        {"deny-raw-ip", "denied"},
+        {"deny-host", "denied"},    {"ask-allow", "approved"}, {"ask-deny", "refused"},
+        {"ask-timeout", "expired"},
     };
 
     for (gsize i = 0; i < G_N_ELEMENTS(words); i++)

@@ -25,6 +25,9 @@ const char *carrel_egress_query_protocol(const CarrelEgressQuery *q);
 /* TRUE for the first look at a TLS connection (squid's CONNECT): decrypt or splice is decided
  * there; FALSE for an HTTP request (plain, or inside a decrypted connection). */
 gboolean carrel_egress_query_is_connect(const CarrelEgressQuery *q);
+/* A request inside a decrypted TLS connection whose Host names another server than its SNI:
+ * a server sharing the address (a CDN) must not get what was meant for the SNI's. */
+gboolean carrel_egress_query_host_mismatch(const CarrelEgressQuery *q);
 /* Answers (now or later, from the main context) and frees q. word is what the egress log says
  * of it: "allow", "deny", "ask-allow", "ask-deny", "ask-timeout". */
 void carrel_egress_query_answer(CarrelEgressQuery *q, gboolean allow, const char *word);

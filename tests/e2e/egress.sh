@@ -120,6 +120,17 @@ egress_ask() {
     wait "$pid"
     check "denied: the waiting request is refused" bash -c '! grep -q "ask.test" "$1"' _ \
         "$E2E_DIR/ask-deny.out"
+    # An approved TLS connection: decided once at step 2, its log line still says approved.
+    gexec "$s" curl -s -m 60 --cacert /tmp/standin-ca.crt https://ask.test:8443/ \
+        >"$E2E_DIR/ask-tls.out" &
+    pid=$!
+    aid="$(egress_wait_approval ask.test:8443)"
+    carrel approve "$aid" >/dev/null
+    wait "$pid"
+    check "approved over TLS: the waiting connection completes" grep -q "ask.test" \
+        "$E2E_DIR/ask-tls.out"
+    check "the egress log has the approved TLS connection, with bytes" egress_log_has "$s" \
+        '[.egress[] | select(.name == "ask.test" and .protocol == "tls" and .decision == "approved" and .bytes_in > 0)] | length >= 1'
     check "the egress log has the approved and the refused ask" egress_log_has "$s" \
         '[.egress[] | select(.name == "ask.test") | .decision] | (index("approved") != null and index("refused") != null)'
 
@@ -142,6 +153,15 @@ egress_secret() {
         '! grep -q "Bearer placeholder" "$1"' _ "$E2E_DIR/standin/web.log"
     check "allowed.test got no secret" bash -c \
         '! grep "allowed.test" "$1" | grep -q "$2"' _ "$E2E_DIR/standin/web.log" "$value"
+    # Decrypted for secret.test, the connection carries requests for secret.test only: another
+    # name on the same address (a CDN's other tenant) gets neither the request nor the secret.
+    out="$(gexec "$s" curl -s -o /dev/null -w '%{http_code}' -m 20 -H 'Host: other.test' \
+        https://secret.test/)"
+    check_eq "a request for another Host inside the decrypted connection is refused" "403" "$out"
+    check "...and other.test's name never reached the server with the secret" bash -c \
+        '! grep "\"host\": \"other.test\"" "$1" | grep -q "$2"' _ "$E2E_DIR/standin/web.log" "$value"
+    check "...and the egress log has it denied" egress_log_has "$s" \
+        '[.egress[] | select(.name == "secret.test" and .decision == "denied")] | length >= 1'
     # The value is never handed to the guest, not even to search for it: what the guest sees
     # (curl -v, its processes' environments, its disk) is searched here.
     out="$(gexec "$s" sh -c 'curl -sv -m 20 https://secret.test/ 2>&1; cat /proc/[0-9]*/environ 2>/dev/null')"
@@ -212,7 +232,8 @@ egress_checks() {
     head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$E2E_DIR/typed-secret"
     chmod 600 "$E2E_DIR/egress-secret" "$E2E_DIR/typed-secret"
     printf '%s\n' '[network]' 'mode=allowlist' \
-        'allow=allowed.test, allowed.test:8443, secret.test' 'ask=ask.test' 'ask_timeout_s=60' \
+        'allow=allowed.test, allowed.test:8443, secret.test' 'ask=ask.test, ask.test:8443' \
+        'ask_timeout_s=60' \
         '[secrets]' "api.source=file:$E2E_DIR/egress-secret" 'api.destinations=secret.test' \
         'api.header=Authorization' 'api.format=Bearer {value}' \
         "typed.source=file:$E2E_DIR/typed-secret" >"$E2E_DIR/policies/web.policy"

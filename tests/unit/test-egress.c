@@ -25,6 +25,10 @@ test_squid_lines(void **state)
         {"1733070001.000 10.77.0.5 198.51.100.80 443 allowed.test allowed.test 198.51.100.80 "
          "http CONNECT TCP_TUNNEL splice allow 719 1635 93",
          "allowed.test", "tls", "allowed", 443, 719, 1635, 93},
+        /* a request with another Host inside a decrypted connection */
+        {"1733070001.000 10.77.0.5 198.51.100.80 443 secret.test other.test 198.51.100.80 https "
+         "GET TCP_DENIED bump deny-host 90 3400 1",
+         "secret.test", "tls", "denied", 443, 90, 3400, 1},
         /* the first half of a spliced connection: nothing yet */
         {"1733070001.000 10.77.0.5 198.51.100.80 443 allowed.test 198.51.100.80 - http CONNECT "
          "NONE_NONE splice allow 0 0 1",
@@ -164,13 +168,39 @@ test_answer_notes(void **state)
     carrel_egress_query_free(q);
 }
 
+/* Inside a decrypted connection, a Host other than the SNI is a mismatch; the step-2 look
+ * (Host: the address connected to) and plain HTTP (no SNI) are not. */
+static void
+test_host_mismatch(void **state)
+{
+    static const struct {
+        const char *line;
+        gboolean mismatch;
+    } cases[] = {
+        {"1 10.77.0.2 other.test secret.test secret.test 443 GET -", TRUE},
+        {"2 10.77.0.2 Other.Test:443 secret.test secret.test 443 GET -", TRUE},
+        {"3 10.77.0.2 secret.test:443 secret.test secret.test 443 GET -", FALSE},
+        {"4 10.77.0.2 SECRET.test secret.test secret.test 443 GET -", FALSE},
+        {"5 10.77.0.2 198.51.100.80 secret.test 198.51.100.80 443 CONNECT -", FALSE},
+        {"6 10.77.0.2 other.test - other.test 80 GET -", FALSE},
+        {"7 10.77.0.2 - secret.test secret.test 443 CONNECT -", FALSE},
+    };
+
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        CarrelEgressQuery *q = carrel_egress_query_parse(cases[i].line, NULL);
+
+        assert_non_null(q);
+        assert_int_equal(carrel_egress_query_host_mismatch(q), cases[i].mismatch);
+        carrel_egress_query_free(q);
+    }
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_squid_lines),
-        cmocka_unit_test(test_dnsmasq_lines),
-        cmocka_unit_test(test_helper_questions),
+        cmocka_unit_test(test_host_mismatch), cmocka_unit_test(test_squid_lines),
+        cmocka_unit_test(test_dnsmasq_lines), cmocka_unit_test(test_helper_questions),
         cmocka_unit_test(test_answer_notes),
     };
 
