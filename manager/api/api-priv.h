@@ -160,6 +160,11 @@ CarrelApiReply *carrel_api_mcp_post(CarrelApiRequest *req, GError **error);
 /* The core operation an MCP tool reaches (for the role matrix test). */
 CarrelOp carrel_api_mcp_tool_op(CarrelMcpTool tool);
 
+/* api-openapi.c: the OpenAPI description (manager/api/openapi.json, built in), a new reference. */
+GBytes *carrel_api_openapi_bytes(void);
+/* GET /v1/openapi.json: that description. */
+CarrelApiReply *carrel_api_get_openapi(CarrelApiRequest *req, GError **error);
+
 /* api-cookie.c: the web console's cookie sessions. */
 #define CARREL_API_COOKIE "carrel_session"
 /* Starts a cookie session for a principal; returns the Set-Cookie header value. */

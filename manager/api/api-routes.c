@@ -577,6 +577,7 @@ const CarrelApiRoute carrel_api_routes[] = {
      CARREL_API_BODY(carrel_login_request)},
     {"POST", "/v1/logout", carrel_api_post_logout, CARREL_OP_LAST, 0, NULL},
     {"GET", "/v1/whoami", carrel_api_get_whoami, CARREL_OP_LAST, 0, NULL},
+    {"GET", "/v1/openapi.json", carrel_api_get_openapi, CARREL_OP_LAST, 0, NULL},
     {"GET", "/v1/roles", carrel_api_get_roles, CARREL_OP_SERVER_READ, 0, NULL},
     {"GET", "/v1/tokens", carrel_api_get_tokens, CARREL_OP_TOKEN_LIST, 0, NULL},
     {"POST", "/v1/tokens", carrel_api_post_tokens, CARREL_OP_TOKEN_CREATE, 0,

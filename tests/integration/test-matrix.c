@@ -56,6 +56,7 @@ static const Row rows[] = {
     {"POST", "/v1/login", "$L", EVERYONE},
     {"POST", "/v1/logout", NULL, EVERYONE},
     {"GET", "/v1/whoami", NULL, EVERYONE},
+    {"GET", "/v1/openapi.json", NULL, EVERYONE},
     {"GET", "/v1/roles", NULL, EVERYONE},
     {"GET", "/v1/tokens", NULL, ADMIN_ONLY},
     {"POST", "/v1/tokens", "{\"role\":\"agent\",\"name\":\"$T\"}", ADMIN_ONLY},
