@@ -36,6 +36,8 @@ CARREL_PACKAGES=(
     squid-openssl dnsmasq-base nftables python3
     # the slow tier reads the text of a page in a screenshot of the desktop template's Firefox
     tesseract-ocr tesseract-ocr-eng
+    # the integration tier validates carreld's replies against its OpenAPI description's schemas
+    python3-jsonschema
 )
 # node and npm for the browser tests (playwright-core), from Debian unless a node is there already
 command -v node >/dev/null 2>&1 || CARREL_PACKAGES+=(nodejs npm)
