@@ -303,9 +303,12 @@ def exercise(c, d):
     c.call("GET", f"{base}/egress", token=a, expect=200)
     c.call("GET", f"{base}/screenshot", token=a)
     c.call("GET", f"{base}/screenshot?format=jpeg&scale=0.5", token=a)
-    c.call("GET", f"{base}/screenshots/shot-000000000000.png", token=a)
+    c.call("GET", f"{base}/screenshots/shot-000000000000.png", token=a, expect=404)
     c.call("POST", f"{base}/computer", {"action": "left_click", "coordinate": [1, 1]}, a)
-    c.call("POST", f"{base}/computer", {"action": "screenshot"}, a)
+    shot = c.call("POST", f"{base}/computer", {"action": "screenshot"}, a, expect=200)
+    ref = shot["results"][0]["output"]["ref"] if shot else None
+    if ref:
+        c.call("GET", f"{base}/screenshots/{ref}", token=r, expect=200)
     c.call("POST", "/v1/uploads", b"not a tar", a, ctype="application/x-tar")
     c.call("POST", f"{base}/artifacts", {"paths": ["/tmp"]}, a)
     c.call("GET", f"{base}/artifacts", token=a, expect=200)
