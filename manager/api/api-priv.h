@@ -160,8 +160,9 @@ CarrelApiReply *carrel_api_mcp_post(CarrelApiRequest *req, GError **error);
 /* The core operation an MCP tool reaches (for the role matrix test). */
 CarrelOp carrel_api_mcp_tool_op(CarrelMcpTool tool);
 
-/* api-openapi.c: the OpenAPI description (manager/api/openapi.json, built in), a new reference. */
-GBytes *carrel_api_openapi_bytes(void);
+/* api-openapi.c: the OpenAPI description (manager/api/openapi.json, built in), a new reference;
+ * NULL and error only when the build left it out. */
+GBytes *carrel_api_openapi_bytes(GError **error);
 /* GET /v1/openapi.json: that description. */
 CarrelApiReply *carrel_api_get_openapi(CarrelApiRequest *req, GError **error);
 
