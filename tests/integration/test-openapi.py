@@ -173,7 +173,8 @@ class Client:
         self.count = 0
 
     def raw(self, method, path, body=None, token=None, ctype="application/json", stream=False):
-        conn = http.client.HTTPConnection(self.daemon.host, self.daemon.port, timeout=120)
+        conn = http.client.HTTPConnection(self.daemon.host, self.daemon.port,
+                                          timeout=5 if stream else 120)
         headers = {}
         if token:
             headers["Authorization"] = f"Bearer {token}"
@@ -183,8 +184,8 @@ class Client:
             headers["Content-Type"] = ctype
         conn.request(method, path, body=body, headers=headers)
         reply = conn.getresponse()
-        # The event stream never ends: its first read is enough.
-        data = reply.read1(65536) if stream else reply.read()
+        # The event stream never ends: read until its first messages are in.
+        data = read_events(reply, stream) if stream else reply.read()
         result = (reply.status, reply.getheader("Content-Type"), data, reply)
         conn.close()
         return result
@@ -204,6 +205,63 @@ class Client:
             except ValueError:
                 return None
         return None
+
+
+def read_events(reply, names):
+    """The stream's bytes once a message of each of names came (or 5 s passed)."""
+    data = b""
+    until = time.monotonic() + 5
+    while time.monotonic() < until and not all(
+            f"event: {n}\n".encode() in data[:data.rfind(b"\n\n")] for n in names):
+        try:
+            chunk = reply.read1(65536)
+        except TimeoutError:
+            break
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def check_stream(c, token, session):
+    """GET /v1/stream: the content type, and each message's data against x-carrel-events."""
+    path = f"/v1/stream?session={session}"
+    status, ctype, data, _ = c.raw("GET", path, token=token,
+                                   stream=("sessions", "approvals", "timeline"))
+    c.count += 1
+    problems = c.desc.check("GET", path, status, ctype, b"")
+    _, operation = c.desc.operation("GET", path)
+    events = operation["responses"]["200"]["x-carrel-events"]
+    seen = set()
+    # Whole messages only: the last read may have stopped inside one.
+    for message in data.decode("utf-8", "replace").split("\n\n")[:-1]:
+        fields = dict(line.split(": ", 1) for line in message.splitlines() if ": " in line)
+        if "event" not in fields:
+            continue
+        name = fields["event"]
+        seen.add(name)
+        if name not in events:
+            problems.append(f"event '{name}' is not described")
+            continue
+        for p in c.desc.validate_json(events[name], json.loads(fields.get("data", "null"))):
+            problems.append(f"event '{name}': {p}")
+    if seen != set(events):
+        problems.append(f"events seen {sorted(seen)}, described {sorted(events)}")
+    for p in problems:
+        c.failures.append(f"GET {path} -> {status}: {p}")
+
+
+def check_schemas(doc):
+    """Every schema of the description is a valid JSON Schema 2020-12 and its $refs resolve."""
+    validator = jsonschema.Draft202012Validator
+    for name, schema in doc["components"]["schemas"].items():
+        validator.check_schema(schema)
+    refs = re.findall(r'"\$ref": "([^"]+)"', json.dumps(doc))
+    for ref in set(refs):
+        node = doc
+        for key in ref.lstrip("#/").split("/"):
+            assert key in node, f"$ref {ref} does not resolve"
+            node = node[key]
 
 
 def self_test(desc):
@@ -324,10 +382,8 @@ def exercise(c, d):
     c.call("POST", f"{base}/start", None, a)
     c.call("POST", f"{base}/stop", {"timeout_s": 9999}, a, expect=400)
 
-    stream = c.raw("GET", "/v1/stream", token=a, stream=True)
-    c.count += 1
-    for p in c.desc.check("GET", "/v1/stream", stream[0], stream[1], b""):
-        c.failures.append(f"GET /v1/stream -> {stream[0]}: {p}")
+    c.call("POST", "/v1/test/approvals", ask, a, expect=201)  # pending: in the stream
+    check_stream(c, r, sid)
 
     mcp = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
     c.call("POST", "/mcp", mcp, a, expect=200)
@@ -357,6 +413,7 @@ def main():
         served = json.loads(data)
         if served != in_tree:
             raise AssertionError(f"carreld serves another description than {source}")
+        check_schemas(served)
         c.desc = Description(copy.deepcopy(served))
         self_test(c.desc)
         c.call("GET", "/v1/openapi.json", token=d.admin, expect=200)
