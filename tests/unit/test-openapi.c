@@ -109,6 +109,10 @@ test_file_built_in(void **state)
     g_autofree char *text = NULL;
     gsize len = 0;
 
+    if (!path) {
+        print_message("CARREL_OPENAPI is not set (meson test sets it): no file to compare\n");
+        skip();
+    }
     assert_non_null(bytes);
     assert_true(g_file_get_contents(path, &text, &len, NULL));
     assert_int_equal(len, g_bytes_get_size(bytes));
