@@ -385,6 +385,12 @@ parse_options(int argc, char **argv, Options *opts, GError **error)
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new("- the carrel daemon");
 
+    /* The man page carreld(8) is made from this help (scripts/help-to-scd): say it here. */
+    g_option_context_set_summary(
+        ctx, "carreld clones desktop VMs from golden templates and runs them with libvirt and "
+             "QEMU, and serves the HTTP API (Unix socket, optional TCP) that the carrel CLI, MCP "
+             "clients and the web console use. SIGTERM or SIGINT stops it cleanly: sessions keep "
+             "running and the next carreld adopts them.");
     g_option_context_add_main_entries(ctx, entries, NULL);
     if (!g_option_context_parse(ctx, &argc, &argv, error))
         return FALSE;
