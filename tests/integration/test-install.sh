@@ -106,13 +106,16 @@ if command -v systemd-analyze >/dev/null &&
     pass "carreld.service: ${exposure#→ }"
 fi
 
+# carreld's own messages (a sanitizer build's reports name source files too).
+own_lines() { grep -E '^(\*\* Message|carreld:)' "$1" || true; }
+
 # --- the installed carreld, without directions: the prefix, never the source tree -------------
 state="$tmp/state"
 timeout 20 "$root/sbin/carreld" --state-dir "$tmp/state0" --socket "$tmp/sock0" \
     --libvirt-uri test:///default >"$tmp/bare.log" 2>&1 || true
 grep -qF "recipes: $prefix/share/carrel/templates; web console: $prefix/share/carrel/web-console;" \
     "$tmp/bare.log" || { cat "$tmp/bare.log" >&2; fail "the installed carreld does not look under $prefix"; }
-! grep -qF "$src/" "$tmp/bare.log" || fail "the installed carreld named the source tree"
+! own_lines "$tmp/bare.log" | grep -F "$src/" || fail "the installed carreld named the source tree"
 pass "the installed carreld looks under $prefix/share/carrel, not in the source tree"
 
 # --- the installed carreld, pointed at the destdir: it serves the installed console ----------
@@ -141,7 +144,7 @@ grep -qF "recipes: $root/share/carrel/templates; web console: $root/share/carrel
 grep -qF "policies: default, small (from $root/share/carrel/policies)" "$log" ||
     { cat "$log" >&2; fail "carreld does not load the installed policies"; }
 ! grep -qF "no carrel-guest" "$log" || fail "carreld did not find the installed carrel-guest"
-! grep -qF "$src/" "$log" || fail "the installed carreld named the source tree"
+! own_lines "$log" | grep -F "$src/" || fail "the installed carreld named the source tree"
 # The installed CLI against it, with the token carreld wrote.
 "$root/bin/carrel" --socket "$tmp/sock" --token-file "$state/admin.token" policy ls \
     >"$tmp/policies" || fail "the installed carrel cannot list policies"
