@@ -30,6 +30,9 @@ typedef struct {
     char *egress_helper;
     char *egress_ca;
     char *guest_tool;
+    char *guest_tool_src;
+    char *data_dir;
+    char *libexec_dir;
     char *web_dir;
     char *spice_dir;
     gboolean test_hooks;
@@ -58,6 +61,9 @@ options_clear(Options *opts)
     g_free(opts->egress_helper);
     g_free(opts->egress_ca);
     g_free(opts->guest_tool);
+    g_free(opts->guest_tool_src);
+    g_free(opts->data_dir);
+    g_free(opts->libexec_dir);
     g_free(opts->web_dir);
     g_free(opts->spice_dir);
     g_clear_object(&opts->listen_address);
@@ -66,15 +72,62 @@ options_clear(Options *opts)
 
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Options, options_clear)
 
-static char *
-default_recipes_dir(void)
+/*
+ * Is this the build tree's carreld (tests, scripts/quickstart)? Only then are the source tree's
+ * recipes, policies and web console used: an installed carreld must never pick up a checkout
+ * that happens to be still there. Same file, not same name: meson install copies the binary.
+ */
+static gboolean
+running_uninstalled(void)
 {
-    g_autofree char *source = g_build_filename(CARREL_SOURCE_DIR, "templates", NULL);
+    GStatBuf self;
+    GStatBuf built;
 
-    /* A source checkout is the usual home; an install puts recipes under the data dir. */
-    if (g_file_test(source, G_FILE_TEST_IS_DIR))
-        return g_steal_pointer(&source);
-    return g_build_filename(CARREL_DATA_DIR, "templates", NULL);
+    if (g_stat("/proc/self/exe", &self) < 0 ||
+        g_stat(CARREL_BUILD_DIR "/manager/daemon/carreld", &built) < 0)
+        return FALSE;
+    return self.st_dev == built.st_dev && self.st_ino == built.st_ino;
+}
+
+/* Fills in the data dir's files (web console, recipes, policies) nobody named. */
+static void
+default_data_paths(Options *opts, gboolean uninstalled)
+{
+    const char *data = opts->data_dir;
+
+    if (!data)
+        data = uninstalled ? CARREL_SOURCE_DIR : CARREL_DATA_DIR;
+    if (!opts->web_dir)
+        opts->web_dir = g_build_filename(data, "web-console", NULL);
+    if (!opts->recipes_dir)
+        opts->recipes_dir = g_build_filename(data, "templates", NULL);
+    if (!opts->policy_dir)
+        opts->policy_dir = g_build_filename(data, "policies", NULL);
+}
+
+/* Fills in the helper programs (carrel-guest, squid's helper) nobody named. */
+static void
+default_libexec_paths(Options *opts, gboolean uninstalled)
+{
+    if (uninstalled && !opts->libexec_dir) {
+        if (!opts->guest_tool)
+            opts->guest_tool =
+                g_build_filename(CARREL_BUILD_DIR, "guest-tools", "carrel-guest", NULL);
+        if (!opts->egress_helper)
+            opts->egress_helper = g_build_filename(CARREL_BUILD_DIR, "manager", "daemon",
+                                                   "carrel-egress-helper", NULL);
+        opts->guest_tool_src = g_build_filename(CARREL_SOURCE_DIR, "guest-tools", NULL);
+        return;
+    }
+    if (!opts->libexec_dir)
+        opts->libexec_dir = g_strdup(CARREL_LIBEXEC_DIR);
+    if (!opts->guest_tool)
+        opts->guest_tool = g_build_filename(opts->libexec_dir, "carrel-guest", NULL);
+    if (!opts->egress_helper)
+        opts->egress_helper = g_build_filename(opts->libexec_dir, "carrel-egress-helper", NULL);
+    /* No sources installed: the recipe hash covers the installed binaries instead, so an
+     * upgraded carrel-guest still rebuilds the templates that carry it. */
+    opts->guest_tool_src = g_strdup(opts->libexec_dir);
 }
 
 /* The host's first resolver: what sessions with a network resolve through, unless told. */
@@ -95,28 +148,6 @@ host_resolver(void)
             return g_strdup(words[g_strv_length(words) - 1]);
     }
     return NULL;
-}
-
-/* The source tree's policies/ (a checkout), else the installed copy. */
-static char *
-default_policy_dir(void)
-{
-    g_autofree char *source = g_build_filename(CARREL_SOURCE_DIR, "policies", NULL);
-
-    if (g_file_test(source, G_FILE_TEST_IS_DIR))
-        return g_steal_pointer(&source);
-    return g_build_filename(CARREL_DATA_DIR, "policies", NULL);
-}
-
-/* The source tree's web-console/ (a checkout), else the installed copy. */
-static char *
-default_web_dir(void)
-{
-    g_autofree char *source = g_build_filename(CARREL_SOURCE_DIR, "web-console", NULL);
-
-    if (g_file_test(source, G_FILE_TEST_IS_DIR))
-        return g_steal_pointer(&source);
-    return g_build_filename(CARREL_DATA_DIR, "web-console", NULL);
 }
 
 /* Reads a file an option names, for the error that names both. */
@@ -309,14 +340,22 @@ parse_options(int argc, char **argv, Options *opts, GError **error)
          "libvirt connection (default qemu:///system)", "URI"},
         {"accel", 0, 0, G_OPTION_ARG_STRING, &opts->accel, "auto, kvm or tcg (default auto)",
          "MODE"},
+        {"data-dir", 0, 0, G_OPTION_ARG_FILENAME, &opts->data_dir,
+         "Installed data: DIR/web-console, DIR/templates and DIR/policies (default " CARREL_DATA_DIR
+         "; the source tree when run from the build tree)",
+         "DIR"},
+        {"libexec-dir", 0, 0, G_OPTION_ARG_FILENAME, &opts->libexec_dir,
+         "carrel-guest and carrel-egress-helper (default " CARREL_LIBEXEC_DIR
+         "; the build tree's when run from it)",
+         "DIR"},
         {"recipes-dir", 0, 0, G_OPTION_ARG_FILENAME, &opts->recipes_dir,
-         "Template recipes (default: the source tree's templates/)", "DIR"},
+         "Template recipes (default DATA-DIR/templates)", "DIR"},
         {"cache-dir", 0, 0, G_OPTION_ARG_FILENAME, &opts->cache_dir,
          "Cache of built images (default /var/cache/carrel)", "DIR"},
         {"probe-kernel", 0, 0, G_OPTION_ARG_FILENAME, &opts->probe_kernel,
          "Kernel booted to prove KVM (default: newest /boot/vmlinuz-*)", "FILE"},
         {"policy-dir", 0, 0, G_OPTION_ARG_FILENAME, &opts->policy_dir,
-         "Named policies: every NAME.policy in it (default: the source tree's policies/)", "DIR"},
+         "Named policies: every NAME.policy in it (default DATA-DIR/policies)", "DIR"},
         {"policy", 0, 0, G_OPTION_ARG_FILENAME, &opts->policy,
          "The default policy's file, over the folder's default.policy", "FILE"},
         {"egress-dns", 0, 0, G_OPTION_ARG_STRING, &opts->egress_dns,
@@ -326,11 +365,12 @@ parse_options(int argc, char **argv, Options *opts, GError **error)
         {"egress-ca", 0, 0, G_OPTION_ARG_FILENAME, &opts->egress_ca,
          "More CAs (PEM) the proxy trusts for servers it decrypts for (a test's stand-in)", "FILE"},
         {"egress-helper", 0, 0, G_OPTION_ARG_FILENAME, &opts->egress_helper,
-         "squid's helper that asks carreld (default: this build's carrel-egress-helper)", "FILE"},
+         "squid's helper that asks carreld (default LIBEXEC-DIR/carrel-egress-helper)", "FILE"},
         {"guest-tool", 0, 0, G_OPTION_ARG_FILENAME, &opts->guest_tool,
-         "carrel-guest binary installed by template recipes (default: this build's)", "FILE"},
+         "carrel-guest binary installed by template recipes (default LIBEXEC-DIR/carrel-guest)",
+         "FILE"},
         {"web-dir", 0, 0, G_OPTION_ARG_FILENAME, &opts->web_dir,
-         "Web console files served at / (default: the source tree's web-console/)", "DIR"},
+         "Web console files served at / (default DATA-DIR/web-console)", "DIR"},
         {"spice-html5-dir", 0, 0, G_OPTION_ARG_FILENAME, &opts->spice_dir,
          "spice-html5 served at /spice-html5/ (default /usr/share/spice-html5)", "DIR"},
         {"test-hooks", 0, 0, G_OPTION_ARG_NONE, &opts->test_hooks,
@@ -345,6 +385,12 @@ parse_options(int argc, char **argv, Options *opts, GError **error)
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new("- the carrel daemon");
 
+    /* The man page carreld(8) is made from this help (scripts/help-to-scd): say it here. */
+    g_option_context_set_summary(
+        ctx, "carreld clones desktop VMs from golden templates and runs them with libvirt and "
+             "QEMU, and serves the HTTP API (Unix socket, optional TCP) that the carrel CLI, MCP "
+             "clients and the web console use. SIGTERM or SIGINT stops it cleanly: sessions keep "
+             "running and the next carreld adopts them.");
     g_option_context_add_main_entries(ctx, entries, NULL);
     if (!g_option_context_parse(ctx, &argc, &argv, error))
         return FALSE;
@@ -373,17 +419,8 @@ parse_options(int argc, char **argv, Options *opts, GError **error)
     DEFAULT(cache_dir, "/var/cache/carrel");
     DEFAULT(spice_dir, "/usr/share/spice-html5");
 #undef DEFAULT
-    if (!opts->web_dir)
-        opts->web_dir = default_web_dir();
-    if (!opts->recipes_dir)
-        opts->recipes_dir = default_recipes_dir();
-    if (!opts->policy_dir)
-        opts->policy_dir = default_policy_dir();
-    if (!opts->guest_tool)
-        opts->guest_tool = g_build_filename(CARREL_BUILD_DIR, "guest-tools", "carrel-guest", NULL);
-    if (!opts->egress_helper)
-        opts->egress_helper =
-            g_build_filename(CARREL_BUILD_DIR, "manager", "daemon", "carrel-egress-helper", NULL);
+    default_data_paths(opts, running_uninstalled());
+    default_libexec_paths(opts, running_uninstalled());
     if (!opts->egress_dns)
         opts->egress_dns = host_resolver();
     if (opts->egress_dns && !g_hostname_is_ip_address(opts->egress_dns)) {
@@ -467,6 +504,8 @@ open_manager(const Options *opts, GError **error)
     if (config.accel == CARREL_ACCEL_LAST)
         return NULL;
     g_message("accelerator: %s (%s)", carrel_accel_to_string(config.accel), reason);
+    g_message("recipes: %s; web console: %s; carrel-guest: %s; egress helper: %s",
+              opts->recipes_dir, opts->web_dir, opts->guest_tool, opts->egress_helper);
     hv = carrel_hypervisor_open_libvirt(opts->libvirt_uri, error);
     if (!hv)
         return NULL;
@@ -482,7 +521,7 @@ open_manager(const Options *opts, GError **error)
     config.egress_ca = opts->egress_ca;
     if (g_file_test(opts->guest_tool, G_FILE_TEST_IS_EXECUTABLE)) {
         config.guest_tool = opts->guest_tool;
-        config.guest_tool_src = CARREL_SOURCE_DIR "/guest-tools";
+        config.guest_tool_src = opts->guest_tool_src;
     } else {
         g_message("no carrel-guest at %s: built templates will lack it", opts->guest_tool);
     }

@@ -24,6 +24,9 @@ CARREL_PACKAGES=(
     # twm on the host (guest tier) needs the fonts behind its default fontset "variable"
     # (helvetica, from xfonts-75dpi) or it exits at once
     libx11-dev xvfb xauth x11-utils twm xterm xdotool xclip xfonts-base xfonts-75dpi
+    # the man pages carrel(1) and carreld(8) are made with scdoc; the install test renders them
+    # with man
+    scdoc man-db
     # the TLS integration test makes its own self-signed certificate with openssl's CLI
     openssl
     # the e2e tier edits a copy of state.db to show that the audit chain catches it

@@ -27,8 +27,9 @@ import time
 try:
     import jsonschema
 except ImportError:
-    print("SKIP: python3-jsonschema is not installed (scripts/lib/common.sh lists it)")
-    sys.exit(77)
+    # Not a skip: the install list has it, so a machine without it is set up wrong.
+    print("FAIL: python3-jsonschema is not installed (scripts/lib/common.sh lists it)")
+    sys.exit(1)
 
 
 class Description:

@@ -4,9 +4,9 @@ set -euo pipefail
 root="${1:-$(cd "$(dirname "$0")/../.." && pwd)}"
 cd "$root"
 command -v shellcheck >/dev/null || { echo "shellcheck is missing (scripts/test installs it)"; exit 1; }
-mapfile -t scripts < <(grep -rlE --exclude-dir=node_modules '^#!/bin/(ba)?sh' scripts tests templates bench .ci 2>/dev/null)
+mapfile -t scripts < <(grep -rlE --exclude-dir=node_modules '^#!/bin/(ba)?sh' scripts tests templates bench data .ci 2>/dev/null)
 # Sourced libraries have no shebang; they say "shellcheck shell=bash".
-mapfile -t libs < <(grep -rl --exclude-dir=node_modules '^# shellcheck shell=bash' scripts tests templates bench)
+mapfile -t libs < <(grep -rl --exclude-dir=node_modules '^# shellcheck shell=bash' scripts tests templates bench data)
 scripts+=("${libs[@]}")
 shellcheck -x -e SC1091 "${scripts[@]}"
 echo "shellcheck: ${#scripts[@]} scripts clean"
