@@ -36,6 +36,10 @@ CARREL_PACKAGES=(
     squid-openssl dnsmasq-base nftables python3
     # the slow tier reads the text of a page in a screenshot of the desktop template's Firefox
     tesseract-ocr tesseract-ocr-eng
+    # the Python SDK (sdk/python): httpx at run time, pytest for its unit, integration and e2e
+    # tests and the example agent loops; setuptools, wheel (and venv) for `pip install sdk/python`
+    # offline with --no-build-isolation
+    python3-httpx python3-pytest python3-setuptools python3-wheel python3-venv
 )
 # node and npm for the browser tests (playwright-core), from Debian unless a node is there already
 command -v node >/dev/null 2>&1 || CARREL_PACKAGES+=(nodejs npm)

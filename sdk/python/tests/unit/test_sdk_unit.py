@@ -200,3 +200,30 @@ def test_command_check():
 def test_input_file():
     assert carrel.input_file("/a", "hi", 0o600) == {"path": "/a", "content_base64": "aGk=",
                                                      "mode": "0600"}
+
+
+def test_package_builds_offline(tmp_path):
+    """pyproject.toml builds a wheel with Debian's setuptools alone (no index, no isolation),
+    holding the package and py.typed: what `pip install --no-build-isolation sdk/python` does."""
+    import shutil
+    import subprocess
+    import zipfile
+
+    src = Path(__file__).resolve().parents[2]
+    copy = tmp_path / "src"
+    shutil.copytree(src, copy, ignore=shutil.ignore_patterns("tests", "build", "*.egg-info",
+                                                             "__pycache__"))
+    out = tmp_path / "dist"
+    out.mkdir()
+    subprocess.run(
+        [sys.executable, "-B", "-c",
+         "import sys; from setuptools import build_meta as b; print(b.build_wheel(sys.argv[1]))",
+         str(out)],
+        cwd=copy, check=True, capture_output=True)
+    wheel = next(out.glob("carrel-*.whl"))
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert {"carrel/__init__.py", "carrel/client.py", "carrel/sandbox.py", "carrel/errors.py",
+            "carrel/py.typed"} <= names
+    meta = zipfile.ZipFile(wheel).read(
+        next(n for n in names if n.endswith("METADATA"))).decode()
+    assert "Requires-Python: >=3.11" in meta and "Requires-Dist: httpx" in meta
