@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
+
 import pytest
 
 import carrel
@@ -256,3 +258,15 @@ def test_template_removed_last(client, template):
     # Runs last in this file: every session above is destroyed by now.
     assert client.remove_template("tiny") == ["tiny@1"]
     assert client.templates() == []
+
+
+def test_daemon_exits_cleanly_and_never_logged_the_token(daemon):
+    # The very last test: SIGTERM ends carreld with status 0 (under ASan: no leak on any path
+    # the SDK took), and the token never reached its log.
+    assert daemon.proc is not None
+    daemon.proc.terminate()
+    assert daemon.proc.wait(30) == 0
+    assert not Path(daemon.socket).exists()
+    log = daemon.log.read_text()
+    assert "ready" in log
+    assert daemon.token not in log
