@@ -57,7 +57,8 @@ def perform(sb: carrel.Sandbox, action: dict[str, Any]) -> None:
     elif kind == "type":
         sb.write(str(action["text"]))
     elif kind == "keypress":
-        sb.press([str(k) for k in action["keys"]])
+        # OpenAI's letters carry no case ("CTRL", "L" is ctrl+l); carrel's "L" means shift+l.
+        sb.press([str(k).lower() if len(str(k)) == 1 else str(k) for k in action["keys"]])
     elif kind == "drag" and len(action.get("path") or []) == 2 and not action.get("keys"):
         a, b = action["path"]
         sb.drag((int(a["x"]), int(a["y"])), (int(b["x"]), int(b["y"])))

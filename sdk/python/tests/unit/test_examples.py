@@ -133,6 +133,7 @@ def test_openai_translation():
         {"type": "wait"},
         {"type": "scroll", "x": 1, "y": 1, "scroll_x": 0, "scroll_y": 300},
         {"type": "click", "button": "back", "x": 1, "y": 1},
+        {"type": "keypress", "keys": ["CTRL", "L"]},
     ]:
         loop.perform(sb, action)
     assert sb.calls == [
@@ -144,4 +145,5 @@ def test_openai_translation():
         ("wait", 1000),
         ("computer", [{"type": "scroll", "x": 1, "y": 1, "scroll_x": 0, "scroll_y": 300}]),
         ("computer", [{"type": "click", "button": "back", "x": 1, "y": 1}]),
+        ("press", ["CTRL", "l"]),
     ]
