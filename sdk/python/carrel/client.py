@@ -485,7 +485,7 @@ class _Api:
     # Tokens (admin).
     def tokens(self) -> Any:
         """``GET /v1/tokens`` (admin)."""
-        return self._call(_Req("GET", "/v1/tokens", then=lambda r: r.get("tokens", r)))
+        return self._call(_Req("GET", "/v1/tokens", then=lambda r: r["tokens"]))
 
     def create_token(
         self,

@@ -65,6 +65,15 @@ def test_version_and_templates(client, template):
     with pytest.raises(carrel.InvalidArgument):
         client.template("a@b@3")
     assert [p["name"] for p in client.policies()] == ["default", "small"]
+    assert client.policy("small")["name"] == "small"
+    with pytest.raises(carrel.NotFound):
+        client.policy("nope")
+    who = client.whoami()
+    assert who["role"] == "admin"
+    assert "admin" in [t["name"] for t in client.tokens()]
+    assert client.pools() == []
+    with pytest.raises(carrel.NotFound):
+        client.job("j-000000000000")
 
 
 def test_session_lifecycle(client, template):
