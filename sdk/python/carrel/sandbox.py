@@ -8,12 +8,13 @@ twin with the same verbs as coroutines.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Literal, Mapping, Sequence
+from typing import Any, Iterable, List, Literal, Mapping, Sequence
 
 from .client import AsyncClient, Client, CommandResult
 from .errors import CommandFailed
 
 Point = tuple[int, int]
+# typing.List in annotations: inside Sandbox, "list" is the classmethod Sandbox.list (E2B's name).
 
 
 def _point(action: str, x: int | None, y: int | None) -> dict[str, Any]:
@@ -188,7 +189,7 @@ class Sandbox:
         return cls(c, info, owns_client=owns)
 
     @classmethod
-    def list(cls, *, client: Client | None = None, **client_options: Any) -> list[dict[str, Any]]:
+    def list(cls, *, client: Client | None = None, **client_options: Any) -> List[dict[str, Any]]:
         """The sessions this token sees (not destroyed), as the API's JSON."""
         if client is not None:
             return list(client.sessions())
@@ -263,7 +264,7 @@ class Sandbox:
         result: dict[str, Any] = self.client.create_snapshot(self.id, name)
         return result
 
-    def snapshots(self) -> list[dict[str, Any]]:
+    def snapshots(self) -> List[dict[str, Any]]:
         """The session's snapshots, oldest first."""
         return list(self.client.snapshots(self.id))
 
@@ -276,7 +277,7 @@ class Sandbox:
         """Back to ``snapshot`` (id or name): running if it has memory, else stopped."""
         return self._set(self.client.revert_session(self.id, snapshot))
 
-    def fork(self, snapshot: str | None = None, count: int = 1) -> list["Sandbox"]:
+    def fork(self, snapshot: str | None = None, count: int = 1) -> List["Sandbox"]:
         """``count`` new running sandboxes from ``snapshot`` (one taken now when None).
         They share this sandbox's client (close it last)."""
         forks = self.client.fork_session(self.id, snapshot, count)
@@ -408,7 +409,7 @@ class Sandbox:
         result: dict[str, Any] = self.client.diff(self.id, path)
         return result
 
-    def events(self, after: int | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+    def events(self, after: int | None = None, limit: int | None = None) -> List[dict[str, Any]]:
         """The session's timeline: actions, commands, files, lifecycle, who did them."""
         return list(self.client.events(self.id, after, limit))
 
@@ -590,7 +591,7 @@ class AsyncSandbox:
         result: dict[str, Any] = await self.client.create_snapshot(self.id, name)
         return result
 
-    async def snapshots(self) -> list[dict[str, Any]]:
+    async def snapshots(self) -> List[dict[str, Any]]:
         """See :meth:`Sandbox.snapshots`."""
         return list(await self.client.snapshots(self.id))
 
@@ -603,7 +604,7 @@ class AsyncSandbox:
         """See :meth:`Sandbox.revert`."""
         return self._set(await self.client.revert_session(self.id, snapshot))
 
-    async def fork(self, snapshot: str | None = None, count: int = 1) -> list["AsyncSandbox"]:
+    async def fork(self, snapshot: str | None = None, count: int = 1) -> List["AsyncSandbox"]:
         """See :meth:`Sandbox.fork`."""
         forks = await self.client.fork_session(self.id, snapshot, count)
         return [AsyncSandbox(self.client, f) for f in forks]
@@ -734,7 +735,7 @@ class AsyncSandbox:
 
     async def events(
         self, after: int | None = None, limit: int | None = None
-    ) -> list[dict[str, Any]]:
+    ) -> List[dict[str, Any]]:
         """See :meth:`Sandbox.events`."""
         return list(await self.client.events(self.id, after, limit))
 
