@@ -27,7 +27,11 @@ sdk_loop() {
     local api="$1" dir="$E2E_DIR/loop-$1" id port pid out i got="" log_json
     mkdir -p "$dir"
     id="$(carrel create tiny --name "e2e-loop-$api" --json | jq -r .id)"
-    check "a session for the $api loop" test -n "$id" -a "$id" != null
+    if [ -z "$id" ] || [ "$id" = null ]; then
+        fail "a session for the $api loop"
+        return
+    fi
+    pass "a session for the $api loop ($id)"
     "$SDK_PY" "$E2E_SRC/tests/e2e/standin-model.py" --port-file "$dir/port" --log "$dir/model.log" \
         --click 500,330 --command "echo loop-$api > /tmp/loop-$api.txt" 2>"$dir/model.err" &
     pid=$!
