@@ -57,8 +57,10 @@ sdk_loop() {
         "screenshot click type key screenshot done" \
         "$(jq -r '[.[] | select(.action) | .action] | join(" ")' <<<"$log_json" |
             sed -e 's/left_click/click/' -e 's/keypress/key/')"
-    check "...no action was refused (the model got no error back)" \
-        json_true '[.[] | select(.error)] | length == 0' "$log_json"
+    # shellcheck disable=SC2016 # expanded by the inner bash
+    check "...no action was refused (no error went back to the model, none in the loop's log)" \
+        bash -c 'jq -e "[.[] | select(.error)] | length == 0" <<<"$1" >/dev/null &&
+            ! grep -q "action refused" "$2"' _ "$log_json" "$out"
     check "...and every result it got back held a PNG screenshot of the session" \
         json_true '[.[] | select(.action)][1:] | map(.png_bytes > 5000) | all' "$log_json"
     for i in $(seq 1 20); do
