@@ -41,6 +41,10 @@ CARREL_PACKAGES=(
     tesseract-ocr tesseract-ocr-eng
     # the integration tier validates carreld's replies against its OpenAPI description's schemas
     python3-jsonschema
+    # the Python SDK (sdk/python): httpx at run time, pytest for its unit, integration and e2e
+    # tests and the example agent loops; setuptools, wheel (and venv) for `pip install sdk/python`
+    # offline with --no-build-isolation
+    python3-httpx python3-pytest python3-setuptools python3-wheel python3-venv
 )
 # node and npm for the browser tests (playwright-core), from Debian unless a node is there already
 command -v node >/dev/null 2>&1 || CARREL_PACKAGES+=(nodejs npm)

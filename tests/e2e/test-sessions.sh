@@ -24,6 +24,8 @@ source "$(dirname "$0")/trust.sh"
 source "$(dirname "$0")/policy.sh"
 # shellcheck source=tests/e2e/egress.sh
 source "$(dirname "$0")/egress.sh"
+# shellcheck source=tests/e2e/sdk.sh
+source "$(dirname "$0")/sdk.sh"
 trap 'finish; exit $?' EXIT
 
 start_daemon || exit 1
@@ -208,6 +210,8 @@ check "template rm noagent" carrel template rm noagent
 for s in "$a" "$b" "$cold"; do
     carrel rm "$s" >/dev/null
 done
+# The Python SDK on its own tiny session, and the agent loops of examples/ with a stand-in model.
+sdk_checks
 # Bring your own image: tiny's files on a partitioned disk that boots with its own bootloader
 # (EXTLINUX, BIOS), imported without a kernel: no direct boot involved. Bootloaders load the
 # compressed bzImage (the template itself boots the faster uncompressed vmlinux), which the
