@@ -131,4 +131,28 @@ char *carrel_cli_audit_path(const CarrelCliAuditFilter *filter, gint64 after_seq
  */
 char *carrel_cli_format_audit_verdict(JsonObject *verdict, gboolean *ret_intact);
 
+/*
+ * What to do next after an error of code (the API's error codes plus "usage" and
+ * "unreachable"); has_token: whether the CLI sent a token. NULL when there is no hint.
+ */
+const char *carrel_cli_error_hint(const char *code, gboolean has_token);
+
+/* The stderr text of an error: "carrel: MESSAGE\n" (cleaned), then "carrel: hint: HINT\n". */
+char *carrel_cli_format_error(const char *message, const char *hint);
+
+/* What a progress line shows: a job's latest text and, when known, how far it is. */
+typedef struct {
+    const char *text; /* latest progress text, from carreld or a guest: cleaned here; or NULL */
+    gint64 done;      /* units done, -1 unknown */
+    gint64 total;     /* units in all, <= 0 unknown */
+    gboolean bytes;   /* units are bytes: shown as sizes */
+} CarrelCliProgress;
+
+/*
+ * The progress line for a terminal width characters wide (no '\r', no newline): a bar and a
+ * percentage when the total is known, the counts, then the text with control characters
+ * replaced; cut to width, "..." marking the cut.
+ */
+char *carrel_cli_progress_render(const CarrelCliProgress *progress, guint width);
+
 G_END_DECLS

@@ -97,8 +97,10 @@ static const char cli_help[] =
     "                     default $CARREL_STATE_DIR/admin.token (" CLI_DEFAULT_STATE_DIR
     "/admin.token)\n"
     "                     when readable\n"
-    "  --json             JSON only on stdout; an error is {\"error\":{\"code\",\"message\"}}\n"
-    "                     there too (the API's codes, plus \"usage\" and \"unreachable\");\n"
+    "  --json             JSON only on stdout; an error is\n"
+    "                     {\"error\":{\"code\",\"message\",\"hint\"}} there too (the API's\n"
+    "                     codes, plus \"usage\" and \"unreachable\"); without --json an error\n"
+    "                     is printed on stderr with a hint line saying what to do next;\n"
     "                     long jobs print JSON lines, the result last\n"
     "  -h, --help         this help; 'carrel COMMAND --help' shows a command's options\n"
     "\n"
@@ -296,7 +298,8 @@ client_open(CarrelCli *cli, const CliGlobals *globals, char **token_path, int *r
         socket_path = !url && env_socket && *env_socket ? env_socket : CLI_DEFAULT_SOCKET;
     }
     if (!token_load(globals->token_file, &token, token_path, &error)) {
-        *ret_exit = carrel_cli_fail(cli, error);
+        *ret_exit = carrel_cli_fail_hint(
+            cli, error, "run as root, or pass --token-file FILE naming a file you can read");
         return NULL;
     }
     cli->has_token = token != NULL;

@@ -1,6 +1,8 @@
 #include "cli/cli.h"
 
 #include <stdio.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 gboolean
 carrel_cli_parse_options(CarrelCli *cli, const char *params, const char *summary,
@@ -33,7 +35,7 @@ carrel_cli_parse_options(CarrelCli *cli, const char *params, const char *summary
 }
 
 static JsonNode *
-build_envelope(const char *code, const char *message)
+build_envelope(const char *code, const char *message, const char *hint)
 {
     g_autoptr(JsonBuilder) builder = json_builder_new();
 
@@ -44,9 +46,28 @@ build_envelope(const char *code, const char *message)
     json_builder_add_string_value(builder, code);
     json_builder_set_member_name(builder, "message");
     json_builder_add_string_value(builder, message);
+    if (hint) {
+        json_builder_set_member_name(builder, "hint");
+        json_builder_add_string_value(builder, hint);
+    }
     json_builder_end_object(builder);
     json_builder_end_object(builder);
     return json_builder_get_root(builder);
+}
+
+/* An error as a JSON envelope on stdout (--json), else as text and its hint on stderr. */
+static void
+print_error(CarrelCli *cli, const char *code, const char *message, const char *hint)
+{
+    if (cli && cli->json) {
+        g_autoptr(JsonNode) envelope = build_envelope(code, message, hint);
+
+        carrel_cli_print_json_line(envelope);
+    } else {
+        g_autofree char *text = carrel_cli_format_error(message, hint);
+
+        fputs(text, stderr);
+    }
 }
 
 int
@@ -58,15 +79,7 @@ carrel_cli_usage(CarrelCli *cli, const char *format, ...)
     va_start(args, format);
     message = g_strdup_vprintf(format, args);
     va_end(args);
-    if (cli && cli->json) {
-        g_autoptr(JsonNode) envelope = build_envelope("usage", message);
-
-        carrel_cli_print_json_line(envelope);
-    } else {
-        g_autofree char *clean = carrel_cli_clean_text(message);
-
-        g_printerr("carrel: %s\n", clean);
-    }
+    print_error(cli, "usage", message, carrel_cli_error_hint("usage", TRUE));
     return CARREL_CLI_EXIT_USAGE;
 }
 
@@ -83,27 +96,34 @@ error_code_name(CarrelCli *cli, const GError *error)
 JsonNode *
 carrel_cli_error_envelope(CarrelCli *cli, const GError *error)
 {
-    return build_envelope(error_code_name(cli, error), error->message);
+    const char *code = error_code_name(cli, error);
+
+    return build_envelope(code, error->message, carrel_cli_error_hint(code, cli->has_token));
+}
+
+int
+carrel_cli_fail_hint(CarrelCli *cli, const GError *error, const char *hint)
+{
+    const char *code = error_code_name(cli, error);
+    g_autofree char *message = NULL;
+
+    if (!hint)
+        hint = carrel_cli_error_hint(code, cli->has_token);
+    /* The old suffix stays: scripts may match it. */
+    if (!cli->json && !cli->has_token &&
+        g_error_matches(error, CARREL_ERROR, CARREL_ERROR_UNAUTHORIZED))
+        message =
+            g_strdup_printf("%s (no token: use --token-file FILE or CARREL_TOKEN)", error->message);
+    print_error(cli, code, message ? message : error->message, hint);
+    if (carrel_client_last_unreachable(cli->client))
+        return CARREL_CLI_EXIT_UNREACHABLE;
+    return carrel_cli_exit_code(error);
 }
 
 int
 carrel_cli_fail(CarrelCli *cli, const GError *error)
 {
-    if (cli->json) {
-        g_autoptr(JsonNode) envelope = carrel_cli_error_envelope(cli, error);
-
-        carrel_cli_print_json_line(envelope);
-    } else {
-        g_autofree char *clean = carrel_cli_clean_text(error->message);
-        gboolean hint =
-            !cli->has_token && g_error_matches(error, CARREL_ERROR, CARREL_ERROR_UNAUTHORIZED);
-
-        g_printerr("carrel: %s%s\n", clean,
-                   hint ? " (no token: use --token-file FILE or CARREL_TOKEN)" : "");
-    }
-    if (carrel_client_last_unreachable(cli->client))
-        return CARREL_CLI_EXIT_UNREACHABLE;
-    return carrel_cli_exit_code(error);
+    return carrel_cli_fail_hint(cli, error, NULL);
 }
 
 static void
@@ -223,4 +243,29 @@ carrel_cli_get_session_list(CarrelCli *cli, const char *id, const char *action, 
         return NULL;
     }
     return json_object_get_array_member(json_node_get_object(*ret_reply), member);
+}
+
+/* Columns of the terminal on stderr, less one so the line never wraps; 80 when unknown. */
+static guint
+stderr_columns(void)
+{
+    struct winsize size = {0};
+
+    if (ioctl(STDERR_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 1)
+        return size.ws_col - 1u;
+    return 79;
+}
+
+void
+carrel_cli_progress_show(CarrelCli *cli, const CarrelCliProgress *progress)
+{
+    g_autofree char *line = NULL;
+
+    if (!cli->stderr_tty || cli->json)
+        return;
+    /* The line is rendered from cleaned text: the only control characters are ours. */
+    if (progress)
+        line = carrel_cli_progress_render(progress, stderr_columns());
+    fprintf(stderr, "\r\033[K%s", line ? line : "");
+    fflush(stderr);
 }

@@ -4,8 +4,9 @@
 #define BUILD_POLL_USEC G_USEC_PER_SEC
 
 /*
- * `carrel template build NAME`: starts the job, then polls it every second. Progress lines go to
- * stderr on a terminal, else (and always with --json) to stdout as JSON lines
+ * `carrel template build NAME`: starts the job, then polls it every second. On a terminal the
+ * job's latest progress line rewrites one line of stderr, cleared at the end; else (and always with
+ * --json) to stdout as JSON lines
  * {"job": ID, "progress": "..."}. The result (the template, or the job's error) comes last.
  */
 
@@ -56,9 +57,9 @@ build_emit(BuildWatch *watch, const char *line)
     g_autoptr(JsonNode) node = NULL;
 
     if (watch->on_tty) {
-        g_autofree char *shown = carrel_cli_clean_text(line);
+        CarrelCliProgress progress = {.text = line, .done = -1, .total = -1};
 
-        g_printerr("%s\n", shown);
+        carrel_cli_progress_show(watch->cli, &progress);
         return;
     }
     builder = json_builder_new();
@@ -110,6 +111,8 @@ build_finish(BuildWatch *watch, JsonNode *job, const char *state)
     JsonNode *result = obj ? json_object_get_member(obj, "result") : NULL;
     g_autoptr(GError) error = NULL;
 
+    if (watch->on_tty)
+        carrel_cli_progress_show(cli, NULL);
     if (g_str_equal(state, "succeeded")) {
         if (!result || JSON_NODE_HOLDS_NULL(result))
             result = job;
@@ -143,14 +146,17 @@ build_wait(BuildWatch *watch, JsonNode *first)
         if (!state) {
             g_set_error(&error, CARREL_ERROR, CARREL_ERROR_FAILED,
                         "carreld sent a job without a state");
+            carrel_cli_progress_show(watch->cli, NULL);
             return carrel_cli_fail(watch->cli, error);
         }
         if (g_str_equal(state, "succeeded") || g_str_equal(state, "failed"))
             return build_finish(watch, job, state);
         g_usleep(BUILD_POLL_USEC);
         g_clear_pointer(&job, json_node_unref);
-        if (!carrel_cli_call(watch->cli, "GET", watch->job_path, NULL, &job, &error))
+        if (!carrel_cli_call(watch->cli, "GET", watch->job_path, NULL, &job, &error)) {
+            carrel_cli_progress_show(watch->cli, NULL);
             return carrel_cli_fail(watch->cli, error);
+        }
     }
 }
 

@@ -12,8 +12,8 @@ G_BEGIN_DECLS
  *   4 conflict (wrong_state, busy, exists), 5 unauthorized / forbidden / policy_denied,
  *   6 carreld unreachable, 7 timeout, 8 invalid argument refused by carreld,
  *   9 audit log broken (`carrel audit verify` found the hash chain broken).
- * With --json, stdout carries JSON only; an error is {"error": {"code", "message"}} there, with
- * the codes of the API plus "usage" (exit 2) and "unreachable" (exit 6).
+ * With --json, stdout carries JSON only; an error is {"error": {"code", "message", "hint"}} there,
+ * with the codes of the API plus "usage" (exit 2) and "unreachable" (exit 6).
  */
 
 /* What every verb gets: the client and how to print. */
@@ -94,10 +94,20 @@ gboolean carrel_cli_parse_options(CarrelCli *cli, const char *params, const char
 /* Prints a usage error ("carrel: ..." or a JSON envelope with code "usage"); returns 2. */
 int carrel_cli_usage(CarrelCli *cli, const char *format, ...) G_GNUC_PRINTF(2, 3);
 
-/* Prints error ("carrel: ..." on stderr, or the JSON envelope on stdout); returns its exit code. */
+/*
+ * Prints error ("carrel: ..." on stderr, then "carrel: hint: ..." saying what to do next, or the
+ * JSON envelope on stdout with the hint as its "hint" member); returns its exit code.
+ */
 int carrel_cli_fail(CarrelCli *cli, const GError *error);
 
-/* Error envelope {"error": {"code", "message"}} of an error, as printed by carrel_cli_fail. */
+/*
+ * Like carrel_cli_fail with hint (what to do next) instead of the one of the error's code in
+ * carrel_cli_error_hint; hint NULL: that one.
+ */
+int carrel_cli_fail_hint(CarrelCli *cli, const GError *error, const char *hint);
+
+/* Error envelope {"error": {"code", "message", "hint"}} of an error, as printed by carrel_cli_fail.
+ */
 JsonNode *carrel_cli_error_envelope(CarrelCli *cli, const GError *error);
 
 /* Prints a JSON value on stdout: indented on a terminal, else on one line. */
@@ -105,6 +115,12 @@ void carrel_cli_print_json(CarrelCli *cli, JsonNode *node);
 
 /* Prints a JSON value on stdout on one line and flushes (JSON lines of long jobs). */
 void carrel_cli_print_json_line(JsonNode *node);
+
+/*
+ * On a terminal (stderr a TTY, no --json): rewrites stderr's current line with progress, or
+ * clears it when progress is NULL. Does nothing otherwise.
+ */
+void carrel_cli_progress_show(CarrelCli *cli, const CarrelCliProgress *progress);
 
 /* Prints text on stdout as is. */
 void carrel_cli_print_text(const char *text);

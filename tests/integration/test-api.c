@@ -559,11 +559,14 @@ test_template_ref_same_error(void **state)
         raw(fx.client, "POST", "/v1/sessions", "{\"template\":\"a@b@3\"}", &body, NULL), 400);
     assert_string_equal(error_message(body), message);
 
+    /* The message's line, then the hint's. */
     assert_int_not_equal(run_cli(show, &err), 0);
-    assert_string_equal(err, cli_line);
+    assert_true(g_str_has_prefix(err, cli_line));
+    assert_non_null(strstr(err, "\ncarrel: hint: "));
     g_clear_pointer(&err, g_free);
     assert_int_not_equal(run_cli(create, &err), 0);
-    assert_string_equal(err, cli_line);
+    assert_true(g_str_has_prefix(err, cli_line));
+    assert_non_null(strstr(err, "\ncarrel: hint: "));
 }
 
 /* Artifact, upload and diff routes: bad requests are clear errors; a failed extraction is

@@ -1,11 +1,12 @@
 /*
- * Unit tests of the CLI's pure helpers (cli-format.c): exit codes, sizes, ages, text, tables,
- * audit queries and verdicts.
+ * Unit tests of the CLI's pure helpers (cli-format.c, cli-hint.c, cli-progress.c): exit codes,
+ * sizes, ages, text, tables, audit queries and verdicts, error hints, progress lines.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -299,6 +300,84 @@ test_audit_verdict(void **state)
     assert_false(ok);
 }
 
+/* Every error code the CLI can print has a hint; no-token 401 says how to get one. */
+static void
+test_error_hints(void **state)
+{
+    static const char *const codes[] = {"usage",          "unreachable",      "unauthorized",
+                                        "forbidden",      "policy_denied",    "not_found",
+                                        "exists",         "wrong_state",      "busy",
+                                        "limit_exceeded", "invalid_argument", "unsupported",
+                                        "timeout",        "hypervisor_error", "disk_error",
+                                        "store_error",    "internal"};
+
+    for (gsize i = 0; i < G_N_ELEMENTS(codes); i++) {
+        const char *hint = carrel_cli_error_hint(codes[i], TRUE);
+
+        assert_non_null(hint);
+        assert_true(carrel_util_is_clean_text(hint));
+    }
+    for (int code = 1; code < CARREL_ERROR_LAST; code++)
+        assert_non_null(carrel_cli_error_hint(carrel_error_code_to_string(code), TRUE));
+    assert_null(carrel_cli_error_hint("failed", TRUE));
+    assert_null(carrel_cli_error_hint("nonsense", TRUE));
+    assert_null(carrel_cli_error_hint(NULL, TRUE));
+    assert_non_null(strstr(carrel_cli_error_hint("not_found", TRUE), "'carrel ls'"));
+    assert_non_null(strstr(carrel_cli_error_hint("unreachable", TRUE), "start carreld"));
+    assert_non_null(strstr(carrel_cli_error_hint("forbidden", TRUE), "--token-file"));
+    assert_non_null(strstr(carrel_cli_error_hint("unauthorized", FALSE), "run as root"));
+    assert_non_null(strstr(carrel_cli_error_hint("unauthorized", TRUE), "--token-file"));
+}
+
+static void
+test_format_error(void **state)
+{
+    g_autofree char *plain = carrel_cli_format_error("no session 'x'", NULL);
+    g_autofree char *hinted = carrel_cli_format_error("no session 'x'", "'carrel ls' lists them");
+    g_autofree char *hostile = carrel_cli_format_error("a\033[2Jb\nc", "h");
+
+    assert_string_equal(plain, "carrel: no session 'x'\n");
+    assert_string_equal(hinted, "carrel: no session 'x'\ncarrel: hint: 'carrel ls' lists them\n");
+    assert_string_equal(hostile, "carrel: a?[2Jb?c\ncarrel: hint: h\n");
+}
+
+static void
+check_progress(const char *text, gint64 done, gint64 total, gboolean bytes, guint width,
+               const char *want)
+{
+    CarrelCliProgress progress = {.text = text, .done = done, .total = total, .bytes = bytes};
+    g_autofree char *line = carrel_cli_progress_render(&progress, width);
+
+    assert_string_equal(line, want);
+    assert_true(g_utf8_strlen(line, -1) <= (glong)width);
+}
+
+static void
+test_progress_line(void **state)
+{
+    /* Unknown total: the latest text, as is. */
+    check_progress("installing packages", -1, -1, FALSE, 79, "installing packages");
+    /* Known total: a bar of width/4 (at most 20), the percentage, the counts. */
+    check_progress("copying", 5, 10, FALSE, 79, "[=========>         ]  50% 5/10  copying");
+    check_progress("copying", 5, 10, FALSE, 100, "[==========>         ]  50% 5/10  copying");
+    check_progress(NULL, 0, 4, FALSE, 40, "[>         ]   0% 0/4");
+    check_progress(NULL, 4, 4, FALSE, 40, "[==========] 100% 4/4");
+    check_progress(NULL, 9, 4, FALSE, 40, "[==========] 100% 4/4");
+    /* Narrow terminals: no bar. */
+    check_progress("x", 1, 4, FALSE, 39, " 25% 1/4  x");
+    /* Bytes: sizes; unknown total: just what is done. */
+    check_progress("upload", 1048576, 4194304, TRUE, 60,
+                   "[===>           ]  25% 1 MiB / 4 MiB  upload");
+    check_progress("upload", 2048, -1, TRUE, 60, "2 KiB  upload");
+    /* Long text cut to the width, "..." marking the cut. */
+    check_progress("abcdefghijklmnopqrstuvwxyz", -1, -1, FALSE, 10, "abcdefg...");
+    check_progress("abcdef", -1, -1, FALSE, 3, "abc");
+    check_progress("abcdef", -1, -1, FALSE, 0, "");
+    check_progress("h\u00e9llo w\u00f6rld!", -1, -1, FALSE, 8, "h\u00e9llo...");
+    /* Server text cannot move the cursor, clear the screen or break the line. */
+    check_progress("a\033[2J\rb\nc\td", -1, -1, FALSE, 79, "a?[2J?b?c?d");
+}
+
 int
 main(void)
 {
@@ -310,6 +389,8 @@ main(void)
         cmocka_unit_test(test_template_row),   cmocka_unit_test(test_fields),
         cmocka_unit_test(test_token_row),      cmocka_unit_test(test_audit_row),
         cmocka_unit_test(test_audit_path),     cmocka_unit_test(test_audit_verdict),
+        cmocka_unit_test(test_error_hints),    cmocka_unit_test(test_format_error),
+        cmocka_unit_test(test_progress_line),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
