@@ -46,9 +46,9 @@ cli_run_clear(CliRun *r)
 
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(CliRun, cli_run_clear)
 
-/* `carrel --socket S --token-file TOKEN_FILE ARGS...`; the environment cannot add a token. */
+/* `carrel --socket SOCKET --token-file TOKEN_FILE ARGS...`; the environment cannot add a token. */
 static void
-cli(const char *token_file, const char *const *args, CliRun *ret)
+cli_at(const char *socket, const char *token_file, const char *const *args, CliRun *ret)
 {
     static const char *const cleared_env[] = {"CARREL_TOKEN", "CARREL_URL", "CARREL_SOCKET",
                                               "CARREL_STATE_DIR", NULL};
@@ -61,7 +61,7 @@ cli(const char *token_file, const char *const *args, CliRun *ret)
     assert_non_null(g_getenv("CARREL_CLI"));
     g_ptr_array_add(argv, (gpointer)g_getenv("CARREL_CLI"));
     g_ptr_array_add(argv, (gpointer) "--socket");
-    g_ptr_array_add(argv, fx.socket);
+    g_ptr_array_add(argv, (gpointer)socket);
     g_ptr_array_add(argv, (gpointer) "--token-file");
     g_ptr_array_add(argv, (gpointer)token_file);
     for (guint i = 0; args[i]; i++)
@@ -76,6 +76,13 @@ cli(const char *token_file, const char *const *args, CliRun *ret)
         fail_msg("running carrel: %s", error->message);
     assert_true(g_subprocess_get_if_exited(child));
     ret->status = g_subprocess_get_exit_status(child);
+}
+
+/* cli_at on carreld's socket. */
+static void
+cli(const char *token_file, const char *const *args, CliRun *ret)
+{
+    cli_at(fx.socket, token_file, args, ret);
 }
 
 /* Like cli with the admin token file; fails the test unless carrel exits with want. */
@@ -244,6 +251,7 @@ test_token_add_ls(void **state)
     assert_int_equal(as_alice.status, 0);
     cli(alice_file, (const char *const[]){"token", "ls", NULL}, &forbidden);
     assert_int_equal(forbidden.status, 5);
+    assert_non_null(strstr(forbidden.err, "\ncarrel: hint: this token's role may not do this"));
 }
 
 /* The names in a `--json policy ls` reply, comma-separated. */
@@ -574,6 +582,40 @@ test_audit_tampered(void **state)
     assert_int_equal(json_object_get_int_member(obj, "bad_seq"), 2);
 }
 
+/* Every failure says what to do next: on stderr after the message, in "hint" with --json. */
+static void
+test_error_hints(void **state)
+{
+    g_autofree char *alice_file = g_build_filename(fx.dir, "alice.token", NULL);
+    g_autofree char *nowhere = g_build_filename(fx.dir, "nobody-listens.sock", NULL);
+    g_autoptr(JsonNode) envelope = NULL;
+    g_auto(CliRun) unknown = {0}, unknown_json = {0}, revoked = {0}, down = {0}, usage = {0};
+    JsonObject *error;
+
+    admin_expect(3, (const char *const[]){"show", "nope", NULL}, &unknown);
+    assert_true(g_str_has_prefix(unknown.err, "carrel: "));
+    assert_non_null(strstr(unknown.err, "\ncarrel: hint: 'carrel ls' lists sessions"));
+    admin_expect(3, (const char *const[]){"--json", "show", "nope", NULL}, &unknown_json);
+    assert_string_equal(unknown_json.err, "");
+    envelope = parse(unknown_json.out);
+    error = json_object_get_object_member(json_node_get_object(envelope), "error");
+    assert_string_equal(json_object_get_string_member(error, "code"), "not_found");
+    assert_non_null(strstr(json_object_get_string_member(error, "hint"), "'carrel ls'"));
+
+    /* Alice's token was revoked (test_token_revoke). */
+    cli(alice_file, (const char *const[]){"ls", NULL}, &revoked);
+    assert_int_equal(revoked.status, 5);
+    assert_non_null(strstr(revoked.err, "\ncarrel: hint: the token was refused"));
+
+    cli_at(nowhere, fx.admin_file, (const char *const[]){"ls", NULL}, &down);
+    assert_int_equal(down.status, 6);
+    assert_non_null(strstr(down.err, "is carreld running?"));
+    assert_non_null(strstr(down.err, "\ncarrel: hint: start carreld with scripts/quickstart"));
+
+    admin_expect(2, (const char *const[]){"frobnicate", NULL}, &usage);
+    assert_non_null(strstr(usage.err, "\ncarrel: hint: 'carrel --help' lists commands"));
+}
+
 int
 main(void)
 {
@@ -581,7 +623,7 @@ main(void)
         cmocka_unit_test(test_token_add_ls),   cmocka_unit_test(test_policies),
         cmocka_unit_test(test_token_revoke),   cmocka_unit_test(test_rotate_admin),
         cmocka_unit_test(test_audit_ls),       cmocka_unit_test(test_audit_verify_and_export),
-        cmocka_unit_test(test_audit_tampered),
+        cmocka_unit_test(test_audit_tampered), cmocka_unit_test(test_error_hints),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);
