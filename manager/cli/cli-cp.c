@@ -121,12 +121,17 @@ copy_in(CarrelCli *cli, const char *local, const char *id, const char *guest, co
     g_autofree char *path = files_path(id, guest);
     g_autoptr(GBytes) data = NULL;
     g_autoptr(GError) error = NULL;
+    gboolean ok;
 
     if (!path)
         return carrel_cli_usage(cli, "invalid session '%s'", id);
-    if (!(data = read_local(local, &error)) ||
-        !carrel_client_call_bytes(cli->client, "PUT", path, "application/octet-stream", data, NULL,
-                                  &error))
+    if (!(data = read_local(local, &error)))
+        return carrel_cli_fail(cli, error);
+    carrel_cli_transfer_begin(cli, dest);
+    ok = carrel_client_call_bytes(cli->client, "PUT", path, "application/octet-stream", data, NULL,
+                                  &error);
+    carrel_cli_transfer_end(cli);
+    if (!ok)
         return carrel_cli_fail(cli, error);
     return report(cli, local, dest, data);
 }
@@ -137,13 +142,16 @@ copy_out(CarrelCli *cli, const char *id, const char *guest, const char *src, con
     g_autofree char *path = files_path(id, guest);
     g_autoptr(GBytes) data = NULL;
     g_autoptr(GError) error = NULL;
+    gboolean ok;
 
     if (!path)
         return carrel_cli_usage(cli, "invalid session '%s'", id);
     if (cli->json && g_str_equal(local, "-"))
         return carrel_cli_usage(cli, "--json and '-' both want stdout");
-    if (!carrel_client_call_bytes(cli->client, "GET", path, NULL, NULL, &data, &error) ||
-        !write_local(local, data, &error))
+    carrel_cli_transfer_begin(cli, src);
+    ok = carrel_client_call_bytes(cli->client, "GET", path, NULL, NULL, &data, &error);
+    carrel_cli_transfer_end(cli);
+    if (!ok || !write_local(local, data, &error))
         return carrel_cli_fail(cli, error);
     return report(cli, src, local, data);
 }

@@ -82,8 +82,11 @@ upload_inputs(CarrelCli *cli, CreateArgs *args, GError **error)
     if (!ok)
         return FALSE;
     body = g_bytes_new_take(g_steal_pointer(&data), len);
-    if (!carrel_client_call_bytes(cli->client, "POST", "/v1/uploads", "application/x-tar", body,
-                                  &reply, error))
+    carrel_cli_transfer_begin(cli, "uploading inputs");
+    ok = carrel_client_call_bytes(cli->client, "POST", "/v1/uploads", "application/x-tar", body,
+                                  &reply, error);
+    carrel_cli_transfer_end(cli);
+    if (!ok)
         return FALSE;
     node = carrel_conf_parse_json(g_bytes_get_data(reply, NULL), g_bytes_get_size(reply), error);
     if (!node || !JSON_NODE_HOLDS_OBJECT(node) ||

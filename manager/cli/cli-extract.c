@@ -137,6 +137,33 @@ print_summary(JsonObject *x, const char *dir)
     }
 }
 
+/* Places every artifact, showing which one and how many are left on a terminal. */
+static gboolean
+place_all(CarrelCli *cli, CarrelArchiveSink *sink, JsonArray *artifacts, GError **error)
+{
+    guint n = artifacts ? json_array_get_length(artifacts) : 0;
+    gboolean ok = TRUE;
+
+    for (guint i = 0; ok && i < n; i++) {
+        JsonNode *item = json_array_get_element(artifacts, i);
+        JsonObject *obj = JSON_NODE_HOLDS_OBJECT(item) ? json_node_get_object(item) : NULL;
+        CarrelCliProgress progress = {
+            .text = obj ? json_object_get_string_member_with_default(obj, "guest_path", "") : "",
+            .done = i,
+            .total = n};
+
+        if (cli->stderr_tty && !cli->json)
+            carrel_cli_progress_show(cli, &progress);
+        if (!obj)
+            g_set_error(error, CARREL_ERROR, CARREL_ERROR_FAILED,
+                        "carreld sent an artifact that is not an object");
+        ok = obj && place(cli, sink, obj, error);
+    }
+    if (cli->stderr_tty && !cli->json)
+        carrel_cli_progress_show(cli, NULL);
+    return ok;
+}
+
 int
 carrel_cli_extract(CarrelCli *cli, int argc, char **argv)
 {
@@ -181,11 +208,8 @@ carrel_cli_extract(CarrelCli *cli, int argc, char **argv)
         !(sink = carrel_archive_sink_new(out, &limits, &error)))
         return carrel_cli_fail(cli, error);
     artifacts = json_object_get_array_member(json_node_get_object(reply), "artifacts");
-    for (guint i = 0; artifacts && i < json_array_get_length(artifacts); i++) {
-        JsonNode *item = json_array_get_element(artifacts, i);
-        if (!JSON_NODE_HOLDS_OBJECT(item) || !place(cli, sink, json_node_get_object(item), &error))
-            return carrel_cli_fail(cli, error);
-    }
+    if (!place_all(cli, sink, artifacts, &error))
+        return carrel_cli_fail(cli, error);
     write_manifest(out, reply);
     if (cli->json)
         carrel_cli_print_json(cli, reply);

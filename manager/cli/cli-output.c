@@ -269,3 +269,42 @@ carrel_cli_progress_show(CarrelCli *cli, const CarrelCliProgress *progress)
     fprintf(stderr, "\r\033[K%s", line ? line : "");
     fflush(stderr);
 }
+
+#define TRANSFER_REDRAW_USEC (G_USEC_PER_SEC / 10)
+
+static void
+transfer_progress(gboolean upload, gint64 done, gint64 total, gpointer user_data)
+{
+    CarrelCli *cli = user_data;
+    gint64 now = g_get_monotonic_time();
+    CarrelCliProgress progress = {
+        .text = cli->transfer_text, .done = done, .total = total, .bytes = TRUE};
+
+    (void)upload;
+    /* A redraw per chunk would cost more than the copy: ten a second, and the last one. */
+    if (now - cli->transfer_shown_at < TRANSFER_REDRAW_USEC && (total <= 0 || done < total))
+        return;
+    cli->transfer_shown_at = now;
+    carrel_cli_progress_show(cli, &progress);
+}
+
+void
+carrel_cli_transfer_begin(CarrelCli *cli, const char *text)
+{
+    if (!cli->stderr_tty || cli->json)
+        return;
+    g_free(cli->transfer_text);
+    cli->transfer_text = g_strdup(text);
+    cli->transfer_shown_at = 0;
+    carrel_client_set_progress(cli->client, transfer_progress, cli);
+}
+
+void
+carrel_cli_transfer_end(CarrelCli *cli)
+{
+    if (!cli->transfer_text)
+        return;
+    carrel_client_set_progress(cli->client, NULL, NULL);
+    g_clear_pointer(&cli->transfer_text, g_free);
+    carrel_cli_progress_show(cli, NULL);
+}

@@ -26,6 +26,9 @@ typedef struct {
     const char *url;     /* carreld's TCP address (--url, CARREL_URL); NULL on the Unix socket */
     /* The file the token was read from (--token-file or the default admin.token), else NULL. */
     const char *token_file;
+    /* A transfer shown as a progress line (carrel_cli_transfer_begin): its text, last redraw. */
+    char *transfer_text;
+    gint64 transfer_shown_at;
 } CarrelCli;
 
 /*
@@ -121,6 +124,14 @@ void carrel_cli_print_json_line(JsonNode *node);
  * clears it when progress is NULL. Does nothing otherwise.
  */
 void carrel_cli_progress_show(CarrelCli *cli, const CarrelCliProgress *progress);
+
+/*
+ * On a terminal, shows the bytes of the requests that follow as a progress line labelled text
+ * (a bar when carreld's side tells the size); carrel_cli_transfer_end clears it. No-ops
+ * elsewhere.
+ */
+void carrel_cli_transfer_begin(CarrelCli *cli, const char *text);
+void carrel_cli_transfer_end(CarrelCli *cli);
 
 /* Prints text on stdout as is. */
 void carrel_cli_print_text(const char *text);

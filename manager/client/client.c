@@ -18,6 +18,11 @@ struct _CarrelClient {
     char *token;    /* never copied into an error message */
     guint timeout_s;
     gboolean unreachable;
+    CarrelClientProgressFunc progress;
+    gpointer progress_data;
+    gint64 sent;       /* bytes of the current request's body written so far */
+    gint64 sent_total; /* its size */
+    gboolean reading;  /* report the reply's bytes: a request without a body (a download) */
 };
 
 void
@@ -193,6 +198,22 @@ client_set_transport_error(CarrelClient *client, const GError *local, const char
     return FALSE;
 }
 
+void
+carrel_client_set_progress(CarrelClient *client, CarrelClientProgressFunc func, gpointer user_data)
+{
+    client->progress = func;
+    client->progress_data = user_data;
+}
+
+static void
+client_wrote_body_data(SoupMessage *msg, guint chunk_size, gpointer user_data)
+{
+    CarrelClient *client = user_data;
+
+    client->sent += chunk_size;
+    client->progress(TRUE, client->sent, client->sent_total, client->progress_data);
+}
+
 static gboolean
 client_check_length(CarrelClient *client, SoupMessage *msg, GError **error)
 {
@@ -212,6 +233,10 @@ static GBytes *
 client_read_reply(CarrelClient *client, SoupMessage *msg, GInputStream *stream, GError **error)
 {
     g_autoptr(GByteArray) data = g_byte_array_new();
+    SoupMessageHeaders *headers = soup_message_get_response_headers(msg);
+    gint64 total = soup_message_headers_get_encoding(headers) == SOUP_ENCODING_CONTENT_LENGTH
+                       ? soup_message_headers_get_content_length(headers)
+                       : -1;
 
     if (!client_check_length(client, msg, error))
         return NULL;
@@ -233,6 +258,8 @@ client_read_reply(CarrelClient *client, SoupMessage *msg, GInputStream *stream, 
             return NULL;
         }
         g_byte_array_append(data, g_bytes_get_data(chunk, NULL), g_bytes_get_size(chunk));
+        if (client->progress && client->reading)
+            client->progress(FALSE, data->len, total, client->progress_data);
     }
     g_input_stream_close(stream, NULL, NULL);
     return g_byte_array_free_to_bytes(g_steal_pointer(&data));
@@ -264,6 +291,12 @@ carrel_client_request_raw(CarrelClient *client, const char *method, const char *
     msg = client_new_message(client, method, path, content_type, body, error);
     if (!msg)
         return FALSE;
+    client->reading = !body;
+    if (client->progress && body) {
+        client->sent = 0;
+        client->sent_total = (gint64)g_bytes_get_size(body);
+        g_signal_connect(msg, "wrote-body-data", G_CALLBACK(client_wrote_body_data), client);
+    }
     stream = soup_session_send(client->session, msg, NULL, &local);
     if (!stream)
         return client_set_transport_error(client, local, "sending a request to", error);

@@ -27,6 +27,17 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelClient, carrel_client_free)
 gboolean carrel_client_last_unreachable(const CarrelClient *client);
 
 /*
+ * Told how far a request is: upload TRUE while its body is sent (total: the body's size), FALSE
+ * while the reply of a request without a body is read (total: its Content-Length, or -1).
+ */
+typedef void (*CarrelClientProgressFunc)(gboolean upload, gint64 done, gint64 total,
+                                         gpointer user_data);
+
+/* Calls func as the next requests of client send and receive bodies; func NULL: no more calls. */
+void carrel_client_set_progress(CarrelClient *client, CarrelClientProgressFunc func,
+                                gpointer user_data);
+
+/*
  * Sends a request and returns status, body and X-Request-Id whatever the status;
  * fails only when the daemon cannot be reached or the reply cannot be read.
  * content_type may be NULL when body is NULL.
