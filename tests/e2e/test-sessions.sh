@@ -24,6 +24,8 @@ source "$(dirname "$0")/trust.sh"
 source "$(dirname "$0")/policy.sh"
 # shellcheck source=tests/e2e/egress.sh
 source "$(dirname "$0")/egress.sh"
+# shellcheck source=tests/e2e/install.sh
+source "$(dirname "$0")/install.sh"
 # shellcheck source=tests/e2e/sdk.sh
 source "$(dirname "$0")/sdk.sh"
 trap 'finish; exit $?' EXIT
@@ -212,6 +214,8 @@ for s in "$a" "$b" "$cold"; do
 done
 # The Python SDK on its own tiny session, and the agent loops of examples/ with a stand-in model.
 sdk_checks
+# An installed carrel (meson install --destdir) builds tiny from its installed recipe and boots it.
+install_checks
 # Bring your own image: tiny's files on a partitioned disk that boots with its own bootloader
 # (EXTLINUX, BIOS), imported without a kernel: no direct boot involved. Bootloaders load the
 # compressed bzImage (the template itself boots the faster uncompressed vmlinux), which the
