@@ -294,6 +294,16 @@ build_data(const SaveImage *img, const char *new_xml, guint32 *ret_cookie_offset
     return data;
 }
 
+static gboolean
+check_new_xml(const char *new_xml, GError **error)
+{
+    if (new_xml && *new_xml && g_utf8_validate(new_xml, -1, NULL))
+        return TRUE;
+    g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                "new domain xml is empty or not valid UTF-8");
+    return FALSE;
+}
+
 gboolean
 carrel_hypervisor_saveimage_rewrite_xml(int fd, const char *new_xml, GError **error)
 {
@@ -302,12 +312,7 @@ carrel_hypervisor_saveimage_rewrite_xml(int fd, const char *new_xml, GError **er
     guint32 cookie_offset = 0;
 
     g_return_val_if_fail(fd >= 0, FALSE);
-    if (!new_xml || !*new_xml || !g_utf8_validate(new_xml, -1, NULL)) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
-                    "new domain xml is empty or not valid UTF-8");
-        return FALSE;
-    }
-    if (!read_image(fd, &img, error))
+    if (!check_new_xml(new_xml, error) || !read_image(fd, &img, error))
         return FALSE;
     data = build_data(&img, new_xml, &cookie_offset, error);
     if (!data)
@@ -318,6 +323,7 @@ carrel_hypervisor_saveimage_rewrite_xml(int fd, const char *new_xml, GError **er
      */
     if (!pwrite_all(fd, MAGIC_PARTIAL, MAGIC_LEN, 0, error) || !sync_fd(fd, error))
         return FALSE;
+    carrel_crash_point("header.rewriting");
     if (!pwrite_all(fd, data, img.header.data_len, CARREL_SAVEIMAGE_HEADER_SIZE, error))
         return FALSE;
     memcpy(img.raw, MAGIC_COMPLETE, MAGIC_LEN);
@@ -348,24 +354,110 @@ carrel_hypervisor_saveimage_get_xml(const char *path, GError **error)
     return g_steal_pointer(&img.xml);
 }
 
-gboolean
-carrel_hypervisor_saveimage_rewrite_file(const char *path, const char *xml, GError **error)
+/*
+ * The journal of a header rewrite: the header and data as they were, beside the image. A
+ * crash while the header is half rewritten leaves an image marked incomplete, which libvirt
+ * refuses; the journal puts the old header back (saveimage_recover), and the image, whose
+ * memory state was never touched, is whole again.
+ */
+static char *
+journal_path(const char *path)
 {
-    gboolean ok;
-    int fd;
+    return g_strconcat(path, ".journal", NULL);
+}
 
+static gboolean
+write_journal(int fd, const char *journal, GError **error)
+{
+    g_auto(SaveImage) img = {0};
+    g_autofree guint8 *old = NULL;
+    gsize len;
+
+    if (!read_image(fd, &img, error))
+        return FALSE;
+    len = CARREL_SAVEIMAGE_HEADER_SIZE + img.header.data_len;
+    old = g_malloc(len);
+    return pread_exact(fd, old, len, 0, "header", error) &&
+           g_file_set_contents_full(journal, (const char *)old, (gssize)len,
+                                    G_FILE_SET_CONTENTS_CONSISTENT | G_FILE_SET_CONTENTS_DURABLE,
+                                    0600, error);
+}
+
+/* Puts a journal's header back over a half-rewritten image (or drops a journal whose rewrite
+ * had finished). */
+static gboolean
+replay_journal(int fd, const char *journal, GError **error)
+{
+    g_auto(SaveImage) img = {0};
+    g_autofree char *old = NULL;
+    gsize len = 0;
+
+    if (read_image(fd, &img, NULL))
+        return TRUE;
+    if (!g_file_get_contents(journal, &old, &len, error))
+        return FALSE;
+    if (len < CARREL_SAVEIMAGE_HEADER_SIZE || memcmp(old, MAGIC_COMPLETE, MAGIC_LEN) != 0) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "the journal of its header is damaged");
+        return FALSE;
+    }
+    return pwrite_all(fd, old, len, 0, error) && sync_fd(fd, error);
+}
+
+static int
+open_image_rw(const char *path, GError **error)
+{
     /* No symlinks: the path is root's own state, and a link there would be someone's trick. */
-    fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+
     if (fd < 0) {
         carrel_hypervisor_set_errno_error(error, errno, "opening");
         g_prefix_error(error, "save image '%s': ", path);
+    }
+    return fd;
+}
+
+gboolean
+carrel_hypervisor_saveimage_recover(const char *path, GError **error)
+{
+    g_autofree char *journal = journal_path(path);
+    gboolean ok;
+    int fd;
+
+    if (!g_file_test(journal, G_FILE_TEST_EXISTS))
+        return TRUE;
+    if ((fd = open_image_rw(path, error)) < 0)
+        return FALSE;
+    ok = replay_journal(fd, journal, error);
+    close(fd);
+    if (!ok) {
+        g_prefix_error(error, "save image '%s': ", path);
         return FALSE;
     }
-    ok = carrel_hypervisor_saveimage_rewrite_xml(fd, xml, error);
+    (void)unlink(journal);
+    return TRUE;
+}
+
+gboolean
+carrel_hypervisor_saveimage_rewrite_file(const char *path, const char *xml, GError **error)
+{
+    g_autofree char *journal = journal_path(path);
+    gboolean ok;
+    int fd;
+
+    if (!check_new_xml(xml, error) || !carrel_hypervisor_saveimage_recover(path, error))
+        return FALSE;
+    if ((fd = open_image_rw(path, error)) < 0)
+        return FALSE;
+    ok = write_journal(fd, journal, error) &&
+         carrel_hypervisor_saveimage_rewrite_xml(fd, xml, error);
     close(fd);
-    if (!ok)
+    if (!ok) {
         g_prefix_error(error, "save image '%s': ", path);
-    return ok;
+        return FALSE;
+    }
+    (void)unlink(journal);
+    return TRUE;
 }
 
 gboolean

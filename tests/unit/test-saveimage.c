@@ -17,6 +17,7 @@
 
 #define HEADER CARREL_SAVEIMAGE_HEADER_SIZE
 #define OLD_XML "<domain type='qemu'>\n  <name>carrel-s-000000000001</name>\n</domain>\n"
+#define NEW_XML "<domain type='qemu'>\n  <name>carrel-s-000000000002</name>\n</domain>\n"
 #define COOKIE "<qemu-save-cookie>\n  <cpu mode='custom'/>\n</qemu-save-cookie>\n"
 
 typedef struct {
@@ -458,6 +459,62 @@ test_rewrite_refuses(void **state)
     assert_error(error, CARREL_ERROR_NOT_FOUND, "save image '/nonexistent/x.save': ");
 }
 
+/* A crash in the middle of a header rewrite: the journal puts the old header back. */
+static void
+test_recover_from_journal(void **state)
+{
+    Fixture *fx = *state;
+    Synthetic syn = good_image();
+    g_autoptr(GBytes) good = synthesize(&syn);
+    g_autofree char *journal = g_strconcat(fx->path, ".journal", NULL);
+    g_autofree char *damaged = NULL;
+    g_autofree char *xml = NULL;
+    g_autoptr(GError) error = NULL;
+    gsize len = g_bytes_get_size(good);
+
+    /* What rewrite_file journals: the header and the data as they were. */
+    assert_true(
+        g_file_set_contents(journal, g_bytes_get_data(good, NULL), HEADER + syn.data_len, NULL));
+    damaged = g_memdup2(g_bytes_get_data(good, NULL), len);
+    memcpy(damaged, "LibvirtQemudPart", 16);
+    memset(damaged + HEADER, 'z', 100); /* the new XML half written */
+    assert_true(g_file_set_contents(fx->path, damaged, (gssize)len, NULL));
+    assert_null(carrel_hypervisor_saveimage_get_xml(fx->path, &error));
+    assert_error(error, CARREL_ERROR_INVALID_ARG, "incomplete");
+    g_clear_error(&error);
+
+    assert_true(carrel_hypervisor_saveimage_recover(fx->path, &error));
+    assert_false(g_file_test(journal, G_FILE_TEST_EXISTS));
+    xml = carrel_hypervisor_saveimage_get_xml(fx->path, &error);
+    assert_non_null(xml);
+    assert_string_equal(xml, OLD_XML);
+    /* Nothing to do without a journal; a rewrite leaves none behind. */
+    assert_true(carrel_hypervisor_saveimage_recover(fx->path, &error));
+    assert_true(carrel_hypervisor_saveimage_rewrite_file(fx->path, NEW_XML, &error));
+    assert_false(g_file_test(journal, G_FILE_TEST_EXISTS));
+}
+
+/* A journal left after the rewrite had finished is dropped, the new header kept. */
+static void
+test_recover_finished_rewrite(void **state)
+{
+    Fixture *fx = *state;
+    Synthetic syn = good_image();
+    g_autoptr(GBytes) good = synthesize(&syn);
+    g_autofree char *journal = g_strconcat(fx->path, ".journal", NULL);
+    g_autofree char *xml = NULL;
+    g_autoptr(GError) error = NULL;
+
+    write_image(fx, good);
+    assert_true(carrel_hypervisor_saveimage_rewrite_file(fx->path, NEW_XML, &error));
+    assert_true(
+        g_file_set_contents(journal, g_bytes_get_data(good, NULL), HEADER + syn.data_len, NULL));
+    assert_true(carrel_hypervisor_saveimage_recover(fx->path, &error));
+    assert_false(g_file_test(journal, G_FILE_TEST_EXISTS));
+    xml = carrel_hypervisor_saveimage_get_xml(fx->path, &error);
+    assert_string_equal(xml, NEW_XML);
+}
+
 static void
 test_create_round_trip(void **state)
 {
@@ -497,6 +554,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_rewrite_too_long, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rewrite_refuses, setup, teardown),
         cmocka_unit_test_setup_teardown(test_create_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_recover_from_journal, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_recover_finished_rewrite, setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
