@@ -21,6 +21,23 @@ extraction_dir(CarrelManager *mgr, const char *id)
     return g_build_filename(mgr->state_dir, "artifacts", id, NULL);
 }
 
+void
+carrel_manager_remove_extraction_leftovers(CarrelManager *mgr)
+{
+    g_autofree char *root = g_build_filename(mgr->state_dir, "artifacts", NULL);
+    g_autoptr(GDir) dir = g_dir_open(root, 0, NULL);
+    const char *name;
+
+    /* A folder without its row is an extraction cut short: the row is written last. */
+    while (dir && (name = g_dir_read_name(dir))) {
+        g_autofree char *path = g_build_filename(root, name, NULL);
+        gboolean exists = TRUE;
+        if (g_str_has_prefix(name, "x-") &&
+            carrel_store_extraction_exists(mgr->store, name, &exists, NULL) && !exists)
+            (void)carrel_util_remove_tree(path, NULL);
+    }
+}
+
 /* A path asked for, with the reason it yielded nothing. */
 static void
 add_missing(CarrelExtraction *x, const char *path, const char *why)
@@ -308,6 +325,7 @@ carrel_manager_collect(CarrelManager *mgr, const CarrelSession *session, char **
     sink = carrel_archive_sink_new(files, &limits, error);
     if (!sink)
         return NULL;
+    carrel_crash_during("extract.copying", 300);
     ok = by_agent ? extract_by_agent(mgr, domain, x, sink, &limits, &local)
                   : extract_by_disk(mgr, session, x, sink, &local);
     /* Nothing is lost: what came out before a limit or a failure stays recorded. */
@@ -316,6 +334,7 @@ carrel_manager_collect(CarrelManager *mgr, const CarrelSession *session, char **
     add_artifacts(x, carrel_archive_sink_entries(sink));
     x->duration_ms = (g_get_monotonic_time() - t0) / 1000;
     write_manifest(x);
+    carrel_crash_point("extract.copied");
     if (!carrel_store_extraction_insert(mgr->store, x, error))
         return NULL;
     return g_steal_pointer(&x);

@@ -50,9 +50,10 @@ bring_up_fork(CarrelManager *mgr, CarrelSession *s, const CarrelSnapshot *snap, 
         !(xml = carrel_manager_session_xml(mgr, s, tmpl, error)))
         return FALSE;
     /* Every fork rewrites the one memory file's header: one restore at a time. */
-    g_mutex_lock(&mgr->warm_lock);
+    carrel_crash_during("fork.restoring", 200);
+    g_mutex_lock(carrel_manager_file_lock(mgr, snap->memory_path));
     ok = carrel_hypervisor_restore(mgr->hv, snap->memory_path, xml, error);
-    g_mutex_unlock(&mgr->warm_lock);
+    g_mutex_unlock(carrel_manager_file_lock(mgr, snap->memory_path));
     if (!ok || !carrel_hypervisor_define(mgr->hv, xml, error) ||
         !carrel_manager_wait_agent(mgr, domain, &by_screen, error) ||
         (!by_screen && !carrel_manager_set_guest_clock(mgr, domain, error)))
@@ -78,7 +79,10 @@ fork_one(CarrelManager *mgr, const CarrelPrincipal *who, const CarrelSession *or
         return NULL;
     }
     ok = carrel_manager_ensure_network(mgr, error) &&
-         carrel_store_session_insert(mgr->store, s, error) && bring_up_fork(mgr, s, snap, error);
+         carrel_store_session_insert(mgr->store, s, error);
+    if (ok)
+        carrel_crash_point("fork.inserted");
+    ok = ok && bring_up_fork(mgr, s, snap, error);
     if (!ok) {
         carrel_manager_session_teardown(mgr, s);
         (void)carrel_store_session_delete(mgr->store, s->id, NULL);

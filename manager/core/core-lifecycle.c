@@ -2,6 +2,17 @@
 
 #include "core/core-priv.h"
 
+/* Records that op is about to act on the session (no data: the paths follow from the session). */
+static gboolean
+begin_intent(CarrelManager *mgr, const CarrelSession *session, const char *op, GError **error)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+
+    json_builder_begin_object(b);
+    json_builder_end_object(b);
+    return carrel_manager_intent_begin(mgr, session->id, op, b, error);
+}
+
 typedef gboolean (*LifecycleFunc)(CarrelManager *mgr, CarrelSession *session, gpointer data,
                                   GError **error);
 
@@ -31,6 +42,8 @@ run_verb(CarrelDoor *door, CarrelSessionOp op, LifecycleFunc func, gpointer data
         ok = carrel_store_session_set_state_audited(mgr->store, id, next, NULL, audit, error);
         door->audited = ok;
     }
+    /* Done or undone: nothing is left for a recovery (core-recover.c). */
+    carrel_manager_intent_end(mgr, id);
     carrel_manager_clear_busy(mgr, id);
     if (!ok) {
         g_prefix_error(error, "%s session '%s': ", carrel_session_op_to_string(op), id);
@@ -150,6 +163,9 @@ do_destroy(CarrelManager *mgr, CarrelSession *session, gpointer data, GError **e
                     "%u forked session(s) stand on its snapshots: destroy them first", forks);
         return FALSE;
     }
+    if (!begin_intent(mgr, session, "destroy", error))
+        return FALSE;
+    carrel_crash_point("destroy.intent");
     if (session->exit_paths && session->state == CARREL_SESSION_RUNNING)
         flush_guest(mgr, domain);
     /* A domain that is already gone (it crashed, or someone removed it) is destroyed enough. */
@@ -158,6 +174,7 @@ do_destroy(CarrelManager *mgr, CarrelSession *session, gpointer data, GError **e
         g_propagate_error(error, g_steal_pointer(&local));
         return FALSE;
     }
+    carrel_crash_point("destroy.destroyed");
     /* Collected before anything is deleted. */
     carrel_manager_collect_exit(mgr, session, "destroy", FALSE);
     g_clear_error(&local);
@@ -167,7 +184,10 @@ do_destroy(CarrelManager *mgr, CarrelSession *session, gpointer data, GError **e
         g_propagate_error(error, g_steal_pointer(&local));
         return FALSE;
     }
-    return carrel_util_remove_tree(session->dir, error);
+    if (!carrel_util_remove_tree(session->dir, error))
+        return FALSE;
+    carrel_crash_point("destroy.removed");
+    return TRUE;
 }
 
 CarrelSession *
@@ -216,8 +236,16 @@ do_hibernate(CarrelManager *mgr, CarrelSession *session, gpointer data, GError *
 
     /* A file left by a save that failed half-way would make libvirt refuse. */
     (void)g_unlink(path);
-    return carrel_hypervisor_save(mgr->hv, domain, path, error) &&
-           carrel_hypervisor_undefine(mgr->hv, domain, error);
+    if (!begin_intent(mgr, session, "hibernate", error))
+        return FALSE;
+    carrel_crash_during("hibernate.saving", 300);
+    if (!carrel_hypervisor_save(mgr->hv, domain, path, error))
+        return FALSE;
+    carrel_crash_point("hibernate.saved");
+    if (!carrel_hypervisor_undefine(mgr->hv, domain, error))
+        return FALSE;
+    carrel_crash_point("hibernate.undefined");
+    return TRUE;
 }
 
 CarrelSession *
@@ -232,12 +260,20 @@ static gboolean
 wake(CarrelManager *mgr, CarrelSession *session, const char *domain, GError **error)
 {
     g_autofree char *path = hibernate_path(session);
-    g_autofree char *xml = carrel_hypervisor_saveimage_get_xml(path, error);
+    g_autofree char *xml = NULL;
     gboolean by_screen = FALSE;
 
-    if (!xml || !carrel_hypervisor_restore(mgr->hv, path, xml, error) ||
-        !carrel_hypervisor_define(mgr->hv, xml, error))
+    if (!carrel_hypervisor_saveimage_recover(path, error) ||
+        !(xml = carrel_hypervisor_saveimage_get_xml(path, error)) ||
+        !begin_intent(mgr, session, "wake", error))
         return FALSE;
+    carrel_crash_during("resume.restoring", 200);
+    if (!carrel_hypervisor_restore(mgr->hv, path, xml, error))
+        return FALSE;
+    carrel_crash_point("resume.restored");
+    if (!carrel_hypervisor_define(mgr->hv, xml, error))
+        return FALSE;
+    carrel_crash_point("resume.defined");
     /* The memory is running again: the file is history now. */
     (void)g_unlink(path);
     return carrel_manager_wait_agent(mgr, domain, &by_screen, error) &&

@@ -64,6 +64,13 @@ carrel_manager_hid_state(CarrelManager *mgr, const char *session_id)
     return state;
 }
 
+static void
+free_file_lock(gpointer data)
+{
+    g_mutex_clear(data);
+    g_free(data);
+}
+
 CarrelManager *
 carrel_manager_new(const CarrelManagerConfig *config, CarrelHypervisor *hv, GError **error)
 {
@@ -74,7 +81,8 @@ carrel_manager_new(const CarrelManagerConfig *config, CarrelHypervisor *hv, GErr
     g_return_val_if_fail(config->accel == CARREL_ACCEL_KVM || config->accel == CARREL_ACCEL_TCG,
                          NULL);
     g_mutex_init(&mgr->lock);
-    g_mutex_init(&mgr->warm_lock);
+    mgr->file_locks = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, free_file_lock);
+    g_cond_init(&mgr->busy_cond);
     g_mutex_init(&mgr->watch_lock);
     g_cond_init(&mgr->watch_cond);
     mgr->busy = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
@@ -153,7 +161,8 @@ carrel_manager_free(CarrelManager *mgr)
     g_clear_pointer(&mgr->hv, carrel_hypervisor_free);
     g_clear_pointer(&mgr->policies, carrel_policy_set_free);
     g_mutex_clear(&mgr->lock);
-    g_mutex_clear(&mgr->warm_lock);
+    g_clear_pointer(&mgr->file_locks, g_hash_table_unref);
+    g_cond_clear(&mgr->busy_cond);
     g_free(mgr->state_dir);
     g_free(mgr->recipes_dir);
     g_free(mgr->cache_dir);
@@ -188,12 +197,31 @@ carrel_manager_get_accel(CarrelManager *mgr)
     return mgr->accel;
 }
 
+GMutex *
+carrel_manager_file_lock(CarrelManager *mgr, const char *path)
+{
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&mgr->lock);
+    GMutex *lock = g_hash_table_lookup(mgr->file_locks, path);
+
+    if (!lock) {
+        lock = g_new0(GMutex, 1);
+        g_mutex_init(lock);
+        g_hash_table_insert(mgr->file_locks, g_strdup(path), lock);
+    }
+    return lock;
+}
+
 gboolean
 carrel_manager_mark_busy(CarrelManager *mgr, const char *key, const char *op, GError **error)
 {
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&mgr->lock);
     const char *running = g_hash_table_lookup(mgr->busy, key);
 
+    if (mgr->draining) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_BUSY,
+                    "carreld is stopping: try again once it is back");
+        return FALSE;
+    }
     if (running) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_BUSY, "'%s' is busy: %s is in progress", key,
                     running);
@@ -209,4 +237,20 @@ carrel_manager_clear_busy(CarrelManager *mgr, const char *key)
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&mgr->lock);
 
     g_hash_table_remove(mgr->busy, key);
+    g_cond_broadcast(&mgr->busy_cond);
+}
+
+guint
+carrel_manager_drain(CarrelManager *mgr, guint timeout_s)
+{
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&mgr->lock);
+    gint64 end = g_get_monotonic_time() + (gint64)timeout_s * G_USEC_PER_SEC;
+
+    /* New verbs are refused from now on; those running finish (a snapshot half done would
+     * leave its intent for the next carreld to settle, which costs the session a restore). */
+    mgr->draining = TRUE;
+    while (g_hash_table_size(mgr->busy) > 0)
+        if (!g_cond_wait_until(&mgr->busy_cond, &mgr->lock, end))
+            break;
+    return g_hash_table_size(mgr->busy);
 }

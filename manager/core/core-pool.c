@@ -87,6 +87,18 @@ fits(const CarrelSessionRequest *req, const CarrelTemplate *tmpl, const CarrelPo
            (!req->memory_mib || req->memory_mib == m->memory_mib);
 }
 
+/* A member adopted but not yet running is the new owner's paused session, with no reason
+ * they paused it: recovery runs it (core-recover.c). */
+static gboolean
+claim_intent(CarrelManager *mgr, const CarrelSession *m, GError **error)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+
+    json_builder_begin_object(b);
+    json_builder_end_object(b);
+    return carrel_manager_intent_begin(mgr, m->id, "claim", b, error);
+}
+
 /* The member becomes the request's session: running, clock set, named, limits and inputs. */
 static gboolean
 hand_over(CarrelManager *mgr, const CarrelPrincipal *who, CarrelSession *m,
@@ -113,8 +125,10 @@ hand_over(CarrelManager *mgr, const CarrelPrincipal *who, CarrelSession *m,
     g_free(m->owner_label);
     m->owner_id = g_strdup(who->token_id);
     m->owner_label = g_strdup(who->label);
-    return carrel_store_session_adopt_member(mgr->store, m, error) &&
-           carrel_hypervisor_pause(mgr->hv, domain, FALSE, error) &&
+    if (!claim_intent(mgr, m, error) || !carrel_store_session_adopt_member(mgr->store, m, error))
+        return FALSE;
+    carrel_crash_point("pool.taken");
+    return carrel_hypervisor_pause(mgr->hv, domain, FALSE, error) &&
            carrel_manager_set_guest_clock(mgr, domain, error) &&
            carrel_store_session_set_state(mgr->store, m->id, CARREL_SESSION_RUNNING, NULL, error) &&
            (!req->inputs || !req->inputs->len ||
@@ -145,6 +159,7 @@ carrel_manager_pool_take(CarrelManager *mgr, const CarrelPrincipal *who,
         fresh = carrel_store_session_get(mgr->store, m->id, NULL);
         ok = fresh && fresh->pool && fits(req, tmpl, policy, fresh) &&
              hand_over(mgr, who, fresh, req, policy, &error);
+        carrel_manager_intent_end(mgr, m->id);
         carrel_manager_clear_busy(mgr, m->id);
         if (ok) {
             carrel_manager_forget_uploads(mgr, req->inputs);

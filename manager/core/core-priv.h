@@ -27,8 +27,10 @@ struct _CarrelManager {
     CarrelPolicySet *policies;  /* the named policies (core-policy.c) */
     const CarrelPolicy *policy; /* "default": its [roles] are the role matrix */
     GMutex lock;                /* guards busy and jobs */
-    GMutex warm_lock;           /* serialises restores: each rewrites its save file\'s header */
+    GHashTable *file_locks;     /* save image path -> GMutex, guarded by lock (never removed) */
     GHashTable *busy;           /* session id or "template:<name>" -> operation name */
+    GCond busy_cond;            /* with lock: a busy mark was cleared */
+    gboolean draining;          /* with lock: carreld stops, no new verb starts */
     GHashTable *jobs;           /* job id -> CarrelJob */
     GHashTable *hid_states;     /* session id -> CarrelHidState, guarded by lock */
     GThread *watch_thread;
@@ -96,6 +98,10 @@ CarrelHidState *carrel_manager_hid_state(CarrelManager *mgr, const char *session
  * its JSON output (untrusted: bounded, must be an object) is returned. */
 JsonNode *carrel_manager_run_helper(CarrelManager *mgr, const char *domain,
                                     const CarrelAction *action, GError **error);
+
+/* The lock of one save image: a restore rewrites the image's header, so restores of one image
+ * take turns while those of different images (warm states, snapshots) run side by side. */
+GMutex *carrel_manager_file_lock(CarrelManager *mgr, const char *path);
 
 /* Marks key busy with op; BUSY naming the running op when it already is (callers may retry). */
 gboolean carrel_manager_mark_busy(CarrelManager *mgr, const char *key, const char *op,
@@ -310,6 +316,35 @@ CarrelSnapshot *carrel_manager_snapshot_take(CarrelManager *mgr, const char *id_
 
 /* When a session's top overlay is frozen (a snapshot cut short by a carreld crash), stacks a
  * writable top on it and records it; nothing to do otherwise. */
+/* Intents of long operations (core-recover.c): begin records data (a builder holding one
+ * object) for key before the operation acts; end removes it once it is done or undone. */
+gboolean carrel_manager_intent_begin(CarrelManager *mgr, const char *key, const char *op,
+                                     JsonBuilder *data, GError **error);
+void carrel_manager_intent_end(CarrelManager *mgr, const char *key);
+/* Removes extraction folders that have no row (core-artifacts.c). */
+void carrel_manager_remove_extraction_leftovers(CarrelManager *mgr);
+/* Settles every intent a dead carreld left (reconcile runs it first). */
+gboolean carrel_manager_recover(CarrelManager *mgr, CarrelReconcileReport *report, GError **error);
+/* Waits (bounded) until libvirt has no save, restore or start running for this instance's
+ * domains; FALSE when some still run at the end. */
+gboolean carrel_manager_wait_libvirt_jobs(CarrelManager *mgr, guint *ret_waited_s);
+
+/* Snapshot steps shared with recovery (core-snapshot.c). restore_onto: memory restored as the
+ * session's domain on top, defined, agent answering. define_on: the stopped session's domain
+ * defined on top. snapshot_finish: from a quiet disk (memory saved or session stopped), freeze
+ * the layer, stack top, run or define on it, and store the snapshot. revert_finish: top on the
+ * snapshot's layer, run or define on it, store, remove old_top. */
+gboolean carrel_manager_restore_onto(CarrelManager *mgr, CarrelSession *session, const char *memory,
+                                     const char *top, GError **error);
+gboolean carrel_manager_define_on(CarrelManager *mgr, CarrelSession *session, const char *top,
+                                  GError **error);
+gboolean carrel_manager_snapshot_finish(CarrelManager *mgr, CarrelSession *session,
+                                        const CarrelSnapshot *snap, const char *top,
+                                        GError **error);
+gboolean carrel_manager_revert_finish(CarrelManager *mgr, CarrelSession *session,
+                                      const CarrelSnapshot *snap, const char *top,
+                                      const char *old_top, GError **error);
+
 gboolean carrel_manager_unfreeze_top(CarrelManager *mgr, CarrelSession *session, GError **error);
 
 /* Creates a session; with pool (a template name) as a member of that template's warm pool

@@ -21,6 +21,27 @@ own_domains(CarrelManager *mgr, GError **error)
     return by_id;
 }
 
+/* The domain runs on another file of the session than the row says (an operation that left
+ * no intent, or a store write lost): the row follows the domain, never the other way. */
+static gboolean
+adopt_disk(CarrelManager *mgr, CarrelSession *session, const CarrelDomainInfo *info, GError **error)
+{
+    g_autofree char *prefix = g_strconcat(session->dir, G_DIR_SEPARATOR_S, NULL);
+
+    if (!info->disk_path || g_strcmp0(info->disk_path, session->overlay_path) == 0)
+        return TRUE;
+    if (!g_str_has_prefix(info->disk_path, prefix) ||
+        !g_file_test(info->disk_path, G_FILE_TEST_IS_REGULAR)) {
+        g_warning("session '%s' runs on '%s', outside its folder: left as it is", session->id,
+                  info->disk_path);
+        return TRUE;
+    }
+    g_warning("session '%s' runs on '%s', not on '%s': the row follows the domain", session->id,
+              info->disk_path, session->overlay_path);
+    return carrel_store_session_set_disk(mgr->store, session->id, info->disk_path,
+                                         session->head_snapshot, error);
+}
+
 static gboolean
 settle_running(CarrelManager *mgr, CarrelSession *session, CarrelDomainInfo *info,
                CarrelReconcileReport *report, GError **error)
@@ -35,9 +56,16 @@ settle_running(CarrelManager *mgr, CarrelSession *session, CarrelDomainInfo *inf
     } else if (info->state == CARREL_DOMAIN_RUNNING) {
         next = CARREL_SESSION_RUNNING;
         report->adopted++;
+        if (!adopt_disk(mgr, session, info, error))
+            return FALSE;
     } else if (info->state == CARREL_DOMAIN_PAUSED) {
         next = CARREL_SESSION_PAUSED;
         report->adopted++;
+        if (!adopt_disk(mgr, session, info, error))
+            return FALSE;
+        /* A pause is a verb's or the guest's; one the row does not know has no reason yet. */
+        if (session->state != CARREL_SESSION_PAUSED)
+            reason = "found paused after carreld restarted";
     } else if (info->state == CARREL_DOMAIN_CRASHED) {
         next = CARREL_SESSION_CRASHED;
         reason = "QEMU crashed while carreld was down";
@@ -79,6 +107,10 @@ settle_session(CarrelManager *mgr, CarrelSession *session, GHashTable *domains,
         return settle_running(mgr, session, info, report, error);
     case CARREL_SESSION_STOPPED:
     case CARREL_SESSION_HIBERNATED:
+        /* Runs though the row says otherwise (a start or wake whose row was not written). */
+        if (info && (info->state == CARREL_DOMAIN_RUNNING || info->state == CARREL_DOMAIN_PAUSED))
+            return settle_running(mgr, session, info, report, error);
+        return TRUE;
     case CARREL_SESSION_CRASHED:
     case CARREL_SESSION_DESTROYED:
     case CARREL_SESSION_LAST:
@@ -105,14 +137,44 @@ remove_orphans(CarrelManager *mgr, GHashTable *domains, GHashTable *known,
     }
 }
 
+/* A warm cut short leaves its scratch folder; a restore cut short in a header rewrite leaves
+ * the warm memory marked incomplete, which its journal repairs. */
+static void
+remove_warm_leftovers(CarrelManager *mgr)
+{
+    g_autoptr(GPtrArray) templates = carrel_store_template_list(mgr->store, NULL);
+
+    for (guint i = 0; templates && i < templates->len; i++) {
+        CarrelTemplate *tmpl = g_ptr_array_index(templates, i);
+        g_autofree char *tmp = g_build_filename(tmpl->dir, "warm.tmp", NULL);
+        g_autoptr(CarrelWarmState) warm =
+            carrel_store_warm_get(mgr->store, tmpl->name, tmpl->version, NULL);
+        g_autoptr(GError) error = NULL;
+
+        (void)carrel_util_remove_tree(tmp, NULL);
+        if (warm && !carrel_hypervisor_saveimage_recover(warm->memory_path, &error))
+            g_warning("template '%s': %s", tmpl->name, error->message);
+    }
+}
+
 gboolean
 carrel_manager_reconcile(CarrelManager *mgr, CarrelReconcileReport *ret_report, GError **error)
 {
-    g_autoptr(GHashTable) domains = own_domains(mgr, error);
+    g_autoptr(GHashTable) domains = NULL;
     g_autoptr(GPtrArray) sessions = NULL;
     g_autoptr(GHashTable) known = g_hash_table_new(g_str_hash, g_str_equal);
     CarrelReconcileReport report = {0};
+    guint waited_s = 0;
 
+    /* What libvirt still does for a carreld that died (a save, a restore) ends first: a domain
+     * is only judged once it is what it will be. */
+    if (!carrel_manager_wait_libvirt_jobs(mgr, &waited_s))
+        g_warning("libvirt still works on some domains after %u s: reconciling anyway", waited_s);
+    if (!carrel_manager_recover(mgr, &report, error))
+        return FALSE;
+    remove_warm_leftovers(mgr);
+    carrel_manager_remove_extraction_leftovers(mgr);
+    domains = own_domains(mgr, error);
     if (!domains)
         return FALSE;
     sessions = carrel_store_session_list(mgr->store, FALSE, error);

@@ -140,10 +140,10 @@ restore_warm(CarrelManager *mgr, const CarrelWarmState *warm, const char *domain
     gint64 t0 = g_get_monotonic_time(), t1, t2;
     gboolean ok;
 
-    g_mutex_lock(&mgr->warm_lock);
+    g_mutex_lock(carrel_manager_file_lock(mgr, warm->memory_path));
     t1 = g_get_monotonic_time();
     ok = carrel_hypervisor_restore(mgr->hv, warm->memory_path, xml, error);
-    g_mutex_unlock(&mgr->warm_lock);
+    g_mutex_unlock(carrel_manager_file_lock(mgr, warm->memory_path));
     t2 = g_get_monotonic_time();
     /* Persistent like every session. */
     ok = ok && carrel_hypervisor_define(mgr->hv, xml, error);
@@ -176,6 +176,7 @@ bring_up(CarrelManager *mgr, CarrelSession *session, const CarrelTemplate *tmpl,
     if (warm ? !restore_warm(mgr, warm, domain, xml, error)
              : !carrel_hypervisor_define_start(mgr->hv, xml, error))
         return FALSE;
+    carrel_crash_point("create.restored");
     /* The clock stood still since the save: set it once the agent answers (a restored guest
      * under load may need a while). */
     if (!carrel_manager_wait_agent(mgr, domain, &by_screen, error) ||
@@ -205,6 +206,7 @@ create_while_busy(CarrelManager *mgr, CarrelSession *session, const CarrelTempla
 {
     if (!carrel_store_session_insert(mgr->store, session, error))
         return NULL;
+    carrel_crash_point("create.inserted");
     if (!bring_up(mgr, session, tmpl, warm, inputs, error)) {
         /* Nothing half-made may remain: domain, files and row all go. */
         carrel_manager_session_teardown(mgr, session);

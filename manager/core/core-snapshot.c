@@ -18,23 +18,36 @@ snapshot_dir(const CarrelSession *session, const char *snap_id)
     return g_build_filename(session->dir, "snapshots", snap_id, NULL);
 }
 
+/* A new top overlay's path beside the session's other layers. */
+static char *
+top_path_new(const CarrelSession *session)
+{
+    g_autofree char *rand = carrel_util_new_id("top-");
+    g_autofree char *name = g_strconcat(rand, ".qcow2", NULL);
+
+    return g_build_filename(session->dir, name, NULL);
+}
+
+/* A new top overlay on layer at path (a leftover of a run cut short is replaced). */
+static gboolean
+make_top(const char *path, const char *layer, GError **error)
+{
+    (void)g_unlink(path);
+    return carrel_disk_create_overlay(path, layer, "qcow2", error);
+}
+
 /* A new top overlay on layer, named after what made it. */
 static char *
 new_top(const CarrelSession *session, const char *layer, GError **error)
 {
-    g_autofree char *rand = carrel_util_new_id("top-");
-    g_autofree char *name = g_strconcat(rand, ".qcow2", NULL);
-    g_autofree char *path = g_build_filename(session->dir, name, NULL);
+    g_autofree char *path = top_path_new(session);
 
-    if (!carrel_disk_create_overlay(path, layer, "qcow2", error))
-        return NULL;
-    return g_steal_pointer(&path);
+    return make_top(path, layer, error) ? g_steal_pointer(&path) : NULL;
 }
 
-/* Restores memory onto the session's disk at top, as its domain again, agent answering. */
-static gboolean
-restore_onto(CarrelManager *mgr, CarrelSession *session, const char *memory, const char *top,
-             GError **error)
+gboolean
+carrel_manager_restore_onto(CarrelManager *mgr, CarrelSession *session, const char *memory,
+                            const char *top, GError **error)
 {
     g_autofree char *domain = carrel_session_domain_name(session->id);
     g_autoptr(CarrelTemplate) tmpl = NULL;
@@ -54,52 +67,114 @@ restore_onto(CarrelManager *mgr, CarrelSession *session, const char *memory, con
            carrel_manager_egress_attach(mgr, session, FALSE, error);
 }
 
-/* Defines the (stopped) session's domain on the disk top. */
-static gboolean
-define_on(CarrelManager *mgr, CarrelSession *session, const char *top, GError **error)
+gboolean
+carrel_manager_define_on(CarrelManager *mgr, CarrelSession *session, const char *top,
+                         GError **error)
 {
     g_autoptr(CarrelTemplate) tmpl = carrel_store_template_get(mgr->store, session->template_name,
                                                                session->template_version, error);
     g_autofree char *xml = NULL;
 
-    g_free(session->overlay_path);
-    session->overlay_path = g_strdup(top);
+    if (top != session->overlay_path) {
+        g_free(session->overlay_path);
+        session->overlay_path = g_strdup(top);
+    }
     xml = tmpl ? carrel_manager_session_xml(mgr, session, tmpl, error) : NULL;
     return xml && carrel_hypervisor_define(mgr->hv, xml, error);
+}
+
+static void
+intent_add(JsonBuilder *b, const char *member, const char *value)
+{
+    if (!value)
+        return;
+    json_builder_set_member_name(b, member);
+    json_builder_add_string_value(b, value);
+}
+
+/* What a snapshot is about to do, for the next carreld if this one dies (core-recover.c). */
+static gboolean
+snapshot_intent(CarrelManager *mgr, const CarrelSession *session, const CarrelSnapshot *snap,
+                const char *top, gboolean running, GError **error)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+
+    json_builder_begin_object(b);
+    intent_add(b, "snapshot", snap->id);
+    intent_add(b, "name", snap->name);
+    intent_add(b, "parent", snap->parent);
+    intent_add(b, "memory", snap->memory_path);
+    intent_add(b, "layer", snap->layer_path);
+    intent_add(b, "top", top);
+    json_builder_set_member_name(b, "running");
+    json_builder_add_boolean_value(b, running);
+    json_builder_set_member_name(b, "created_at");
+    json_builder_add_int_value(b, snap->created_at);
+    json_builder_end_object(b);
+    return carrel_manager_intent_begin(mgr, session->id, "snapshot", b, error);
+}
+
+/* The memory to a file (QEMU exits): from here the disk is quiet and belongs to it. */
+static gboolean
+snapshot_save(CarrelManager *mgr, const CarrelSession *session, const CarrelSnapshot *snap,
+              gboolean *ret_domain_gone, GError **error)
+{
+    g_autofree char *domain = carrel_session_domain_name(session->id);
+
+    carrel_crash_during("snapshot.saving", 300);
+    if (!carrel_hypervisor_save(mgr->hv, domain, snap->memory_path, error))
+        return FALSE;
+    *ret_domain_gone = TRUE;
+    carrel_crash_point("snapshot.saved");
+    if (!carrel_hypervisor_undefine(mgr->hv, domain, error))
+        return FALSE;
+    carrel_crash_point("snapshot.undefined");
+    return TRUE;
+}
+
+gboolean
+carrel_manager_snapshot_finish(CarrelManager *mgr, CarrelSession *session,
+                               const CarrelSnapshot *snap, const char *top, GError **error)
+{
+    if (!carrel_disk_freeze(snap->layer_path, error) || !make_top(top, snap->layer_path, error))
+        return FALSE;
+    carrel_crash_point("snapshot.top");
+    if (snap->memory_path) {
+        carrel_crash_during("snapshot.restoring", 200);
+        if (!carrel_manager_restore_onto(mgr, session, snap->memory_path, top, error))
+            return FALSE;
+        carrel_crash_point("snapshot.restored");
+    } else if (!carrel_manager_define_on(mgr, session, top, error)) {
+        /* A stopped session keeps its definition: pointed at the new top. */
+        return FALSE;
+    }
+    return carrel_store_snapshot_insert(mgr->store, snap, error) &&
+           carrel_store_session_set_disk(mgr->store, session->id, top, snap->id, error);
 }
 
 static gboolean
 take_snapshot(CarrelManager *mgr, CarrelSession *session, CarrelSnapshot *snap,
               gboolean *ret_domain_gone, GError **error)
 {
-    g_autofree char *domain = carrel_session_domain_name(session->id);
     g_autofree char *dir = snapshot_dir(session, snap->id);
     gboolean running = session->state == CARREL_SESSION_RUNNING;
-    g_autofree char *top = NULL;
+    g_autofree char *top = top_path_new(session);
+    gboolean ok;
 
     if (!carrel_util_ensure_dir(dir, 0700, error))
         return FALSE;
-    if (running) {
+    if (running)
         snap->memory_path = g_build_filename(dir, "memory.save", NULL);
-        /* QEMU exits: from here the disk is quiet and belongs to the saved memory. */
-        if (!carrel_hypervisor_save(mgr->hv, domain, snap->memory_path, error))
-            return FALSE;
-        *ret_domain_gone = TRUE;
-        if (!carrel_hypervisor_undefine(mgr->hv, domain, error))
-            return FALSE;
-    }
     snap->layer_path = g_strdup(session->overlay_path);
-    if (!carrel_disk_freeze(snap->layer_path, error) ||
-        !(top = new_top(session, snap->layer_path, error)))
+    if (!snapshot_intent(mgr, session, snap, top, running, error))
         return FALSE;
-    if (running && !restore_onto(mgr, session, snap->memory_path, top, error))
-        return FALSE;
-    *ret_domain_gone = FALSE;
-    /* A stopped session keeps its definition: point it at the new top. */
-    if (!running && !define_on(mgr, session, top, error))
-        return FALSE;
-    return carrel_store_snapshot_insert(mgr->store, snap, error) &&
-           carrel_store_session_set_disk(mgr->store, session->id, top, snap->id, error);
+    carrel_crash_point("snapshot.intent");
+    ok = (!running || snapshot_save(mgr, session, snap, ret_domain_gone, error)) &&
+         carrel_manager_snapshot_finish(mgr, session, snap, top, error);
+    if (ok)
+        *ret_domain_gone = FALSE;
+    carrel_manager_intent_end(mgr, session->id);
+    return ok;
 }
 
 static gboolean
@@ -180,45 +255,71 @@ carrel_manager_snapshot_list(CarrelManager *mgr, const CarrelPrincipal *who, con
     return list;
 }
 
-/* Off the running domain (if any) and onto a fresh top on the snapshot's layer. */
 static gboolean
-do_revert(CarrelManager *mgr, CarrelSession *session, const CarrelSnapshot *snap,
-          CarrelSessionState *ret_state, GError **error)
+revert_intent(CarrelManager *mgr, const CarrelSession *session, const CarrelSnapshot *snap,
+              const char *top, GError **error)
 {
-    g_autofree char *domain = carrel_session_domain_name(session->id);
-    g_autofree char *old_top = g_strdup(session->overlay_path);
-    g_autofree char *top = NULL;
-    g_autoptr(GError) local = NULL;
+    g_autoptr(JsonBuilder) b = json_builder_new();
 
-    if (!carrel_hypervisor_destroy(mgr->hv, domain, &local) &&
-        !g_error_matches(local, CARREL_ERROR, CARREL_ERROR_NOT_FOUND)) {
-        g_propagate_error(error, g_steal_pointer(&local));
-        return FALSE;
-    }
-    g_clear_error(&local);
-    if (!carrel_hypervisor_undefine(mgr->hv, domain, &local) &&
-        !g_error_matches(local, CARREL_ERROR, CARREL_ERROR_NOT_FOUND)) {
-        g_propagate_error(error, g_steal_pointer(&local));
-        return FALSE;
-    }
-    if (!(top = new_top(session, snap->layer_path, error)))
+    json_builder_begin_object(b);
+    intent_add(b, "snapshot", snap->id);
+    intent_add(b, "top", top);
+    intent_add(b, "old_top", session->overlay_path);
+    json_builder_end_object(b);
+    return carrel_manager_intent_begin(mgr, session->id, "revert", b, error);
+}
+
+gboolean
+carrel_manager_revert_finish(CarrelManager *mgr, CarrelSession *session, const CarrelSnapshot *snap,
+                             const char *top, const char *old_top, GError **error)
+{
+    CarrelSessionState next = snap->memory_path ? CARREL_SESSION_RUNNING : CARREL_SESSION_STOPPED;
+
+    if (!make_top(top, snap->layer_path, error))
         return FALSE;
     if (snap->memory_path) {
-        if (!restore_onto(mgr, session, snap->memory_path, top, error))
+        carrel_crash_during("revert.restoring", 200);
+        if (!carrel_manager_restore_onto(mgr, session, snap->memory_path, top, error))
             return FALSE;
-        *ret_state = CARREL_SESSION_RUNNING;
-    } else {
-        if (!define_on(mgr, session, top, error))
-            return FALSE;
-        *ret_state = CARREL_SESSION_STOPPED;
+        carrel_crash_point("revert.restored");
+    } else if (!carrel_manager_define_on(mgr, session, top, error)) {
+        return FALSE;
     }
-    if (!carrel_store_session_set_disk(mgr->store, session->id, top, snap->id, error))
+    if (!carrel_store_session_set_disk(mgr->store, session->id, top, snap->id, error) ||
+        !carrel_store_session_set_state(mgr->store, session->id, next, NULL, error))
         return FALSE;
     /* The top a session runs on is never a snapshot's layer (a snapshot moves the session to a
      * new top), so the old one backs nothing and goes. */
-    if (old_top && !g_str_equal(old_top, snap->layer_path))
+    if (old_top && !g_str_equal(old_top, snap->layer_path) && !g_str_equal(old_top, top))
         (void)g_unlink(old_top);
     return TRUE;
+}
+
+/* Off the running domain (if any) and onto a fresh top on the snapshot's layer. */
+static gboolean
+do_revert(CarrelManager *mgr, CarrelSession *session, const CarrelSnapshot *snap, GError **error)
+{
+    g_autofree char *domain = carrel_session_domain_name(session->id);
+    g_autofree char *old_top = g_strdup(session->overlay_path);
+    g_autofree char *top = top_path_new(session);
+    g_autoptr(GError) local = NULL;
+    gboolean ok;
+
+    if (!revert_intent(mgr, session, snap, top, error))
+        return FALSE;
+    carrel_crash_point("revert.intent");
+    ok = carrel_hypervisor_destroy(mgr->hv, domain, &local) ||
+         g_error_matches(local, CARREL_ERROR, CARREL_ERROR_NOT_FOUND);
+    g_clear_error(&local);
+    ok = ok && (carrel_hypervisor_undefine(mgr->hv, domain, &local) ||
+                g_error_matches(local, CARREL_ERROR, CARREL_ERROR_NOT_FOUND));
+    if (!ok && local)
+        g_propagate_error(error, g_steal_pointer(&local));
+    if (ok)
+        carrel_crash_point("revert.destroyed");
+    ok = ok && carrel_manager_revert_finish(mgr, session, snap, top, old_top, error);
+    carrel_manager_intent_end(mgr, session->id);
+    return ok;
 }
 
 static CarrelSession *
@@ -228,7 +329,6 @@ revert(CarrelManager *mgr, const char *id_or_name, const char *snapshot, GError 
     g_autoptr(CarrelSession) fresh = NULL;
     g_autoptr(CarrelSnapshot) snap = NULL;
     g_autoptr(GError) local = NULL;
-    CarrelSessionState next = CARREL_SESSION_STOPPED;
     gboolean ok = FALSE;
 
     if (!session || !carrel_manager_mark_busy(mgr, session->id, "revert", error))
@@ -242,8 +342,7 @@ revert(CarrelManager *mgr, const char *id_or_name, const char *snapshot, GError 
         g_set_error(&local, CARREL_ERROR, CARREL_ERROR_WRONG_STATE,
                     "cannot revert a hibernated session: resume it first");
     else if (snap)
-        ok = do_revert(mgr, fresh, snap, &next, &local) &&
-             carrel_store_session_set_state(mgr->store, fresh->id, next, NULL, &local);
+        ok = do_revert(mgr, fresh, snap, &local);
     if (!ok && snap && !local)
         g_set_error(&local, CARREL_ERROR, CARREL_ERROR_FAILED, "revert failed");
     carrel_manager_clear_busy(mgr, session->id);

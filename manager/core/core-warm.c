@@ -75,23 +75,56 @@ boot_and_save(CarrelManager *mgr, CarrelJob *job, const CarrelTemplate *tmpl, Ca
     return ok;
 }
 
+/*
+ * One folder per machine revision: sessions of an older warm state stand on its layer. A
+ * folder already there (a warm state found broken) may hold a layer that sessions stand on:
+ * never replaced, the new state goes beside it.
+ */
+static char *
+warm_folder(const CarrelTemplate *tmpl)
+{
+    g_autofree char *name = g_strdup_printf("warm-r%d", CARREL_HYPERVISOR_MACHINE_REVISION);
+    g_autofree char *path = g_build_filename(tmpl->dir, name, NULL);
+    g_autofree char *prefix = g_strconcat(name, "-", NULL);
+    g_autofree char *other = NULL;
+
+    if (!g_file_test(path, G_FILE_TEST_EXISTS))
+        return g_steal_pointer(&path);
+    other = carrel_util_new_id(prefix);
+    return g_build_filename(tmpl->dir, other, NULL);
+}
+
+/* A warm state whose memory cannot be restored (damaged, or its header left half rewritten
+ * with no journal to repair it) is no warm state. */
+static gboolean
+warm_broken(const CarrelWarmState *warm, GError **error)
+{
+    g_autofree char *xml = NULL;
+
+    return !carrel_hypervisor_saveimage_recover(warm->memory_path, error) ||
+           !(xml = carrel_hypervisor_saveimage_get_xml(warm->memory_path, error));
+}
+
 static CarrelWarmState *
 make_warm(CarrelManager *mgr, CarrelJob *job, const CarrelTemplate *tmpl, GError **error)
 {
     g_autofree char *tmp = g_build_filename(tmpl->dir, "warm.tmp", NULL);
-    /* One folder per machine revision: sessions of an older warm state stand on its layer. */
-    g_autofree char *name = g_strdup_printf("warm-r%d", CARREL_HYPERVISOR_MACHINE_REVISION);
-    g_autofree char *final = g_build_filename(tmpl->dir, name, NULL);
+    g_autofree char *final = warm_folder(tmpl);
     g_autofree char *memory_tmp = g_build_filename(tmp, "memory.save", NULL);
     g_autoptr(CarrelSession) ws = warm_session(mgr, tmpl, tmp);
     g_autoptr(CarrelWarmState) warm = carrel_warm_state_new();
     GStatBuf st;
+    gboolean ok;
 
     if (!carrel_util_remove_tree(tmp, error) || !carrel_util_ensure_dir(tmp, 0711, error))
         return NULL;
-    if (!boot_and_save(mgr, job, tmpl, ws, memory_tmp, error) ||
-        !carrel_disk_freeze(ws->overlay_path, error) || g_stat(memory_tmp, &st) < 0 ||
-        !carrel_util_remove_tree(final, error) || g_rename(tmp, final) < 0) {
+    ok = boot_and_save(mgr, job, tmpl, ws, memory_tmp, error);
+    if (ok)
+        carrel_crash_point("warm.saved");
+    ok = ok && carrel_disk_freeze(ws->overlay_path, error) && g_stat(memory_tmp, &st) == 0;
+    if (ok)
+        carrel_crash_point("warm.frozen");
+    if (!ok || g_rename(tmp, final) < 0) {
         if (error && !*error)
             g_set_error(error, CARREL_ERROR, CARREL_ERROR_INTERNAL, "storing the warm state");
         (void)carrel_util_remove_tree(tmp, NULL);
@@ -115,6 +148,7 @@ warm_while_busy(CarrelJob *job, gpointer data, JsonNode **ret_result, GError **e
     WarmData *wd = data;
     g_autoptr(CarrelTemplate) tmpl = NULL;
     g_autoptr(CarrelWarmState) warm = NULL;
+    g_autoptr(GError) broken = NULL;
 
     tmpl = carrel_store_template_get(wd->mgr->store, wd->name, wd->version, error);
     if (!tmpl)
@@ -122,6 +156,12 @@ warm_while_busy(CarrelJob *job, gpointer data, JsonNode **ret_result, GError **e
     warm = carrel_store_warm_get(wd->mgr->store, tmpl->name, tmpl->version, NULL);
     if (warm && warm->machine_revision != CARREL_HYPERVISOR_MACHINE_REVISION) {
         carrel_job_progress(job, "the warm state is of an older machine: warming again");
+        g_clear_pointer(&warm, carrel_warm_state_free);
+    }
+    if (warm && warm_broken(warm, &broken)) {
+        g_autofree char *line =
+            g_strdup_printf("the warm state is broken (%s): warming again", broken->message);
+        carrel_job_progress(job, line);
         g_clear_pointer(&warm, carrel_warm_state_free);
     }
     if (warm) {

@@ -47,11 +47,13 @@ const char *carrel_manager_get_accel_reason(CarrelManager *mgr);
 
 /* What reconcile did, for the daemon's log. */
 typedef struct {
-    guint adopted;  /* running or paused domains taken back */
-    guint stopped;  /* sessions found powered off */
-    guint vanished; /* sessions whose domain is gone: marked crashed */
-    guint cleaned;  /* half-created sessions removed */
-    guint orphans;  /* carrel domains of this instance with no session: removed */
+    guint adopted;   /* running or paused domains taken back */
+    guint stopped;   /* sessions found powered off */
+    guint vanished;  /* sessions whose domain is gone: marked crashed */
+    guint cleaned;   /* half-created sessions removed */
+    guint orphans;   /* carrel domains of this instance with no session: removed */
+    guint recovered; /* operations cut short by a crash, finished or rolled back */
+    guint lost;      /* such operations that could not be settled: session stopped, with why */
 } CarrelReconcileReport;
 
 /* Puts sessions that kept running with a network back on the egress path (after reconcile). */
@@ -194,6 +196,9 @@ CarrelWarmState *carrel_manager_template_warm_state(CarrelManager *mgr, const ch
 
 /* Jobs still running (the daemon must not free the manager under them). */
 guint carrel_manager_jobs_running(CarrelManager *mgr);
+/* On the way out: refuses new verbs (BUSY) and waits up to timeout_s for the running ones
+ * (snapshots, reverts, creates, warms...) to end; returns how many still run. */
+guint carrel_manager_drain(CarrelManager *mgr, guint timeout_s);
 
 /* A new reference to a job, or NOT_FOUND. */
 CarrelJob *carrel_manager_job_get(CarrelManager *mgr, const CarrelPrincipal *who, const char *id,

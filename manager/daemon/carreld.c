@@ -37,6 +37,7 @@ typedef struct {
     char *spice_dir;
     gboolean test_hooks;
     gboolean probe_accel;
+    gboolean crash_points;
     int agent_timeout_s;
     GSocketAddress *listen_address; /* --listen, checked */
     GTlsCertificate *tls;           /* --tls-cert with --tls-key, loaded */
@@ -375,6 +376,10 @@ parse_options(int argc, char **argv, Options *opts, GError **error)
          "spice-html5 served at /spice-html5/ (default /usr/share/spice-html5)", "DIR"},
         {"test-hooks", 0, 0, G_OPTION_ARG_NONE, &opts->test_hooks,
          "Enable routes only tests use (POST /v1/test/approvals); never in production", NULL},
+        {"crash-points", 0, 0, G_OPTION_ARG_NONE, &opts->crash_points,
+         "Print the crash points a test may arm (with --test-hooks and CARREL_CRASH_AT=POINT, "
+         "carreld exits at once on reaching it) and exit",
+         NULL},
         {"probe-accel", 0, 0, G_OPTION_ARG_NONE, &opts->probe_accel,
          "Print the accelerator carreld would use (kvm or tcg) and exit; the reason goes to "
          "stderr. Scripts that start QEMU or libguestfs take this decision",
@@ -593,10 +598,40 @@ start_api(CarrelApi *api, const Options *opts, GError **error)
     return opts->listen_address ? listen_tcp(api, opts, error) : TRUE;
 }
 
-static void
-drain(CarrelApi *api)
+/* Seconds a SIGTERM waits for running verbs: a cold create under TCG takes about 20 s. */
+#define DRAIN_VERBS_S 60
+
+typedef struct {
+    CarrelManager *mgr;
+    gint done; /* atomic: 1 + the verbs still running when the wait ended */
+} Drain;
+
+static gpointer
+drain_verbs(gpointer data)
 {
-    /* Give requests in progress (a boot, a stop) a moment to finish before exit. */
+    Drain *d = data;
+
+    g_atomic_int_set(&d->done, (gint)carrel_manager_drain(d->mgr, DRAIN_VERBS_S) + 1);
+    g_main_context_wakeup(NULL);
+    return NULL;
+}
+
+/* The verbs first, waited for in a thread while the main loop still serves (reads go on, new
+ * verbs get BUSY); then the replies in flight get a moment to be written. */
+static void
+drain(CarrelManager *mgr, CarrelApi *api)
+{
+    Drain d = {.mgr = mgr};
+    GThread *thread;
+
+    g_message("stopping: waiting up to %d s for running verbs", DRAIN_VERBS_S);
+    thread = g_thread_new("drain", drain_verbs, &d);
+    while (!g_atomic_int_get(&d.done))
+        g_main_context_iteration(NULL, TRUE);
+    g_thread_join(thread);
+    if (d.done > 1)
+        g_message("stopping with %d verb(s) still running: the next carreld settles them",
+                  d.done - 1);
     for (int i = 0; i < 100 && carrel_api_in_flight(api) > 0; i++) {
         g_main_context_iteration(NULL, FALSE);
         g_usleep(100 * 1000);
@@ -623,7 +658,7 @@ run(const Options *opts)
     g_unix_signal_add(SIGINT, on_quit_signal, loop);
     g_message("carreld %s ready", CARREL_VERSION);
     g_main_loop_run(loop);
-    drain(api);
+    drain(mgr, api);
     /* Sessions keep running; their path does not outlive carreld (the next one starts it). */
     carrel_manager_egress_stop(mgr);
     if (*opts->socket_path)
@@ -636,6 +671,24 @@ run(const Options *opts)
         (void)g_steal_pointer(&mgr);
     }
     return EXIT_SUCCESS;
+}
+
+/* Tests of recovery only: a daemon without --test-hooks ignores CARREL_CRASH_AT. */
+static gboolean
+arm_crash_point(const Options *opts, GError **error)
+{
+    const char *point = g_getenv("CARREL_CRASH_AT");
+
+    if (!point || !*point)
+        return TRUE;
+    if (!opts->test_hooks) {
+        g_warning("CARREL_CRASH_AT is ignored without --test-hooks");
+        return TRUE;
+    }
+    if (!carrel_crash_arm(point, error))
+        return FALSE;
+    g_warning("crash point '%s' is armed: this daemon exits when it reaches it", point);
+    return TRUE;
 }
 
 /* carreld --probe-accel: the same decision carreld makes at start, for scripts. */
@@ -668,5 +721,14 @@ main(int argc, char **argv)
     }
     if (opts.probe_accel)
         return probe_accel(&opts);
+    if (opts.crash_points) {
+        for (const char *const *p = carrel_crash_points(); *p; p++)
+            g_print("%s\n", *p);
+        return EXIT_SUCCESS;
+    }
+    if (!arm_crash_point(&opts, &error)) {
+        g_printerr("carreld: %s\n", error->message);
+        return 2;
+    }
     return run(&opts);
 }

@@ -88,6 +88,10 @@ CarrelHypervisor *carrel_hypervisor_new_backend(const CarrelHypervisorOps *ops, 
 gboolean carrel_hypervisor_scan_xml(const char *xml, char **ret_name, char **ret_session_id,
                                     char **ret_instance_id, GError **error);
 
+/* The source file of domain XML's first <disk device="disk">, absolute; NULL when absent or
+ * malformed (the same bounds as carrel_hypervisor_scan_xml). */
+char *carrel_hypervisor_scan_disk_source(const char *xml);
+
 /* Largest XML text carrel_hypervisor_scan_xml accepts. */
 #define CARREL_HYPERVISOR_SCAN_MAX_BYTES (256 * 1024)
 

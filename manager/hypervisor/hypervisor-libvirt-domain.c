@@ -219,6 +219,26 @@ carrel_hypervisor_libvirt_get_state(CarrelHypervisor *hv, const char *name,
     return dom && query_state(dom, ret_state, error);
 }
 
+/* libvirt still works on the domain for a caller that may be gone: a save or restore runs on
+ * in libvirtd when carreld dies, and what the domain becomes is known only once it ends. */
+static gboolean
+in_job(virDomainPtr dom)
+{
+    virDomainJobInfo job = {0};
+    int state = VIR_DOMAIN_NOSTATE, reason = 0;
+
+    if (virDomainGetJobInfo(dom, &job) == 0 && job.type != VIR_DOMAIN_JOB_NONE)
+        return TRUE;
+    virResetLastError();
+    if (virDomainGetState(dom, &state, &reason, 0) < 0) {
+        virResetLastError();
+        return FALSE;
+    }
+    return state == VIR_DOMAIN_PAUSED &&
+           (reason == VIR_DOMAIN_PAUSED_SAVE || reason == VIR_DOMAIN_PAUSED_MIGRATION ||
+            reason == VIR_DOMAIN_PAUSED_STARTING_UP || reason == VIR_DOMAIN_PAUSED_SNAPSHOT);
+}
+
 /* carrel's view of one domain, or NULL when it carries no valid carrel metadata. */
 static CarrelDomainInfo *
 info_of_domain(virDomainPtr dom)
@@ -227,7 +247,7 @@ info_of_domain(virDomainPtr dom)
     g_autofree char *instance_id = NULL;
     CarrelDomainState state = CARREL_DOMAIN_OTHER;
     CarrelDomainInfo *info;
-    char *meta;
+    char *meta, *xml;
     gboolean ok;
 
     /* CURRENT: the config of a defined domain, the live XML of a transient leftover. */
@@ -250,6 +270,12 @@ info_of_domain(virDomainPtr dom)
     info->session_id = g_steal_pointer(&session_id);
     info->instance_id = g_steal_pointer(&instance_id);
     info->state = state;
+    info->persistent = virDomainIsPersistent(dom) == 1;
+    info->in_job = in_job(dom);
+    xml = virDomainGetXMLDesc(dom, 0);
+    info->disk_path = xml ? carrel_hypervisor_scan_disk_source(xml) : NULL;
+    free(xml);
+    virResetLastError();
     return info;
 }
 

@@ -154,3 +154,69 @@ carrel_hypervisor_scan_xml(const char *xml, char **ret_name, char **ret_session_
     g_free(st.instance_id);
     return TRUE;
 }
+
+/* The first disk's source file: <domain><devices><disk device="disk"><source file=...>. */
+typedef struct {
+    guint depth;
+    gboolean in_disk; /* inside the first <disk device="disk"> */
+    gboolean done;
+    char *source;
+} DiskScan;
+
+static void
+on_disk_start(GMarkupParseContext *ctx, const char *element, const char **attr_names,
+              const char **attr_values, gpointer user_data, GError **error)
+{
+    DiskScan *st = user_data;
+    const char *device = NULL, *file = NULL;
+
+    st->depth++;
+    if (st->done)
+        return;
+    for (guint i = 0; attr_names[i]; i++) {
+        if (g_str_equal(attr_names[i], "device"))
+            device = attr_values[i];
+        else if (g_str_equal(attr_names[i], "file"))
+            file = attr_values[i];
+    }
+    if (st->depth == 3 && g_str_equal(element, "disk") && g_strcmp0(device, "disk") == 0)
+        st->in_disk = TRUE;
+    else if (st->depth == 4 && st->in_disk && g_str_equal(element, "source") && file &&
+             g_path_is_absolute(file) && strlen(file) < SCAN_MAX_TEXT) {
+        st->source = g_strdup(file);
+        st->done = TRUE;
+    }
+}
+
+static void
+on_disk_end(GMarkupParseContext *ctx, const char *element, gpointer user_data, GError **error)
+{
+    DiskScan *st = user_data;
+
+    if (st->depth == 3 && st->in_disk)
+        st->done = TRUE; /* the first disk had no file source */
+    st->depth--;
+}
+
+static const GMarkupParser disk_parser = {
+    .start_element = on_disk_start,
+    .end_element = on_disk_end,
+};
+
+char *
+carrel_hypervisor_scan_disk_source(const char *xml)
+{
+    g_autoptr(GMarkupParseContext) ctx = NULL;
+    DiskScan st = {0};
+    gsize len = xml ? strnlen(xml, CARREL_HYPERVISOR_SCAN_MAX_BYTES + 1) : 0;
+    gboolean ok;
+
+    if (len == 0 || len > CARREL_HYPERVISOR_SCAN_MAX_BYTES)
+        return NULL;
+    ctx = g_markup_parse_context_new(&disk_parser, 0, &st, NULL);
+    ok = g_markup_parse_context_parse(ctx, xml, (gssize)len, NULL) &&
+         g_markup_parse_context_end_parse(ctx, NULL);
+    if (!ok)
+        g_clear_pointer(&st.source, g_free);
+    return st.source;
+}

@@ -48,6 +48,7 @@ carrel_domain_info_free(CarrelDomainInfo *info)
 {
     if (!info)
         return;
+    g_free(info->disk_path);
     g_free(info->name);
     g_free(info->session_id);
     g_free(info->instance_id);

@@ -101,6 +101,9 @@ typedef struct {
     char *session_id;  /* from <metadata>, never from the name alone */
     char *instance_id; /* from <metadata>; NULL when absent */
     CarrelDomainState state;
+    char *disk_path;     /* the first disk's source file (live XML when running); NULL if none */
+    gboolean persistent; /* defined; FALSE for a transient (restored, not yet defined) domain */
+    gboolean in_job;     /* libvirt still saves, restores or starts it (a caller died mid-way) */
 } CarrelDomainInfo;
 
 void carrel_domain_info_free(CarrelDomainInfo *info);
@@ -356,6 +359,9 @@ gboolean carrel_hypervisor_screenshot(CarrelHypervisor *hv, const char *name, GB
 
 /* The domain XML inside the save image at path (read-only; for tests and debugging). */
 char *carrel_hypervisor_saveimage_get_xml(const char *path, GError **error);
+/* Makes a save image whole again after a crash in the middle of a header rewrite (from the
+ * journal that rewrite left beside it); TRUE when there was nothing to do. */
+gboolean carrel_hypervisor_saveimage_recover(const char *path, GError **error);
 
 /*
  * HID plans (hypervisor-hid.c): what an action sends to the guest's virtio tablet and

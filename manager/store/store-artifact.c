@@ -182,3 +182,19 @@ carrel_store_extraction_list(CarrelStore *store, const char *session_id, GError 
     }
     return g_steal_pointer(&list);
 }
+
+gboolean
+carrel_store_extraction_exists(CarrelStore *store, const char *id, gboolean *ret_exists,
+                               GError **error)
+{
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&store->lock);
+    g_autoptr(sqlite3_stmt) sel = NULL;
+    gint64 n = 0;
+
+    sel = carrel_store_prepare(store, "SELECT COUNT(*) FROM extractions WHERE id = ?", error);
+    if (!sel || !carrel_store_bind_text(store, sel, 1, id, error) ||
+        !carrel_store_query_int64(store, sel, "looking up an extraction", &n, error))
+        return FALSE;
+    *ret_exists = n > 0;
+    return TRUE;
+}

@@ -335,6 +335,14 @@ static const StoreMigration migrations[] = {
      ") STRICT;"
      "CREATE INDEX egress_session ON egress (session_id, seq);",
      FALSE},
+    /* v10: intents of long operations, for recovery after a crash (store-intent.c). */
+    {"CREATE TABLE intents ("
+     "  key TEXT PRIMARY KEY,"
+     "  op TEXT NOT NULL,"
+     "  data TEXT NOT NULL,"
+     "  created_at INTEGER NOT NULL"
+     ") STRICT;",
+     FALSE},
 };
 
 int

@@ -143,6 +143,9 @@ gboolean carrel_store_audit_verify(CarrelStore *store, CarrelAuditVerdict *ret_v
 /* Extractions, stored with all their artifacts in one transaction. */
 gboolean carrel_store_extraction_insert(CarrelStore *store, const CarrelExtraction *x,
                                         GError **error);
+/* Whether an extraction with this id is stored (reconcile removes folders of none). */
+gboolean carrel_store_extraction_exists(CarrelStore *store, const char *id, gboolean *ret_exists,
+                                        GError **error);
 /* A session's extractions, oldest first, each with its artifacts. */
 GPtrArray *carrel_store_extraction_list(CarrelStore *store, const char *session_id, GError **error);
 /* NOT_FOUND when there is no such artifact. */
@@ -210,5 +213,20 @@ gboolean carrel_store_lease_take(CarrelStore *store, const char *session_id, con
 gboolean carrel_store_lease_get(CarrelStore *store, const char *session_id, char **ret_holder_id,
                                 char **ret_holder_label, gint64 *ret_since, GError **error);
 gboolean carrel_store_lease_release(CarrelStore *store, const char *session_id, GError **error);
+
+/* Intents of long operations (store-intent.c): put replaces the key's intent; data is JSON. */
+typedef struct {
+    char *key;
+    char *op;
+    char *data;
+} CarrelIntent;
+
+void carrel_intent_free(CarrelIntent *intent);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelIntent, carrel_intent_free)
+gboolean carrel_store_intent_put(CarrelStore *store, const char *key, const char *op,
+                                 const char *data, GError **error);
+gboolean carrel_store_intent_delete(CarrelStore *store, const char *key, GError **error);
+/* Every intent left, oldest first (GPtrArray of CarrelIntent). */
+GPtrArray *carrel_store_intent_list(CarrelStore *store, GError **error);
 
 G_END_DECLS

@@ -164,4 +164,16 @@ char *carrel_util_clean_text(const char *data, gsize len, gsize max);
  * ("02:1a:2b:3c:4d:5e"): the one form carrel stores and puts into domain XML. */
 gboolean carrel_util_is_mac(const char *text);
 
+/*
+ * Crash points (util-crash.c), for tests of recovery: carreld --test-hooks arms one point named
+ * by CARREL_CRASH_AT; reaching it ends the process at once with CARREL_CRASH_EXIT, as a kill
+ * would. Unarmed, they cost a string compare. carrel_crash_during ends it delay_ms later from
+ * another thread, so the crash lands inside a call that blocks (a save or restore in libvirt).
+ */
+#define CARREL_CRASH_EXIT 86
+const char *const *carrel_crash_points(void);
+gboolean carrel_crash_arm(const char *point, GError **error);
+void carrel_crash_point(const char *point);
+void carrel_crash_during(const char *point, guint delay_ms);
+
 G_END_DECLS

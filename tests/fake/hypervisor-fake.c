@@ -544,6 +544,8 @@ fake_list(CarrelHypervisor *hv, GError **error)
         info->session_id = g_strdup(dom->session_id);
         info->instance_id = g_strdup(dom->instance_id);
         info->state = dom->state;
+        info->persistent = dom->persistent;
+        info->disk_path = carrel_hypervisor_scan_disk_source(dom->xml);
         g_ptr_array_add(infos, info);
     }
     /* Stable order for tests. */
