@@ -110,7 +110,7 @@ carrel_hypervisor_libvirt_screenshot(CarrelHypervisor *hv, const char *name, GBy
 
     if (!dom)
         return FALSE;
-    st = virStreamNew(be->conn, 0);
+    st = virStreamNew(carrel_hypervisor_libvirt_conn(be), 0);
     if (!st) {
         carrel_hypervisor_libvirt_set_error(error, "creating screenshot stream");
         return FALSE;

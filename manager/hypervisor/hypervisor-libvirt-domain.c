@@ -72,14 +72,15 @@ carrel_hypervisor_libvirt_define_start(CarrelHypervisor *hv, const char *xml, GE
 
     /* Never redefine: the undefine below must only ever remove a domain made right here. */
     if (carrel_hypervisor_scan_xml(xml, &name, NULL, NULL, NULL) && name) {
-        g_autoptr(virDomain) old = virDomainLookupByName(be->conn, name);
+        g_autoptr(virDomain) old = virDomainLookupByName(carrel_hypervisor_libvirt_conn(be), name);
         if (old) {
             g_set_error(error, CARREL_ERROR, CARREL_ERROR_EXISTS, "domain already exists");
             return FALSE;
         }
         virResetLastError();
     }
-    dom = virDomainDefineXMLFlags(be->conn, xml, VIR_DOMAIN_DEFINE_VALIDATE);
+    dom = virDomainDefineXMLFlags(carrel_hypervisor_libvirt_conn(be), xml,
+                                  VIR_DOMAIN_DEFINE_VALIDATE);
     if (!dom) {
         carrel_hypervisor_libvirt_set_error(error, "defining");
         return FALSE;
@@ -287,7 +288,11 @@ carrel_hypervisor_libvirt_list(CarrelHypervisor *hv, GError **error)
     GPtrArray *infos;
     int n;
 
-    n = virConnectListAllDomains(be->conn, &doms, 0);
+    n = virConnectListAllDomains(carrel_hypervisor_libvirt_conn(be), &doms, 0);
+    if (n < 0 && carrel_hypervisor_libvirt_conn_broke(be)) {
+        virResetLastError();
+        n = virConnectListAllDomains(carrel_hypervisor_libvirt_conn(be), &doms, 0);
+    }
     if (n < 0) {
         carrel_hypervisor_libvirt_set_error(error, "listing");
         return NULL;
@@ -307,7 +312,8 @@ gboolean
 carrel_hypervisor_libvirt_define(CarrelHypervisor *hv, const char *xml, GError **error)
 {
     CarrelLibvirtBackend *be = hv->backend_data;
-    g_autoptr(virDomain) dom = virDomainDefineXMLFlags(be->conn, xml, VIR_DOMAIN_DEFINE_VALIDATE);
+    g_autoptr(virDomain) dom = virDomainDefineXMLFlags(carrel_hypervisor_libvirt_conn(be), xml,
+                                                       VIR_DOMAIN_DEFINE_VALIDATE);
 
     if (!dom) {
         carrel_hypervisor_libvirt_set_error(error, "defining");
@@ -398,7 +404,7 @@ carrel_hypervisor_libvirt_restore(CarrelHypervisor *hv, const char *path, const 
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "domain xml has no name");
         return FALSE;
     }
-    old = virDomainLookupByName(be->conn, name);
+    old = virDomainLookupByName(carrel_hypervisor_libvirt_conn(be), name);
     if (old) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_EXISTS, "domain already exists");
         return FALSE;
@@ -407,7 +413,8 @@ carrel_hypervisor_libvirt_restore(CarrelHypervisor *hv, const char *path, const 
     /* libvirt checks a new XML given here against the saved one and refuses another UUID. */
     if (!carrel_hypervisor_saveimage_rewrite_file(path, xml, error))
         return FALSE;
-    if (virDomainRestoreFlags(be->conn, path, NULL, VIR_DOMAIN_SAVE_RUNNING) < 0) {
+    if (virDomainRestoreFlags(carrel_hypervisor_libvirt_conn(be), path, NULL,
+                              VIR_DOMAIN_SAVE_RUNNING) < 0) {
         carrel_hypervisor_libvirt_set_error(error, "restoring");
         return FALSE;
     }

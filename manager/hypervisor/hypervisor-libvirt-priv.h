@@ -21,9 +21,21 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(virNetwork, virNetworkFree)
 
 /* The backend_data of a libvirt CarrelHypervisor. */
 typedef struct {
-    virConnectPtr conn;
+    virConnectPtr conn; /* through carrel_hypervisor_libvirt_conn, never directly */
+    GMutex conn_lock;   /* guards conn and dead */
+    GPtrArray *dead;    /* connections replaced after libvirtd restarted (see _conn) */
+    char *uri;
     gboolean is_test; /* the test driver: no guest runs, so there is no agent either */
 } CarrelLibvirtBackend;
+
+/*
+ * The connection, opened again when libvirtd restarted (guests run on; carreld must not need a
+ * restart too). A replaced connection is kept until the backend closes: another thread may be
+ * in a call on it, which then fails and is retried by its caller.
+ */
+virConnectPtr carrel_hypervisor_libvirt_conn(CarrelLibvirtBackend *be);
+/* TRUE when the last libvirt error came from a broken connection (worth one retry). */
+gboolean carrel_hypervisor_libvirt_conn_broke(CarrelLibvirtBackend *be);
 
 /*
  * The one place libvirt errors become GError; consumes the thread's last libvirt error. With

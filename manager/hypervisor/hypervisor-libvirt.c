@@ -54,11 +54,50 @@ carrel_hypervisor_libvirt_set_error(GError **error, const char *what)
     carrel_hypervisor_libvirt_set_error_full(error, what, FALSE);
 }
 
+static void
+close_connection(gpointer conn)
+{
+    virConnectClose(conn);
+}
+
+virConnectPtr
+carrel_hypervisor_libvirt_conn(CarrelLibvirtBackend *be)
+{
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->conn_lock);
+    virConnectPtr fresh;
+
+    if (virConnectIsAlive(be->conn) == 1)
+        return be->conn;
+    fresh = virConnectOpen(be->uri);
+    virResetLastError();
+    if (!fresh)
+        return be->conn; /* still down: calls fail with libvirt's own error */
+    g_ptr_array_add(be->dead, be->conn);
+    be->conn = fresh;
+    return be->conn;
+}
+
+/* A call failed because the connection broke (libvirtd restarted): worth one more try, on the
+ * connection carrel_hypervisor_libvirt_conn opens again. */
+gboolean
+carrel_hypervisor_libvirt_conn_broke(CarrelLibvirtBackend *be)
+{
+    int code = virGetLastErrorCode();
+
+    return (code == VIR_ERR_SYSTEM_ERROR || code == VIR_ERR_RPC || code == VIR_ERR_INTERNAL_ERROR ||
+            code == VIR_ERR_NO_CONNECT) &&
+           virConnectIsAlive(be->conn) != 1;
+}
+
 virDomainPtr
 carrel_hypervisor_libvirt_lookup(CarrelLibvirtBackend *be, const char *name, GError **error)
 {
-    virDomainPtr dom = virDomainLookupByName(be->conn, name);
+    virDomainPtr dom = virDomainLookupByName(carrel_hypervisor_libvirt_conn(be), name);
 
+    if (!dom && carrel_hypervisor_libvirt_conn_broke(be)) {
+        virResetLastError();
+        dom = virDomainLookupByName(carrel_hypervisor_libvirt_conn(be), name);
+    }
     if (dom)
         return dom;
     if (virGetLastErrorCode() == VIR_ERR_NO_DOMAIN) {
@@ -93,12 +132,12 @@ lv_describe(CarrelHypervisor *hv)
     CarrelLibvirtBackend *be = hv->backend_data;
     unsigned long lib_version = 0;
     unsigned long hv_version = 0;
-    const char *type = virConnectGetType(be->conn);
+    const char *type = virConnectGetType(carrel_hypervisor_libvirt_conn(be));
     g_autofree char *lib_text = NULL;
     g_autofree char *hv_text = NULL;
 
-    if (virConnectGetLibVersion(be->conn, &lib_version) < 0 ||
-        virConnectGetVersion(be->conn, &hv_version) < 0 || !type) {
+    if (virConnectGetLibVersion(carrel_hypervisor_libvirt_conn(be), &lib_version) < 0 ||
+        virConnectGetVersion(carrel_hypervisor_libvirt_conn(be), &hv_version) < 0 || !type) {
         virResetLastError();
         return g_strdup("libvirt (version unknown)");
     }
@@ -116,6 +155,9 @@ lv_close(CarrelHypervisor *hv)
         return;
     if (be->conn)
         virConnectClose(be->conn);
+    g_ptr_array_unref(be->dead);
+    g_mutex_clear(&be->conn_lock);
+    g_free(be->uri);
     g_free(be);
     hv->backend_data = NULL;
 }
@@ -125,7 +167,7 @@ static virNetworkPtr
 lookup_or_define_network(CarrelLibvirtBackend *be, const char *name, const char *xml,
                          GError **error)
 {
-    virNetworkPtr net = virNetworkLookupByName(be->conn, name);
+    virNetworkPtr net = virNetworkLookupByName(carrel_hypervisor_libvirt_conn(be), name);
 
     if (net)
         return net;
@@ -134,7 +176,7 @@ lookup_or_define_network(CarrelLibvirtBackend *be, const char *name, const char 
         return NULL;
     }
     virResetLastError();
-    net = virNetworkDefineXML(be->conn, xml);
+    net = virNetworkDefineXML(carrel_hypervisor_libvirt_conn(be), xml);
     if (net) {
         /* Best effort: carrel ensures it again before every session anyway. */
         (void)virNetworkSetAutostart(net, 1);
@@ -143,7 +185,7 @@ lookup_or_define_network(CarrelLibvirtBackend *be, const char *name, const char 
     }
     /* Another carreld may have defined it in between: use that one. */
     virResetLastError();
-    net = virNetworkLookupByName(be->conn, name);
+    net = virNetworkLookupByName(carrel_hypervisor_libvirt_conn(be), name);
     if (!net)
         carrel_hypervisor_libvirt_set_error(error, "defining network");
     return net;
@@ -235,6 +277,9 @@ carrel_hypervisor_open_libvirt(const char *uri, GError **error)
     }
     be = g_new0(CarrelLibvirtBackend, 1);
     be->conn = conn;
+    be->uri = g_strdup(uri);
+    be->dead = g_ptr_array_new_with_free_func(close_connection);
+    g_mutex_init(&be->conn_lock);
     type = virConnectGetType(conn);
     be->is_test = type && g_str_equal(type, "TEST");
     virResetLastError();

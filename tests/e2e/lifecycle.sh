@@ -176,33 +176,6 @@ timeout_checks() {
     carrel rm "$b" "$c" >/dev/null 2>&1
 }
 
-# carreld SIGKILLed in the middle of a snapshot: after a restart every disk layer is whole and
-# the session runs, or is marked with a reason and starts again.
-snapshot_crash_checks() {
-    local id pid state
-    id="$(carrel create --template tiny --name cut --json 2>/dev/null | jq -r .id)"
-    carrel snapshot "$id" mid >/dev/null 2>&1 &
-    sleep 1.5
-    pid="$DAEMON_PID"
-    kill -KILL "$pid"
-    wait "$pid" 2>/dev/null || true
-    wait 2>/dev/null || true
-    # libvirtd finishes a save it started on its own.
-    sleep 5
-    start_daemon
-    sleep 3
-    check "after a crash mid-snapshot every layer passes qemu-img check" bash -c \
-        "for f in \$(find '$STATE_DIR/sessions/$id' -name '*.qcow2'); do qemu-img check -U -q \"\$f\" || exit 1; done"
-    state="$(carrel show "$id" --json 2>/dev/null)"
-    check "the session runs, or says why not" json_true \
-        '.state == "running" or ((.state == "stopped" or .state == "crashed") and (.state_reason | length > 0))' "$state"
-    if [ "$(jq -r .state <<<"$state")" != running ]; then
-        carrel start "$id" >/dev/null 2>&1
-    fi
-    check_eq "...and is usable: it runs commands" "ok" "$(carrel exec "$id" -- echo ok 2>/dev/null)"
-    carrel rm "$id" >/dev/null 2>&1
-}
-
 # A pool's ready count (0 when there is no such pool).
 pool_ready() {
     carrel template pool --json 2>/dev/null | jq -r --arg t "$1" '[.pools[] | select(.template == $t) | .ready] | add // 0'

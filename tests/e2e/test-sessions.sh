@@ -28,6 +28,8 @@ source "$(dirname "$0")/egress.sh"
 source "$(dirname "$0")/install.sh"
 # shellcheck source=tests/e2e/sdk.sh
 source "$(dirname "$0")/sdk.sh"
+# shellcheck source=tests/e2e/crash.sh
+source "$(dirname "$0")/crash.sh"
 trap 'finish; exit $?' EXIT
 
 start_daemon || exit 1
@@ -188,7 +190,8 @@ artifacts_checks
 # Pause, resume, hibernate across a carreld restart; snapshots with memory and revert.
 lifecycle_checks
 snapshot_checks
-snapshot_crash_checks
+crash_checks
+libvirtd_restart_checks
 timeout_checks
 pool_checks
 
