@@ -51,7 +51,7 @@ bring_up_fork(CarrelManager *mgr, CarrelSession *s, const CarrelSnapshot *snap, 
         return FALSE;
     /* Every fork rewrites the one memory file's header: one restore at a time. */
     g_mutex_lock(&mgr->warm_lock);
-    ok = carrel_hypervisor_restore(mgr->hv, snap->memory_path, xml, error);
+    ok = carrel_manager_restore(mgr, "fork", snap->memory_path, xml, error);
     g_mutex_unlock(&mgr->warm_lock);
     if (!ok || !carrel_hypervisor_define(mgr->hv, xml, error) ||
         !carrel_manager_wait_agent(mgr, domain, &by_screen, error) ||

@@ -235,7 +235,7 @@ wake(CarrelManager *mgr, CarrelSession *session, const char *domain, GError **er
     g_autofree char *xml = carrel_hypervisor_saveimage_get_xml(path, error);
     gboolean by_screen = FALSE;
 
-    if (!xml || !carrel_hypervisor_restore(mgr->hv, path, xml, error) ||
+    if (!xml || !carrel_manager_restore(mgr, "hibernate", path, xml, error) ||
         !carrel_hypervisor_define(mgr->hv, xml, error))
         return FALSE;
     /* The memory is running again: the file is history now. */

@@ -165,3 +165,8 @@ char *carrel_util_clean_text(const char *data, gsize len, gsize max);
 gboolean carrel_util_is_mac(const char *text);
 
 G_END_DECLS
+
+/* Counters, gauges and histograms, and their Prometheus text. */
+#define CARREL_UTIL_H_INSIDE
+#include "util/util-metrics.h"
+#undef CARREL_UTIL_H_INSIDE
