@@ -28,6 +28,8 @@ source "$(dirname "$0")/egress.sh"
 source "$(dirname "$0")/install.sh"
 # shellcheck source=tests/e2e/sdk.sh
 source "$(dirname "$0")/sdk.sh"
+# shellcheck source=tests/e2e/metrics.sh
+source "$(dirname "$0")/metrics.sh"
 trap 'finish; exit $?' EXIT
 
 start_daemon || exit 1
@@ -187,6 +189,8 @@ artifacts_checks
 
 # Pause, resume, hibernate across a carreld restart; snapshots with memory and revert.
 lifecycle_checks
+# /metrics around a warm create, a snapshot and a revert (counters restart with carreld).
+metrics_checks
 snapshot_checks
 snapshot_crash_checks
 timeout_checks
