@@ -235,6 +235,12 @@ CarrelApiReply *carrel_api_get_session_shot(CarrelApiRequest *req, GError **erro
 CarrelApiReply *carrel_api_get_audit(CarrelApiRequest *req, GError **error);
 CarrelApiReply *carrel_api_get_audit_verify(CarrelApiRequest *req, GError **error);
 
+/* api-metrics.c: GET /metrics (Prometheus text), and the count of every reply the server sends:
+ * requests by method, route pattern and status, and error replies by code. */
+CarrelApiReply *carrel_api_get_metrics(CarrelApiRequest *req, GError **error);
+void carrel_api_count_reply(CarrelApi *api, const char *method, const char *path,
+                            const CarrelApiRoute *route, const CarrelApiReply *reply);
+
 /* api-limit.c: failed credentials per source. A source with too many failures in a window is
  * refused (429) until the window moves on; ret_retry_s says when to try again. */
 typedef struct _CarrelApiLimiter CarrelApiLimiter;

@@ -601,6 +601,7 @@ const CarrelApiRoute carrel_api_routes[] = {
     {"GET", "/v1/sessions/*/screenshots/*", carrel_api_get_session_shot, CARREL_OP_SESSION_READ, 0,
      NULL},
     {"GET", "/v1/version", get_version, CARREL_OP_SERVER_READ, 0, NULL},
+    {"GET", "/metrics", carrel_api_get_metrics, CARREL_OP_METRICS_READ, 0, NULL},
     {"GET", "/v1/templates", get_templates, CARREL_OP_TEMPLATE_READ, 0, NULL},
     {"POST", "/v1/templates", post_templates, CARREL_OP_TEMPLATE_IMPORT, 0,
      CARREL_API_BODY(carrel_template_import)},

@@ -75,6 +75,7 @@ send_reply(Exchange *ex)
     if (!carrel_api_reply_get_header(ex->reply, "Cache-Control"))
         carrel_api_reply_add_header(ex->reply, "Cache-Control", "no-store");
     carrel_api_reply_write(ex->reply, ex->api, ex->msg);
+    carrel_api_count_reply(ex->api, ex->req->method, ex->req->path, ex->route, ex->reply);
     /* Method and path only: never headers, so tokens stay out of the log. */
     g_message("request %s: %s %s -> %u (%" G_GINT64_FORMAT " ms)%s", ex->req->request_id,
               ex->req->method, ex->req->path, carrel_api_reply_get_status(ex->reply), ms,
@@ -325,7 +326,8 @@ handle_request(SoupServer *server, SoupServerMessage *msg, const char *path, GHa
     g_autoptr(GTask) task = NULL;
     Exchange *ex;
 
-    if (!g_str_has_prefix(path, "/v1/") && !g_str_equal(path, "/mcp")) {
+    if (!g_str_has_prefix(path, "/v1/") && !g_str_equal(path, "/mcp") &&
+        !g_str_equal(path, "/metrics")) {
         g_autoptr(CarrelApiReply) reply =
             carrel_api_static_reply(api, soup_server_message_get_method(msg), path);
         carrel_api_reply_write(reply, api, msg);

@@ -63,6 +63,7 @@ static const OpInfo ops[CARREL_OP_LAST] = {
     [CARREL_OP_TOKEN_REVOKE] = {"token.revoke", TRUE},
     [CARREL_OP_TOKEN_ROTATE] = {"token.rotate", TRUE},
     [CARREL_OP_AUDIT_READ] = {"audit.read", FALSE},
+    [CARREL_OP_METRICS_READ] = {"metrics.read", FALSE},
     [CARREL_OP_INPUT_HOST_PATH] = {"input.host_path", TRUE},
     [CARREL_OP_SESSION_OBSERVE] = {"session.observe", TRUE},
     [CARREL_OP_AUTH_LOGIN] = {"auth.login", TRUE},

@@ -91,6 +91,7 @@ typedef enum {
     CARREL_OP_TOKEN_REVOKE,
     CARREL_OP_TOKEN_ROTATE,
     CARREL_OP_AUDIT_READ,
+    CARREL_OP_METRICS_READ,    /* GET /metrics: counts over every session, for operators */
     CARREL_OP_INPUT_HOST_PATH, /* a create whose inputs name files on the host */
     CARREL_OP_SESSION_OBSERVE, /* carreld found a guest stopped or crashed (the watcher) */
     CARREL_OP_AUTH_LOGIN,      /* a login or a refused credential: audited, never authorized */

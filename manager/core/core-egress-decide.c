@@ -217,6 +217,8 @@ carrel_manager_egress_record(const char *source, const CarrelEgressRecord *rec, 
     g_autoptr(JsonNode) params = NULL;
     g_autoptr(GError) error = NULL;
 
+    /* Counted whatever became of the session: the path refused it either way. */
+    carrel_manager_count_egress(mgr, rec->decision);
     if (!s)
         return;
     copy = carrel_egress_record_new();

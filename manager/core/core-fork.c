@@ -52,7 +52,7 @@ bring_up_fork(CarrelManager *mgr, CarrelSession *s, const CarrelSnapshot *snap, 
     /* Every fork rewrites the one memory file's header: one restore at a time. */
     carrel_crash_during("fork.restoring", 200);
     g_mutex_lock(carrel_manager_file_lock(mgr, snap->memory_path));
-    ok = carrel_hypervisor_restore(mgr->hv, snap->memory_path, xml, error);
+    ok = carrel_manager_restore(mgr, "fork", snap->memory_path, xml, error);
     g_mutex_unlock(carrel_manager_file_lock(mgr, snap->memory_path));
     if (!ok || !carrel_hypervisor_define(mgr->hv, xml, error) ||
         !carrel_manager_wait_agent(mgr, domain, &by_screen, error) ||

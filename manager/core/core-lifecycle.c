@@ -268,7 +268,7 @@ wake(CarrelManager *mgr, CarrelSession *session, const char *domain, GError **er
         !begin_intent(mgr, session, "wake", error))
         return FALSE;
     carrel_crash_during("resume.restoring", 200);
-    if (!carrel_hypervisor_restore(mgr->hv, path, xml, error))
+    if (!carrel_manager_restore(mgr, "hibernate", path, xml, error))
         return FALSE;
     carrel_crash_point("resume.restored");
     if (!carrel_hypervisor_define(mgr->hv, xml, error))

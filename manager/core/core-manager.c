@@ -96,6 +96,7 @@ carrel_manager_new(const CarrelManagerConfig *config, CarrelHypervisor *hv, GErr
     g_mutex_init(&mgr->egress_lock);
     mgr->egress_sources = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     carrel_manager_egress_asks_init(mgr);
+    mgr->metrics = carrel_manager_metrics_new();
     mgr->egress_dns = g_strdup(config->egress_dns);
     mgr->egress_ca = g_strdup(config->egress_ca);
     mgr->egress_helper = g_strdup(config->egress_helper);
@@ -170,6 +171,7 @@ carrel_manager_free(CarrelManager *mgr)
     g_free(mgr->guest_tool_src);
     g_free(mgr->instance_id);
     g_free(mgr->accel_reason);
+    carrel_metrics_free(mgr->metrics);
     g_free(mgr);
 }
 

@@ -51,7 +51,21 @@ struct _CarrelManager {
     GHashTable *egress_sources; /* address -> id of the session on the path (or being made) */
     GPtrArray *egress_asks;     /* PendingAsk, main context only (core-egress-decide.c) */
     guint egress_ask_timer;
+    CarrelMetrics *metrics; /* every family declared (core-metrics.c); api counts requests */
 };
+
+/* Metrics (core-metrics.c). A registry with every family of carreld declared. */
+CarrelMetrics *carrel_manager_metrics_new(void);
+/* Observes the time since started_us (monotonic) in a duration histogram, with its one label
+ * value (NULL for histograms without labels). */
+void carrel_manager_observe_since(CarrelManager *mgr, const char *histogram, const char *label,
+                                  gint64 started_us);
+/* carrel_hypervisor_restore, its time observed by what it restores ("warm", "hibernate",
+ * "snapshot", "fork") when it succeeds. */
+gboolean carrel_manager_restore(CarrelManager *mgr, const char *from, const char *memory,
+                                const char *xml, GError **error);
+/* Counts a record of the egress path that refused something (its log's decision word). */
+void carrel_manager_count_egress(CarrelManager *mgr, const char *decision);
 
 /* Sessions with a network (core-egress.c). prepare: at create, an address for a session whose
  * policy has network (starting the path if need be); FAILED when carreld has none. attach: once

@@ -142,7 +142,7 @@ restore_warm(CarrelManager *mgr, const CarrelWarmState *warm, const char *domain
 
     g_mutex_lock(carrel_manager_file_lock(mgr, warm->memory_path));
     t1 = g_get_monotonic_time();
-    ok = carrel_hypervisor_restore(mgr->hv, warm->memory_path, xml, error);
+    ok = carrel_manager_restore(mgr, "warm", warm->memory_path, xml, error);
     g_mutex_unlock(carrel_manager_file_lock(mgr, warm->memory_path));
     t2 = g_get_monotonic_time();
     /* Persistent like every session. */
@@ -243,6 +243,7 @@ carrel_manager_create_into(CarrelManager *mgr, const CarrelPrincipal *who,
     g_autoptr(CarrelWarmState) warm = NULL;
     const CarrelPolicy *policy;
     CarrelSession *result;
+    gint64 started = g_get_monotonic_time();
 
     policy = carrel_manager_policy_for(mgr, who, req->policy, error);
     tmpl = policy ? carrel_store_template_get(mgr->store, req->template_name, req->template_version,
@@ -253,8 +254,10 @@ carrel_manager_create_into(CarrelManager *mgr, const CarrelPrincipal *who,
         return NULL;
     }
     /* A ready member of the template's warm pool: taken at once, refilled later. */
-    if (!pool && (result = carrel_manager_pool_take(mgr, who, req, tmpl, policy)))
+    if (!pool && (result = carrel_manager_pool_take(mgr, who, req, tmpl, policy))) {
+        carrel_manager_observe_since(mgr, "carrel_create_duration_seconds", "pool", started);
         return result;
+    }
     session = session_from_request(mgr, who, req, tmpl, policy);
     session->pool = g_strdup(pool);
     warm = pick_warm(mgr, req, tmpl);
@@ -282,6 +285,10 @@ carrel_manager_create_into(CarrelManager *mgr, const CarrelPrincipal *who,
         carrel_manager_egress_detach(mgr, session->id, session->egress_ip);
     if (result)
         carrel_manager_forget_uploads(mgr, req->inputs);
+    /* What a caller waited for; a pool's own refills are not creates anyone asked for. */
+    if (result && !pool)
+        carrel_manager_observe_since(mgr, "carrel_create_duration_seconds", warm ? "warm" : "cold",
+                                     started);
     if (result && warm)
         carrel_job_unref(carrel_manager_reclaim_restored(mgr, result));
     if (!result)

@@ -60,7 +60,7 @@ carrel_manager_restore_onto(CarrelManager *mgr, CarrelSession *session, const ch
     session->overlay_path = (char *)top;
     xml = tmpl ? carrel_manager_session_xml(mgr, session, tmpl, error) : NULL;
     session->overlay_path = saved;
-    return xml && carrel_hypervisor_restore(mgr->hv, memory, xml, error) &&
+    return xml && carrel_manager_restore(mgr, "snapshot", memory, xml, error) &&
            carrel_hypervisor_define(mgr->hv, xml, error) &&
            carrel_manager_wait_agent(mgr, domain, &by_screen, error) &&
            (by_screen || carrel_manager_set_guest_clock(mgr, domain, error)) &&
@@ -198,6 +198,7 @@ carrel_manager_snapshot_take(CarrelManager *mgr, const char *id_or_name, const c
     g_autoptr(CarrelSnapshot) taken = NULL;
     g_autoptr(GError) local = NULL;
     gboolean ok = FALSE, gone = FALSE;
+    gint64 started = g_get_monotonic_time();
 
     if (!session || !carrel_snapshot_check_name(name, error))
         return NULL;
@@ -227,6 +228,7 @@ carrel_manager_snapshot_take(CarrelManager *mgr, const char *id_or_name, const c
                                    "snapshot of '%s': ", session->id);
         return NULL;
     }
+    carrel_manager_observe_since(mgr, "carrel_snapshot_duration_seconds", NULL, started);
     return g_steal_pointer(&snap);
 }
 
@@ -330,6 +332,7 @@ revert(CarrelManager *mgr, const char *id_or_name, const char *snapshot, GError 
     g_autoptr(CarrelSnapshot) snap = NULL;
     g_autoptr(GError) local = NULL;
     gboolean ok = FALSE;
+    gint64 started = g_get_monotonic_time();
 
     if (!session || !carrel_manager_mark_busy(mgr, session->id, "revert", error))
         return NULL;
@@ -350,6 +353,7 @@ revert(CarrelManager *mgr, const char *id_or_name, const char *snapshot, GError 
         g_propagate_prefixed_error(error, g_steal_pointer(&local), "revert of '%s': ", session->id);
         return NULL;
     }
+    carrel_manager_observe_since(mgr, "carrel_revert_duration_seconds", NULL, started);
     return carrel_store_session_get(mgr->store, session->id, error);
 }
 

@@ -115,6 +115,13 @@ JsonNode *carrel_manager_audit_verify(CarrelManager *mgr, const CarrelPrincipal 
 JsonNode *carrel_manager_role_matrix(CarrelManager *mgr, const CarrelPrincipal *who,
                                      GError **error);
 
+/* Metrics (core-metrics.c). The registry every family is declared in: api counts its requests
+ * (carrel_http_requests_total) and error replies (carrel_errors_total) there. */
+CarrelMetrics *carrel_manager_get_metrics(CarrelManager *mgr);
+/* GET /metrics (metrics.read): Prometheus text of everything recorded, with the figures read
+ * now (sessions by state, free disk of the state directory, the process's memory and fds). */
+char *carrel_manager_metrics_text(CarrelManager *mgr, const CarrelPrincipal *who, GError **error);
+
 /* A session's egress log (CarrelEgressRecord), oldest first, after after_seq, at most limit
  * (1-10000). */
 GPtrArray *carrel_manager_session_egress(CarrelManager *mgr, const CarrelPrincipal *who,

@@ -177,3 +177,8 @@ void carrel_crash_point(const char *point);
 void carrel_crash_during(const char *point, guint delay_ms);
 
 G_END_DECLS
+
+/* Counters, gauges and histograms, and their Prometheus text. */
+#define CARREL_UTIL_H_INSIDE
+#include "util/util-metrics.h"
+#undef CARREL_UTIL_H_INSIDE

@@ -30,6 +30,8 @@ source "$(dirname "$0")/install.sh"
 source "$(dirname "$0")/sdk.sh"
 # shellcheck source=tests/e2e/crash.sh
 source "$(dirname "$0")/crash.sh"
+# shellcheck source=tests/e2e/metrics.sh
+source "$(dirname "$0")/metrics.sh"
 trap 'finish; exit $?' EXIT
 
 start_daemon || exit 1
@@ -189,6 +191,8 @@ artifacts_checks
 
 # Pause, resume, hibernate across a carreld restart; snapshots with memory and revert.
 lifecycle_checks
+# /metrics around a warm create, a snapshot and a revert (counters restart with carreld).
+metrics_checks
 snapshot_checks
 crash_checks
 libvirtd_restart_checks

@@ -76,6 +76,7 @@ static const Row rows[] = {
     {"POST", "/v1/sessions/*/control", "{\"action\":\"take\"}", {OK, FB, FB, OK, UA}},
     {"GET", "/v1/sessions/*/screenshots/*", NULL, SESSION_READ},
     {"GET", "/v1/version", NULL, EVERYONE},
+    {"GET", "/metrics", NULL, {OK, FB, FB, OK, UA}},
     {"GET", "/v1/templates", NULL, EVERYONE},
     {"POST", "/v1/templates", "$I", ADMIN_ONLY},
     {"GET", "/v1/templates/*", NULL, EVERYONE},

@@ -282,6 +282,8 @@ def exercise(c, d):
     admin = d.admin
     c.call("GET", "/v1/healthz", expect=200)
     c.call("GET", "/v1/version", token=admin, expect=200)
+    c.call("GET", "/metrics", token=admin, expect=200)
+    c.call("GET", "/metrics", expect=401)
     c.call("GET", "/v1/whoami", token=admin, expect=200)
     c.call("GET", "/v1/roles", token=admin, expect=200)
     c.call("GET", "/v1/sessions", expect=401)
