@@ -219,6 +219,55 @@ carrel_hypervisor_libvirt_get_state(CarrelHypervisor *hv, const char *name,
     return dom && query_state(dom, ret_state, error);
 }
 
+/* Whether one of the domain's disks reports ENOSPC (what QEMU paused it for). */
+static gboolean
+disk_full(virDomainPtr dom, gboolean *ret_full, GError **error)
+{
+    virDomainDiskError errs[16];
+    int n = virDomainGetDiskErrors(dom, errs, G_N_ELEMENTS(errs), 0);
+    gboolean full = FALSE;
+
+    if (n < 0) {
+        carrel_hypervisor_libvirt_set_error(error, "reading disk errors");
+        return FALSE;
+    }
+    for (int i = 0; i < n; i++) {
+        full = full || errs[i].error == VIR_DOMAIN_DISK_ERROR_NO_SPACE;
+        free(errs[i].disk);
+    }
+    *ret_full = full;
+    return TRUE;
+}
+
+gboolean
+carrel_hypervisor_libvirt_get_pause_reason(CarrelHypervisor *hv, const char *name,
+                                           CarrelPauseReason *ret_reason, GError **error)
+{
+    g_autoptr(virDomain) dom = carrel_hypervisor_libvirt_lookup(hv->backend_data, name, error);
+    int state = VIR_DOMAIN_NOSTATE;
+    int reason = 0;
+    gboolean full = FALSE;
+
+    if (!dom)
+        return FALSE;
+    if (virDomainGetState(dom, &state, &reason, 0) < 0) {
+        carrel_hypervisor_libvirt_set_error(error, "reading state");
+        return FALSE;
+    }
+    if (state != VIR_DOMAIN_PAUSED) {
+        *ret_reason = CARREL_PAUSE_NONE;
+        return TRUE;
+    }
+    if (reason != VIR_DOMAIN_PAUSED_IOERROR) {
+        *ret_reason = CARREL_PAUSE_USER;
+        return TRUE;
+    }
+    if (!disk_full(dom, &full, error))
+        return FALSE;
+    *ret_reason = full ? CARREL_PAUSE_NO_SPACE : CARREL_PAUSE_IO_ERROR;
+    return TRUE;
+}
+
 /* carrel's view of one domain, or NULL when it carries no valid carrel metadata. */
 static CarrelDomainInfo *
 info_of_domain(virDomainPtr dom)

@@ -53,6 +53,8 @@ gboolean carrel_hypervisor_libvirt_destroy(CarrelHypervisor *hv, const char *nam
 gboolean carrel_hypervisor_libvirt_undefine(CarrelHypervisor *hv, const char *name, GError **error);
 gboolean carrel_hypervisor_libvirt_get_state(CarrelHypervisor *hv, const char *name,
                                              CarrelDomainState *ret_state, GError **error);
+gboolean carrel_hypervisor_libvirt_get_pause_reason(CarrelHypervisor *hv, const char *name,
+                                                    CarrelPauseReason *ret_reason, GError **error);
 GPtrArray *carrel_hypervisor_libvirt_list(CarrelHypervisor *hv, GError **error);
 gboolean carrel_hypervisor_libvirt_define(CarrelHypervisor *hv, const char *xml, GError **error);
 gboolean carrel_hypervisor_libvirt_save(CarrelHypervisor *hv, const char *name, const char *path,
