@@ -28,6 +28,11 @@ carrel_store_set_error(CarrelStore *store, int rc, const CarrelStoreConflict *co
         }
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_EXISTS, "%s: %s", context, msg);
         return;
+    case SQLITE_FULL:
+        /* The caller may free room (carreld's reserve) and try again. */
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_NO_SPACE, "%s: the host's disk is full: %s",
+                    context, msg);
+        return;
     case SQLITE_CONSTRAINT_TRIGGER:
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE, "%s: %s", context, msg);
         return;
@@ -79,11 +84,37 @@ carrel_store_bind_int64(CarrelStore *store, sqlite3_stmt *stmt, int index, gint6
     return TRUE;
 }
 
+void
+carrel_store_set_full_func(CarrelStore *store, CarrelStoreFullFunc func, gpointer data)
+{
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&store->lock);
+
+    store->full_func = func;
+    store->full_data = data;
+}
+
+/* A full disk: let the owner make room; TRUE when the statement may be run again. */
+static gboolean
+made_room(CarrelStore *store, int rc)
+{
+    gboolean room;
+
+    if ((rc & 0xff) != SQLITE_FULL || !store->full_func)
+        return FALSE;
+    room = store->full_func(store->full_data);
+    return room && sqlite3_get_autocommit(store->db);
+}
+
 gboolean
 carrel_store_step_done(CarrelStore *store, sqlite3_stmt *stmt, const CarrelStoreConflict *conflict,
                        const char *context, GError **error)
 {
     int rc = sqlite3_step(stmt);
+
+    if (made_room(store, rc)) {
+        sqlite3_reset(stmt);
+        rc = sqlite3_step(stmt);
+    }
 
     if (rc != SQLITE_DONE) {
         carrel_store_set_error(store, rc, conflict, context, error);
@@ -123,6 +154,10 @@ carrel_store_exec(CarrelStore *store, const char *sql, GError **error)
 {
     int rc = sqlite3_exec(store->db, sql, NULL, NULL, NULL);
 
+    /* A COMMIT that found the disk full is not repeated (the caller rolls back and may retry
+     * the whole transaction), but the room is made for that retry. */
+    if (made_room(store, rc) && !g_str_equal(sql, "COMMIT"))
+        rc = sqlite3_exec(store->db, sql, NULL, NULL, NULL);
     if (rc != SQLITE_OK) {
         carrel_store_set_error(store, rc, NULL, "running sql", error);
         return FALSE;
@@ -201,7 +236,12 @@ set_pragmas(CarrelStore *store, const char *path, GError **error)
 
     if (!carrel_store_exec(store, "PRAGMA foreign_keys = ON", error) ||
         !carrel_store_exec(store, "PRAGMA trusted_schema = OFF", error) ||
-        !carrel_store_exec(store, "PRAGMA synchronous = FULL", error))
+        !carrel_store_exec(store, "PRAGMA synchronous = FULL", error) ||
+        /* For a full disk: sorts and temporary tables never need a file, and the WAL keeps
+         * (reuses) up to 8 MiB after a checkpoint instead of shrinking to nothing and having
+         * to grow again when there may be no room left. */
+        !carrel_store_exec(store, "PRAGMA temp_store = MEMORY", error) ||
+        !carrel_store_exec(store, "PRAGMA journal_size_limit = 8388608", error))
         return FALSE;
     mode = query_text(store, "PRAGMA journal_mode = WAL", error);
     if (!mode)
