@@ -36,7 +36,13 @@ settle_running(CarrelManager *mgr, CarrelSession *session, CarrelDomainInfo *inf
         next = CARREL_SESSION_RUNNING;
         report->adopted++;
     } else if (info->state == CARREL_DOMAIN_PAUSED) {
+        CarrelPauseReason why = CARREL_PAUSE_NONE;
         next = CARREL_SESSION_PAUSED;
+        /* QEMU paused it on a full disk while carreld was down: say so (kept when it was so). */
+        if (carrel_hypervisor_get_pause_reason(mgr->hv, info->name, &why, NULL) &&
+            carrel_manager_pause_reason_text(why) &&
+            g_strcmp0(session->state_reason, carrel_manager_pause_reason_text(why)) != 0)
+            reason = carrel_manager_pause_reason_text(why);
         report->adopted++;
     } else if (info->state == CARREL_DOMAIN_CRASHED) {
         next = CARREL_SESSION_CRASHED;
