@@ -28,7 +28,9 @@ source "$(dirname "$0")/egress.sh"
 source "$(dirname "$0")/install.sh"
 # shellcheck source=tests/e2e/sdk.sh
 source "$(dirname "$0")/sdk.sh"
-trap 'finish; exit $?' EXIT
+# shellcheck source=tests/e2e/disk.sh
+source "$(dirname "$0")/disk.sh"
+trap 'disk_cleanup; finish; exit $?' EXIT
 
 start_daemon || exit 1
 
@@ -181,6 +183,9 @@ trust_tls "$a"
 policy_checks
 # Controlled egress through the proxy, to a stand-in internet.
 egress_checks
+# A guest that fills the host's disk (a second carreld on a small filesystem) pauses with its
+# reason; that carreld keeps answering and this one's session keeps working.
+disk_checks "$a"
 
 # Task inputs in, artifacts out (libguestfs and the agent), the exit path, the diff.
 artifacts_checks
