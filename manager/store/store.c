@@ -1,11 +1,15 @@
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #define CARREL_STORE_PRIV_H_ALLOW
 #include "store/store-priv.h"
 
 #define STORE_BUSY_TIMEOUT_MS 5000
+/* Below this much free in the database's folder a transaction first asks for room (see
+ * carrel_store_begin): far more than the WAL frames of any one transaction. */
+#define STORE_MIN_FREE_BYTES (2 * 1024 * 1024)
 
 void
 carrel_store_set_error(CarrelStore *store, int rc, const CarrelStoreConflict *conflict,
@@ -93,16 +97,21 @@ carrel_store_set_full_func(CarrelStore *store, CarrelStoreFullFunc func, gpointe
     store->full_data = data;
 }
 
-/* A full disk: let the owner make room; TRUE when the statement may be run again. */
+/*
+ * A full disk: let the owner make room; TRUE when the statement may be run again. That is a
+ * statement of its own (outside a transaction), or a COMMIT whose transaction is still open:
+ * SQLite may roll a transaction back on SQLITE_FULL, and then there is nothing to repeat.
+ */
 static gboolean
-made_room(CarrelStore *store, int rc)
+made_room(CarrelStore *store, int rc, gboolean commit)
 {
     gboolean room;
 
     if ((rc & 0xff) != SQLITE_FULL || !store->full_func)
         return FALSE;
     room = store->full_func(store->full_data);
-    return room && sqlite3_get_autocommit(store->db);
+    return room &&
+           (commit ? !sqlite3_get_autocommit(store->db) : sqlite3_get_autocommit(store->db));
 }
 
 gboolean
@@ -111,7 +120,7 @@ carrel_store_step_done(CarrelStore *store, sqlite3_stmt *stmt, const CarrelStore
 {
     int rc = sqlite3_step(stmt);
 
-    if (made_room(store, rc)) {
+    if (made_room(store, rc, FALSE)) {
         sqlite3_reset(stmt);
         rc = sqlite3_step(stmt);
     }
@@ -154,9 +163,7 @@ carrel_store_exec(CarrelStore *store, const char *sql, GError **error)
 {
     int rc = sqlite3_exec(store->db, sql, NULL, NULL, NULL);
 
-    /* A COMMIT that found the disk full is not repeated (the caller rolls back and may retry
-     * the whole transaction), but the room is made for that retry. */
-    if (made_room(store, rc) && !g_str_equal(sql, "COMMIT"))
+    if (made_room(store, rc, g_str_equal(sql, "COMMIT")))
         rc = sqlite3_exec(store->db, sql, NULL, NULL, NULL);
     if (rc != SQLITE_OK) {
         carrel_store_set_error(store, rc, NULL, "running sql", error);
@@ -165,9 +172,24 @@ carrel_store_exec(CarrelStore *store, const char *sql, GError **error)
     return TRUE;
 }
 
+/* Whether the database's folder has less than STORE_MIN_FREE_BYTES free (FALSE when unknown). */
+static gboolean
+low_on_room(CarrelStore *store)
+{
+    struct statvfs vfs;
+
+    if (!store->dir || statvfs(store->dir, &vfs) < 0)
+        return FALSE;
+    return (guint64)vfs.f_bavail * vfs.f_frsize < STORE_MIN_FREE_BYTES;
+}
+
 gboolean
 carrel_store_begin(CarrelStore *store, GError **error)
 {
+    /* A COMMIT that finds the disk full rolls the whole transaction back, which cannot be
+     * replayed from here: room is made before one starts instead. */
+    if (store->full_func && low_on_room(store))
+        (void)store->full_func(store->full_data);
     /* IMMEDIATE takes the write lock now, so a read-then-write never hits SQLITE_BUSY midway. */
     return carrel_store_exec(store, "BEGIN IMMEDIATE", error);
 }
@@ -333,6 +355,8 @@ store_new(const char *path, GError **error)
         carrel_store_set_error(store, rc, NULL, context, error);
         return NULL;
     }
+    if (!g_str_equal(path, ":memory:"))
+        store->dir = g_path_get_dirname(path);
     sqlite3_extended_result_codes(store->db, 1);
     sqlite3_busy_timeout(store->db, STORE_BUSY_TIMEOUT_MS);
     return g_steal_pointer(&store);
@@ -370,6 +394,7 @@ carrel_store_free(CarrelStore *store)
     if (store->db)
         sqlite3_close_v2(store->db);
     g_mutex_clear(&store->lock);
+    g_free(store->dir);
     g_free(store);
 }
 
