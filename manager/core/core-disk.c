@@ -153,19 +153,30 @@ carrel_manager_pause_reason_text(CarrelPauseReason reason)
     return NULL;
 }
 
+/* What the session's disk takes on the host: QEMU's word, else the overlay's blocks. */
+static gboolean
+disk_used(CarrelManager *mgr, const CarrelSession *session, guint64 *ret_bytes)
+{
+    g_autofree char *domain = carrel_session_domain_name(session->id);
+    struct stat st;
+
+    if (carrel_hypervisor_disk_allocation(mgr->hv, domain, ret_bytes, NULL))
+        return TRUE;
+    if (!session->overlay_path || stat(session->overlay_path, &st) < 0)
+        return FALSE;
+    *ret_bytes = (guint64)st.st_blocks * 512;
+    return TRUE;
+}
+
 char *
 carrel_manager_disk_over_limit(CarrelManager *mgr, const CarrelSession *session)
 {
     const CarrelPolicy *policy = carrel_manager_session_policy(mgr, session, NULL);
     guint64 max = policy ? carrel_policy_max_disk_bytes(policy) : 0;
-    guint64 used;
-    struct stat st;
+    guint64 used = 0;
 
-    if (!max || !session->overlay_path || stat(session->overlay_path, &st) < 0)
-        return NULL;
     /* What the guest wrote, as the host holds it (a qcow2 overlay grows as it writes). */
-    used = (guint64)st.st_blocks * 512;
-    if (used <= max)
+    if (!max || !disk_used(mgr, session, &used) || used <= max)
         return NULL;
     return g_strdup_printf("disk limit: the session's disk holds %" G_GUINT64_FORMAT
                            " MiB, its policy '%s' allows %" G_GUINT64_FORMAT

@@ -268,6 +268,34 @@ carrel_hypervisor_libvirt_get_pause_reason(CarrelHypervisor *hv, const char *nam
     return TRUE;
 }
 
+gboolean
+carrel_hypervisor_libvirt_disk_allocation(CarrelHypervisor *hv, const char *name,
+                                          guint64 *ret_bytes, GError **error)
+{
+    CarrelLibvirtBackend *be = hv->backend_data;
+    g_autoptr(virDomain) dom = carrel_hypervisor_libvirt_lookup(be, name, error);
+    virDomainBlockInfo info;
+
+    if (!dom)
+        return FALSE;
+    if (be->is_test) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_UNSUPPORTED,
+                    "the test driver has no disk allocation");
+        return FALSE;
+    }
+    if (virDomainIsActive(dom) != 1) {
+        virResetLastError();
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE, "domain is not running");
+        return FALSE;
+    }
+    if (virDomainGetBlockInfo(dom, "vda", &info, 0) < 0) {
+        carrel_hypervisor_libvirt_set_error(error, "reading disk allocation");
+        return FALSE;
+    }
+    *ret_bytes = info.allocation;
+    return TRUE;
+}
+
 /* carrel's view of one domain, or NULL when it carries no valid carrel metadata. */
 static CarrelDomainInfo *
 info_of_domain(virDomainPtr dom)

@@ -207,6 +207,21 @@ carrel_hypervisor_get_state(CarrelHypervisor *hv, const char *name, CarrelDomain
 }
 
 gboolean
+carrel_hypervisor_disk_allocation(CarrelHypervisor *hv, const char *name, guint64 *ret_bytes,
+                                  GError **error)
+{
+    guint64 bytes = 0;
+
+    g_return_val_if_fail(hv != NULL && name != NULL && ret_bytes != NULL, FALSE);
+    if (!hv->ops->disk_allocation(hv, name, &bytes, error)) {
+        g_prefix_error(error, "domain '%s': ", name);
+        return FALSE;
+    }
+    *ret_bytes = bytes;
+    return TRUE;
+}
+
+gboolean
 carrel_hypervisor_get_pause_reason(CarrelHypervisor *hv, const char *name,
                                    CarrelPauseReason *ret_reason, GError **error)
 {

@@ -174,6 +174,14 @@ gboolean carrel_hypervisor_get_state(CarrelHypervisor *hv, const char *name,
 gboolean carrel_hypervisor_get_pause_reason(CarrelHypervisor *hv, const char *name,
                                             CarrelPauseReason *ret_reason, GError **error);
 /*
+ * How many bytes of the host's disk the domain's disk (vda: the session overlay) takes, as
+ * QEMU reports it for a running or paused domain (virDomainGetBlockInfo's allocation: for a
+ * qcow2 file, the highest offset written). WRONG_STATE when QEMU does not run, UNSUPPORTED where
+ * the backend cannot tell (the caller may then stat the file).
+ */
+gboolean carrel_hypervisor_disk_allocation(CarrelHypervisor *hv, const char *name,
+                                           guint64 *ret_bytes, GError **error);
+/*
  * One guest-ping through the guest agent with a response timeout (1..300 s). TIMEOUT while
  * the agent is not connected yet or does not answer; WRONG_STATE when not running.
  */

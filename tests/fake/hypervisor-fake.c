@@ -23,6 +23,7 @@ typedef struct {
     char *xml; /* as defined or restored: what a save writes into the image */
     CarrelDomainState state;
     CarrelPauseReason paused_by; /* while state is PAUSED */
+    guint64 allocation;          /* what disk_allocation reports; 0: UNSUPPORTED */
     gboolean persistent;
     gint64 run_id; /* a new one at every start, as libvirt's domain id */
     char *spice_password;
@@ -49,12 +50,13 @@ typedef struct {
 } FakeBackend;
 
 static const char *const fake_op_names[] = {
-    "define_start", "start",      "shutdown",       "destroy",
-    "undefine",     "get_state",  "agent_ping",     "list",
-    "define",       "save",       "restore",        "set_time",
-    "agent_exec",   "screenshot", "file_read",      "file_write",
-    "hid_send",     "fs_freeze",  "pause",          "ensure_network",
-    "set_balloon",  "spice_info", "spice_password", "get_pause_reason",
+    "define_start",    "start",      "shutdown",       "destroy",
+    "undefine",        "get_state",  "agent_ping",     "list",
+    "define",          "save",       "restore",        "set_time",
+    "agent_exec",      "screenshot", "file_read",      "file_write",
+    "hid_send",        "fs_freeze",  "pause",          "ensure_network",
+    "set_balloon",     "spice_info", "spice_password", "get_pause_reason",
+    "disk_allocation",
 };
 
 static void
@@ -254,6 +256,27 @@ fake_get_pause_reason(CarrelHypervisor *hv, const char *name, CarrelPauseReason 
     *ret_reason = dom->state != CARREL_DOMAIN_PAUSED    ? CARREL_PAUSE_NONE
                   : dom->paused_by != CARREL_PAUSE_NONE ? dom->paused_by
                                                         : CARREL_PAUSE_USER;
+    return TRUE;
+}
+
+static gboolean
+fake_disk_allocation(CarrelHypervisor *hv, const char *name, guint64 *ret_bytes, GError **error)
+{
+    FakeBackend *be = hv->backend_data;
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
+    FakeDomain *dom;
+
+    if (take_failure(be, "disk_allocation", error) || !(dom = find_domain(be, name, error)))
+        return FALSE;
+    if (dom->state != CARREL_DOMAIN_RUNNING && dom->state != CARREL_DOMAIN_PAUSED) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE, "domain is not running");
+        return FALSE;
+    }
+    if (!dom->allocation) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_UNSUPPORTED, "no allocation scripted");
+        return FALSE;
+    }
+    *ret_bytes = dom->allocation;
     return TRUE;
 }
 
@@ -685,6 +708,7 @@ static const CarrelHypervisorOps fake_ops = {
     .undefine = fake_undefine,
     .get_state = fake_get_state,
     .get_pause_reason = fake_get_pause_reason,
+    .disk_allocation = fake_disk_allocation,
     .agent_ping = fake_agent_ping,
     .list = fake_list,
     .describe = fake_describe,
@@ -778,6 +802,22 @@ carrel_hypervisor_fake_pause_for(CarrelHypervisor *hv, const char *name, CarrelP
         return FALSE;
     dom->state = CARREL_DOMAIN_PAUSED;
     dom->paused_by = reason;
+    return TRUE;
+}
+
+gboolean
+carrel_hypervisor_fake_set_disk_allocation(CarrelHypervisor *hv, const char *name, guint64 bytes)
+{
+    FakeBackend *be = fake_backend_of(hv);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = NULL;
+    FakeDomain *dom;
+
+    g_return_val_if_fail(be != NULL && name != NULL, FALSE);
+    locker = g_mutex_locker_new(&be->lock);
+    dom = g_hash_table_lookup(be->domains, name);
+    if (!dom)
+        return FALSE;
+    dom->allocation = bytes;
     return TRUE;
 }
 

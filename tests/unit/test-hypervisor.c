@@ -71,6 +71,7 @@ test_pause_reasons(void **state)
     const char *name = "carrel-s-0000000000b1";
     g_autofree char *xml = make_xml(name, "s-0000000000b1");
     CarrelPauseReason why;
+    guint64 bytes = 0;
 
     assert_string_equal(carrel_pause_reason_to_string(CARREL_PAUSE_NO_SPACE), "host_disk_full");
     for (gsize i = 0; i < G_N_ELEMENTS(both); i++) {
@@ -78,6 +79,10 @@ test_pause_reasons(void **state)
         assert_non_null(hv);
         assert_true(carrel_hypervisor_define_start(hv, xml, NULL));
         assert_int_equal(pause_reason(hv, name), CARREL_PAUSE_NONE);
+        /* Neither the test driver nor an unscripted fake can tell a disk's allocation. */
+        assert_false(carrel_hypervisor_disk_allocation(hv, name, &bytes, &error));
+        assert_error(error, CARREL_ERROR_UNSUPPORTED, NULL);
+        g_clear_error(&error);
         assert_true(carrel_hypervisor_pause(hv, name, TRUE, NULL));
         assert_int_equal(pause_reason(hv, name), CARREL_PAUSE_USER);
         assert_true(carrel_hypervisor_pause(hv, name, FALSE, NULL));
@@ -92,6 +97,9 @@ test_pause_reasons(void **state)
     assert_true(carrel_hypervisor_define_start(fake, xml, NULL));
     assert_true(carrel_hypervisor_fake_pause_for(fake, name, CARREL_PAUSE_NO_SPACE));
     assert_int_equal(pause_reason(fake, name), CARREL_PAUSE_NO_SPACE);
+    assert_true(carrel_hypervisor_fake_set_disk_allocation(fake, name, 12345));
+    assert_true(carrel_hypervisor_disk_allocation(fake, name, &bytes, NULL));
+    assert_int_equal(bytes, 12345);
     assert_false(carrel_hypervisor_fake_pause_for(fake, name, CARREL_PAUSE_IO_ERROR));
     assert_true(carrel_hypervisor_pause(fake, name, FALSE, NULL));
     assert_int_equal(pause_reason(fake, name), CARREL_PAUSE_NONE);
