@@ -180,6 +180,6 @@ carrel_manager_disk_over_limit(CarrelManager *mgr, const CarrelSession *session)
         return NULL;
     return g_strdup_printf("disk limit: the session's disk holds %" G_GUINT64_FORMAT
                            " MiB, its policy '%s' allows %" G_GUINT64_FORMAT
-                           " MiB ([resources] max_disk_gib); resume it to free space",
+                           " MiB ([resources] max_disk_gib)",
                            used / MIB, carrel_policy_get_name(policy), max / MIB);
 }
