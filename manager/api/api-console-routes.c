@@ -74,8 +74,11 @@ carrel_api_get_console_vv(CarrelApiRequest *req, GError **error)
     if (!text)
         return NULL;
     /* The file opens the display past the proxy: on the timeline, naming who took it. */
-    carrel_manager_note(req->mgr, session->id, req->who, "control", "console_file", NULL, NULL,
-                        NULL, 0);
+    if (!carrel_manager_note(req->mgr, session->id, req->who, "control", "console_file", NULL, NULL,
+                             NULL, 0, error)) {
+        g_free(text);
+        return NULL;
+    }
     reply = carrel_api_reply_new_bytes(SOUP_STATUS_OK, g_bytes_new_take(text, strlen(text)),
                                        "application/x-virt-viewer");
     filename = g_strdup_printf("carrel-%s.vv", session->id);

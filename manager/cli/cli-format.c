@@ -33,6 +33,7 @@ carrel_cli_exit_code(const GError *error)
     case CARREL_ERROR_HYPERVISOR:
     case CARREL_ERROR_DISK:
     case CARREL_ERROR_STORE:
+    case CARREL_ERROR_NO_SPACE:
     case CARREL_ERROR_INTERNAL:
     case CARREL_ERROR_LAST:
     default:

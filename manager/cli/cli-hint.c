@@ -31,6 +31,8 @@ static const CliHint cli_hints[] = {
     {"hypervisor_error", "carreld's log has the details (journalctl -u carreld)"},
     {"disk_error", "carreld's log has the details (journalctl -u carreld)"},
     {"store_error", "carreld's log has the details (journalctl -u carreld)"},
+    {"no_space", "the host's disk is full: free space in carreld's state dir (remove sessions, "
+                 "snapshots or templates), then retry"},
     {"internal", "carreld's log has the details (journalctl -u carreld)"},
 };
 

@@ -30,7 +30,9 @@ request(CarrelManager *mgr, const CarrelPrincipal *who, const char *session_id, 
     if (!carrel_store_approval_insert(mgr->store, a, error))
         return NULL;
     params = carrel_approval_to_json(a);
-    carrel_manager_note(mgr, session_id, who, "approval", "request", params, NULL, NULL, 0);
+    if (!carrel_manager_note(mgr, session_id, who, "approval", "request", params, NULL, NULL, 0,
+                             error))
+        return NULL;
     return g_steal_pointer(&a);
 }
 
@@ -88,8 +90,9 @@ decide(CarrelManager *mgr, const CarrelPrincipal *who, const char *id, gboolean 
         !(a = carrel_store_approval_get(mgr->store, id, error)))
         return NULL;
     params = carrel_approval_to_json(a);
-    carrel_manager_note(mgr, a->session_id, who, "approval", approve ? "approve" : "deny", params,
-                        NULL, NULL, 0);
+    if (!carrel_manager_note(mgr, a->session_id, who, "approval", approve ? "approve" : "deny",
+                             params, NULL, NULL, 0, error))
+        return NULL;
     return g_steal_pointer(&a);
 }
 

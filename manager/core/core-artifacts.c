@@ -395,8 +395,9 @@ extract(CarrelManager *mgr, const char *id_or_name, const CarrelExtractRequest *
     carrel_manager_clear_busy(mgr, session->id);
     params = extraction_params(req);
     summary = x ? extraction_summary(x) : NULL;
-    carrel_manager_record(mgr, session->id, actor, "artifacts", "extract", params, summary,
-                          x ? NULL : local, t0, NULL);
+    if (!carrel_manager_record_outcome(mgr, session->id, actor, "artifacts", "extract", params,
+                                       summary, &local, t0, NULL, x != NULL))
+        g_clear_pointer(&x, carrel_extraction_free);
     if (!x) {
         g_propagate_prefixed_error(error, g_steal_pointer(&local),
                                    "extracting from '%s': ", session->id);

@@ -295,7 +295,8 @@ start_build(CarrelManager *mgr, const char *name, GError **error)
         return NULL;
     }
     key = g_strconcat("build:", name, NULL);
-    if (!carrel_manager_mark_busy(mgr, key, "a build", error))
+    if (!carrel_manager_disk_check(mgr, "building a template", error) ||
+        !carrel_manager_mark_busy(mgr, key, "a build", error))
         return NULL;
     job = carrel_job_new("template-build", name);
     bd = g_new0(BuildData, 1);

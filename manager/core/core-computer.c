@@ -303,10 +303,11 @@ run_one(Run *run, CarrelHidState *state, JsonNode *body, const CarrelActionBatch
     if (entry)
         mark_secret(run, i, entry);
     kept = entry ? timeline_result(entry) : NULL;
-    carrel_manager_record(run->mgr, run->session->id, run->actor, "action",
-                          secret_of(run, i) ? "type_secret"
-                                            : carrel_action_kind_to_string(action->kind),
-                          params, kept, local, started, ref ? ref : shot_ref);
+    /* An action whose event cannot be recorded ends the batch as a failed action. */
+    ok = carrel_manager_record_outcome(
+        run->mgr, run->session->id, run->actor, "action",
+        secret_of(run, i) ? "type_secret" : carrel_action_kind_to_string(action->kind), params,
+        kept, &local, started, ref ? ref : shot_ref, ok);
     if (!ok) {
         g_propagate_prefixed_error(error, g_steal_pointer(&local), "actions[%u] (%s): ", i,
                                    carrel_action_kind_to_string(action->kind));
@@ -427,8 +428,8 @@ carrel_manager_session_computer(CarrelManager *mgr, const CarrelPrincipal *who,
         return NULL;
     if (batch_sends_hid(batch) && !carrel_door_check(&door, CARREL_OP_SESSION_INPUT, &local)) {
         /* Kept on the timeline: the reviewer sees what was tried while they held the session. */
-        carrel_manager_record(mgr, door.session_id, who, "action", "computer", body, NULL, local,
-                              g_get_monotonic_time(), NULL);
+        carrel_manager_record_logged(mgr, door.session_id, who, "action", "computer", body, NULL,
+                                     local, g_get_monotonic_time());
         g_propagate_error(error, g_steal_pointer(&local));
         return NULL;
     }

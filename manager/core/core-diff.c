@@ -224,8 +224,9 @@ session_diff(CarrelManager *mgr, const char *id_or_name, const char *under,
     if (fresh && carrel_manager_check_has_disk(fresh, "diff", &local))
         entries = diff_session(mgr, fresh, under ? under + 1 : "", &local);
     carrel_manager_clear_busy(mgr, session->id);
-    carrel_manager_record(mgr, session->id, actor, "artifacts", "diff", NULL, NULL,
-                          entries ? NULL : local, t0, NULL);
+    if (!carrel_manager_record_outcome(mgr, session->id, actor, "artifacts", "diff", NULL, NULL,
+                                       &local, t0, NULL, entries != NULL))
+        g_clear_pointer(&entries, g_ptr_array_unref);
     if (!entries)
         g_propagate_prefixed_error(error, g_steal_pointer(&local), "diff of '%s': ", session->id);
     return entries;

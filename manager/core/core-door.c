@@ -140,8 +140,10 @@ carrel_door_set_session(CarrelDoor *door, const char *session_id)
     door->session_id = g_strdup(session_id);
 }
 
-static void
-record_outcome(CarrelDoor *door, const GError *failure)
+/* Audits the outcome and puts lifecycle verbs on the timeline; FALSE (with error) when that
+ * event could not be recorded. */
+static gboolean
+record_outcome(CarrelDoor *door, const GError *failure, GError **error)
 {
     const char *action = lifecycle_action(door->op);
 
@@ -151,24 +153,46 @@ record_outcome(CarrelDoor *door, const GError *failure)
         carrel_manager_audit(door->mgr, rec);
         door->audited = TRUE;
     }
-    if (action && door->session_id && !door->quiet)
-        carrel_manager_record(door->mgr, door->session_id, door->who, "lifecycle", action,
-                              door->params, NULL, failure, door->started_us, NULL);
+    if (!action || !door->session_id || door->quiet)
+        return TRUE;
+    return carrel_manager_record(door->mgr, door->session_id, door->who, "lifecycle", action,
+                                 door->params, NULL, failure, door->started_us, NULL, error);
 }
 
 gpointer
-carrel_door_finish(CarrelDoor *door, gpointer result, GError **local, GError **error)
+carrel_door_finish_full(CarrelDoor *door, gpointer result, GDestroyNotify free_result,
+                        GError **local, GError **error)
 {
     g_autoptr(GError) failure = g_steal_pointer(local);
+    g_autoptr(GError) lost = NULL;
 
     /* A verb that failed without saying why still fails, and says so. */
     if (!result && !failure)
         failure = g_error_new(CARREL_ERROR, CARREL_ERROR_INTERNAL, "%s failed",
                               carrel_op_to_string(door->op));
-    record_outcome(door, result ? NULL : failure);
+    if (!record_outcome(door, result ? NULL : failure, &lost)) {
+        if (!result) {
+            /* It failed anyway: its own error is the answer, the lost event is logged. */
+            g_critical("session '%s': %s", door->session_id, lost->message);
+        } else {
+            /* It happened, but no one could tell from the timeline: the caller must know. */
+            g_prefix_error(&lost, "%s done, but ", carrel_op_to_string(door->op));
+            if (free_result)
+                free_result(result);
+            result = NULL;
+            g_propagate_error(error, g_steal_pointer(&lost));
+            return NULL;
+        }
+    }
     if (!result)
         g_propagate_error(error, g_steal_pointer(&failure));
     return result;
+}
+
+gpointer
+carrel_door_finish(CarrelDoor *door, gpointer result, GError **local, GError **error)
+{
+    return carrel_door_finish_full(door, result, NULL, local, error);
 }
 
 gboolean

@@ -233,8 +233,8 @@ carrel_manager_egress_record(const char *source, const CarrelEgressRecord *rec, 
         return;
     }
     params = carrel_egress_record_to_json(copy);
-    carrel_manager_note(mgr, s->id, carrel_principal_daemon(), "egress", copy->decision, params,
-                        NULL, NULL, 0);
+    carrel_manager_record_logged(mgr, s->id, carrel_principal_daemon(), "egress", copy->decision,
+                                 params, NULL, NULL, 0);
 }
 
 void

@@ -2,15 +2,39 @@
 
 /* Most events a single read of the timeline returns. */
 #define EVENTS_MAX_LIMIT 1000
+/* Writes of one event: the store already gave up the disk reserve and tried again once when it
+ * found the disk full; these cover a reserve made again in between, or a moment of contention. */
+#define EVENT_ATTEMPTS 3
+#define EVENT_RETRY_US (50 * 1000)
 
-void
+/* Stores event, a few times if need be; the last error otherwise. */
+static gboolean
+add_event(CarrelManager *mgr, CarrelEvent *event, GError **error)
+{
+    for (guint attempt = 1;; attempt++) {
+        g_autoptr(GError) local = NULL;
+
+        if (carrel_store_event_add(mgr->store, event, &local))
+            return TRUE;
+        if (attempt == EVENT_ATTEMPTS) {
+            g_propagate_prefixed_error(error, g_steal_pointer(&local),
+                                       "the %s event could not be recorded: ", event->action);
+            return FALSE;
+        }
+        if (g_error_matches(local, CARREL_ERROR, CARREL_ERROR_NO_SPACE))
+            (void)carrel_manager_disk_release(mgr);
+        g_usleep(EVENT_RETRY_US);
+    }
+}
+
+gboolean
 carrel_manager_record(CarrelManager *mgr, const char *session_id, const CarrelPrincipal *who,
                       const char *kind, const char *action, JsonNode *params, JsonNode *result,
-                      const GError *failure, gint64 started_us, const char *screenshot)
+                      const GError *failure, gint64 started_us, const char *screenshot,
+                      GError **error)
 {
     const CarrelPrincipal *actor = who ? who : carrel_principal_daemon();
     g_autoptr(CarrelEvent) event = carrel_event_new();
-    g_autoptr(GError) error = NULL;
 
     event->session_id = g_strdup(session_id);
     event->ts_us = g_get_real_time();
@@ -23,18 +47,48 @@ carrel_manager_record(CarrelManager *mgr, const char *session_id, const CarrelPr
     event->error = failure ? g_strdup(failure->message) : NULL;
     event->duration_ms = started_us ? (g_get_monotonic_time() - started_us) / 1000 : 0;
     event->screenshot = g_strdup(screenshot);
-    /* The action happened either way: a timeline that cannot be written is logged, not fatal. */
-    if (!carrel_store_event_add(mgr->store, event, &error))
-        g_warning("session '%s': recording %s event: %s", session_id, action, error->message);
+    return add_event(mgr, event, error);
+}
+
+gboolean
+carrel_manager_note(CarrelManager *mgr, const char *session_id, const CarrelPrincipal *who,
+                    const char *kind, const char *action, JsonNode *params, JsonNode *result,
+                    const GError *failure, gint64 started_us, GError **error)
+{
+    return carrel_manager_record(mgr, session_id, who, kind, action, params, result, failure,
+                                 started_us, NULL, error);
 }
 
 void
-carrel_manager_note(CarrelManager *mgr, const char *session_id, const CarrelPrincipal *who,
-                    const char *kind, const char *action, JsonNode *params, JsonNode *result,
-                    const GError *failure, gint64 started_us)
+carrel_manager_record_logged(CarrelManager *mgr, const char *session_id, const CarrelPrincipal *who,
+                             const char *kind, const char *action, JsonNode *params,
+                             JsonNode *result, const GError *failure, gint64 started_us)
 {
-    carrel_manager_record(mgr, session_id, who, kind, action, params, result, failure, started_us,
-                          NULL);
+    g_autoptr(GError) error = NULL;
+
+    if (!carrel_manager_record(mgr, session_id, who, kind, action, params, result, failure,
+                               started_us, NULL, &error))
+        g_critical("session '%s': %s", session_id, error->message);
+}
+
+gboolean
+carrel_manager_record_outcome(CarrelManager *mgr, const char *session_id,
+                              const CarrelPrincipal *who, const char *kind, const char *action,
+                              JsonNode *params, JsonNode *result, GError **local, gint64 started_us,
+                              const char *screenshot, gboolean ok)
+{
+    g_autoptr(GError) lost = NULL;
+
+    if (carrel_manager_record(mgr, session_id, who, kind, action, params, result,
+                              ok ? NULL : *local, started_us, screenshot, &lost))
+        return ok;
+    /* A verb that failed keeps its own error; the lost event is said in the log. */
+    if (!ok) {
+        g_critical("session '%s': %s", session_id, lost->message);
+        return FALSE;
+    }
+    g_propagate_error(local, g_steal_pointer(&lost));
+    return FALSE;
 }
 
 GPtrArray *

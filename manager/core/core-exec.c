@@ -102,9 +102,10 @@ run_exec(CarrelDoor *door, const CarrelExecRequest *req, CarrelExecResult *ret_r
     run.argv = (const char *const *)argv;
     ok = carrel_hypervisor_agent_exec(mgr->hv, domain, &run, &result, &local);
     summary = ok ? exec_summary(&result) : NULL;
-    carrel_manager_record(mgr, session->id, door->who, "command", "exec", door->params, summary,
-                          local, start, NULL);
+    ok = carrel_manager_record_outcome(mgr, session->id, door->who, "command", "exec", door->params,
+                                       summary, &local, start, NULL, ok);
     if (!ok) {
+        carrel_exec_result_clear(&result);
         g_propagate_prefixed_error(error, g_steal_pointer(&local),
                                    "running a command in session '%s': ", session->id);
         return FALSE;

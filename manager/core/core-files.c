@@ -39,8 +39,8 @@ file_read(CarrelManager *mgr, const char *id_or_name, const char *path,
     ok = carrel_hypervisor_file_read(mgr->hv, domain, path, CARREL_LIMIT_FILE_BYTES, &data, &local);
     params = file_params(path, NULL);
     result = ok ? file_params(path, data) : NULL;
-    carrel_manager_record(mgr, session->id, actor, "file", "file_read", params, result, local,
-                          started, NULL);
+    ok = carrel_manager_record_outcome(mgr, session->id, actor, "file", "file_read", params, result,
+                                       &local, started, NULL, ok);
     if (!ok) {
         g_propagate_prefixed_error(error, g_steal_pointer(&local), "session '%s': ", session->id);
         return NULL;
@@ -71,8 +71,8 @@ file_write(CarrelManager *mgr, const char *id_or_name, const char *path, GBytes 
         return FALSE;
     ok = carrel_hypervisor_file_write(mgr->hv, domain, path, data, &local);
     params = file_params(path, data);
-    carrel_manager_record(mgr, session->id, actor, "file", "file_write", params, params, local,
-                          started, NULL);
+    ok = carrel_manager_record_outcome(mgr, session->id, actor, "file", "file_write", params,
+                                       params, &local, started, NULL, ok);
     if (!ok)
         g_propagate_prefixed_error(error, g_steal_pointer(&local), "session '%s': ", session->id);
     return ok;

@@ -133,6 +133,8 @@ fork_from(CarrelManager *mgr, const CarrelPrincipal *who, const CarrelSession *o
                     CARREL_LIMIT_FORKS);
         return NULL;
     }
+    if (!carrel_manager_disk_check(mgr, "forking a session", error))
+        return NULL;
     /* A fork runs under its origin's policy, which the caller must be allowed to use. */
     if (!(policy = carrel_manager_policy_for(mgr, who, origin->policy, error)) ||
         !carrel_policy_check_resources(policy, origin->vcpus, origin->memory_mib, error) ||
@@ -170,6 +172,7 @@ carrel_manager_session_fork(CarrelManager *mgr, const CarrelPrincipal *who, cons
     json_object_set_int_member(json_node_get_object(params), "count", count);
     if (!carrel_door_enter(&door, mgr, who, CARREL_OP_SESSION_FORK, id_or_name, params, error))
         return NULL;
-    return carrel_door_finish(&door, fork_from(mgr, who, door.session, snapshot, count, &local),
-                              &local, error);
+    return carrel_door_finish_full(&door,
+                                   fork_from(mgr, who, door.session, snapshot, count, &local),
+                                   (GDestroyNotify)g_ptr_array_unref, &local, error);
 }

@@ -29,7 +29,8 @@ upload(CarrelManager *mgr, GBytes *data, GError **error)
     g_autofree char *id = carrel_util_new_id("u-");
     g_autofree char *path = upload_path(mgr, id);
 
-    if (!carrel_util_ensure_dir(dir, 0700, error) ||
+    if (!carrel_manager_disk_check(mgr, "an upload", error) ||
+        !carrel_util_ensure_dir(dir, 0700, error) ||
         !carrel_util_write_file(path, g_bytes_get_data(data, NULL), (gssize)g_bytes_get_size(data),
                                 0600, error))
         return NULL;

@@ -86,7 +86,9 @@ carrel_manager_lease_take(CarrelManager *mgr, const CarrelPrincipal *who, const 
     if (!carrel_door_enter(&door, mgr, who, CARREL_OP_CONTROL_TAKE, id_or_name, NULL, error))
         return NULL;
     lease = take(mgr, who, door.session->id, &local);
-    carrel_manager_note(mgr, door.session->id, who, "control", "take", NULL, NULL, local, 0);
+    if (!carrel_manager_record_outcome(mgr, door.session->id, who, "control", "take", NULL, NULL,
+                                       &local, 0, NULL, lease != NULL))
+        g_clear_pointer(&lease, json_node_unref);
     return carrel_door_finish(&door, lease, &local, error);
 }
 
@@ -112,7 +114,8 @@ release(CarrelManager *mgr, const CarrelPrincipal *who, const char *id, GError *
         params = lease_json(holder_id, holder, since);
         if (!carrel_store_lease_release(mgr->store, id, error))
             return NULL;
-        carrel_manager_note(mgr, id, who, "control", "release", params, NULL, NULL, 0);
+        if (!carrel_manager_note(mgr, id, who, "control", "release", params, NULL, NULL, 0, error))
+            return NULL;
     }
     return lease_json(NULL, NULL, 0);
 }

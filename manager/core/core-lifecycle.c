@@ -64,7 +64,7 @@ enter_verb(CarrelManager *mgr, const CarrelPrincipal *who, CarrelOp what, const 
     if (!carrel_door_enter(&door, mgr, who, what, id_or_name, NULL, error))
         return NULL;
     done = run_verb(&door, op, func, data, &local);
-    return carrel_door_finish(&door, done, &local, error);
+    return carrel_door_finish_full(&door, done, (GDestroyNotify)carrel_session_free, &local, error);
 }
 
 static gboolean

@@ -77,12 +77,14 @@ carrel_manager_new(const CarrelManagerConfig *config, CarrelHypervisor *hv, GErr
     g_autoptr(CarrelHypervisor) owned_hv = hv;
     g_autoptr(CarrelManager) mgr = g_new0(CarrelManager, 1);
     g_autofree char *db = NULL;
+    g_autoptr(GError) reserve_error = NULL;
 
     g_return_val_if_fail(config->accel == CARREL_ACCEL_KVM || config->accel == CARREL_ACCEL_TCG,
                          NULL);
     g_mutex_init(&mgr->lock);
     mgr->file_locks = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, free_file_lock);
     g_cond_init(&mgr->busy_cond);
+    g_mutex_init(&mgr->disk_lock);
     g_mutex_init(&mgr->watch_lock);
     g_cond_init(&mgr->watch_cond);
     mgr->busy = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
@@ -124,12 +126,18 @@ carrel_manager_new(const CarrelManagerConfig *config, CarrelHypervisor *hv, GErr
     mgr->instance_id = load_instance_id(mgr->state_dir, error);
     if (!mgr->instance_id)
         return NULL;
+    carrel_manager_disk_init(mgr, config->disk_reserve_mib ? config->disk_reserve_mib : 64,
+                             config->disk_low_mib);
+    /* A full disk at start is no reason not to start: the reserve comes once there is room. */
+    if (!carrel_manager_disk_reserve(mgr, &reserve_error))
+        g_warning("%s", reserve_error->message);
     db = g_build_filename(mgr->state_dir, "state.db", NULL);
     mgr->store = carrel_store_open(db, error);
     if (!mgr->store) {
         g_prefix_error(error, "opening '%s': ", db);
         return NULL;
     }
+    carrel_store_set_full_func(mgr->store, (CarrelStoreFullFunc)carrel_manager_disk_release, mgr);
     return g_steal_pointer(&mgr);
 }
 
@@ -172,6 +180,8 @@ carrel_manager_free(CarrelManager *mgr)
     g_free(mgr->instance_id);
     g_free(mgr->accel_reason);
     carrel_metrics_free(mgr->metrics);
+    g_free(mgr->reserve_path);
+    g_mutex_clear(&mgr->disk_lock);
     g_free(mgr);
 }
 

@@ -83,6 +83,7 @@ fits(const CarrelSessionRequest *req, const CarrelTemplate *tmpl, const CarrelPo
     return !req->cold && m->state == CARREL_SESSION_PAUSED &&
            carrel_policy_network_mode(policy) == CARREL_NETWORK_NONE &&
            carrel_policy_check_resources(policy, m->vcpus, m->memory_mib, NULL) &&
+           carrel_policy_check_disk(policy, tmpl->virtual_size_bytes, NULL) &&
            m->template_version == tmpl->version && (!req->vcpus || req->vcpus == m->vcpus) &&
            (!req->memory_mib || req->memory_mib == m->memory_mib);
 }

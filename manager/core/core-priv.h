@@ -52,6 +52,11 @@ struct _CarrelManager {
     GPtrArray *egress_asks;     /* PendingAsk, main context only (core-egress-decide.c) */
     guint egress_ask_timer;
     CarrelMetrics *metrics; /* every family declared (core-metrics.c); api counts requests */
+    GMutex disk_lock;       /* guards reserve_held (core-disk.c) */
+    char *reserve_path;     /* the disk reserve in the state dir */
+    guint64 reserve_bytes;  /* its size; 0: none */
+    guint64 low_bytes;      /* less free than this refuses creates, snapshots, uploads */
+    gboolean reserve_held;
 };
 
 /* Metrics (core-metrics.c). A registry with every family of carreld declared. */
@@ -66,6 +71,24 @@ gboolean carrel_manager_restore(CarrelManager *mgr, const char *from, const char
                                 const char *xml, GError **error);
 /* Counts a record of the egress path that refused something (its log's decision word). */
 void carrel_manager_count_egress(CarrelManager *mgr, const char *decision);
+
+/*
+ * The host's disk (core-disk.c). init: the reserve's size and the low mark (0: the reserve's
+ * size). reserve: makes the reserve file (preallocated) unless held; NO_SPACE when there is no
+ * room. release: gives it up (the store's full handler); TRUE when it freed room. tend: makes it
+ * again once there is room to spare (the watcher). check: NO_SPACE "... WHAT refused until there
+ * is room" while the reserve is given up or the disk is below the low mark.
+ */
+void carrel_manager_disk_init(CarrelManager *mgr, guint reserve_mib, guint low_mib);
+gboolean carrel_manager_disk_reserve(CarrelManager *mgr, GError **error);
+gboolean carrel_manager_disk_release(CarrelManager *mgr);
+void carrel_manager_disk_tend(CarrelManager *mgr);
+gboolean carrel_manager_disk_check(CarrelManager *mgr, const char *what, GError **error);
+/* The session's state reason when QEMU paused it for reason (NULL: not for a disk). */
+const char *carrel_manager_pause_reason_text(CarrelPauseReason reason);
+/* The state reason ("disk limit: ...") when the session's overlay holds more than its policy's
+ * max_disk_gib, else NULL. */
+char *carrel_manager_disk_over_limit(CarrelManager *mgr, const CarrelSession *session);
 
 /* Sessions with a network (core-egress.c). prepare: at create, an address for a session whose
  * policy has network (starting the path if need be); FAILED when carreld has none. attach: once
@@ -185,11 +208,31 @@ void carrel_job_progress(CarrelJob *job, const char *line);
 /*
  * Appends an event to a session's timeline (see CarrelEvent): params and result are copied;
  * failure (NULL on success) gives the error text; started_us is the monotonic start (0: no
- * duration). A store failure is logged, never returned: the action already happened.
+ * duration). A write that fails is tried again a few times (after the disk reserve is given up,
+ * when the disk is full); then FALSE with "the ACTION event could not be recorded: ...". No
+ * event is dropped silently: the caller fails its verb with that error, or logs it.
  */
-void carrel_manager_record(CarrelManager *mgr, const char *session_id, const CarrelPrincipal *who,
-                           const char *kind, const char *action, JsonNode *params, JsonNode *result,
-                           const GError *failure, gint64 started_us, const char *screenshot);
+gboolean carrel_manager_record(CarrelManager *mgr, const char *session_id,
+                               const CarrelPrincipal *who, const char *kind, const char *action,
+                               JsonNode *params, JsonNode *result, const GError *failure,
+                               gint64 started_us, const char *screenshot, GError **error);
+/* carrel_manager_record where no verb can fail with it (the watcher, the egress proxy's
+ * records): an event that cannot be recorded is logged as critical. */
+void carrel_manager_record_logged(CarrelManager *mgr, const char *session_id,
+                                  const CarrelPrincipal *who, const char *kind, const char *action,
+                                  JsonNode *params, JsonNode *result, const GError *failure,
+                                  gint64 started_us);
+/*
+ * The usual end of a verb that records its own event: records the outcome (ok, or *local as
+ * the failure) and returns ok. A verb that succeeded but whose event cannot be recorded fails:
+ * FALSE with that error in *local. A verb that failed keeps its error (the lost event is
+ * logged).
+ */
+gboolean carrel_manager_record_outcome(CarrelManager *mgr, const char *session_id,
+                                       const CarrelPrincipal *who, const char *kind,
+                                       const char *action, JsonNode *params, JsonNode *result,
+                                       GError **local, gint64 started_us, const char *screenshot,
+                                       gboolean ok);
 
 /*
  * The door every public verb enters by (core-door.c): who asks for op on which session. Use:
@@ -258,6 +301,11 @@ void carrel_manager_audit(CarrelManager *mgr, CarrelAuditRecord *rec);
  * records lifecycle verbs on the timeline; returns result. local is read only here, after the
  * act that fills it was evaluated. */
 gpointer carrel_door_finish(CarrelDoor *door, gpointer result, GError **local, GError **error);
+/* carrel_door_finish for the lifecycle verbs (the door records their event): when the verb
+ * succeeded but its event cannot be recorded, result is freed with free_result and the verb
+ * fails with "OP done, but the ACTION event could not be recorded: ...". */
+gpointer carrel_door_finish_full(CarrelDoor *door, gpointer result, GDestroyNotify free_result,
+                                 GError **local, GError **error);
 gboolean carrel_door_finish_ok(CarrelDoor *door, gboolean ok, GError **local, GError **error);
 
 /* The session if it is running (WRONG_STATE "cannot WHAT a session that is STATE" otherwise),

@@ -59,12 +59,18 @@ settle_running(CarrelManager *mgr, CarrelSession *session, CarrelDomainInfo *inf
         if (!adopt_disk(mgr, session, info, error))
             return FALSE;
     } else if (info->state == CARREL_DOMAIN_PAUSED) {
+        CarrelPauseReason why = CARREL_PAUSE_NONE;
         next = CARREL_SESSION_PAUSED;
+        /* QEMU paused it on a full disk while carreld was down: say so (kept when it was so). */
+        if (carrel_hypervisor_get_pause_reason(mgr->hv, info->name, &why, NULL) &&
+            carrel_manager_pause_reason_text(why) &&
+            g_strcmp0(session->state_reason, carrel_manager_pause_reason_text(why)) != 0)
+            reason = carrel_manager_pause_reason_text(why);
         report->adopted++;
         if (!adopt_disk(mgr, session, info, error))
             return FALSE;
         /* A pause is a verb's or the guest's; one the row does not know has no reason yet. */
-        if (session->state != CARREL_SESSION_PAUSED)
+        if (session->state != CARREL_SESSION_PAUSED && !reason)
             reason = "found paused after carreld restarted";
     } else if (info->state == CARREL_DOMAIN_CRASHED) {
         next = CARREL_SESSION_CRASHED;

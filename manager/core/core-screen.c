@@ -106,8 +106,9 @@ screenshot(CarrelManager *mgr, const char *id_or_name, const CarrelScreenshotReq
         image = carrel_manager_screen_encode(ppm, req, &local);
     if (image)
         ref = carrel_manager_keep_screenshot(mgr, session, image, req->jpeg);
-    carrel_manager_record(mgr, session->id, actor, "action", "screenshot", NULL, NULL, local,
-                          started, ref);
+    if (!carrel_manager_record_outcome(mgr, session->id, actor, "action", "screenshot", NULL, NULL,
+                                       &local, started, ref, image != NULL))
+        g_clear_pointer(&image, g_bytes_unref);
     if (!image) {
         g_propagate_prefixed_error(error, g_steal_pointer(&local), "session '%s': ", session->id);
         return NULL;

@@ -249,7 +249,9 @@ carrel_manager_create_into(CarrelManager *mgr, const CarrelPrincipal *who,
     tmpl = policy ? carrel_store_template_get(mgr->store, req->template_name, req->template_version,
                                               error)
                   : NULL;
-    if (!tmpl) {
+    /* The disk checks come first: a full host disk refuses before anything is made. */
+    if (!tmpl || !carrel_policy_check_disk(policy, tmpl->virtual_size_bytes, error) ||
+        !carrel_manager_disk_check(mgr, "creating a session", error)) {
         g_prefix_error(error, "creating session: ");
         return NULL;
     }
@@ -337,7 +339,7 @@ carrel_manager_session_create(CarrelManager *mgr, const CarrelPrincipal *who,
     made = carrel_manager_create_into(mgr, who, req, NULL, &local);
     if (made)
         carrel_door_set_session(&door, made->id);
-    return carrel_door_finish(&door, made, &local, error);
+    return carrel_door_finish_full(&door, made, (GDestroyNotify)carrel_session_free, &local, error);
 }
 
 GPtrArray *

@@ -200,7 +200,8 @@ carrel_manager_snapshot_take(CarrelManager *mgr, const char *id_or_name, const c
     gboolean ok = FALSE, gone = FALSE;
     gint64 started = g_get_monotonic_time();
 
-    if (!session || !carrel_snapshot_check_name(name, error))
+    if (!session || !carrel_snapshot_check_name(name, error) ||
+        !carrel_manager_disk_check(mgr, "taking a snapshot", error))
         return NULL;
     if (!carrel_manager_mark_busy(mgr, session->id, "snapshot", error))
         return NULL;
@@ -466,8 +467,9 @@ carrel_manager_snapshot_create(CarrelManager *mgr, const CarrelPrincipal *who,
     if (!carrel_door_enter(&door, mgr, who, CARREL_OP_SNAPSHOT_CREATE, id_or_name,
                            snapshot_params(name), error))
         return NULL;
-    return carrel_door_finish(
-        &door, carrel_manager_snapshot_take(mgr, door.session_id, name, &local), &local, error);
+    return carrel_door_finish_full(&door,
+                                   carrel_manager_snapshot_take(mgr, door.session_id, name, &local),
+                                   (GDestroyNotify)carrel_snapshot_free, &local, error);
 }
 
 CarrelSession *
@@ -480,7 +482,8 @@ carrel_manager_snapshot_revert(CarrelManager *mgr, const CarrelPrincipal *who,
     if (!carrel_door_enter(&door, mgr, who, CARREL_OP_SNAPSHOT_REVERT, id_or_name,
                            snapshot_params(snapshot), error))
         return NULL;
-    return carrel_door_finish(&door, revert(mgr, door.session_id, snapshot, &local), &local, error);
+    return carrel_door_finish_full(&door, revert(mgr, door.session_id, snapshot, &local),
+                                   (GDestroyNotify)carrel_session_free, &local, error);
 }
 
 gboolean

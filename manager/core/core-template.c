@@ -194,7 +194,8 @@ carrel_manager_template_import_full(CarrelManager *mgr, const CarrelTemplateImpo
     g_autofree char *key = g_strconcat("template:", req->name, NULL);
     CarrelTemplate *tmpl;
 
-    if (!carrel_manager_mark_busy(mgr, key, "an import", error))
+    if (!carrel_manager_disk_check(mgr, "importing a template", error) ||
+        !carrel_manager_mark_busy(mgr, key, "an import", error))
         return NULL;
     tmpl = import_while_busy(mgr, req, recipe_hash, error);
     carrel_manager_clear_busy(mgr, key);

@@ -200,7 +200,8 @@ start_warm(CarrelManager *mgr, const char *name, guint version, GError **error)
     CarrelJob *job;
     WarmData *wd;
 
-    if (!tmpl || !carrel_manager_mark_busy(mgr, key, "warming", error))
+    if (!tmpl || !carrel_manager_disk_check(mgr, "warming a template", error) ||
+        !carrel_manager_mark_busy(mgr, key, "warming", error))
         return NULL;
     job = carrel_job_new("template-warm", name);
     wd = g_new0(WarmData, 1);

@@ -1,6 +1,7 @@
 /*
  * The watcher: notices sessions whose QEMU went away while carreld runs (killed, crashed, or
- * the guest powered itself off), records the new state and collects the session's exit
+ * the guest powered itself off) or paused itself (a disk write found the host's disk full),
+ * pauses sessions over their disk limit, records the new state and collects the session's exit
  * artifacts from its disk before anything else can touch it.
  */
 #include "core/core-priv.h"
@@ -33,14 +34,49 @@ carrel_manager_collect_exit(CarrelManager *mgr, const CarrelSession *session, co
         json_builder_end_object(b);
         result = json_builder_get_root(b);
     }
-    carrel_manager_record(mgr, session->id, carrel_principal_daemon(), "artifacts",
-                          "collect-on-exit", NULL, result, x ? NULL : error, t0, NULL);
+    carrel_manager_record_logged(mgr, session->id, carrel_principal_daemon(), "artifacts",
+                                 "collect-on-exit", NULL, result, x ? NULL : error, t0);
 }
 
-/* A running session whose domain is no longer running: its new state and reason, or FALSE. */
+/* What the watcher saw: the session's new state, why, and the reason's code for the event. */
+typedef struct {
+    CarrelSessionState next;
+    char *reason;
+    const char *code; /* "host_disk_full", "io_error", "disk_limit", or NULL */
+} Verdict;
+
+static void
+verdict_clear(Verdict *v)
+{
+    g_clear_pointer(&v->reason, g_free);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Verdict, verdict_clear)
+
 static gboolean
-judge(CarrelManager *mgr, const CarrelSession *session, CarrelSessionState *ret_state,
-      const char **ret_reason)
+verdict(Verdict *v, CarrelSessionState next, const char *reason, const char *code)
+{
+    v->next = next;
+    v->reason = g_strdup(reason);
+    v->code = code;
+    return TRUE;
+}
+
+/* A paused domain: QEMU stopped it on a disk error (reason set), or someone else paused it. */
+static gboolean
+judge_paused(CarrelManager *mgr, const char *domain, Verdict *v)
+{
+    CarrelPauseReason why = CARREL_PAUSE_NONE;
+    const char *text;
+
+    if (!carrel_hypervisor_get_pause_reason(mgr->hv, domain, &why, NULL))
+        return FALSE;
+    text = carrel_manager_pause_reason_text(why);
+    return text && verdict(v, CARREL_SESSION_PAUSED, text, carrel_pause_reason_to_string(why));
+}
+
+/* A running session whose domain is no longer running: its verdict, or FALSE. */
+static gboolean
+judge(CarrelManager *mgr, const CarrelSession *session, Verdict *v)
 {
     g_autofree char *domain = carrel_session_domain_name(session->id);
     g_autoptr(GError) error = NULL;
@@ -49,21 +85,52 @@ judge(CarrelManager *mgr, const CarrelSession *session, CarrelSessionState *ret_
     if (!carrel_hypervisor_get_state(mgr->hv, domain, &state, &error)) {
         if (!g_error_matches(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND))
             return FALSE;
-        *ret_state = CARREL_SESSION_CRASHED;
-        *ret_reason = "the domain vanished";
-        return TRUE;
+        return verdict(v, CARREL_SESSION_CRASHED, "the domain vanished", NULL);
     }
-    if (state == CARREL_DOMAIN_CRASHED) {
-        *ret_state = CARREL_SESSION_CRASHED;
-        *ret_reason = "QEMU ended unexpectedly (killed or crashed)";
-        return TRUE;
-    }
-    if (state == CARREL_DOMAIN_SHUTOFF) {
-        *ret_state = CARREL_SESSION_STOPPED;
-        *ret_reason = "the guest powered off";
-        return TRUE;
-    }
+    if (state == CARREL_DOMAIN_CRASHED)
+        return verdict(v, CARREL_SESSION_CRASHED, "QEMU ended unexpectedly (killed or crashed)",
+                       NULL);
+    if (state == CARREL_DOMAIN_SHUTOFF)
+        return verdict(v, CARREL_SESSION_STOPPED, "the guest powered off", NULL);
+    if (state == CARREL_DOMAIN_PAUSED)
+        return judge_paused(mgr, domain, v);
     return FALSE;
+}
+
+/* A running session whose disk holds more than its policy allows: paused, with its verdict. */
+static gboolean
+over_limit(CarrelManager *mgr, const CarrelSession *session, Verdict *v)
+{
+    g_autofree char *domain = carrel_session_domain_name(session->id);
+    g_autofree char *reason = carrel_manager_disk_over_limit(mgr, session);
+    g_autoptr(GError) error = NULL;
+    CarrelDomainState state = CARREL_DOMAIN_OTHER;
+
+    if (!reason)
+        return FALSE;
+    /* Already paused (a round whose event could not be written paused it): only record it. */
+    if (carrel_hypervisor_get_state(mgr->hv, domain, &state, NULL) &&
+        state != CARREL_DOMAIN_PAUSED && !carrel_hypervisor_pause(mgr->hv, domain, TRUE, &error)) {
+        g_warning("session '%s': %s; pausing it: %s", session->id, reason, error->message);
+        return FALSE;
+    }
+    v->next = CARREL_SESSION_PAUSED;
+    v->reason = g_steal_pointer(&reason);
+    v->code = "disk_limit";
+    return TRUE;
+}
+
+static JsonNode *
+verdict_params(const Verdict *v)
+{
+    JsonNode *node;
+
+    if (!v->code)
+        return NULL;
+    node = json_node_init_object(json_node_alloc(), json_object_new());
+    json_object_set_string_member(json_node_get_object(node), "reason", v->code);
+    json_object_set_string_member(json_node_get_object(node), "detail", v->reason);
+    return node;
 }
 
 /* The new state and its audit row (by carreld), together. */
@@ -84,24 +151,42 @@ record_observed(CarrelManager *mgr, const char *id, CarrelSessionState next, con
     return carrel_store_session_set_state_audited(mgr->store, id, next, reason, audit, NULL);
 }
 
+/*
+ * Records what was seen. The event goes first: one that cannot be written leaves the state as it
+ * was, and the next round sees the same and tries both again, so no change is ever without its
+ * event.
+ */
+static void
+observe(CarrelManager *mgr, const CarrelSession *session, const Verdict *v)
+{
+    g_autoptr(JsonNode) params = verdict_params(v);
+    g_autoptr(GError) error = NULL;
+
+    if (!carrel_manager_record(mgr, session->id, carrel_principal_daemon(), "lifecycle",
+                               carrel_session_state_to_string(v->next), params, NULL, NULL, 0, NULL,
+                               &error)) {
+        g_critical("session '%s': %s; the next round tries again", session->id, error->message);
+        return;
+    }
+    if (!record_observed(mgr, session->id, v->next, v->reason) || v->next == CARREL_SESSION_PAUSED)
+        return;
+    carrel_manager_collect_exit(mgr, session, v->next == CARREL_SESSION_CRASHED ? "crash" : "stop",
+                                FALSE);
+}
+
 static void
 settle(CarrelManager *mgr, const char *id)
 {
     g_autoptr(CarrelSession) session = NULL;
-    CarrelSessionState next;
-    const char *reason = NULL;
+    g_auto(Verdict) v = {0};
 
     /* A verb in progress owns the session; the next round looks again. */
     if (!carrel_manager_mark_busy(mgr, id, "watch", NULL))
         return;
     session = carrel_store_session_get(mgr->store, id, NULL);
     if (session && session->state == CARREL_SESSION_RUNNING &&
-        judge(mgr, session, &next, &reason) && record_observed(mgr, id, next, reason)) {
-        carrel_manager_record(mgr, id, carrel_principal_daemon(), "lifecycle",
-                              carrel_session_state_to_string(next), NULL, NULL, NULL, 0, NULL);
-        carrel_manager_collect_exit(mgr, session, next == CARREL_SESSION_CRASHED ? "crash" : "stop",
-                                    FALSE);
-    }
+        (judge(mgr, session, &v) || over_limit(mgr, session, &v)))
+        observe(mgr, session, &v);
     carrel_manager_clear_busy(mgr, id);
 }
 
@@ -208,8 +293,8 @@ expire(CarrelManager *mgr, const CarrelSession *s, const char *why)
     json_builder_add_string_value(b, action);
     json_builder_end_object(b);
     params = json_builder_get_root(b);
-    carrel_manager_record(mgr, s->id, carrel_principal_daemon(), "lifecycle", "expire", params,
-                          NULL, error, t0, NULL);
+    carrel_manager_record_logged(mgr, s->id, carrel_principal_daemon(), "lifecycle", "expire",
+                                 params, NULL, error, t0);
 }
 
 guint
@@ -219,6 +304,7 @@ carrel_manager_watch(CarrelManager *mgr)
     guint changed = 0;
 
     collect_pending(mgr);
+    carrel_manager_disk_tend(mgr);
     carrel_manager_pool_refill(mgr);
     carrel_manager_egress_sync(mgr);
     sessions = carrel_store_session_list(mgr->store, FALSE, NULL);

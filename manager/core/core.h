@@ -28,6 +28,8 @@ typedef struct {
     const char *egress_dns;     /* upstream resolver of sessions with a network; NULL: none */
     const char *egress_helper;  /* carrel-egress-helper (squid's helper) */
     const char *egress_ca;      /* extra CAs squid trusts upstream (a test's), or NULL */
+    guint disk_reserve_mib;     /* preallocated in the state dir for the store (0 = 64) */
+    guint disk_low_mib;         /* less free refuses creates, snapshots, uploads (0 = reserve) */
 } CarrelManagerConfig;
 
 typedef struct _CarrelManager CarrelManager;
@@ -138,10 +140,12 @@ JsonNode *carrel_manager_policy_show(CarrelManager *mgr, const CarrelPrincipal *
                                      const char *name, GError **error);
 
 /* Records an event on a session's timeline (kind "lifecycle", "control", ...); a failure is the
- * error the action ended with. Never fails: a timeline that cannot be written is logged. */
-void carrel_manager_note(CarrelManager *mgr, const char *session_id, const CarrelPrincipal *who,
-                         const char *kind, const char *action, JsonNode *params, JsonNode *result,
-                         const GError *failure, gint64 started_us);
+ * error the action ended with. FALSE when the event could not be recorded (after a few tries):
+ * the caller's verb then fails with that error, or logs it. */
+gboolean carrel_manager_note(CarrelManager *mgr, const char *session_id, const CarrelPrincipal *who,
+                             const char *kind, const char *action, JsonNode *params,
+                             JsonNode *result, const GError *failure, gint64 started_us,
+                             GError **error);
 
 /*
  * The control lease: while a person holds it, agents' mutating verbs and everyone else's HID

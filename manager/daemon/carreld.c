@@ -39,6 +39,7 @@ typedef struct {
     gboolean probe_accel;
     gboolean crash_points;
     int agent_timeout_s;
+    int disk_reserve_mib;
     GSocketAddress *listen_address; /* --listen, checked */
     GTlsCertificate *tls;           /* --tls-cert with --tls-key, loaded */
 } Options;
@@ -386,6 +387,11 @@ parse_options(int argc, char **argv, Options *opts, GError **error)
          NULL},
         {"agent-timeout", 0, 0, G_OPTION_ARG_INT, &opts->agent_timeout_s,
          "Seconds to wait for a guest agent (default 300)", "S"},
+        {"disk-reserve", 0, 0, G_OPTION_ARG_INT, &opts->disk_reserve_mib,
+         "MiB kept in STATE/disk-reserve (preallocated) and given up when the disk fills, so "
+         "carreld's store can still write; while it is given up or less is free, creates, "
+         "snapshots and uploads are refused with 507 no_space (1-65536, default 64)",
+         "MIB"},
         {NULL},
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new("- the carrel daemon");
@@ -407,6 +413,11 @@ parse_options(int argc, char **argv, Options *opts, GError **error)
     if (opts->socket_path && !*opts->socket_path && !opts->listen) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
                     "--socket \"\" (no Unix socket) needs --listen");
+        return FALSE;
+    }
+    if (opts->disk_reserve_mib < 0 || opts->disk_reserve_mib > 65536) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "--disk-reserve must be between 1 and 65536");
         return FALSE;
     }
     if (opts->agent_timeout_s < 0 || opts->agent_timeout_s > 3600) {
@@ -519,6 +530,7 @@ open_manager(const Options *opts, GError **error)
     config.cache_dir = opts->cache_dir;
     config.accel_reason = reason;
     config.agent_timeout_s = (guint)opts->agent_timeout_s;
+    config.disk_reserve_mib = (guint)opts->disk_reserve_mib;
     config.policy_path = opts->policy;
     config.policy_dir = opts->policy_dir;
     config.egress_dns = opts->egress_dns;

@@ -30,6 +30,10 @@ typedef struct {
     gboolean (*undefine)(CarrelHypervisor *hv, const char *name, GError **error);
     gboolean (*get_state)(CarrelHypervisor *hv, const char *name, CarrelDomainState *ret_state,
                           GError **error);
+    gboolean (*disk_allocation)(CarrelHypervisor *hv, const char *name, guint64 *ret_bytes,
+                                GError **error);
+    gboolean (*get_pause_reason)(CarrelHypervisor *hv, const char *name,
+                                 CarrelPauseReason *ret_reason, GError **error);
     gboolean (*agent_ping)(CarrelHypervisor *hv, const char *name, guint timeout_s, GError **error);
     GPtrArray *(*list)(CarrelHypervisor *hv, GError **error);
     char *(*describe)(CarrelHypervisor *hv);

@@ -240,6 +240,83 @@ in_job(virDomainPtr dom)
             reason == VIR_DOMAIN_PAUSED_STARTING_UP || reason == VIR_DOMAIN_PAUSED_SNAPSHOT);
 }
 
+/* Whether one of the domain's disks reports ENOSPC (what QEMU paused it for). */
+static gboolean
+disk_full(virDomainPtr dom, gboolean *ret_full, GError **error)
+{
+    virDomainDiskError errs[16];
+    int n = virDomainGetDiskErrors(dom, errs, G_N_ELEMENTS(errs), 0);
+    gboolean full = FALSE;
+
+    if (n < 0) {
+        carrel_hypervisor_libvirt_set_error(error, "reading disk errors");
+        return FALSE;
+    }
+    for (int i = 0; i < n; i++) {
+        full = full || errs[i].error == VIR_DOMAIN_DISK_ERROR_NO_SPACE;
+        free(errs[i].disk);
+    }
+    *ret_full = full;
+    return TRUE;
+}
+
+gboolean
+carrel_hypervisor_libvirt_get_pause_reason(CarrelHypervisor *hv, const char *name,
+                                           CarrelPauseReason *ret_reason, GError **error)
+{
+    g_autoptr(virDomain) dom = carrel_hypervisor_libvirt_lookup(hv->backend_data, name, error);
+    int state = VIR_DOMAIN_NOSTATE;
+    int reason = 0;
+    gboolean full = FALSE;
+
+    if (!dom)
+        return FALSE;
+    if (virDomainGetState(dom, &state, &reason, 0) < 0) {
+        carrel_hypervisor_libvirt_set_error(error, "reading state");
+        return FALSE;
+    }
+    if (state != VIR_DOMAIN_PAUSED) {
+        *ret_reason = CARREL_PAUSE_NONE;
+        return TRUE;
+    }
+    if (reason != VIR_DOMAIN_PAUSED_IOERROR) {
+        *ret_reason = CARREL_PAUSE_USER;
+        return TRUE;
+    }
+    if (!disk_full(dom, &full, error))
+        return FALSE;
+    *ret_reason = full ? CARREL_PAUSE_NO_SPACE : CARREL_PAUSE_IO_ERROR;
+    return TRUE;
+}
+
+gboolean
+carrel_hypervisor_libvirt_disk_allocation(CarrelHypervisor *hv, const char *name,
+                                          guint64 *ret_bytes, GError **error)
+{
+    CarrelLibvirtBackend *be = hv->backend_data;
+    g_autoptr(virDomain) dom = carrel_hypervisor_libvirt_lookup(be, name, error);
+    virDomainBlockInfo info;
+
+    if (!dom)
+        return FALSE;
+    if (be->is_test) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_UNSUPPORTED,
+                    "the test driver has no disk allocation");
+        return FALSE;
+    }
+    if (virDomainIsActive(dom) != 1) {
+        virResetLastError();
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE, "domain is not running");
+        return FALSE;
+    }
+    if (virDomainGetBlockInfo(dom, "vda", &info, 0) < 0) {
+        carrel_hypervisor_libvirt_set_error(error, "reading disk allocation");
+        return FALSE;
+    }
+    *ret_bytes = info.allocation;
+    return TRUE;
+}
+
 /* carrel's view of one domain, or NULL when it carries no valid carrel metadata. */
 static CarrelDomainInfo *
 info_of_domain(virDomainPtr dom)

@@ -65,6 +65,10 @@ gboolean carrel_hypervisor_libvirt_destroy(CarrelHypervisor *hv, const char *nam
 gboolean carrel_hypervisor_libvirt_undefine(CarrelHypervisor *hv, const char *name, GError **error);
 gboolean carrel_hypervisor_libvirt_get_state(CarrelHypervisor *hv, const char *name,
                                              CarrelDomainState *ret_state, GError **error);
+gboolean carrel_hypervisor_libvirt_disk_allocation(CarrelHypervisor *hv, const char *name,
+                                                   guint64 *ret_bytes, GError **error);
+gboolean carrel_hypervisor_libvirt_get_pause_reason(CarrelHypervisor *hv, const char *name,
+                                                    CarrelPauseReason *ret_reason, GError **error);
 GPtrArray *carrel_hypervisor_libvirt_list(CarrelHypervisor *hv, GError **error);
 gboolean carrel_hypervisor_libvirt_define(CarrelHypervisor *hv, const char *xml, GError **error);
 gboolean carrel_hypervisor_libvirt_save(CarrelHypervisor *hv, const char *name, const char *path,

@@ -18,6 +18,19 @@ static const char *const domain_state_names[CARREL_DOMAIN_LAST] = {
     [CARREL_DOMAIN_OTHER] = "other",
 };
 
+static const char *const pause_reason_names[CARREL_PAUSE_LAST] = {
+    [CARREL_PAUSE_NONE] = "none",
+    [CARREL_PAUSE_USER] = "user",
+    [CARREL_PAUSE_NO_SPACE] = "host_disk_full",
+    [CARREL_PAUSE_IO_ERROR] = "io_error",
+};
+
+const char *
+carrel_pause_reason_to_string(CarrelPauseReason reason)
+{
+    return carrel_util_enum_to_string(pause_reason_names, CARREL_PAUSE_LAST, (int)reason);
+}
+
 const char *
 carrel_accel_to_string(CarrelAccel accel)
 {
@@ -191,6 +204,36 @@ carrel_hypervisor_get_state(CarrelHypervisor *hv, const char *name, CarrelDomain
     }
     if (ret_state)
         *ret_state = state;
+    return TRUE;
+}
+
+gboolean
+carrel_hypervisor_disk_allocation(CarrelHypervisor *hv, const char *name, guint64 *ret_bytes,
+                                  GError **error)
+{
+    guint64 bytes = 0;
+
+    g_return_val_if_fail(hv != NULL && name != NULL && ret_bytes != NULL, FALSE);
+    if (!hv->ops->disk_allocation(hv, name, &bytes, error)) {
+        g_prefix_error(error, "domain '%s': ", name);
+        return FALSE;
+    }
+    *ret_bytes = bytes;
+    return TRUE;
+}
+
+gboolean
+carrel_hypervisor_get_pause_reason(CarrelHypervisor *hv, const char *name,
+                                   CarrelPauseReason *ret_reason, GError **error)
+{
+    CarrelPauseReason reason = CARREL_PAUSE_NONE;
+
+    g_return_val_if_fail(hv != NULL && name != NULL && ret_reason != NULL, FALSE);
+    if (!hv->ops->get_pause_reason(hv, name, &reason, error)) {
+        g_prefix_error(error, "domain '%s': ", name);
+        return FALSE;
+    }
+    *ret_reason = reason;
     return TRUE;
 }
 

@@ -281,11 +281,15 @@ append_storage(GString *xml, const CarrelDomainSpec *spec)
      * cache='writeback': guest flushes reach the disk (unlike 'unsafe', which loses data on a
      * host crash), it works on filesystems without O_DIRECT such as tmpfs (unlike 'none'), and
      * the page cache shares the read-only template layer between all sessions built on it.
-     * discard='unmap' lets a guest's fstrim give overlay space back.
+     * discard='unmap' lets a guest's fstrim give overlay space back. error_policy='enospace'
+     * (QEMU's own default, stated so it cannot change under us): a write that finds the host's
+     * disk full pauses the guest (carrel shows why, see carrel_hypervisor_get_pause_reason)
+     * instead of failing in it; resuming retries the write. Other errors reach the guest.
      */
     append_markup(xml,
                   "    <disk type='file' device='disk'>\n"
-                  "      <driver name='qemu' type='%s' cache='writeback' discard='unmap'/>\n"
+                  "      <driver name='qemu' type='%s' cache='writeback' discard='unmap' "
+                  "error_policy='enospace'/>\n"
                   "      <source file='%s'/>\n"
                   "      <target dev='vda' bus='virtio'/>\n"
                   "    </disk>\n",

@@ -95,6 +95,22 @@ const char *carrel_domain_state_to_string(CarrelDomainState state);
 /* Returns CARREL_DOMAIN_LAST for unknown names. */
 CarrelDomainState carrel_domain_state_from_string(const char *name);
 
+/*
+ * Why a domain is paused. QEMU pauses a guest by itself when a disk write fails with the host's
+ * disk full (the XML builder sets error_policy='enospace'), so the guest never sees its write
+ * fail and can run on once there is room again.
+ */
+typedef enum {
+    CARREL_PAUSE_NONE,     /* not paused */
+    CARREL_PAUSE_USER,     /* asked for (carrel's pause, virsh suspend), or any other reason */
+    CARREL_PAUSE_NO_SPACE, /* a disk write found the host's disk full */
+    CARREL_PAUSE_IO_ERROR, /* another disk error stopped it */
+    CARREL_PAUSE_LAST
+} CarrelPauseReason;
+
+/* "none", "user", "host_disk_full", "io_error". */
+const char *carrel_pause_reason_to_string(CarrelPauseReason reason);
+
 /* A libvirt domain carrying carrel's metadata. */
 typedef struct {
     char *name;
@@ -157,6 +173,17 @@ gboolean carrel_hypervisor_undefine(CarrelHypervisor *hv, const char *name, GErr
 /* State of a domain (CRASHED also when QEMU died); NOT_FOUND when it does not exist. */
 gboolean carrel_hypervisor_get_state(CarrelHypervisor *hv, const char *name,
                                      CarrelDomainState *ret_state, GError **error);
+/* Why the domain is paused (NONE when it is not); NOT_FOUND when it does not exist. */
+gboolean carrel_hypervisor_get_pause_reason(CarrelHypervisor *hv, const char *name,
+                                            CarrelPauseReason *ret_reason, GError **error);
+/*
+ * How many bytes of the host's disk the domain's disk (vda: the session overlay) takes, as
+ * QEMU reports it for a running or paused domain (virDomainGetBlockInfo's allocation: for a
+ * qcow2 file, the highest offset written). WRONG_STATE when QEMU does not run, UNSUPPORTED where
+ * the backend cannot tell (the caller may then stat the file).
+ */
+gboolean carrel_hypervisor_disk_allocation(CarrelHypervisor *hv, const char *name,
+                                           guint64 *ret_bytes, GError **error);
 /*
  * One guest-ping through the guest agent with a response timeout (1..300 s). TIMEOUT while
  * the agent is not connected yet or does not answer; WRONG_STATE when not running.

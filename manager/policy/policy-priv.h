@@ -7,8 +7,9 @@ struct _CarrelPolicy {
     char *name; /* the file's base name without .policy; "default" for the built-in one */
     guint max_vcpus;
     guint max_memory_mib;
-    GStrv exit_paths; /* [artifacts] paths: collected from every session on exit */
-    guint ttl_s;      /* [timeouts] ttl_s, 0 = none */
+    guint max_disk_gib; /* 0: no limit */
+    GStrv exit_paths;   /* [artifacts] paths: collected from every session on exit */
+    guint ttl_s;        /* [timeouts] ttl_s, 0 = none */
     guint idle_timeout_s;
     char *expiry_action;
     CarrelGrant grants[CARREL_ROLE_LAST][CARREL_OP_LAST]; /* the role matrix (policy-roles.c) */

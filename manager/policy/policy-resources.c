@@ -132,6 +132,7 @@ carrel_policy_load_data(const char *data, gsize len, GError **error)
     if (!read_limit(kf, "max_vcpus", CARREL_LIMIT_VCPUS, &policy->max_vcpus, error) ||
         !read_limit(kf, "max_memory_mib", CARREL_LIMIT_MEMORY_MIB, &policy->max_memory_mib,
                     error) ||
+        !read_limit(kf, "max_disk_gib", CARREL_LIMIT_DISK_GIB, &policy->max_disk_gib, error) ||
         !read_exit_paths(kf, policy, error) || !read_timeouts(kf, policy, error) ||
         !carrel_policy_network_read(kf, policy, error) ||
         !carrel_policy_secrets_read(kf, policy, error) ||
@@ -153,6 +154,28 @@ carrel_policy_check_resources(const CarrelPolicy *policy, guint vcpus, guint mem
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_POLICY_DENIED,
                     "%u MiB of memory requested, the policy allows at most %u", memory_mib,
                     policy->max_memory_mib);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+guint64
+carrel_policy_max_disk_bytes(const CarrelPolicy *policy)
+{
+    return (guint64)policy->max_disk_gib * 1024 * 1024 * 1024;
+}
+
+gboolean
+carrel_policy_check_disk(const CarrelPolicy *policy, guint64 virtual_bytes, GError **error)
+{
+    guint64 max = carrel_policy_max_disk_bytes(policy);
+
+    if (max && virtual_bytes > max) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_POLICY_DENIED,
+                    "the template's disk is %" G_GUINT64_FORMAT
+                    " bytes (virtual size), the policy allows at most %u GiB ([resources] "
+                    "max_disk_gib)",
+                    virtual_bytes, policy->max_disk_gib);
         return FALSE;
     }
     return TRUE;

@@ -149,6 +149,7 @@ carrel_policy_to_json(const CarrelPolicy *policy)
     json_builder_begin_object(b);
     add_uint_or_null(b, "max_vcpus", policy->max_vcpus);
     add_uint_or_null(b, "max_memory_mib", policy->max_memory_mib);
+    add_uint_or_null(b, "max_disk_gib", policy->max_disk_gib);
     json_builder_end_object(b);
     json_builder_set_member_name(b, "artifacts");
     json_builder_begin_object(b);

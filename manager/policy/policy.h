@@ -13,7 +13,7 @@ typedef struct _CarrelPolicy CarrelPolicy;
 /* The built-in default (named "default"): at most 4 vCPUs and 8 GiB per session. */
 CarrelPolicy *carrel_policy_new_default(void);
 
-/* Parses a policy in GKeyFile syntax: [resources] max_vcpus=, max_memory_mib=;
+/* Parses a policy in GKeyFile syntax: [resources] max_vcpus=, max_memory_mib=, max_disk_gib=;
  * [artifacts] paths=/home/agent/out;/tmp/result.json (collected when a session ends);
  * [timeouts] ttl_s=, idle_timeout_s=, on_expiry=destroy|stop|hibernate|pause;
  * [network] mode=none|allowlist|open, allow=, deny=, ask= (NAME, *.NAME, NAME:PORT, comma-
@@ -74,8 +74,8 @@ const CarrelPolicySecret *carrel_policy_secret_for(const CarrelPolicy *policy, c
                                                    guint port);
 const CarrelPolicySecret *carrel_policy_secret_named(const CarrelPolicy *policy, const char *name);
 
-/* {name, resources: {max_vcpus, max_memory_mib}, artifacts: {paths}, timeouts: {ttl_s,
- * idle_timeout_s, on_expiry}, network: {mode, allow, deny, ask, ask_timeout_s}}; what
+/* {name, resources: {max_vcpus, max_memory_mib, max_disk_gib}, artifacts: {paths}, timeouts:
+ * {ttl_s, idle_timeout_s, on_expiry}, network: {mode, allow, deny, ask, ask_timeout_s}}; what
  * `carrel policy show` prints. Pure. */
 JsonNode *carrel_policy_to_json(const CarrelPolicy *policy);
 
@@ -101,6 +101,13 @@ const CarrelPolicy *carrel_policy_set_lookup(const CarrelPolicySet *set, const c
 const CarrelPolicy *carrel_policy_set_get_default(const CarrelPolicySet *set);
 /* Every policy, sorted by name (borrowed: the set owns them). */
 GPtrArray *carrel_policy_set_list(const CarrelPolicySet *set);
+
+/* [resources] max_disk_gib in bytes: the most a session's disk may grow to (its virtual size at
+ * create, its overlay's allocation while it runs); 0 = no limit. */
+guint64 carrel_policy_max_disk_bytes(const CarrelPolicy *policy);
+/* Decides whether a session on a disk of that virtual size may be created (POLICY_DENIED). */
+gboolean carrel_policy_check_disk(const CarrelPolicy *policy, guint64 virtual_bytes,
+                                  GError **error);
 
 /* Decides whether a session of that size may be created; POLICY_DENIED says which limit. */
 gboolean carrel_policy_check_resources(const CarrelPolicy *policy, guint vcpus, guint memory_mib,

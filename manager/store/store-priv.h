@@ -18,6 +18,9 @@ struct _CarrelStore {
     sqlite3 *db;
     GMutex lock; /* held by every public call: one connection serves every daemon thread */
     int version;
+    char *dir;                     /* the database's folder; NULL in memory */
+    CarrelStoreFullFunc full_func; /* see carrel_store_set_full_func */
+    gpointer full_data;
 };
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(sqlite3_stmt, sqlite3_finalize)

@@ -1,11 +1,15 @@
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #define CARREL_STORE_PRIV_H_ALLOW
 #include "store/store-priv.h"
 
 #define STORE_BUSY_TIMEOUT_MS 5000
+/* Below this much free in the database's folder a transaction first asks for room (see
+ * carrel_store_begin): far more than the WAL frames of any one transaction. */
+#define STORE_MIN_FREE_BYTES (2 * 1024 * 1024)
 
 void
 carrel_store_set_error(CarrelStore *store, int rc, const CarrelStoreConflict *conflict,
@@ -27,6 +31,11 @@ carrel_store_set_error(CarrelStore *store, int rc, const CarrelStoreConflict *co
             return;
         }
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_EXISTS, "%s: %s", context, msg);
+        return;
+    case SQLITE_FULL:
+        /* The caller may free room (carreld's reserve) and try again. */
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_NO_SPACE, "%s: the host's disk is full: %s",
+                    context, msg);
         return;
     case SQLITE_CONSTRAINT_TRIGGER:
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE, "%s: %s", context, msg);
@@ -79,11 +88,42 @@ carrel_store_bind_int64(CarrelStore *store, sqlite3_stmt *stmt, int index, gint6
     return TRUE;
 }
 
+void
+carrel_store_set_full_func(CarrelStore *store, CarrelStoreFullFunc func, gpointer data)
+{
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&store->lock);
+
+    store->full_func = func;
+    store->full_data = data;
+}
+
+/*
+ * A full disk: let the owner make room; TRUE when the statement may be run again. That is a
+ * statement of its own (outside a transaction), or a COMMIT whose transaction is still open:
+ * SQLite may roll a transaction back on SQLITE_FULL, and then there is nothing to repeat.
+ */
+static gboolean
+made_room(CarrelStore *store, int rc, gboolean commit)
+{
+    gboolean room;
+
+    if ((rc & 0xff) != SQLITE_FULL || !store->full_func)
+        return FALSE;
+    room = store->full_func(store->full_data);
+    return room &&
+           (commit ? !sqlite3_get_autocommit(store->db) : sqlite3_get_autocommit(store->db));
+}
+
 gboolean
 carrel_store_step_done(CarrelStore *store, sqlite3_stmt *stmt, const CarrelStoreConflict *conflict,
                        const char *context, GError **error)
 {
     int rc = sqlite3_step(stmt);
+
+    if (made_room(store, rc, FALSE)) {
+        sqlite3_reset(stmt);
+        rc = sqlite3_step(stmt);
+    }
 
     if (rc != SQLITE_DONE) {
         carrel_store_set_error(store, rc, conflict, context, error);
@@ -123,6 +163,8 @@ carrel_store_exec(CarrelStore *store, const char *sql, GError **error)
 {
     int rc = sqlite3_exec(store->db, sql, NULL, NULL, NULL);
 
+    if (made_room(store, rc, g_str_equal(sql, "COMMIT")))
+        rc = sqlite3_exec(store->db, sql, NULL, NULL, NULL);
     if (rc != SQLITE_OK) {
         carrel_store_set_error(store, rc, NULL, "running sql", error);
         return FALSE;
@@ -130,9 +172,24 @@ carrel_store_exec(CarrelStore *store, const char *sql, GError **error)
     return TRUE;
 }
 
+/* Whether the database's folder has less than STORE_MIN_FREE_BYTES free (FALSE when unknown). */
+static gboolean
+low_on_room(CarrelStore *store)
+{
+    struct statvfs vfs;
+
+    if (!store->dir || statvfs(store->dir, &vfs) < 0)
+        return FALSE;
+    return (guint64)vfs.f_bavail * vfs.f_frsize < STORE_MIN_FREE_BYTES;
+}
+
 gboolean
 carrel_store_begin(CarrelStore *store, GError **error)
 {
+    /* A COMMIT that finds the disk full rolls the whole transaction back, which cannot be
+     * replayed from here: room is made before one starts instead. */
+    if (store->full_func && low_on_room(store))
+        (void)store->full_func(store->full_data);
     /* IMMEDIATE takes the write lock now, so a read-then-write never hits SQLITE_BUSY midway. */
     return carrel_store_exec(store, "BEGIN IMMEDIATE", error);
 }
@@ -201,7 +258,12 @@ set_pragmas(CarrelStore *store, const char *path, GError **error)
 
     if (!carrel_store_exec(store, "PRAGMA foreign_keys = ON", error) ||
         !carrel_store_exec(store, "PRAGMA trusted_schema = OFF", error) ||
-        !carrel_store_exec(store, "PRAGMA synchronous = FULL", error))
+        !carrel_store_exec(store, "PRAGMA synchronous = FULL", error) ||
+        /* For a full disk: sorts and temporary tables never need a file, and the WAL keeps
+         * (reuses) up to 8 MiB after a checkpoint instead of shrinking to nothing and having
+         * to grow again when there may be no room left. */
+        !carrel_store_exec(store, "PRAGMA temp_store = MEMORY", error) ||
+        !carrel_store_exec(store, "PRAGMA journal_size_limit = 8388608", error))
         return FALSE;
     mode = query_text(store, "PRAGMA journal_mode = WAL", error);
     if (!mode)
@@ -293,6 +355,8 @@ store_new(const char *path, GError **error)
         carrel_store_set_error(store, rc, NULL, context, error);
         return NULL;
     }
+    if (!g_str_equal(path, ":memory:"))
+        store->dir = g_path_get_dirname(path);
     sqlite3_extended_result_codes(store->db, 1);
     sqlite3_busy_timeout(store->db, STORE_BUSY_TIMEOUT_MS);
     return g_steal_pointer(&store);
@@ -330,6 +394,7 @@ carrel_store_free(CarrelStore *store)
     if (store->db)
         sqlite3_close_v2(store->db);
     g_mutex_clear(&store->lock);
+    g_free(store->dir);
     g_free(store);
 }
 

@@ -15,6 +15,16 @@ CarrelStore *carrel_store_open(const char *path, GError **error);
 void carrel_store_free(CarrelStore *store);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelStore, carrel_store_free)
 
+/*
+ * Called when a write finds the disk full (NO_SPACE), from the writing thread with the store's
+ * lock held: it must not use the store. Returns TRUE when it made room (e.g. gave up a reserve
+ * file), and the write is then tried once more: a single statement outside a transaction only,
+ * since SQLite may have rolled a transaction back. A transaction also calls it before it
+ * begins when the database's folder has less than 2 MiB free, so that its COMMIT finds room.
+ */
+typedef gboolean (*CarrelStoreFullFunc)(gpointer data);
+void carrel_store_set_full_func(CarrelStore *store, CarrelStoreFullFunc func, gpointer data);
+
 /* Schema version the database is at (after open: the latest). */
 int carrel_store_schema_version(CarrelStore *store);
 /* Schema version this build migrates to. */

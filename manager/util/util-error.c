@@ -19,6 +19,7 @@ static const char *const error_names[CARREL_ERROR_LAST] = {
     [CARREL_ERROR_STORE] = "store_error",
     [CARREL_ERROR_INTERNAL] = "internal",
     [CARREL_ERROR_BUSY] = "busy",
+    [CARREL_ERROR_NO_SPACE] = "no_space",
 };
 
 const char *

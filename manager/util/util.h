@@ -26,6 +26,8 @@ typedef enum {
     CARREL_ERROR_INTERNAL,
     /* Another operation holds the object right now: the same request may succeed later. */
     CARREL_ERROR_BUSY,
+    /* The host's disk (carreld's state dir) is full or below its reserve: free space, retry. */
+    CARREL_ERROR_NO_SPACE,
     CARREL_ERROR_LAST
 } CarrelErrorCode;
 
@@ -61,6 +63,8 @@ CarrelErrorCode carrel_error_code_from_string(const char *name);
 /* Sessions one fork request makes. */
 #define CARREL_LIMIT_FORKS 16
 #define CARREL_LIMIT_MEMORY_MIB (64 * 1024)
+/* Largest [resources] max_disk_gib of a policy. */
+#define CARREL_LIMIT_DISK_GIB (16 * 1024)
 #define CARREL_LIMIT_MIN_MEMORY_MIB 128
 #define CARREL_LIMIT_VIRTUAL_SIZE_BYTES (G_GUINT64_CONSTANT(2) * 1024 * 1024 * 1024 * 1024)
 #define CARREL_LIMIT_CMDLINE_LEN 1024

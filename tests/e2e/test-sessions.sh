@@ -32,7 +32,9 @@ source "$(dirname "$0")/sdk.sh"
 source "$(dirname "$0")/crash.sh"
 # shellcheck source=tests/e2e/metrics.sh
 source "$(dirname "$0")/metrics.sh"
-trap 'finish; exit $?' EXIT
+# shellcheck source=tests/e2e/disk.sh
+source "$(dirname "$0")/disk.sh"
+trap 'disk_cleanup; finish; exit $?' EXIT
 
 start_daemon || exit 1
 
@@ -185,6 +187,9 @@ trust_tls "$a"
 policy_checks
 # Controlled egress through the proxy, to a stand-in internet.
 egress_checks
+# A guest that fills the host's disk (a second carreld on a small filesystem) pauses with its
+# reason; that carreld keeps answering and this one's session keeps working.
+disk_checks "$a"
 
 # Task inputs in, artifacts out (libguestfs and the agent), the exit path, the diff.
 artifacts_checks

@@ -22,6 +22,8 @@ typedef struct {
     char *instance_id;
     char *xml; /* as defined or restored: what a save writes into the image */
     CarrelDomainState state;
+    CarrelPauseReason paused_by; /* while state is PAUSED */
+    guint64 allocation;          /* what disk_allocation reports; 0: UNSUPPORTED */
     gboolean persistent;
     gint64 run_id; /* a new one at every start, as libvirt's domain id */
     char *spice_password;
@@ -48,10 +50,13 @@ typedef struct {
 } FakeBackend;
 
 static const char *const fake_op_names[] = {
-    "define_start", "start",          "shutdown",    "destroy",    "undefine",       "get_state",
-    "agent_ping",   "list",           "define",      "save",       "restore",        "set_time",
-    "agent_exec",   "screenshot",     "file_read",   "file_write", "hid_send",       "fs_freeze",
-    "pause",        "ensure_network", "set_balloon", "spice_info", "spice_password",
+    "define_start",    "start",      "shutdown",       "destroy",
+    "undefine",        "get_state",  "agent_ping",     "list",
+    "define",          "save",       "restore",        "set_time",
+    "agent_exec",      "screenshot", "file_read",      "file_write",
+    "hid_send",        "fs_freeze",  "pause",          "ensure_network",
+    "set_balloon",     "spice_info", "spice_password", "get_pause_reason",
+    "disk_allocation",
 };
 
 static void
@@ -122,6 +127,7 @@ static void
 run(FakeBackend *be, FakeDomain *dom)
 {
     dom->state = CARREL_DOMAIN_RUNNING;
+    dom->paused_by = CARREL_PAUSE_NONE;
     dom->run_id = ++be->next_run_id;
     g_clear_pointer(&dom->spice_password, g_free);
     dom->spice_valid_until = 0;
@@ -234,6 +240,43 @@ fake_get_state(CarrelHypervisor *hv, const char *name, CarrelDomainState *ret_st
     if (take_failure(be, "get_state", error) || !(dom = find_domain(be, name, error)))
         return FALSE;
     *ret_state = dom->state;
+    return TRUE;
+}
+
+static gboolean
+fake_get_pause_reason(CarrelHypervisor *hv, const char *name, CarrelPauseReason *ret_reason,
+                      GError **error)
+{
+    FakeBackend *be = hv->backend_data;
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
+    FakeDomain *dom;
+
+    if (take_failure(be, "get_pause_reason", error) || !(dom = find_domain(be, name, error)))
+        return FALSE;
+    *ret_reason = dom->state != CARREL_DOMAIN_PAUSED    ? CARREL_PAUSE_NONE
+                  : dom->paused_by != CARREL_PAUSE_NONE ? dom->paused_by
+                                                        : CARREL_PAUSE_USER;
+    return TRUE;
+}
+
+static gboolean
+fake_disk_allocation(CarrelHypervisor *hv, const char *name, guint64 *ret_bytes, GError **error)
+{
+    FakeBackend *be = hv->backend_data;
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
+    FakeDomain *dom;
+
+    if (take_failure(be, "disk_allocation", error) || !(dom = find_domain(be, name, error)))
+        return FALSE;
+    if (dom->state != CARREL_DOMAIN_RUNNING && dom->state != CARREL_DOMAIN_PAUSED) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE, "domain is not running");
+        return FALSE;
+    }
+    if (!dom->allocation) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_UNSUPPORTED, "no allocation scripted");
+        return FALSE;
+    }
+    *ret_bytes = dom->allocation;
     return TRUE;
 }
 
@@ -360,6 +403,7 @@ fake_pause(CarrelHypervisor *hv, const char *name, gboolean pause, GError **erro
         return FALSE;
     }
     dom->state = pause ? CARREL_DOMAIN_PAUSED : CARREL_DOMAIN_RUNNING;
+    dom->paused_by = pause ? CARREL_PAUSE_USER : CARREL_PAUSE_NONE;
     return TRUE;
 }
 
@@ -665,6 +709,8 @@ static const CarrelHypervisorOps fake_ops = {
     .destroy = fake_destroy,
     .undefine = fake_undefine,
     .get_state = fake_get_state,
+    .get_pause_reason = fake_get_pause_reason,
+    .disk_allocation = fake_disk_allocation,
     .agent_ping = fake_agent_ping,
     .list = fake_list,
     .describe = fake_describe,
@@ -737,8 +783,43 @@ carrel_hypervisor_fake_set_state(CarrelHypervisor *hv, const char *name, CarrelD
     if (!dom)
         return FALSE;
     dom->state = state;
+    dom->paused_by = CARREL_PAUSE_NONE;
     if ((state == CARREL_DOMAIN_SHUTOFF || state == CARREL_DOMAIN_CRASHED) && !dom->persistent)
         g_hash_table_remove(be->domains, name);
+    return TRUE;
+}
+
+gboolean
+carrel_hypervisor_fake_pause_for(CarrelHypervisor *hv, const char *name, CarrelPauseReason reason)
+{
+    FakeBackend *be = fake_backend_of(hv);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = NULL;
+    FakeDomain *dom;
+
+    g_return_val_if_fail(be != NULL && name != NULL, FALSE);
+    g_return_val_if_fail(reason > CARREL_PAUSE_NONE && reason < CARREL_PAUSE_LAST, FALSE);
+    locker = g_mutex_locker_new(&be->lock);
+    dom = g_hash_table_lookup(be->domains, name);
+    if (!dom || dom->state != CARREL_DOMAIN_RUNNING)
+        return FALSE;
+    dom->state = CARREL_DOMAIN_PAUSED;
+    dom->paused_by = reason;
+    return TRUE;
+}
+
+gboolean
+carrel_hypervisor_fake_set_disk_allocation(CarrelHypervisor *hv, const char *name, guint64 bytes)
+{
+    FakeBackend *be = fake_backend_of(hv);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = NULL;
+    FakeDomain *dom;
+
+    g_return_val_if_fail(be != NULL && name != NULL, FALSE);
+    locker = g_mutex_locker_new(&be->lock);
+    dom = g_hash_table_lookup(be->domains, name);
+    if (!dom)
+        return FALSE;
+    dom->allocation = bytes;
     return TRUE;
 }
 

@@ -22,7 +22,8 @@ CarrelHypervisor *carrel_hypervisor_new_fake(void);
  * member name of CarrelHypervisorOps: "define_start", "start", "shutdown", "destroy",
  * "undefine", "get_state", "agent_ping", "list", "define", "save", "restore", "set_time",
  * "agent_exec", "screenshot", "file_read", "file_write", "hid_send", "fs_freeze", "pause",
- * "ensure_network", "set_balloon", "spice_info" or "spice_password".
+ * "ensure_network", "set_balloon", "spice_info", "spice_password", "get_pause_reason" or
+ * "disk_allocation".
  */
 void carrel_hypervisor_fake_fail_next(CarrelHypervisor *hv, const char *op);
 
@@ -32,6 +33,16 @@ void carrel_hypervisor_fake_fail_next(CarrelHypervisor *hv, const char *op);
  */
 gboolean carrel_hypervisor_fake_set_state(CarrelHypervisor *hv, const char *name,
                                           CarrelDomainState state);
+
+/* Pauses a running fake domain as QEMU would by itself, e.g. NO_SPACE: a disk write found the
+ * host's disk full. FALSE when there is no such running domain. */
+gboolean carrel_hypervisor_fake_pause_for(CarrelHypervisor *hv, const char *name,
+                                          CarrelPauseReason reason);
+
+/* What the fake's disk_allocation reports for domain name from now on (0: UNSUPPORTED, the
+ * default, as libvirt's test driver). FALSE when there is no such domain. */
+gboolean carrel_hypervisor_fake_set_disk_allocation(CarrelHypervisor *hv, const char *name,
+                                                    guint64 bytes);
 
 /* What the fake's file_read gives for a path no file_write made (NULL: NOT_FOUND), e.g. the
  * tar a guest would have packed. */

@@ -309,7 +309,7 @@ test_error_hints(void **state)
                                         "exists",         "wrong_state",      "busy",
                                         "limit_exceeded", "invalid_argument", "unsupported",
                                         "timeout",        "hypervisor_error", "disk_error",
-                                        "store_error",    "internal"};
+                                        "store_error",    "internal",         "no_space"};
 
     for (gsize i = 0; i < G_N_ELEMENTS(codes); i++) {
         const char *hint = carrel_cli_error_hint(codes[i], TRUE);

@@ -49,6 +49,62 @@ listed_session(CarrelHypervisor *hv, const char *name)
     return NULL;
 }
 
+static CarrelPauseReason
+pause_reason(CarrelHypervisor *hv, const char *name)
+{
+    g_autoptr(GError) error = NULL;
+    CarrelPauseReason why = CARREL_PAUSE_LAST;
+
+    if (!carrel_hypervisor_get_pause_reason(hv, name, &why, &error))
+        fail_msg("get_pause_reason '%s': %s", name, error->message);
+    return why;
+}
+
+/* Why a domain is paused: not at all, asked for, or (the fake stands in for QEMU) a full disk. */
+static void
+test_pause_reasons(void **state)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelHypervisor) lv = carrel_hypervisor_open_libvirt(TEST_URI, &error);
+    g_autoptr(CarrelHypervisor) fake = carrel_hypervisor_new_fake();
+    CarrelHypervisor *both[] = {lv, fake};
+    const char *name = "carrel-s-0000000000b1";
+    g_autofree char *xml = make_xml(name, "s-0000000000b1");
+    CarrelPauseReason why;
+    guint64 bytes = 0;
+
+    assert_string_equal(carrel_pause_reason_to_string(CARREL_PAUSE_NO_SPACE), "host_disk_full");
+    for (gsize i = 0; i < G_N_ELEMENTS(both); i++) {
+        CarrelHypervisor *hv = both[i];
+        assert_non_null(hv);
+        assert_true(carrel_hypervisor_define_start(hv, xml, NULL));
+        assert_int_equal(pause_reason(hv, name), CARREL_PAUSE_NONE);
+        /* Neither the test driver nor an unscripted fake can tell a disk's allocation. */
+        assert_false(carrel_hypervisor_disk_allocation(hv, name, &bytes, &error));
+        assert_error(error, CARREL_ERROR_UNSUPPORTED, NULL);
+        g_clear_error(&error);
+        assert_true(carrel_hypervisor_pause(hv, name, TRUE, NULL));
+        assert_int_equal(pause_reason(hv, name), CARREL_PAUSE_USER);
+        assert_true(carrel_hypervisor_pause(hv, name, FALSE, NULL));
+        assert_int_equal(pause_reason(hv, name), CARREL_PAUSE_NONE);
+        assert_true(carrel_hypervisor_destroy(hv, name, NULL));
+        assert_true(carrel_hypervisor_undefine(hv, name, NULL));
+        assert_false(carrel_hypervisor_get_pause_reason(hv, name, &why, &error));
+        assert_error(error, CARREL_ERROR_NOT_FOUND, "domain 'carrel-s-0000000000b1': ");
+        g_clear_error(&error);
+    }
+    /* QEMU's own pause on ENOSPC, as the fake plays it; a resume clears it. */
+    assert_true(carrel_hypervisor_define_start(fake, xml, NULL));
+    assert_true(carrel_hypervisor_fake_pause_for(fake, name, CARREL_PAUSE_NO_SPACE));
+    assert_int_equal(pause_reason(fake, name), CARREL_PAUSE_NO_SPACE);
+    assert_true(carrel_hypervisor_fake_set_disk_allocation(fake, name, 12345));
+    assert_true(carrel_hypervisor_disk_allocation(fake, name, &bytes, NULL));
+    assert_int_equal(bytes, 12345);
+    assert_false(carrel_hypervisor_fake_pause_for(fake, name, CARREL_PAUSE_IO_ERROR));
+    assert_true(carrel_hypervisor_pause(fake, name, FALSE, NULL));
+    assert_int_equal(pause_reason(fake, name), CARREL_PAUSE_NONE);
+}
+
 static void
 test_enum_tables(void **state)
 {
@@ -695,6 +751,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_enum_tables),
+        cmocka_unit_test(test_pause_reasons),
         cmocka_unit_test(test_session_id_shape),
         cmocka_unit_test(test_scan_xml),
         cmocka_unit_test(test_fake_lifecycle),

@@ -305,11 +305,13 @@ test_policy_set(void **state)
     assert_string_equal(carrel_policy_get_name(list->pdata[2]), "wide");
     json = carrel_policy_to_json(carrel_policy_set_lookup(set, "small"));
     text = json_to_string(json, FALSE);
-    assert_string_equal(text, "{\"name\":\"small\",\"resources\":{\"max_vcpus\":1,"
-                              "\"max_memory_mib\":8192},\"artifacts\":{\"paths\":[\"/tmp/out\"]},"
-                              "\"timeouts\":{\"ttl_s\":60,\"idle_timeout_s\":null,"
-                              "\"on_expiry\":\"stop\"},\"network\":{\"mode\":\"none\",\"allow\":[],"
-                              "\"deny\":[],\"ask\":[],\"ask_timeout_s\":120},\"secrets\":[]}");
+    assert_string_equal(
+        text,
+        "{\"name\":\"small\",\"resources\":{\"max_vcpus\":1,"
+        "\"max_memory_mib\":8192,\"max_disk_gib\":null},\"artifacts\":{\"paths\":[\"/tmp/out\"]},"
+        "\"timeouts\":{\"ttl_s\":60,\"idle_timeout_s\":null,"
+        "\"on_expiry\":\"stop\"},\"network\":{\"mode\":\"none\",\"allow\":[],"
+        "\"deny\":[],\"ask\":[],\"ask_timeout_s\":120},\"secrets\":[]}");
     /* A file called default takes the built-in one's place, [roles] and all. */
     assert_true(carrel_policy_set_add(set, "default", roles, strlen(roles), &error));
     assert_int_equal(carrel_policy_grant(carrel_policy_set_get_default(set), CARREL_ROLE_AGENT,

@@ -573,6 +573,72 @@ test_event_actor_id(void **state)
     assert_int_equal(carrel_store_event_last_ts(store, "s-000000000001", &error), 500);
 }
 
+/* What the store's full handler was asked, and whether it makes room (by lifting SQLite's page
+ * limit, which stands in for the disk here). */
+typedef struct {
+    CarrelStore *store;
+    guint calls;
+    gboolean room;
+} FullProbe;
+
+static gboolean
+probe_make_room(gpointer data)
+{
+    FullProbe *p = data;
+
+    p->calls++;
+    if (p->room)
+        assert_int_equal(
+            sqlite3_exec(p->store->db, "PRAGMA max_page_count = 1000000", NULL, NULL, NULL),
+            SQLITE_OK);
+    return p->room;
+}
+
+/* A write that finds the disk full is NO_SPACE; with room made by the handler it is tried
+ * again and lands. */
+static void
+test_full_disk_retry(void **state)
+{
+    g_autoptr(CarrelStore) store = open_memory();
+    g_autoptr(CarrelEvent) event = carrel_event_new();
+    g_autoptr(GError) error = NULL;
+    FullProbe probe = {.store = store};
+    sqlite3_stmt *stmt = NULL;
+    g_autofree char *cap = NULL;
+
+    insert_template(store, "tiny", 1);
+    insert_session(store, "s-000000000001", "one", "tiny", 1);
+    assert_int_equal(sqlite3_prepare_v2(store->db, "PRAGMA page_count", -1, &stmt, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_step(stmt), SQLITE_ROW);
+    cap = g_strdup_printf("PRAGMA max_page_count = %lld", sqlite3_column_int64(stmt, 0));
+    sqlite3_finalize(stmt);
+    assert_int_equal(sqlite3_exec(store->db, cap, NULL, NULL, NULL), SQLITE_OK);
+    /* Every page full, down to small rows. */
+    for (guint size = 4096; size >= 4; size /= 2)
+        for (guint i = 0; i < 400; i++) {
+            g_autofree char *pad =
+                g_strdup_printf("INSERT INTO events (session_id, ts, actor, kind, detail) "
+                                "VALUES ('s-000000000001', 0, 'pad', 'pad', hex(randomblob(%u)))",
+                                size);
+            if (sqlite3_exec(store->db, pad, NULL, NULL, NULL) != SQLITE_OK)
+                break;
+        }
+    carrel_store_set_full_func(store, probe_make_room, &probe);
+    event->session_id = g_strdup("s-000000000001");
+    event->actor = g_strdup("carreld");
+    event->kind = g_strdup("lifecycle");
+    event->action = g_strdup("paused");
+    assert_false(carrel_store_event_add(store, event, &error));
+    assert_error(error, CARREL_ERROR_NO_SPACE, NULL);
+    assert_non_null(strstr(error->message, "disk is full"));
+    assert_int_equal(probe.calls, 1);
+    g_clear_error(&error);
+    probe.room = TRUE;
+    assert_true(carrel_store_event_add(store, event, &error));
+    assert_int_equal(probe.calls, 2);
+}
+
 static void
 insert_token(CarrelStore *store, const char *id, const char *label, CarrelRole role,
              gint64 created_at, const char *hash)
@@ -856,6 +922,7 @@ main(void)
         cmocka_unit_test(test_session_owner),
         cmocka_unit_test(test_pool_adopt_owner),
         cmocka_unit_test(test_event_actor_id),
+        cmocka_unit_test(test_full_disk_retry),
         cmocka_unit_test(test_approvals_and_leases),
         cmocka_unit_test(test_hostile_strings),
         cmocka_unit_test(test_unknown_state_in_db),

@@ -153,6 +153,13 @@ class StoreError(CarrelError):
     code = "store_error"
 
 
+class NoSpace(CarrelError):
+    """507 ``no_space``: the host's disk is full (or below carreld's reserve); creates,
+    snapshots and uploads are refused until there is room."""
+
+    code = "no_space"
+
+
 class InternalError(CarrelError):
     """500 ``internal``: a bug in carreld."""
 
@@ -202,6 +209,7 @@ ERRORS_BY_CODE: dict[str, type[CarrelError]] = {
         HypervisorError,
         DiskError,
         StoreError,
+        NoSpace,
         InternalError,
         Failed,
     )
@@ -221,6 +229,7 @@ _BY_STATUS: dict[int, type[CarrelError]] = {
     429: LimitExceeded,
     501: Unsupported,
     504: Timeout,
+    507: NoSpace,
 }
 
 

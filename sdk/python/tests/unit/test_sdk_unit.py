@@ -32,6 +32,7 @@ API_CODES = {
     "store_error": 500,
     "internal": 500,
     "busy": 409,
+    "no_space": 507,
 }
 
 C_SOURCE = Path(__file__).resolve().parents[4] / "manager" / "util" / "util-error.c"
