@@ -51,6 +51,7 @@ typedef enum {
     CARREL_API_REPLY_EMPTY,    /* a status and headers only (204, 202) */
     CARREL_API_REPLY_REDIRECT, /* a status and a Location */
     CARREL_API_REPLY_STREAM,   /* the server-sent event stream (api-stream.c) */
+    CARREL_API_REPLY_FILE,     /* a regular file on the host, sent from disk in chunks */
     CARREL_API_REPLY_LAST,
 } CarrelApiReplyKind;
 
@@ -63,6 +64,11 @@ CarrelApiReply *carrel_api_reply_new_json(guint status, JsonNode *node);
 CarrelApiReply *carrel_api_reply_ok(JsonNode *node);
 /* Bytes of content_type, taking bytes; NULL when bytes is NULL, as above. */
 CarrelApiReply *carrel_api_reply_new_bytes(guint status, GBytes *bytes, const char *content_type);
+/* The regular file at path as content_type, read from disk chunk by chunk as the client takes
+ * them (never whole in memory), with its Content-Length; NULL with error when it cannot be opened
+ * or is not a regular file. */
+CarrelApiReply *carrel_api_reply_new_file(guint status, const char *path, const char *content_type,
+                                          GError **error);
 /* A status without a body (204 No Content, 202 Accepted). */
 CarrelApiReply *carrel_api_reply_new_empty(guint status);
 /* A status (302, 303, 307) that sends the client to location. */
@@ -76,7 +82,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelApiReply, carrel_api_reply_free)
 
 /* A header the reply carries (appended: Set-Cookie may come more than once). */
 void carrel_api_reply_add_header(CarrelApiReply *reply, const char *name, const char *value);
-/* A bytes reply is sent as an attachment of this name (Content-Disposition). */
+/* A bytes or file reply is sent as an attachment of this name (Content-Disposition). */
 void carrel_api_reply_set_attachment(CarrelApiReply *reply, const char *filename);
 CarrelApiReplyKind carrel_api_reply_get_kind(const CarrelApiReply *reply);
 guint carrel_api_reply_get_status(const CarrelApiReply *reply);

@@ -535,7 +535,6 @@ get_artifact(CarrelApiRequest *req, GError **error)
     g_autofree char *host_path = NULL;
     g_autoptr(CarrelArtifact) a = carrel_manager_artifact_get(
         req->mgr, req->who, carrel_api_param(req, 0), &host_path, error);
-    g_autoptr(GMappedFile) map = NULL;
     g_autofree char *name = NULL;
     CarrelApiReply *reply;
 
@@ -548,14 +547,14 @@ get_artifact(CarrelApiRequest *req, GError **error)
                     a->skipped ? a->skipped : "");
         return NULL;
     }
-    /* Mapped, not read: artifacts may be large. */
-    map = g_mapped_file_new(host_path, FALSE, error);
-    if (!map)
+    /* Sent from disk chunk by chunk: artifacts may be large. */
+    reply = carrel_api_reply_new_file(SOUP_STATUS_OK, host_path, "application/octet-stream", error);
+    if (!reply)
         return NULL;
-    reply = carrel_api_reply_new_bytes(SOUP_STATUS_OK, g_mapped_file_get_bytes(map),
-                                       "application/octet-stream");
     name = g_path_get_basename(a->guest_path);
     carrel_api_reply_set_attachment(reply, name);
+    if (a->sha256)
+        carrel_api_reply_add_header(reply, "X-Carrel-Sha256", a->sha256);
     return reply;
 }
 
