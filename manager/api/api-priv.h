@@ -32,6 +32,9 @@ typedef struct {
     gpointer typed;    /* the body as the route's typed request (CarrelApiBodyType), or NULL */
     GDestroyNotify typed_free;
     GBytes *raw_body;     /* the body as sent, for CARREL_API_ROUTE_RAW_BODY routes only */
+    char *upload_path;    /* CARREL_API_ROUTE_UPLOAD: the spooled body (removed with req) */
+    guint64 upload_bytes; /* its size */
+    GError *upload_error; /* why it could not be spooled whole, or NULL */
     CarrelPrincipal *who; /* whoever the credentials say, handed to every core verb */
     char *source;         /* the peer's address ("unix" on the socket), for the login limit */
     gboolean by_cookie;   /* authenticated by the web console's cookie */
@@ -103,7 +106,8 @@ typedef CarrelApiReply *(*CarrelApiHandler)(CarrelApiRequest *req, GError **erro
 typedef enum {
     /* The body is handed over as bytes, not parsed, up to CARREL_LIMIT_FILE_BYTES. */
     CARREL_API_ROUTE_RAW_BODY = 1 << 0,
-    /* With RAW_BODY: up to CARREL_LIMIT_UPLOAD_BYTES instead (task inputs). */
+    /* With RAW_BODY: up to CARREL_LIMIT_UPLOAD_BYTES instead (task inputs), written to a spool
+     * file as it arrives (req->upload_path), never held in memory (api-upload.c). */
     CARREL_API_ROUTE_UPLOAD = 1 << 1,
     /* Needs no credentials (health, login). */
     CARREL_API_ROUTE_PUBLIC = 1 << 2,
@@ -240,6 +244,14 @@ CarrelApiReply *carrel_api_post_test_approval(CarrelApiRequest *req, GError **er
 CarrelApiReply *carrel_api_get_session_shot(CarrelApiRequest *req, GError **error);
 CarrelApiReply *carrel_api_get_audit(CarrelApiRequest *req, GError **error);
 CarrelApiReply *carrel_api_get_audit_verify(CarrelApiRequest *req, GError **error);
+
+/* api-upload.c: from the early handler (the headers passed the size check), an upload route's
+ * body is not accumulated but written to a spool file as it arrives. take hands the file (and
+ * any failure) to the request, which removes it when freed; check is the route's body check:
+ * the route's limit or a write failure is the error. */
+void carrel_api_upload_spool_start(CarrelApi *api, SoupServerMessage *msg, const char *path);
+void carrel_api_upload_spool_take(SoupServerMessage *msg, CarrelApiRequest *req);
+gboolean carrel_api_upload_check(CarrelApiRequest *req, GError **error);
 
 /* api-limit.c: failed credentials per source. A source with too many failures in a window is
  * refused (429) until the window moves on; ret_retry_s says when to try again. */

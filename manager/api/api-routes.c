@@ -476,9 +476,8 @@ get_session_screenshot(CarrelApiRequest *req, GError **error)
 static CarrelApiReply *
 post_upload(CarrelApiRequest *req, GError **error)
 {
-    g_autoptr(GBytes) empty = g_bytes_new(NULL, 0);
-    GBytes *data = req->raw_body ? req->raw_body : empty;
-    g_autofree char *id = carrel_manager_upload(req->mgr, req->who, data, error);
+    g_autofree char *id =
+        carrel_manager_upload_file(req->mgr, req->who, req->upload_path, req->upload_bytes, error);
     g_autoptr(JsonBuilder) b = json_builder_new();
 
     if (!id)
@@ -487,7 +486,7 @@ post_upload(CarrelApiRequest *req, GError **error)
     json_builder_set_member_name(b, "id");
     json_builder_add_string_value(b, id);
     json_builder_set_member_name(b, "bytes");
-    json_builder_add_int_value(b, (gint64)g_bytes_get_size(data));
+    json_builder_add_int_value(b, (gint64)req->upload_bytes);
     json_builder_end_object(b);
     return carrel_api_reply_new_json(SOUP_STATUS_CREATED, json_builder_get_root(b));
 }

@@ -219,6 +219,7 @@ carrel_manager_watch(CarrelManager *mgr)
     guint changed = 0;
 
     collect_pending(mgr);
+    (void)carrel_manager_sweep_uploads(mgr);
     carrel_manager_pool_refill(mgr);
     carrel_manager_egress_sync(mgr);
     sessions = carrel_store_session_list(mgr->store, FALSE, NULL);

@@ -38,6 +38,7 @@ typedef struct {
     gboolean test_hooks;
     gboolean probe_accel;
     int agent_timeout_s;
+    int upload_ttl_s;
     GSocketAddress *listen_address; /* --listen, checked */
     GTlsCertificate *tls;           /* --tls-cert with --tls-key, loaded */
 } Options;
@@ -381,6 +382,10 @@ parse_options(int argc, char **argv, Options *opts, GError **error)
          NULL},
         {"agent-timeout", 0, 0, G_OPTION_ARG_INT, &opts->agent_timeout_s,
          "Seconds to wait for a guest agent (default 300)", "S"},
+        {"upload-ttl", 0, 0, G_OPTION_ARG_INT, &opts->upload_ttl_s,
+         "Seconds an upload (POST /v1/uploads) waits for a create to use it before it is removed "
+         "(default 3600)",
+         "S"},
         {NULL},
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new("- the carrel daemon");
@@ -407,6 +412,11 @@ parse_options(int argc, char **argv, Options *opts, GError **error)
     if (opts->agent_timeout_s < 0 || opts->agent_timeout_s > 3600) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
                     "--agent-timeout must be between 0 and 3600");
+        return FALSE;
+    }
+    if (opts->upload_ttl_s < 0 || opts->upload_ttl_s > 7 * 24 * 3600) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "--upload-ttl must be between 0 and 604800");
         return FALSE;
     }
 #define DEFAULT(field, value)                                                                      \
@@ -514,6 +524,7 @@ open_manager(const Options *opts, GError **error)
     config.cache_dir = opts->cache_dir;
     config.accel_reason = reason;
     config.agent_timeout_s = (guint)opts->agent_timeout_s;
+    config.upload_ttl_s = (guint)opts->upload_ttl_s;
     config.policy_path = opts->policy;
     config.policy_dir = opts->policy_dir;
     config.egress_dns = opts->egress_dns;
