@@ -68,9 +68,8 @@ setup(void **state)
         fail_msg("%s", error->message);
     g_subprocess_launcher_set_stderr_file_path(launcher, fx.log);
     fx.daemon = g_subprocess_launcher_spawn(
-        launcher, &error, g_getenv("CARREL_DAEMON"), "--state-dir", fx.state, "--socket",
-        fx.socket, "--libvirt-uri", "test:///default", "--accel", "auto", "--upload-ttl",
-        UPLOAD_TTL_S, NULL);
+        launcher, &error, g_getenv("CARREL_DAEMON"), "--state-dir", fx.state, "--socket", fx.socket,
+        "--libvirt-uri", "test:///default", "--accel", "auto", "--upload-ttl", UPLOAD_TTL_S, NULL);
     assert_non_null(fx.daemon);
     assert_true(wait_for_socket());
     token_path = g_build_filename(fx.state, "admin.token", NULL);
@@ -174,8 +173,8 @@ raw_exchange(const char *request, const char *until)
 
     conn = g_socket_client_connect(sc, G_SOCKET_CONNECTABLE(addr), NULL, &error);
     assert_non_null(conn);
-    assert_true(g_output_stream_write_all(g_io_stream_get_output_stream(G_IO_STREAM(conn)),
-                                          request, strlen(request), NULL, NULL, &error));
+    assert_true(g_output_stream_write_all(g_io_stream_get_output_stream(G_IO_STREAM(conn)), request,
+                                          strlen(request), NULL, NULL, &error));
     g_socket_set_timeout(g_socket_connection_get_socket(conn), 60);
     while (got < sizeof(buf) - 1) {
         gssize n = g_input_stream_read(g_io_stream_get_input_stream(G_IO_STREAM(conn)), buf + got,
@@ -242,8 +241,8 @@ test_upload_streams_to_disk(void **state)
     after = daemon_peak_rss();
     assert_int_equal(json_object_get_int_member(json_node_get_object(reply), "bytes"),
                      BIG_UPLOAD_BYTES);
-    name = g_strconcat(json_object_get_string_member(json_node_get_object(reply), "id"), ".tar",
-                       NULL);
+    name =
+        g_strconcat(json_object_get_string_member(json_node_get_object(reply), "id"), ".tar", NULL);
     stored = g_build_filename(fx.state, "uploads", name, NULL);
     map = g_mapped_file_new(stored, FALSE, NULL);
     assert_non_null(map);
