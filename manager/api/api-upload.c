@@ -73,6 +73,15 @@ on_got_chunk(SoupServerMessage *msg, GBytes *chunk, gpointer data)
         s->bytes += len;
 }
 
+static gboolean
+has_credentials(SoupServerMessage *msg)
+{
+    SoupMessageHeaders *headers = soup_server_message_get_request_headers(msg);
+    g_autofree char *cookie = carrel_api_cookie_get(msg);
+
+    return soup_message_headers_get_one(headers, "Authorization") != NULL || cookie != NULL;
+}
+
 void
 carrel_api_upload_spool_start(CarrelApi *api, SoupServerMessage *msg, const char *path)
 {
@@ -86,11 +95,14 @@ carrel_api_upload_spool_start(CarrelApi *api, SoupServerMessage *msg, const char
         carrel_api_route_match(soup_server_message_get_method(msg), path, &params, &status, &error);
     if (!route || !(route->flags & CARREL_API_ROUTE_UPLOAD))
         return;
+    /* Nothing to write for a caller without credentials: it gets 401, its body goes nowhere. */
+    soup_message_body_set_accumulate(soup_server_message_get_request_body(msg), FALSE);
+    if (!has_credentials(msg))
+        return;
     s = g_new0(Spool, 1);
     s->max = carrel_api_route_body_max(route);
     s->fd = carrel_manager_upload_spool(api->mgr, &s->path, &s->error);
-    /* Even without a spool file nothing is buffered: the request fails with s->error. */
-    soup_message_body_set_accumulate(soup_server_message_get_request_body(msg), FALSE);
+    /* Without a spool file nothing is kept either: the request fails with s->error. */
     g_object_set_data_full(G_OBJECT(msg), SPOOL_KEY, s, spool_free);
     if (s->fd >= 0)
         g_signal_connect(msg, "got-chunk", G_CALLBACK(on_got_chunk), s);
