@@ -28,7 +28,10 @@ check_upload(CarrelManager *mgr, const CarrelInput *input, GError **error)
 
     if (!carrel_util_is_valid_name(input->upload + 2) ||
         !g_file_test(path, G_FILE_TEST_IS_REGULAR)) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND, "no upload '%s'", input->upload);
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND,
+                    "no upload '%s': never stored, used by a create already, or removed "
+                    "unused after the upload TTL",
+                    input->upload);
         return FALSE;
     }
     w = carrel_archive_writer_new(scratch, &limits, error);
