@@ -32,6 +32,9 @@ typedef struct {
     gpointer typed;    /* the body as the route's typed request (CarrelApiBodyType), or NULL */
     GDestroyNotify typed_free;
     GBytes *raw_body;     /* the body as sent, for CARREL_API_ROUTE_RAW_BODY routes only */
+    char *upload_path;    /* CARREL_API_ROUTE_UPLOAD: the spooled body (removed with req) */
+    guint64 upload_bytes; /* its size */
+    GError *upload_error; /* why it could not be spooled whole, or NULL */
     CarrelPrincipal *who; /* whoever the credentials say, handed to every core verb */
     char *source;         /* the peer's address ("unix" on the socket), for the login limit */
     gboolean by_cookie;   /* authenticated by the web console's cookie */
@@ -51,6 +54,7 @@ typedef enum {
     CARREL_API_REPLY_EMPTY,    /* a status and headers only (204, 202) */
     CARREL_API_REPLY_REDIRECT, /* a status and a Location */
     CARREL_API_REPLY_STREAM,   /* the server-sent event stream (api-stream.c) */
+    CARREL_API_REPLY_FILE,     /* a regular file on the host, sent from disk in chunks */
     CARREL_API_REPLY_LAST,
 } CarrelApiReplyKind;
 
@@ -63,6 +67,11 @@ CarrelApiReply *carrel_api_reply_new_json(guint status, JsonNode *node);
 CarrelApiReply *carrel_api_reply_ok(JsonNode *node);
 /* Bytes of content_type, taking bytes; NULL when bytes is NULL, as above. */
 CarrelApiReply *carrel_api_reply_new_bytes(guint status, GBytes *bytes, const char *content_type);
+/* The regular file at path as content_type, read from disk chunk by chunk as the client takes
+ * them (never whole in memory), with its Content-Length; NULL with error when it cannot be opened
+ * or is not a regular file. */
+CarrelApiReply *carrel_api_reply_new_file(guint status, const char *path, const char *content_type,
+                                          GError **error);
 /* A status without a body (204 No Content, 202 Accepted). */
 CarrelApiReply *carrel_api_reply_new_empty(guint status);
 /* A status (302, 303, 307) that sends the client to location. */
@@ -76,7 +85,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelApiReply, carrel_api_reply_free)
 
 /* A header the reply carries (appended: Set-Cookie may come more than once). */
 void carrel_api_reply_add_header(CarrelApiReply *reply, const char *name, const char *value);
-/* A bytes reply is sent as an attachment of this name (Content-Disposition). */
+/* A bytes or file reply is sent as an attachment of this name (Content-Disposition). */
 void carrel_api_reply_set_attachment(CarrelApiReply *reply, const char *filename);
 CarrelApiReplyKind carrel_api_reply_get_kind(const CarrelApiReply *reply);
 guint carrel_api_reply_get_status(const CarrelApiReply *reply);
@@ -97,7 +106,8 @@ typedef CarrelApiReply *(*CarrelApiHandler)(CarrelApiRequest *req, GError **erro
 typedef enum {
     /* The body is handed over as bytes, not parsed, up to CARREL_LIMIT_FILE_BYTES. */
     CARREL_API_ROUTE_RAW_BODY = 1 << 0,
-    /* With RAW_BODY: up to CARREL_LIMIT_UPLOAD_BYTES instead (task inputs). */
+    /* With RAW_BODY: up to CARREL_LIMIT_UPLOAD_BYTES instead (task inputs), written to a spool
+     * file as it arrives (req->upload_path), never held in memory (api-upload.c). */
     CARREL_API_ROUTE_UPLOAD = 1 << 1,
     /* Needs no credentials (health, login). */
     CARREL_API_ROUTE_PUBLIC = 1 << 2,
@@ -240,6 +250,13 @@ CarrelApiReply *carrel_api_get_audit_verify(CarrelApiRequest *req, GError **erro
 CarrelApiReply *carrel_api_get_metrics(CarrelApiRequest *req, GError **error);
 void carrel_api_count_reply(CarrelApi *api, const char *method, const char *path,
                             const CarrelApiRoute *route, const CarrelApiReply *reply);
+/* api-upload.c: from the early handler (the headers passed the size check), an upload route's
+ * body is not accumulated but written to a spool file as it arrives. take hands the file (and
+ * any failure) to the request, which removes it when freed; check is the route's body check:
+ * the route's limit or a write failure is the error. */
+void carrel_api_upload_spool_start(CarrelApi *api, SoupServerMessage *msg, const char *path);
+void carrel_api_upload_spool_take(SoupServerMessage *msg, CarrelApiRequest *req);
+gboolean carrel_api_upload_check(CarrelApiRequest *req, GError **error);
 
 /* api-limit.c: failed credentials per source. A source with too many failures in a window is
  * refused (429) until the window moves on; ret_retry_s says when to try again. */

@@ -3,7 +3,16 @@
  * becomes the error envelope) and the server writes it: the reply itself says what it is, so
  * nothing is special-cased by path or by handler.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <glib/gstdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "api/api-priv.h"
+
+/* What a file reply reads per chunk: the most a download holds in memory at once. */
+#define FILE_CHUNK_BYTES (256 * 1024)
 
 typedef struct {
     char *name;
@@ -17,7 +26,9 @@ struct _CarrelApiReply {
     JsonNode *json;       /* JSON */
     GBytes *bytes;        /* BYTES */
     char *content_type;   /* BYTES */
-    char *filename;       /* BYTES: sent as an attachment of this name */
+    char *filename;       /* BYTES, FILE: sent as an attachment of this name */
+    int fd;               /* FILE: the open file (-1 once the writer took it) */
+    guint64 size;         /* FILE: its size when opened, the Content-Length */
     CarrelPrincipal *who; /* STREAM: whom the stream shows things to */
     char *session_id;     /* STREAM: whose timeline, or NULL */
 };
@@ -38,6 +49,7 @@ reply_new(CarrelApiReplyKind kind, guint status)
 
     reply->kind = kind;
     reply->status = status;
+    reply->fd = -1;
     reply->headers = g_array_new(FALSE, TRUE, sizeof(Header));
     g_array_set_clear_func(reply->headers, header_clear);
     return reply;
@@ -53,6 +65,8 @@ carrel_api_reply_free(CarrelApiReply *reply)
     g_clear_pointer(&reply->bytes, g_bytes_unref);
     g_free(reply->content_type);
     g_free(reply->filename);
+    if (reply->fd >= 0)
+        close(reply->fd);
     carrel_principal_free(reply->who);
     g_free(reply->session_id);
     g_free(reply);
@@ -86,6 +100,28 @@ carrel_api_reply_new_bytes(guint status, GBytes *bytes, const char *content_type
         return NULL;
     reply = reply_new(CARREL_API_REPLY_BYTES, status);
     reply->bytes = bytes;
+    reply->content_type = g_strdup(content_type);
+    return reply;
+}
+
+CarrelApiReply *
+carrel_api_reply_new_file(guint status, const char *path, const char *content_type, GError **error)
+{
+    CarrelApiReply *reply;
+    struct stat st;
+    int fd = g_open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
+
+    if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        int saved = fd < 0 ? errno : EINVAL;
+        if (fd >= 0)
+            close(fd);
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_FAILED, "opening '%s': %s", path,
+                    g_strerror(saved));
+        return NULL;
+    }
+    reply = reply_new(CARREL_API_REPLY_FILE, status);
+    reply->fd = fd;
+    reply->size = (guint64)st.st_size;
     reply->content_type = g_strdup(content_type);
     return reply;
 }
@@ -198,6 +234,84 @@ write_attachment(SoupMessageHeaders *out, const char *filename)
     soup_message_headers_set_content_disposition(out, "attachment", params);
 }
 
+/* A file being sent: what is left of it to read. */
+typedef struct {
+    int fd;
+    guint64 left;
+} FileBody;
+
+static void
+file_body_free(gpointer data)
+{
+    FileBody *f = data;
+
+    close(f->fd);
+    g_free(f);
+}
+
+/* The file ended early (truncated under us) or could not be read: the promised length cannot
+ * be kept, so the connection is cut and the client sees a short body, never a wrong one. */
+static void
+file_body_abort(SoupServerMessage *msg, FileBody *f, int err)
+{
+    GSocket *sock = soup_server_message_get_socket(msg);
+
+    g_warning("sending a file: %s with %" G_GUINT64_FORMAT " bytes left: closing the connection",
+              err ? g_strerror(err) : "unexpected end of file", f->left);
+    f->left = 0;
+    if (sock)
+        (void)g_socket_shutdown(sock, TRUE, TRUE, NULL);
+    soup_message_body_complete(soup_server_message_get_response_body(msg));
+}
+
+/* Appends the next chunk once the last one was written: one chunk in memory at a time. */
+static void
+file_body_next(SoupServerMessage *msg, gpointer data)
+{
+    FileBody *f = data;
+    SoupMessageBody *body = soup_server_message_get_response_body(msg);
+    gsize want = (gsize)MIN(f->left, (guint64)FILE_CHUNK_BYTES);
+    g_autofree guint8 *buf = NULL;
+    gssize n;
+
+    if (f->left == 0) {
+        soup_message_body_complete(body);
+        return;
+    }
+    buf = g_malloc(want);
+    do
+        n = read(f->fd, buf, want);
+    while (n < 0 && errno == EINTR);
+    if (n <= 0) {
+        file_body_abort(msg, f, n < 0 ? errno : 0);
+        return;
+    }
+    f->left -= (guint64)n;
+    soup_message_body_append_take(body, g_steal_pointer(&buf), (gsize)n);
+}
+
+static void
+write_file(CarrelApiReply *reply, SoupServerMessage *msg)
+{
+    SoupMessageHeaders *out = soup_server_message_get_response_headers(msg);
+    SoupMessageBody *body = soup_server_message_get_response_body(msg);
+    FileBody *f = g_new0(FileBody, 1);
+
+    f->fd = reply->fd;
+    f->left = reply->size;
+    reply->fd = -1;
+    if (reply->filename && reply->status == SOUP_STATUS_OK)
+        write_attachment(out, reply->filename);
+    soup_server_message_set_status(msg, reply->status, NULL);
+    soup_message_headers_set_content_type(out, reply->content_type, NULL);
+    soup_message_headers_set_content_length(out, (goffset)reply->size);
+    /* Written chunks are dropped, not kept for the whole body. */
+    soup_message_body_set_accumulate(body, FALSE);
+    g_object_set_data_full(G_OBJECT(msg), "carrel-file-body", f, file_body_free);
+    g_signal_connect(msg, "wrote-chunk", G_CALLBACK(file_body_next), f);
+    file_body_next(msg, f);
+}
+
 void
 carrel_api_reply_write(CarrelApiReply *reply, CarrelApi *api, SoupServerMessage *msg)
 {
@@ -227,6 +341,9 @@ carrel_api_reply_write(CarrelApiReply *reply, CarrelApi *api, SoupServerMessage 
         break;
     case CARREL_API_REPLY_STREAM:
         carrel_api_stream_start(api, msg, reply->who, reply->session_id);
+        break;
+    case CARREL_API_REPLY_FILE:
+        write_file(reply, msg);
         break;
     case CARREL_API_REPLY_LAST:
     default:

@@ -476,9 +476,8 @@ get_session_screenshot(CarrelApiRequest *req, GError **error)
 static CarrelApiReply *
 post_upload(CarrelApiRequest *req, GError **error)
 {
-    g_autoptr(GBytes) empty = g_bytes_new(NULL, 0);
-    GBytes *data = req->raw_body ? req->raw_body : empty;
-    g_autofree char *id = carrel_manager_upload(req->mgr, req->who, data, error);
+    g_autofree char *id =
+        carrel_manager_upload_file(req->mgr, req->who, req->upload_path, req->upload_bytes, error);
     g_autoptr(JsonBuilder) b = json_builder_new();
 
     if (!id)
@@ -487,7 +486,7 @@ post_upload(CarrelApiRequest *req, GError **error)
     json_builder_set_member_name(b, "id");
     json_builder_add_string_value(b, id);
     json_builder_set_member_name(b, "bytes");
-    json_builder_add_int_value(b, (gint64)g_bytes_get_size(data));
+    json_builder_add_int_value(b, (gint64)req->upload_bytes);
     json_builder_end_object(b);
     return carrel_api_reply_new_json(SOUP_STATUS_CREATED, json_builder_get_root(b));
 }
@@ -535,7 +534,6 @@ get_artifact(CarrelApiRequest *req, GError **error)
     g_autofree char *host_path = NULL;
     g_autoptr(CarrelArtifact) a = carrel_manager_artifact_get(
         req->mgr, req->who, carrel_api_param(req, 0), &host_path, error);
-    g_autoptr(GMappedFile) map = NULL;
     g_autofree char *name = NULL;
     CarrelApiReply *reply;
 
@@ -548,14 +546,14 @@ get_artifact(CarrelApiRequest *req, GError **error)
                     a->skipped ? a->skipped : "");
         return NULL;
     }
-    /* Mapped, not read: artifacts may be large. */
-    map = g_mapped_file_new(host_path, FALSE, error);
-    if (!map)
+    /* Sent from disk chunk by chunk: artifacts may be large. */
+    reply = carrel_api_reply_new_file(SOUP_STATUS_OK, host_path, "application/octet-stream", error);
+    if (!reply)
         return NULL;
-    reply = carrel_api_reply_new_bytes(SOUP_STATUS_OK, g_mapped_file_get_bytes(map),
-                                       "application/octet-stream");
     name = g_path_get_basename(a->guest_path);
     carrel_api_reply_set_attachment(reply, name);
+    if (a->sha256)
+        carrel_api_reply_add_header(reply, "X-Carrel-Sha256", a->sha256);
     return reply;
 }
 

@@ -32,6 +32,10 @@ request_free(CarrelApiRequest *req)
     if (req->typed)
         req->typed_free(req->typed);
     g_clear_pointer(&req->raw_body, g_bytes_unref);
+    if (req->upload_path)
+        (void)g_unlink(req->upload_path); /* gone already when core stored it */
+    g_free(req->upload_path);
+    g_clear_error(&req->upload_error);
     carrel_principal_free(req->who);
     g_free(req->source);
     g_free(req->cookie);
@@ -238,6 +242,8 @@ parse_body(Exchange *ex, const CarrelApiRoute *route, GError **error)
     SoupMessageBody *body = soup_server_message_get_request_body(ex->msg);
     gsize max = carrel_api_route_body_max(route);
 
+    if (route->flags & CARREL_API_ROUTE_UPLOAD)
+        return carrel_api_upload_check(ex->req, error);
     if (!body || body->length == 0)
         return TRUE;
     if ((gsize)body->length > max) {
@@ -284,6 +290,7 @@ exchange_new(CarrelApi *api, SoupServerMessage *msg, GHashTable *query)
         g_strdup(soup_message_headers_get_one(headers, "MCP-Protocol-Version"));
     ex->req->source = request_source(msg);
     ex->req->cookie = carrel_api_cookie_get(msg);
+    carrel_api_upload_spool_take(msg, ex->req);
     return ex;
 }
 
@@ -386,6 +393,7 @@ check_request_size(SoupServer *server, SoupServerMessage *msg, const char *path,
         g_set_error(&error, CARREL_ERROR, CARREL_ERROR_LIMIT,
                     "request body is larger than %" G_GSIZE_FORMAT " bytes", max);
     } else {
+        carrel_api_upload_spool_start(api, msg, path);
         return;
     }
     reply = carrel_api_reply_new_error(status, error);

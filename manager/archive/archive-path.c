@@ -102,6 +102,36 @@ carrel_archive_set_limit_error(GError **error, const char *what, guint64 value)
                 "archive exceeds the limit of %" G_GUINT64_FORMAT " %s", value, what);
 }
 
+gboolean
+carrel_archive_admit(const CarrelArchiveLimits *limits, guint64 used_bytes, guint used_entries,
+                     const char *guest_path, guint64 size, guint entries, GError **error)
+{
+    guint64 max_bytes =
+        limits && limits->max_bytes ? limits->max_bytes : CARREL_ARCHIVE_DEFAULT_MAX_BYTES;
+    guint max_entries =
+        limits && limits->max_entries ? limits->max_entries : CARREL_ARCHIVE_DEFAULT_MAX_ENTRIES;
+    guint64 left_bytes = used_bytes < max_bytes ? max_bytes - used_bytes : 0;
+    guint left_entries = used_entries < max_entries ? max_entries - used_entries : 0;
+    g_autofree char *clean = carrel_archive_escape(guest_path);
+
+    if (size > left_bytes) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_LIMIT,
+                    "'%s' is %" G_GUINT64_FORMAT
+                    " bytes in the guest, more than the %" G_GUINT64_FORMAT
+                    " bytes left of the limit of %" G_GUINT64_FORMAT ": nothing of it was copied",
+                    clean, size, left_bytes, max_bytes);
+        return FALSE;
+    }
+    if (entries > left_entries) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_LIMIT,
+                    "'%s' holds %u entries in the guest, more than the %u left of the limit of %u: "
+                    "nothing of it was copied",
+                    clean, entries, left_entries, max_entries);
+        return FALSE;
+    }
+    return TRUE;
+}
+
 void
 carrel_archive_set_error(GError **error, struct archive *a, const char *context)
 {

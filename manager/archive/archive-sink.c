@@ -18,6 +18,14 @@ struct _CarrelArchiveSink {
     guint64 bytes;
 };
 
+gboolean
+carrel_archive_sink_admit(CarrelArchiveSink *sink, const char *guest_path, guint64 size,
+                          guint entries, GError **error)
+{
+    return carrel_archive_admit(&sink->limits, sink->bytes, sink->entries->len, guest_path, size,
+                                entries, error);
+}
+
 /* Where the bytes of a regular file come from: a tar member or a host file. */
 typedef gssize (*ReadFunc)(gpointer source, guint8 *buf, gsize len, GError **error);
 

@@ -104,6 +104,20 @@ gboolean carrel_archive_sink_add_record(CarrelArchiveSink *sink, const char *gue
                                         guint32 mode, gint64 uid, gint64 gid, gint64 mtime,
                                         GError **error);
 
+/*
+ * The decision made before anything leaves a guest's disk: may files of size bytes in all
+ * (apparent sizes, as the guest's disk states them: a sparse file counts whole) and entries
+ * entries more, found at guest_path, still go into a sink that holds used_bytes and used_entries
+ * under limits (zero fields: the defaults)? LIMIT otherwise, with a message that names
+ * guest_path, its size and what was left. Pure.
+ */
+gboolean carrel_archive_admit(const CarrelArchiveLimits *limits, guint64 used_bytes,
+                              guint used_entries, const char *guest_path, guint64 size,
+                              guint entries, GError **error);
+/* The same against what sink holds so far. */
+gboolean carrel_archive_sink_admit(CarrelArchiveSink *sink, const char *guest_path, guint64 size,
+                                   guint entries, GError **error);
+
 /* The manifest so far: CarrelArchiveEntry records in order, owned by the sink. */
 GPtrArray *carrel_archive_sink_entries(CarrelArchiveSink *sink);
 

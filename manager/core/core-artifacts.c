@@ -89,6 +89,61 @@ guest_tar(CarrelManager *mgr, const char *domain, const char *guest_tar_path, ch
     return TRUE;
 }
 
+/* The apparent size du gave for path ("SIZE\tPATH" lines), or FALSE when it gave none. */
+static gboolean
+du_size_of(const char *du_out, const char *path, guint64 *ret_size)
+{
+    g_auto(GStrv) lines = g_strsplit(du_out, "\n", -1);
+
+    for (guint i = 0; lines[i]; i++) {
+        const char *tab = strchr(lines[i], '\t');
+        g_autofree char *number = tab ? g_strndup(lines[i], (gsize)(tab - lines[i])) : NULL;
+        if (tab && g_str_equal(tab + 1, path) &&
+            g_ascii_string_to_unsigned(number, 10, 0, G_MAXUINT64, ret_size, NULL))
+            return TRUE;
+    }
+    return FALSE;
+}
+
+/*
+ * Sizes the paths in the guest before its tar packs them (du, apparent sizes: a sparse file
+ * counts whole), so a path over what the limit leaves is refused before anything is written,
+ * in the guest's /tmp (whose growth is the host's disk) or on the host. A guest without GNU du
+ * skips this; the host's read of the tar stays bounded either way.
+ */
+static gboolean
+presize_by_agent(CarrelManager *mgr, const char *domain, char **paths, CarrelArchiveSink *sink,
+                 GError **error)
+{
+    g_autoptr(GPtrArray) argv = g_ptr_array_new();
+    CarrelGuestExec run = {.timeout_s = 120, .max_output = 64 * 1024};
+    g_auto(CarrelExecResult) result = {0};
+    g_autofree char *out = NULL;
+    guint64 size, total = 0;
+
+    g_ptr_array_add(argv, (gpointer) "/usr/bin/du");
+    g_ptr_array_add(argv, (gpointer) "--apparent-size");
+    g_ptr_array_add(argv, (gpointer) "--block-size=1");
+    g_ptr_array_add(argv, (gpointer) "--summarize");
+    g_ptr_array_add(argv, (gpointer) "--");
+    for (guint i = 0; paths[i]; i++)
+        g_ptr_array_add(argv, paths[i]);
+    g_ptr_array_add(argv, NULL);
+    run.argv = (const char *const *)argv->pdata;
+    if (!carrel_hypervisor_agent_exec(mgr->hv, domain, &run, &result, NULL) || !result.stdout_bytes)
+        return TRUE;
+    out = g_strndup(g_bytes_get_data(result.stdout_bytes, NULL),
+                    g_bytes_get_size(result.stdout_bytes));
+    for (guint i = 0; paths[i]; i++) {
+        if (!du_size_of(out, paths[i], &size))
+            continue;
+        if (!carrel_archive_sink_admit(sink, paths[i], size, 0, error))
+            return FALSE;
+        total += size;
+    }
+    return carrel_archive_sink_admit(sink, "the paths asked for", total, 0, error);
+}
+
 /* Reads the guest's tar into a host file, bounded, then removes it in the guest. */
 static gboolean
 fetch_guest_tar(CarrelManager *mgr, const char *domain, const char *guest_tar_path,
@@ -157,7 +212,8 @@ extract_by_agent(CarrelManager *mgr, const char *domain, CarrelExtraction *x,
     guint64 max = limits->max_bytes + (guint64)limits->max_entries * 1536 + 1024 * 1024;
     gboolean ok;
 
-    if (!guest_tar(mgr, domain, guest_tar_path, x->paths, &tar_stderr, error) ||
+    if (!presize_by_agent(mgr, domain, x->paths, sink, error) ||
+        !guest_tar(mgr, domain, guest_tar_path, x->paths, &tar_stderr, error) ||
         !fetch_guest_tar(mgr, domain, guest_tar_path, host_tar, max, error))
         return FALSE;
     ok = carrel_archive_sink_add_tar(sink, host_tar, "/", error);
@@ -169,25 +225,63 @@ extract_by_agent(CarrelManager *mgr, const char *domain, CarrelExtraction *x,
 
 /* ---- from the disk, through libguestfs ---- */
 
+/*
+ * A directory's files are sized in the guest's disk before any of them is copied: each one, then
+ * all of them, must fit what the sink may still take. Sizes are apparent sizes, so a sparse file
+ * counts whole and never lands on the host.
+ */
 static gboolean
-take_one(CarrelGuestfs *gfs, CarrelArchiveSink *sink, const char *path, const char *scratch,
+admit_dir(CarrelGuestfs *gfs, CarrelArchiveSink *sink, const char *dir, const char *scratch_dir,
+          GError **error)
+{
+    g_autoptr(GHashTable) tree = carrel_guestfs_walk(gfs, dir, scratch_dir, error);
+    GHashTableIter iter;
+    gpointer key, value;
+    guint64 total = 0;
+
+    if (!tree)
+        return FALSE;
+    g_hash_table_iter_init(&iter, tree);
+    while (g_hash_table_iter_next(&iter, &key, &value)) {
+        const CarrelGuestfsStat *st = value;
+        g_autofree char *file = NULL;
+        if (st->type != CARREL_DISK_FILE_REGULAR)
+            continue;
+        file = g_build_filename(dir, key, NULL);
+        if (!carrel_archive_sink_admit(sink, file, st->size, 1, error))
+            return FALSE;
+        total += st->size;
+    }
+    return carrel_archive_sink_admit(sink, dir, total, g_hash_table_size(tree) + 1, error);
+}
+
+static gboolean
+take_one(CarrelGuestfs *gfs, CarrelArchiveSink *sink, const char *path, const char *scratch_dir,
          GError **error)
 {
+    g_autofree char *scratch = g_build_filename(scratch_dir, "transfer.part", NULL);
     CarrelGuestfsStat st;
     g_autofree char *target = NULL;
+    gboolean ok;
 
     if (!carrel_guestfs_check_parents(gfs, "/", path, error) ||
         !carrel_guestfs_lstat(gfs, path, &st, error))
         return FALSE;
     switch (st.type) {
     case CARREL_DISK_FILE_DIR:
-        return carrel_guestfs_tar_out(gfs, path, scratch, error) &&
-               carrel_archive_sink_add_tar(sink, scratch, path, error);
+        ok = admit_dir(gfs, sink, path, scratch_dir, error) &&
+             carrel_guestfs_tar_out(gfs, path, scratch, error) &&
+             carrel_archive_sink_add_tar(sink, scratch, path, error);
+        (void)g_unlink(scratch);
+        return ok;
     case CARREL_DISK_FILE_REGULAR:
-        if (!carrel_guestfs_download(gfs, path, scratch, error))
-            return FALSE;
-        return carrel_archive_sink_add_file(sink, path, scratch, st.mode, st.uid, st.gid, st.mtime,
-                                            error);
+        /* Sized before the copy: a file over the limit never leaves the guest's disk. */
+        ok = carrel_archive_sink_admit(sink, path, st.size, 1, error) &&
+             carrel_guestfs_download(gfs, path, scratch, error) &&
+             carrel_archive_sink_add_file(sink, path, scratch, st.mode, st.uid, st.gid, st.mtime,
+                                          error);
+        (void)g_unlink(scratch);
+        return ok;
     case CARREL_DISK_FILE_SYMLINK:
         target = carrel_guestfs_readlink(gfs, path, error);
         return target &&
@@ -206,7 +300,6 @@ extract_by_disk(CarrelManager *mgr, const CarrelSession *session, CarrelExtracti
                 CarrelArchiveSink *sink, GError **error)
 {
     CarrelGuestfsDisk disk = {session->overlay_path, "qcow2", "/"};
-    g_autofree char *scratch = g_build_filename(x->dir, "transfer.part", NULL);
     g_autoptr(CarrelGuestfs) gfs =
         carrel_guestfs_open(&disk, 1, FALSE, mgr->accel == CARREL_ACCEL_TCG, error);
 
@@ -214,8 +307,7 @@ extract_by_disk(CarrelManager *mgr, const CarrelSession *session, CarrelExtracti
         return FALSE;
     for (guint i = 0; x->paths[i]; i++) {
         g_autoptr(GError) local = NULL;
-        gboolean ok = take_one(gfs, sink, x->paths[i], scratch, &local);
-        (void)g_unlink(scratch);
+        gboolean ok = take_one(gfs, sink, x->paths[i], x->dir, &local);
         if (ok)
             continue;
         /* A limit stops the extraction; a path that is absent or unsafe is only noted. */

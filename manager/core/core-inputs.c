@@ -6,6 +6,7 @@
  * guest kernel's back, so a restored guest unpacks the tar itself, with its own kernel.
  */
 #include <glib/gstdio.h>
+#include <utime.h>
 
 #include "archive/archive.h"
 #include "core/core-priv.h"
@@ -14,49 +15,12 @@
 /* The desktop user: uid 1000 in carrel's templates and in most desktop distributions. */
 #define DESKTOP_UID 1000
 
-static char *
-upload_path(CarrelManager *mgr, const char *id)
-{
-    g_autofree char *name = g_strconcat(id, ".tar", NULL);
-
-    return g_build_filename(mgr->state_dir, "uploads", name, NULL);
-}
-
-static char *
-upload(CarrelManager *mgr, GBytes *data, GError **error)
-{
-    g_autofree char *dir = g_build_filename(mgr->state_dir, "uploads", NULL);
-    g_autofree char *id = carrel_util_new_id("u-");
-    g_autofree char *path = upload_path(mgr, id);
-
-    if (!carrel_manager_disk_check(mgr, "an upload", error) ||
-        !carrel_util_ensure_dir(dir, 0700, error) ||
-        !carrel_util_write_file(path, g_bytes_get_data(data, NULL), (gssize)g_bytes_get_size(data),
-                                0600, error))
-        return NULL;
-    return g_steal_pointer(&id);
-}
-
-char *
-carrel_manager_upload(CarrelManager *mgr, const CarrelPrincipal *who, GBytes *data, GError **error)
-{
-    g_auto(CarrelDoor) door = {0};
-    g_autoptr(GError) local = NULL;
-    JsonNode *params = json_node_init_object(json_node_alloc(), json_object_new());
-
-    json_object_set_int_member(json_node_get_object(params), "bytes",
-                               (gint64)g_bytes_get_size(data));
-    if (!carrel_door_enter(&door, mgr, who, CARREL_OP_UPLOAD_CREATE, NULL, params, error))
-        return NULL;
-    return carrel_door_finish(&door, upload(mgr, data, &local), &local, error);
-}
-
 /* Reads an upload through the same rules the real build applies, into a scratch tar: a bad
  * upload is refused before any disk or VM work. */
 static gboolean
 check_upload(CarrelManager *mgr, const CarrelInput *input, GError **error)
 {
-    g_autofree char *path = upload_path(mgr, input->upload);
+    g_autofree char *path = carrel_manager_upload_path(mgr, input->upload);
     g_autofree char *scratch = g_strconcat(path, ".check", NULL);
     CarrelArchiveLimits limits = {CARREL_LIMIT_UPLOAD_BYTES, CARREL_LIMIT_EXTRACT_FILES * 10};
     g_autoptr(CarrelArchiveWriter) w = NULL;
@@ -64,7 +28,10 @@ check_upload(CarrelManager *mgr, const CarrelInput *input, GError **error)
 
     if (!carrel_util_is_valid_name(input->upload + 2) ||
         !g_file_test(path, G_FILE_TEST_IS_REGULAR)) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND, "no upload '%s'", input->upload);
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND,
+                    "no upload '%s': never stored, used by a create already, or removed "
+                    "unused after the upload TTL",
+                    input->upload);
         return FALSE;
     }
     w = carrel_archive_writer_new(scratch, &limits, error);
@@ -75,6 +42,9 @@ check_upload(CarrelManager *mgr, const CarrelInput *input, GError **error)
         (*error)->code = CARREL_ERROR_INVALID_ARG;
         g_prefix_error(error, "upload '%s': ", input->upload);
     }
+    /* Taken by a create now: a whole TTL again, so the sweep leaves it until the create ends. */
+    if (ok)
+        (void)g_utime(path, NULL);
     return ok;
 }
 
@@ -94,7 +64,8 @@ carrel_manager_forget_uploads(CarrelManager *mgr, GPtrArray *inputs)
 {
     for (guint i = 0; inputs && i < inputs->len; i++) {
         CarrelInput *input = g_ptr_array_index(inputs, i);
-        g_autofree char *path = input->upload ? upload_path(mgr, input->upload) : NULL;
+        g_autofree char *path =
+            input->upload ? carrel_manager_upload_path(mgr, input->upload) : NULL;
         if (path)
             (void)g_unlink(path);
     }
@@ -146,7 +117,7 @@ add_input(CarrelManager *mgr, CarrelArchiveWriter *w, const CarrelInput *input, 
                                                error);
     }
     if (input->upload) {
-        upload = upload_path(mgr, input->upload);
+        upload = carrel_manager_upload_path(mgr, input->upload);
         return carrel_archive_writer_add_tar(w, upload, input->path, uid, gid, error);
     }
     return carrel_archive_writer_add_local(w, input->host_path, input->path, uid, gid, error);

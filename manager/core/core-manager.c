@@ -114,6 +114,7 @@ carrel_manager_new(const CarrelManagerConfig *config, CarrelHypervisor *hv, GErr
     mgr->screen_grace_s = config->screen_grace_s ? config->screen_grace_s : 45;
     mgr->screen_poll_ms = config->screen_poll_ms ? config->screen_poll_ms : 500;
     mgr->tb_cache_mib = config->tb_cache_mib ? config->tb_cache_mib : 64;
+    mgr->upload_ttl_s = config->upload_ttl_s ? config->upload_ttl_s : 3600;
     mgr->policies = carrel_manager_load_policies(config->policy_dir, config->policy_path, error);
     if (!mgr->policies)
         return NULL;

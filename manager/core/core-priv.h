@@ -22,6 +22,7 @@ struct _CarrelManager {
     guint screen_grace_s;
     guint screen_poll_ms;
     guint tb_cache_mib;
+    guint upload_ttl_s;
     CarrelStore *store;
     CarrelHypervisor *hv;
     CarrelPolicySet *policies;  /* the named policies (core-policy.c) */
@@ -341,6 +342,8 @@ CarrelExtraction *carrel_manager_collect(CarrelManager *mgr, const CarrelSession
 void carrel_manager_collect_exit(CarrelManager *mgr, const CarrelSession *session,
                                  const char *reason, gboolean by_agent);
 
+/* Where upload id's tar is kept (core-uploads.c). */
+char *carrel_manager_upload_path(CarrelManager *mgr, const char *id);
 /* Inputs (core-inputs.c). Every upload an input names exists (NOT_FOUND otherwise). */
 gboolean carrel_manager_check_inputs(CarrelManager *mgr, GPtrArray *inputs, GError **error);
 /* Deletes the uploads the inputs used (after a create that took them). */

@@ -305,6 +305,7 @@ carrel_manager_watch(CarrelManager *mgr)
 
     collect_pending(mgr);
     carrel_manager_disk_tend(mgr);
+    (void)carrel_manager_sweep_uploads(mgr);
     carrel_manager_pool_refill(mgr);
     carrel_manager_egress_sync(mgr);
     sessions = carrel_store_session_list(mgr->store, FALSE, NULL);

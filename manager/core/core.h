@@ -20,6 +20,7 @@ typedef struct {
     guint screen_grace_s;       /* silent agent this long: judge by the screen (0 = 45) */
     guint screen_poll_ms;       /* between screenshots that judge readiness (0 = 500) */
     guint tb_cache_mib;         /* TCG translation cache per guest (0 = 64) */
+    guint upload_ttl_s;         /* an upload no create used is removed after this (0 = 3600) */
     const char *policy_dir;     /* every *.policy in it, by name; NULL = none */
     const char *policy_path;    /* the "default" policy, over policy_dir's; NULL = that one, or
                                    the built-in default */
@@ -322,9 +323,20 @@ guint carrel_manager_watch(CarrelManager *mgr);
 void carrel_manager_start_watch(CarrelManager *mgr, guint interval_ms);
 void carrel_manager_stop_watch(CarrelManager *mgr);
 
-/* Stores a tar of task inputs (POST /v1/uploads) for a later create; returns its id "u-...". */
-char *carrel_manager_upload(CarrelManager *mgr, const CarrelPrincipal *who, GBytes *data,
-                            GError **error);
+/*
+ * Uploads (POST /v1/uploads) arrive in a spool file: spool creates an empty one under the state
+ * dir's uploads/ (0600) and returns its descriptor (close-on-exec) and path. It is no verb:
+ * nothing is stored for anyone until upload_file takes it, and an abandoned spool file is swept
+ * like an unused upload.
+ */
+int carrel_manager_upload_spool(CarrelManager *mgr, char **ret_path, GError **error);
+/* Stores the spool file at spool_path (bytes long) as a tar of task inputs for a later create,
+ * moving it; returns its id "u-...". */
+char *carrel_manager_upload_file(CarrelManager *mgr, const CarrelPrincipal *who,
+                                 const char *spool_path, guint64 bytes, GError **error);
+/* Removes the uploads (and spool files) untouched for the upload TTL, each with an audit row
+ * "upload.expire" by carreld; returns how many. The watcher runs it every round. */
+guint carrel_manager_sweep_uploads(CarrelManager *mgr);
 
 /*
  * Files added, changed and removed in a session's disk against its template's (CarrelDiffEntry,

@@ -40,6 +40,7 @@ typedef struct {
     gboolean crash_points;
     int agent_timeout_s;
     int disk_reserve_mib;
+    int upload_ttl_s;
     GSocketAddress *listen_address; /* --listen, checked */
     GTlsCertificate *tls;           /* --tls-cert with --tls-key, loaded */
 } Options;
@@ -392,6 +393,10 @@ parse_options(int argc, char **argv, Options *opts, GError **error)
          "carreld's store can still write; while it is given up or less is free, creates, "
          "snapshots and uploads are refused with 507 no_space (1-65536, default 64)",
          "MIB"},
+        {"upload-ttl", 0, 0, G_OPTION_ARG_INT, &opts->upload_ttl_s,
+         "Seconds an upload (POST /v1/uploads) waits for a create to use it before it is removed "
+         "(default 3600)",
+         "S"},
         {NULL},
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new("- the carrel daemon");
@@ -423,6 +428,11 @@ parse_options(int argc, char **argv, Options *opts, GError **error)
     if (opts->agent_timeout_s < 0 || opts->agent_timeout_s > 3600) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
                     "--agent-timeout must be between 0 and 3600");
+        return FALSE;
+    }
+    if (opts->upload_ttl_s < 0 || opts->upload_ttl_s > 7 * 24 * 3600) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "--upload-ttl must be between 0 and 604800");
         return FALSE;
     }
 #define DEFAULT(field, value)                                                                      \
@@ -531,6 +541,7 @@ open_manager(const Options *opts, GError **error)
     config.accel_reason = reason;
     config.agent_timeout_s = (guint)opts->agent_timeout_s;
     config.disk_reserve_mib = (guint)opts->disk_reserve_mib;
+    config.upload_ttl_s = (guint)opts->upload_ttl_s;
     config.policy_path = opts->policy;
     config.policy_dir = opts->policy_dir;
     config.egress_dns = opts->egress_dns;

@@ -8,6 +8,8 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/computer.sh"
 # shellcheck source=tests/e2e/artifacts.sh
 source "$(dirname "$0")/artifacts.sh"
+# shellcheck source=tests/e2e/files.sh
+source "$(dirname "$0")/files.sh"
 # shellcheck source=tests/e2e/lifecycle.sh
 source "$(dirname "$0")/lifecycle.sh"
 # shellcheck source=tests/e2e/review.sh
@@ -193,6 +195,8 @@ disk_checks "$a"
 
 # Task inputs in, artifacts out (libguestfs and the agent), the exit path, the diff.
 artifacts_checks
+# Bounds of files: sized in the guest before any copy, downloads streamed, uploads spooled.
+files_checks
 
 # Pause, resume, hibernate across a carreld restart; snapshots with memory and revert.
 lifecycle_checks

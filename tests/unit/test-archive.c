@@ -869,6 +869,81 @@ test_writer_refusals(void **state)
     assert_true(g_file_test(out, G_FILE_TEST_EXISTS));
 }
 
+/*
+ * (e) The decision made before a file leaves a guest's disk: sizes as the guest states them (a
+ * sparse file counts whole) against what the limits leave; a refusal names the file and its size.
+ */
+static void
+test_admit(void **state)
+{
+    const CarrelArchiveLimits limits = {1000, 10};
+    static const struct {
+        guint64 used_bytes;
+        guint used_entries;
+        guint64 size;
+        guint entries;
+        gboolean ok;
+    } cases[] = {
+        {0, 0, 1000, 1, TRUE},   /* exactly the limit */
+        {0, 0, 1001, 1, FALSE},  /* one byte over */
+        {600, 1, 400, 1, TRUE},  /* what is left, exactly */
+        {600, 1, 401, 1, FALSE}, /* one byte over what is left */
+        {1200, 1, 1, 1, FALSE},  /* over already: not one byte more */
+        {1000, 1, 0, 1, TRUE},   /* an empty file needs no bytes */
+        {0, 9, 10, 1, TRUE},     /* the last entry */
+        {0, 10, 10, 1, FALSE},   /* one entry over */
+        {0, 0, G_MAXUINT64, 1, FALSE},
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autoptr(GError) error = NULL;
+        gboolean ok = carrel_archive_admit(&limits, cases[i].used_bytes, cases[i].used_entries,
+                                           "/home/user/big file.iso", cases[i].size,
+                                           cases[i].entries, &error);
+        if (ok != cases[i].ok)
+            fail_msg("case %u: admit gave %d", i, ok);
+        if (ok)
+            continue;
+        assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_LIMIT));
+        assert_non_null(strstr(error->message, "'/home/user/big file.iso'"));
+        assert_non_null(strstr(error->message, "nothing of it was copied"));
+    }
+    {
+        g_autoptr(GError) error = NULL;
+        assert_false(carrel_archive_admit(&limits, 0, 0, "/sparse", 5000000000, 1, &error));
+        assert_non_null(strstr(error->message, "5000000000 bytes"));
+    }
+    {
+        g_autoptr(GError) error = NULL;
+        /* Hostile names are escaped in the message, as everywhere. */
+        assert_false(carrel_archive_admit(NULL, 0, 0, "/a\nb", G_MAXUINT64, 1, &error));
+        assert_null(strchr(error->message, '\n'));
+    }
+}
+
+/* The sink's own count is what is left: after 60 bytes of 100, 40 more fit and 41 do not. */
+static void
+test_sink_admit(void **state)
+{
+    Fixture *f = *state;
+    g_autofree char *src = g_build_filename(f->dir, "src", NULL);
+    g_autofree char *out = g_build_filename(f->dir, "out", NULL);
+    CarrelArchiveLimits limits = {100, 0};
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelArchiveSink) sink = NULL;
+    g_autofree char *sixty = g_strnfill(60, 'x');
+
+    assert_int_equal(g_mkdir(out, 0700), 0);
+    assert_true(g_file_set_contents(src, sixty, -1, NULL));
+    sink = carrel_archive_sink_new(out, &limits, &error);
+    assert_non_null(sink);
+    assert_true(carrel_archive_sink_add_file(sink, "/one", src, 0644, 0, 0, 0, &error));
+    assert_true(carrel_archive_sink_admit(sink, "/two", 40, 1, &error));
+    assert_false(carrel_archive_sink_admit(sink, "/two", 41, 1, &error));
+    assert_non_null(strstr(error->message, "'/two' is 41 bytes"));
+    assert_non_null(strstr(error->message, "40 bytes left"));
+}
+
 int
 main(void)
 {
@@ -879,6 +954,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_sink_hostile, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sink_planted_symlink, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sink_byte_limit, setup, teardown),
+        cmocka_unit_test(test_admit),
+        cmocka_unit_test_setup_teardown(test_sink_admit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sink_byte_limit_add_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sink_entry_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sink_broken_input, setup, teardown),

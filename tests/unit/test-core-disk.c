@@ -314,7 +314,6 @@ test_low_disk_refuses(void **state)
     g_autoptr(CarrelSession) refused = NULL;
     g_autoptr(CarrelSnapshot) snap = NULL;
     g_autoptr(GPtrArray) list = NULL;
-    g_autoptr(GBytes) tar = g_bytes_new_static("x", 1);
     g_autofree char *upload = NULL;
     g_autofree char *reserve = g_build_filename(fx->mgr->state_dir, "disk-reserve", NULL);
     guint64 low = fx->mgr->low_bytes;
@@ -331,7 +330,8 @@ test_low_disk_refuses(void **state)
     assert_null(snap);
     assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_NO_SPACE));
     g_clear_error(&error);
-    upload = carrel_manager_upload(fx->mgr, ADMIN, tar, &error);
+    /* An upload is refused before its body is spooled. */
+    assert_int_equal(carrel_manager_upload_spool(fx->mgr, &upload, &error), -1);
     assert_null(upload);
     assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_NO_SPACE));
     g_clear_error(&error);

@@ -415,6 +415,32 @@ test_console_open(void **state)
     assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND));
 }
 
+/* (e) A path the guest says is over the limit (du's apparent size: a sparse file counts whole)
+ * is refused before its tar is made: the error names it and its size, and tar never ran. */
+static void
+test_extract_refuses_oversized(void **state)
+{
+    Fixture *fx = *state;
+    g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = import(fx, "tiny");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelSession) s = create(fx, "big", &error);
+    char *paths[] = {(char *)"/out/big.iso", NULL};
+    CarrelExtractRequest req = {.paths = paths, .max_bytes = 1 << 20, .max_files = 100};
+    g_autoptr(CarrelExtraction) x = NULL;
+    g_auto(GStrv) argv = NULL;
+
+    assert_non_null(s);
+    carrel_hypervisor_fake_set_exec_result(fx->hv, 0, "5368709120\t/out/big.iso\n", NULL);
+    x = carrel_manager_session_extract(fx->mgr, ADMIN, s->id, &req, &error);
+    assert_non_null(x);
+    assert_non_null(x->error);
+    assert_non_null(strstr(x->error, "'/out/big.iso' is 5368709120 bytes"));
+    assert_int_equal(x->count, 0);
+    argv = carrel_hypervisor_fake_get_exec_argv(fx->hv);
+    assert_non_null(argv);
+    assert_string_equal(argv[0], "/usr/bin/du"); /* the last thing asked of the guest */
+}
+
 int
 main(void)
 {
@@ -427,6 +453,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_warm_pool, setup, teardown),
         cmocka_unit_test_setup_teardown(test_warm_older_machine, setup, teardown),
         cmocka_unit_test_setup_teardown(test_console_open, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_extract_refuses_oversized, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
