@@ -120,7 +120,8 @@ keep_restored(CarrelManager *mgr, CarrelSession *session, const CarrelDomainInfo
 {
     g_autofree char *domain = carrel_session_domain_name(session->id);
 
-    if (!info->persistent && !carrel_manager_define_on(mgr, session, top, error))
+    /* Its own live XML: a definition built anew would carry another UUID than the one running. */
+    if (!info->persistent && !carrel_hypervisor_persist(mgr->hv, domain, error))
         return FALSE;
     /* It stood still while carreld was away; a failed clock set costs nothing lasting. */
     (void)carrel_manager_set_guest_clock(mgr, domain, NULL);
@@ -271,7 +272,6 @@ recover_wake(CarrelManager *mgr, CarrelSession *session, JsonObject *data, GErro
     g_autoptr(CarrelDomainInfo) info = domain_of(mgr, session->id);
     g_autofree char *path = hibernate_file(session);
     g_autofree char *domain = carrel_session_domain_name(session->id);
-    g_autofree char *xml = NULL;
 
     if (!is_running(info)) {
         domain_gone(mgr, session->id);
@@ -280,9 +280,7 @@ recover_wake(CarrelManager *mgr, CarrelSession *session, JsonObject *data, GErro
                                                     CARREL_SESSION_HIBERNATED, NULL, error)
                    : TRUE;
     }
-    /* Not yet defined: the image's own XML is the domain's (same UUID, no clone). */
-    if (!info->persistent && (!(xml = carrel_hypervisor_saveimage_get_xml(path, error)) ||
-                              !carrel_hypervisor_define(mgr->hv, xml, error)))
+    if (!info->persistent && !carrel_hypervisor_persist(mgr->hv, domain, error))
         return FALSE;
     (void)g_unlink(path);
     (void)carrel_manager_set_guest_clock(mgr, domain, NULL);

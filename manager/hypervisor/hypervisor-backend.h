@@ -40,6 +40,7 @@ typedef struct {
     /* Releases backend_data (called once, by carrel_hypervisor_free). */
     void (*close)(CarrelHypervisor *hv);
     gboolean (*define)(CarrelHypervisor *hv, const char *xml, GError **error);
+    gboolean (*persist)(CarrelHypervisor *hv, const char *name, GError **error);
     gboolean (*save)(CarrelHypervisor *hv, const char *name, const char *path, GError **error);
     gboolean (*restore)(CarrelHypervisor *hv, const char *path, const char *xml, GError **error);
     gboolean (*set_time)(CarrelHypervisor *hv, const char *name, GError **error);

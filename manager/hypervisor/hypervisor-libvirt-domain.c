@@ -399,6 +399,33 @@ carrel_hypervisor_libvirt_define(CarrelHypervisor *hv, const char *xml, GError *
     return TRUE;
 }
 
+gboolean
+carrel_hypervisor_libvirt_persist(CarrelHypervisor *hv, const char *name, GError **error)
+{
+    CarrelLibvirtBackend *be = hv->backend_data;
+    g_autoptr(virDomain) dom = carrel_hypervisor_libvirt_lookup(be, name, error);
+    g_autoptr(virDomain) defined = NULL;
+    char *xml;
+
+    if (!dom)
+        return FALSE;
+    if (virDomainIsPersistent(dom) == 1)
+        return TRUE;
+    /* SECURE: the SPICE password stays part of the definition, as when carrel defines it. */
+    xml = virDomainGetXMLDesc(dom, VIR_DOMAIN_XML_SECURE | VIR_DOMAIN_XML_MIGRATABLE);
+    if (!xml) {
+        carrel_hypervisor_libvirt_set_error(error, "reading the live definition");
+        return FALSE;
+    }
+    defined = virDomainDefineXMLFlags(carrel_hypervisor_libvirt_conn(be), xml, 0);
+    free(xml);
+    if (!defined) {
+        carrel_hypervisor_libvirt_set_error(error, "defining from the live definition");
+        return FALSE;
+    }
+    return TRUE;
+}
+
 /* libvirt creates the image as root 0600, but a umask or a qemu.conf user could differ. */
 static gboolean
 secure_save_file(const char *path, GError **error)

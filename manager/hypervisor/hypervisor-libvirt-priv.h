@@ -71,6 +71,7 @@ gboolean carrel_hypervisor_libvirt_get_pause_reason(CarrelHypervisor *hv, const 
                                                     CarrelPauseReason *ret_reason, GError **error);
 GPtrArray *carrel_hypervisor_libvirt_list(CarrelHypervisor *hv, GError **error);
 gboolean carrel_hypervisor_libvirt_define(CarrelHypervisor *hv, const char *xml, GError **error);
+gboolean carrel_hypervisor_libvirt_persist(CarrelHypervisor *hv, const char *name, GError **error);
 gboolean carrel_hypervisor_libvirt_save(CarrelHypervisor *hv, const char *name, const char *path,
                                         GError **error);
 gboolean carrel_hypervisor_libvirt_restore(CarrelHypervisor *hv, const char *path, const char *xml,

@@ -231,6 +231,7 @@ static const CarrelHypervisorOps libvirt_ops = {
     .describe = lv_describe,
     .close = lv_close,
     .define = carrel_hypervisor_libvirt_define,
+    .persist = carrel_hypervisor_libvirt_persist,
     .save = carrel_hypervisor_libvirt_save,
     .restore = carrel_hypervisor_libvirt_restore,
     .set_time = carrel_hypervisor_libvirt_set_time,

@@ -278,6 +278,16 @@ carrel_hypervisor_define(CarrelHypervisor *hv, const char *xml, GError **error)
 }
 
 gboolean
+carrel_hypervisor_persist(CarrelHypervisor *hv, const char *name, GError **error)
+{
+    g_return_val_if_fail(hv != NULL && name != NULL, FALSE);
+    if (hv->ops->persist(hv, name, error))
+        return TRUE;
+    g_prefix_error(error, "domain '%s': ", name);
+    return FALSE;
+}
+
+gboolean
 carrel_hypervisor_save(CarrelHypervisor *hv, const char *name, const char *path, GError **error)
 {
     g_return_val_if_fail(hv != NULL && name != NULL && path != NULL, FALSE);

@@ -201,6 +201,9 @@ char *carrel_hypervisor_describe(CarrelHypervisor *hv);
  * changed, the definition applies from its next start.
  */
 gboolean carrel_hypervisor_define(CarrelHypervisor *hv, const char *xml, GError **error);
+/* Makes a running transient domain (restored, not yet defined: its definer died) persistent
+ * from its own live XML, UUID and all; TRUE at once for a persistent one. */
+gboolean carrel_hypervisor_persist(CarrelHypervisor *hv, const char *name, GError **error);
 /*
  * Saves the memory of a running or paused domain to path and stops QEMU (the domain stays
  * defined if it was persistent, is gone if transient). path must be absolute and must not

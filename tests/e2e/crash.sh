@@ -113,7 +113,7 @@ crash_check_outcome() {
         ;;
     header.*)
         id="$(carrel create --template tiny --name crash-after --json 2>/dev/null | jq -r '.id // empty')"
-        if [ -z "$id" ] || [ "$(carrel show "$id" --json | jq -r .from_warm)" != true ]; then
+        if [ -z "$id" ] || [ "$(carrel show "$id" --json | jq -r .origin)" != warm ]; then
             crash_problem "a warm create after the repair failed"
         fi
         ;;
@@ -210,6 +210,9 @@ crash_import_unwarmed() {
 crash_checks() {
     local points point converged=0 total=0 start=$SECONDS
     points="$("$CARRELD_BIN" --crash-points)"
+    # Each restart would probe the accelerator again (15 s under TCG): keep carreld's first answer.
+    E2E_ACCEL="$(carrel version --json 2>/dev/null | jq -r '.accel // "auto"')"
+    export E2E_ACCEL
     check "carreld lists its crash points" test -n "$points"
     CRASH_SESSION="$(carrel create --template tiny --name crash-main --json 2>/dev/null | jq -r '.id // empty')"
     CRASH_MARK="mark-$RANDOM$RANDOM"

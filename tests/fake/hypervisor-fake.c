@@ -332,6 +332,19 @@ fake_define(CarrelHypervisor *hv, const char *xml, GError **error)
 }
 
 static gboolean
+fake_persist(CarrelHypervisor *hv, const char *name, GError **error)
+{
+    FakeBackend *be = hv->backend_data;
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
+    FakeDomain *dom = find_domain(be, name, error);
+
+    if (!dom)
+        return FALSE;
+    dom->persistent = TRUE;
+    return TRUE;
+}
+
+static gboolean
 fake_save(CarrelHypervisor *hv, const char *name, const char *path, GError **error)
 {
     FakeBackend *be = hv->backend_data;
@@ -716,6 +729,7 @@ static const CarrelHypervisorOps fake_ops = {
     .describe = fake_describe,
     .close = fake_close,
     .define = fake_define,
+    .persist = fake_persist,
     .save = fake_save,
     .restore = fake_restore,
     .set_time = fake_set_time,
