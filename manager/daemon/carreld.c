@@ -38,6 +38,7 @@ typedef struct {
     gboolean test_hooks;
     gboolean probe_accel;
     int agent_timeout_s;
+    int max_streams;
     GSocketAddress *listen_address; /* --listen, checked */
     GTlsCertificate *tls;           /* --tls-cert with --tls-key, loaded */
 } Options;
@@ -381,6 +382,10 @@ parse_options(int argc, char **argv, Options *opts, GError **error)
          NULL},
         {"agent-timeout", 0, 0, G_OPTION_ARG_INT, &opts->agent_timeout_s,
          "Seconds to wait for a guest agent (default 300)", "S"},
+        {"max-streams", 0, 0, G_OPTION_ARG_INT, &opts->max_streams,
+         "Event streams (GET /v1/stream) one token may hold open at once; more get 429 "
+         "(default 8)",
+         "N"},
         {NULL},
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new("- the carrel daemon");
@@ -407,6 +412,11 @@ parse_options(int argc, char **argv, Options *opts, GError **error)
     if (opts->agent_timeout_s < 0 || opts->agent_timeout_s > 3600) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
                     "--agent-timeout must be between 0 and 3600");
+        return FALSE;
+    }
+    if (opts->max_streams < 0 || opts->max_streams > 1024) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "--max-streams must be between 1 and 1024");
         return FALSE;
     }
 #define DEFAULT(field, value)                                                                      \
@@ -586,6 +596,7 @@ static gboolean
 start_api(CarrelApi *api, const Options *opts, GError **error)
 {
     carrel_api_set_web(api, opts->web_dir, opts->spice_dir, opts->test_hooks);
+    carrel_api_set_max_streams(api, (guint)opts->max_streams);
     if (opts->test_hooks)
         g_warning("test hooks are enabled: this daemon is for tests only");
     if (!listen_socket(api, opts, error))
