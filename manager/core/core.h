@@ -20,6 +20,8 @@ typedef struct {
     guint screen_grace_s;       /* silent agent this long: judge by the screen (0 = 45) */
     guint screen_poll_ms;       /* between screenshots that judge readiness (0 = 500) */
     guint tb_cache_mib;         /* TCG translation cache per guest (0 = 64) */
+    guint shots_max;            /* screenshots kept per session, newest first (0 = 500) */
+    guint shots_max_mib;        /* and at most this many MiB of them (0 = 256) */
     const char *policy_dir;     /* every *.policy in it, by name; NULL = none */
     const char *policy_path;    /* the "default" policy, over policy_dir's; NULL = that one, or
                                    the built-in default */
@@ -29,6 +31,10 @@ typedef struct {
     const char *egress_helper;  /* carrel-egress-helper (squid's helper) */
     const char *egress_ca;      /* extra CAs squid trusts upstream (a test's), or NULL */
 } CarrelManagerConfig;
+
+/* What a session's kept screenshots may take by default (CarrelManagerConfig). */
+#define CARREL_SHOTS_MAX_DEFAULT 500
+#define CARREL_SHOTS_MAX_MIB_DEFAULT 256
 
 typedef struct _CarrelManager CarrelManager;
 

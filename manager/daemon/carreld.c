@@ -39,6 +39,8 @@ typedef struct {
     gboolean probe_accel;
     int agent_timeout_s;
     int max_streams;
+    int shots_max;
+    int shots_max_mib;
     GSocketAddress *listen_address; /* --listen, checked */
     GTlsCertificate *tls;           /* --tls-cert with --tls-key, loaded */
 } Options;
@@ -382,6 +384,12 @@ parse_options(int argc, char **argv, Options *opts, GError **error)
          NULL},
         {"agent-timeout", 0, 0, G_OPTION_ARG_INT, &opts->agent_timeout_s,
          "Seconds to wait for a guest agent (default 300)", "S"},
+        {"screenshots-keep", 0, 0, G_OPTION_ARG_INT, &opts->shots_max,
+         "Screenshots of its timeline a session keeps, the newest (default 500); older ones "
+         "are removed, their events stay",
+         "N"},
+        {"screenshots-keep-mib", 0, 0, G_OPTION_ARG_INT, &opts->shots_max_mib,
+         "MiB of screenshots a session keeps at most (default 256)", "MIB"},
         {"max-streams", 0, 0, G_OPTION_ARG_INT, &opts->max_streams,
          "Event streams (GET /v1/stream) one token may hold open at once; more get 429 "
          "(default 8)",
@@ -412,6 +420,13 @@ parse_options(int argc, char **argv, Options *opts, GError **error)
     if (opts->agent_timeout_s < 0 || opts->agent_timeout_s > 3600) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
                     "--agent-timeout must be between 0 and 3600");
+        return FALSE;
+    }
+    if (opts->shots_max < 0 || opts->shots_max > 1000000 || opts->shots_max_mib < 0 ||
+        opts->shots_max_mib > 1024 * 1024) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "--screenshots-keep must be between 1 and 1000000, --screenshots-keep-mib "
+                    "between 1 and 1048576");
         return FALSE;
     }
     if (opts->max_streams < 0 || opts->max_streams > 1024) {
@@ -524,6 +539,8 @@ open_manager(const Options *opts, GError **error)
     config.cache_dir = opts->cache_dir;
     config.accel_reason = reason;
     config.agent_timeout_s = (guint)opts->agent_timeout_s;
+    config.shots_max = (guint)opts->shots_max;
+    config.shots_max_mib = (guint)opts->shots_max_mib;
     config.policy_path = opts->policy;
     config.policy_dir = opts->policy_dir;
     config.egress_dns = opts->egress_dns;
