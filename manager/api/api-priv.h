@@ -17,7 +17,10 @@ struct _CarrelApi {
     GMutex cookie_lock;                      /* guards cookie_sessions */
     GHashTable *cookie_sessions;             /* cookie -> CarrelApiCookieSession (api-cookie.c) */
     struct _CarrelConsoleTickets *console_tickets; /* api-console-ticket.c */
-    GHashTable *console_upstreams;     /* ticket -> proxies whose SPICE connection is open */
+    GHashTable *console_upstreams; /* ticket -> proxies whose SPICE connection is open */
+    gsize console_flow_bound;      /* api-console-flow.c (tests may lower them) */
+    guint console_stall_ms;
+    gsize console_flow_peak;           /* the most a proxy held for a viewer (main loop only) */
     struct _CarrelApiStreams *streams; /* open event streams per principal (api-stream.c) */
 };
 
