@@ -5,6 +5,7 @@
  * principal holds at most a few streams at once (429 beyond).
  */
 #include <string.h>
+#include <sys/socket.h>
 
 #include "api/api-priv.h"
 
@@ -154,9 +155,15 @@ stream_send(Stream *st, const char *event, const char *data)
     /* A client that reads nothing would make carreld hold every chunk: it is cut off once
      * what it left unread passes the bound (one large chunk alone is let through). */
     if (st->pending > STREAM_PENDING_MAX) {
+        GSocket *sock = soup_server_message_get_socket(st->msg);
+
         g_free(chunk);
         g_message("event stream of %s ended: the client does not read", st->who->label);
         stream_end(st);
+        /* What is queued would wait for that client forever: the connection goes, and with
+         * it the message (finished) and its slot. */
+        if (sock)
+            g_socket_shutdown(sock, TRUE, TRUE, NULL);
         return;
     }
     st->pending += len;
@@ -216,6 +223,25 @@ timeline_text(Stream *st)
     return g_steal_pointer(&text);
 }
 
+/* The client closed its end: an event-stream client sends nothing after its request, so a
+ * readable socket at its end of file (or a hangup) means it left. Seen within a tick, rather
+ * than at the next write that fails (a keepalive or two later). Over TLS the close is a record,
+ * not the end of file: there, the write that fails notices it. */
+static gboolean
+client_gone(Stream *st)
+{
+    GSocket *sock = soup_server_message_get_socket(st->msg);
+    GIOCondition cond;
+    char c;
+
+    if (!sock)
+        return FALSE;
+    cond = g_socket_condition_check(sock, G_IO_IN | G_IO_HUP | G_IO_ERR);
+    if (cond & (G_IO_HUP | G_IO_ERR))
+        return TRUE;
+    return (cond & G_IO_IN) && recv(g_socket_get_fd(sock), &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
+
 /* Sends what changed since the last tick: a poll of the store, cheap at one per second. */
 static gboolean
 stream_tick(gpointer data)
@@ -234,6 +260,14 @@ stream_tick(gpointer data)
         st->ended = TRUE;
         soup_message_body_complete(soup_server_message_get_response_body(st->msg));
         soup_server_message_unpause(st->msg);
+        return G_SOURCE_REMOVE;
+    }
+    if (client_gone(st)) {
+        GSocket *sock = soup_server_message_get_socket(st->msg);
+
+        /* The end of the body cannot be written: the message finishes, and frees the slot. */
+        g_socket_shutdown(sock, TRUE, TRUE, NULL);
+        stream_end(st);
         return G_SOURCE_REMOVE;
     }
     sessions = sessions_text(st);

@@ -108,6 +108,25 @@ open_stream(const char *path, guint *ret_status, char **ret_head)
     return conn;
 }
 
+/* The same, waiting (up to 10 s) while the token's streams are all taken: a client that just
+ * left frees its slot once carreld sees it gone (within a tick). */
+static GSocketConnection *
+open_stream_waiting(const char *path)
+{
+    guint status = 0;
+
+    for (int i = 0; i < 100; i++) {
+        g_autoptr(GSocketConnection) conn = open_stream(path, &status, NULL);
+
+        if (status == 200)
+            return g_steal_pointer(&conn);
+        assert_int_equal(status, 429);
+        g_usleep(100 * 1000);
+    }
+    fail_msg("no stream slot came free for %s", path);
+    return NULL;
+}
+
 /* The daemon's peak resident memory (VmHWM) in KiB. */
 static guint64
 daemon_hwm_kib(void)
@@ -197,8 +216,8 @@ test_stream_cap(void **state)
     assert_int_equal(http("GET", "/v1/sessions", NULL, NULL), 200);
     g_io_stream_close(G_IO_STREAM(open[0]), NULL, NULL);
     g_clear_object(&open[0]);
-    /* The daemon learns of the close at its next write (a tick, or the keepalive): wait. */
-    for (int i = 0; i < 300; i++) {
+    /* carreld sees the client gone at its next tick (once a second): wait for that. */
+    for (int i = 0; i < 50; i++) {
         g_autoptr(GSocketConnection) again = open_stream("/v1/stream", &status, NULL);
         if (status == 200) {
             open[0] = g_steal_pointer(&again);
@@ -246,15 +265,13 @@ test_long_stream_memory(void **state)
     Reader reader = {0};
     GThread *thread;
     guint64 before, after;
-    guint status = 0;
     int sent = 0;
 
     assert_true(carrel_util_run(create, 60, NULL, NULL, NULL));
     assert_int_equal(http("POST", "/v1/templates", tmpl, NULL), 201);
     assert_int_equal(http("POST", "/v1/sessions", "{\"template\":\"t\",\"name\":\"m1\"}", NULL),
                      201);
-    reader.conn = open_stream("/v1/stream?session=m1", &status, NULL);
-    assert_int_equal(status, 200);
+    reader.conn = open_stream_waiting("/v1/stream?session=m1");
     thread = g_thread_new("reader", reader_thread, &reader);
     /* Warm up (the store's cache, the first chunks), then measure from there. */
     for (int i = 0; i < 16; i++)
@@ -278,12 +295,55 @@ test_long_stream_memory(void **state)
     g_object_unref(reader.conn);
 }
 
+/* A client that opens a stream and reads nothing: carreld cuts it off once it leaves 8 MiB
+ * unread (the slot is free again), and its memory does not grow with what the stream missed. */
+static void
+test_stream_not_read(void **state)
+{
+    g_autofree char *arg = g_strnfill(ARG_BYTES, 'y');
+    g_autofree char *exec = g_strdup_printf("{\"argv\":[\"/bin/true\",\"%s\"]}", arg);
+    GSocketConnection *streams[MAX_STREAMS] = {0};
+    g_autoptr(GSocketConnection) again = NULL;
+    guint64 before, after;
+    guint status = 0;
+    gboolean freed = FALSE;
+
+    /* test_long_stream_memory made session m1. A small receive buffer, so little hides in
+     * the kernel; then neither stream is read. */
+    for (int i = 0; i < MAX_STREAMS; i++)
+        streams[i] = open_stream_waiting("/v1/stream?session=m1");
+    before = daemon_hwm_kib();
+    for (gint64 flowed = 0; flowed < FLOW_BYTES / 2 && !freed; flowed += ARG_BYTES) {
+        assert_true(http("POST", "/v1/sessions/m1/exec", exec, NULL) >= 400);
+        /* Now and then: has a slot come free? */
+        if (flowed % (4 * 1024 * 1024) == 0) {
+            g_clear_object(&again);
+            again = open_stream("/v1/stream", &status, NULL);
+            freed = status == 200;
+        }
+    }
+    for (int i = 0; i < 100 && !freed; i++) {
+        g_usleep(100 * 1000);
+        g_clear_object(&again);
+        again = open_stream("/v1/stream", &status, NULL);
+        freed = status == 200;
+    }
+    after = daemon_hwm_kib();
+    print_message("# unread streams: VmHWM %" G_GUINT64_FORMAT " -> %" G_GUINT64_FORMAT " KiB\n",
+                  before, after);
+    assert_true(freed);
+    assert_true(after - before < GROWTH_MAX_KIB);
+    for (int i = 0; i < MAX_STREAMS; i++)
+        g_clear_object(&streams[i]);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stream_cap),
         cmocka_unit_test(test_long_stream_memory),
+        cmocka_unit_test(test_stream_not_read),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);
