@@ -263,10 +263,18 @@ carrel_manager_session_kept_screenshot(CarrelManager *mgr, const CarrelPrincipal
     }
     path = g_build_filename(session->dir, "screenshots", name, NULL);
     if (!g_file_get_contents(path, &data, &len, NULL)) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND,
-                    "session '%s' has no screenshot '%s' (pruned: a session keeps its newest %u "
-                    "screenshots, at most %" G_GUINT64_FORMAT " MiB)",
-                    session->id, name, mgr->shots_max, mgr->shots_max_bytes / (1024 * 1024));
+        gboolean named = FALSE;
+
+        if (!carrel_store_event_names_screenshot(mgr->store, session->id, name, &named, error))
+            return NULL;
+        if (named)
+            g_set_error(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND,
+                        "screenshot '%s' of session '%s' was pruned: a session keeps its "
+                        "newest %u screenshots, at most %" G_GUINT64_FORMAT " MiB",
+                        name, session->id, mgr->shots_max, mgr->shots_max_bytes / (1024 * 1024));
+        else
+            g_set_error(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND,
+                        "session '%s' has no screenshot '%s'", session->id, name);
         return NULL;
     }
     *ret_type = g_str_has_suffix(name, ".png") ? "image/png" : "image/jpeg";

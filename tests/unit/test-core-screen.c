@@ -76,6 +76,11 @@ test_prune_by_count(void **state)
     }
     for (guint i = 2; i < 5; i++)
         assert_true(readable(fx, s->id, g_ptr_array_index(names, i), NULL));
+    /* A name no event gave is not "pruned": it never was. */
+    assert_false(readable(fx, s->id, "shot-0123456789ab.png", &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND));
+    assert_null(strstr(error->message, "pruned"));
+    g_clear_error(&error);
 
     /* A computer action's screenshot counts too: it is kept, and the oldest goes. */
     reply = carrel_manager_session_computer(fx->mgr, ADMIN, s->id, action, &error);
