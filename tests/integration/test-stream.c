@@ -20,9 +20,16 @@
 #define MAX_STREAMS 2
 /* Timeline carried by the long stream, and how much of it carreld's peak memory may grow by:
  * a stream that kept its chunks would grow by all of it (and more: the JSON of each tick). */
-#define FLOW_BYTES (96 * 1024 * 1024)
 #define GROWTH_MAX_KIB (48 * 1024)
 #define ARG_BYTES (32 * 1024)
+/* AddressSanitizer keeps freed memory in quarantine: peak memory says nothing there. */
+#if defined(__SANITIZE_ADDRESS__)
+#define CHECK_MEMORY FALSE
+#define FLOW_BYTES (16 * 1024 * 1024)
+#else
+#define CHECK_MEMORY TRUE
+#define FLOW_BYTES (96 * 1024 * 1024)
+#endif
 
 typedef struct {
     char *dir;
@@ -284,15 +291,18 @@ test_long_stream_memory(void **state)
     for (int i = 0; i < 600 && (gssize)g_atomic_pointer_get(&reader.received) < FLOW_BYTES; i++)
         g_usleep(100 * 1000);
     after = daemon_hwm_kib();
-    print_message("# %d events, %" G_GINT64_FORMAT " bytes streamed, VmHWM %" G_GUINT64_FORMAT
-                  " -> %" G_GUINT64_FORMAT " KiB\n",
-                  sent, (gint64)(gssize)g_atomic_pointer_get(&reader.received), before, after);
-    assert_true((gssize)g_atomic_pointer_get(&reader.received) >= FLOW_BYTES);
-    assert_true(after - before < GROWTH_MAX_KIB);
+    /* The reader stops before anything is asserted: it uses this frame. */
     g_atomic_int_set(&reader.stop, 1);
     g_io_stream_close(G_IO_STREAM(reader.conn), NULL, NULL);
     g_thread_join(thread);
     g_object_unref(reader.conn);
+    print_message("# %d events, %" G_GINT64_FORMAT " bytes streamed, VmHWM %" G_GUINT64_FORMAT
+                  " -> %" G_GUINT64_FORMAT " KiB%s\n",
+                  sent, (gint64)reader.received, before, after,
+                  CHECK_MEMORY ? "" : " (not checked under AddressSanitizer)");
+    assert_true(reader.received >= FLOW_BYTES);
+    if (CHECK_MEMORY)
+        assert_true(after - before < GROWTH_MAX_KIB);
 }
 
 /* A client that opens a stream and reads nothing: carreld cuts it off once it leaves 8 MiB
@@ -332,7 +342,8 @@ test_stream_not_read(void **state)
     print_message("# unread streams: VmHWM %" G_GUINT64_FORMAT " -> %" G_GUINT64_FORMAT " KiB\n",
                   before, after);
     assert_true(freed);
-    assert_true(after - before < GROWTH_MAX_KIB);
+    if (CHECK_MEMORY)
+        assert_true(after - before < GROWTH_MAX_KIB);
     for (int i = 0; i < MAX_STREAMS; i++)
         g_clear_object(&streams[i]);
 }
