@@ -183,6 +183,44 @@ test_thumbnail_not_recorded(void **state)
     assert_int_equal(carrel_manager_count_kept_shots(fx->mgr, s, NULL), 1);
 }
 
+/* A list left open polls thumbnails; the session's idle timeout acts anyway. Polled every
+ * 100 ms, recorded screenshots would keep a 2 s idle timeout from ever acting. */
+static void
+test_thumbnails_not_activity(void **state)
+{
+    Fixture *fx = *state;
+    g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = import(fx, "tiny");
+    g_autoptr(GError) error = NULL;
+    CarrelSessionRequest idle_req = {.template_name = (char *)"tiny",
+                                     .name = (char *)"watched",
+                                     .idle_timeout_s = 2,
+                                     .expiry_action = (char *)"pause"};
+    g_autoptr(CarrelSession) s = carrel_manager_session_create(fx->mgr, ADMIN, &idle_req, &error);
+    g_autoptr(GHashTable) query = g_hash_table_new(g_str_hash, g_str_equal);
+    g_autoptr(CarrelSession) after = NULL;
+    CarrelScreenshotRequest req;
+    gboolean paused = FALSE;
+
+    assert_non_null(s);
+    g_hash_table_insert(query, (char *)"thumbnail", (char *)"1");
+    assert_true(carrel_screenshot_request_parse(query, &req, &error));
+    for (int i = 0; i < 80 && !paused; i++) {
+        g_autoptr(GBytes) image =
+            carrel_manager_session_screenshot(fx->mgr, ADMIN, s->id, &req, NULL);
+        g_autoptr(CarrelSession) now = NULL;
+
+        (void)carrel_manager_watch(fx->mgr);
+        now = carrel_manager_session_get(fx->mgr, ADMIN, s->id, &error);
+        assert_non_null(now);
+        paused = now->state == CARREL_SESSION_PAUSED;
+        if (!paused)
+            assert_non_null(image);
+        g_usleep(100 * 1000);
+    }
+    after = carrel_manager_session_get(fx->mgr, ADMIN, s->id, &error);
+    assert_int_equal(after->state, CARREL_SESSION_PAUSED);
+}
+
 int
 main(void)
 {
@@ -190,6 +228,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_prune_by_count, setup, teardown),
         cmocka_unit_test_setup_teardown(test_prune_by_bytes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_thumbnail_not_recorded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_thumbnails_not_activity, setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
