@@ -144,6 +144,48 @@ gboolean carrel_console_tickets_link(CarrelConsoleTickets *tickets, const char *
 /* The ticket's main connection closed: the ticket opens nothing any more. */
 void carrel_console_tickets_main_closed(CarrelConsoleTickets *tickets, const char *ticket);
 
+/* api-console-flow.c: flow control toward a viewer (what the websocket holds unwritten). */
+
+/* Bytes the websocket may hold for a viewer before the proxy stops reading SPICE. */
+#define CARREL_CONSOLE_FLOW_BOUND (4 * 1024 * 1024)
+/* A viewer that takes nothing for this long while bytes wait is closed. */
+#define CARREL_CONSOLE_STALL_MS (30 * 1000)
+
+typedef enum {
+    CARREL_CONSOLE_FLOW_OPEN,  /* read on */
+    CARREL_CONSOLE_FLOW_FULL,  /* over half the bound: wait */
+    CARREL_CONSOLE_FLOW_STUCK, /* nothing taken for the stall time: close */
+} CarrelConsoleFlowState;
+
+typedef struct _CarrelConsoleFlow CarrelConsoleFlow;
+
+CarrelConsoleFlow *carrel_console_flow_new(gsize bound, gint64 stall_us, gint64 now_us);
+void carrel_console_flow_free(CarrelConsoleFlow *flow);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelConsoleFlow, carrel_console_flow_free)
+/* The writer's counter when the flow starts (bytes before it are not the flow's). */
+void carrel_console_flow_start(CarrelConsoleFlow *flow, guint64 written);
+/* bytes more were handed to the writer (as written on the wire: frame included). */
+void carrel_console_flow_sent(CarrelConsoleFlow *flow, gsize bytes, gint64 now_us);
+/* The writer's counter of bytes it passed on, as measured now. */
+void carrel_console_flow_written(CarrelConsoleFlow *flow, guint64 written, gint64 now_us);
+/* Handed over and not written yet; the most ever seen. */
+gsize carrel_console_flow_pending(const CarrelConsoleFlow *flow);
+gsize carrel_console_flow_peak(const CarrelConsoleFlow *flow);
+/* TRUE when pending is over the bound: time to measure, and maybe stop reading. */
+gboolean carrel_console_flow_over(const CarrelConsoleFlow *flow);
+/* What the reader should do now (after a measure). */
+CarrelConsoleFlowState carrel_console_flow_state(const CarrelConsoleFlow *flow, gint64 now_us);
+/* The bytes an unmasked websocket frame of payload bytes takes on the wire. */
+gsize carrel_console_ws_frame_size(gsize payload);
+/* Every byte written to a TCP socket so far (acknowledged + in the send queue); FALSE when the
+ * kernel cannot say (not TCP). */
+gboolean carrel_console_socket_written(GSocket *socket, guint64 *ret_written);
+
+/* Tests: the flow bound and stall time of the proxies opened from now on (0: the defaults),
+ * and the most any proxy of api held for a viewer so far. */
+void carrel_api_console_set_flow(CarrelApi *api, gsize bound, guint stall_ms);
+gsize carrel_api_console_flow_peak(CarrelApi *api);
+
 /* api-console-proxy.c */
 
 /* Where the console's websockets are: CARREL_CONSOLE_PREFIX "/" TICKET. */

@@ -21,6 +21,8 @@
 /* Once the main channel's SPICE connection closed, spice-server closes the other channels of that
  * client itself; a connection still open this much later is closed by the proxy. */
 #define AFTER_MAIN_S 10
+/* While reading SPICE waits for a viewer to drain, how often to look. */
+#define DRAIN_POLL_MS 25
 
 /* ---- refusals before the upgrade ---- */
 
@@ -155,6 +157,9 @@ typedef struct {
     gboolean grouped;      /* in api->console_upstreams */
     guint link_timeout;
     guint after_main_timeout;
+    GSocket *ws_socket;      /* the viewer's connection, to see what left (flow) */
+    CarrelConsoleFlow *flow; /* SPICE -> viewer: what the websocket holds */
+    guint drain_timer;       /* reading SPICE waits for the viewer to drain */
 } Proxy;
 
 static void upstreams_remove(Proxy *p);
@@ -178,6 +183,8 @@ proxy_unref(Proxy *p)
     g_clear_pointer(&p->filter, carrel_spice_filter_free);
     g_byte_array_unref(p->to_server);
     g_clear_pointer(&p->writing, g_bytes_unref);
+    g_clear_object(&p->ws_socket);
+    g_clear_pointer(&p->flow, carrel_console_flow_free);
     g_free(p->ticket);
     carrel_principal_free(p->who);
     g_free(p->session_id);
@@ -373,6 +380,67 @@ flush_to_server(Proxy *p)
 
 static void read_from_server(Proxy *p);
 
+/* What left toward the viewer so far, told to the flow. Without TCP's counters (a Unix socket)
+ * a writable socket stands for "all of it". */
+static void
+measure_viewer(Proxy *p, gint64 now)
+{
+    guint64 written = 0;
+
+    if (p->ws_socket && carrel_console_socket_written(p->ws_socket, &written))
+        carrel_console_flow_written(p->flow, written, now);
+    else if (!p->ws_socket ||
+             (g_socket_condition_check(p->ws_socket, G_IO_OUT) & G_IO_OUT) == G_IO_OUT)
+        carrel_console_flow_written(p->flow, G_MAXUINT64 / 2, now);
+}
+
+static gboolean
+on_drain_check(gpointer user_data)
+{
+    Proxy *p = user_data;
+    gint64 now = g_get_monotonic_time();
+    CarrelConsoleFlowState state;
+
+    if (p->tcp_closed) {
+        p->drain_timer = 0;
+        proxy_unref(p);
+        return G_SOURCE_REMOVE;
+    }
+    measure_viewer(p, now);
+    state = p->closed ? CARREL_CONSOLE_FLOW_OPEN : carrel_console_flow_state(p->flow, now);
+    if (state == CARREL_CONSOLE_FLOW_FULL)
+        return G_SOURCE_CONTINUE;
+    p->drain_timer = 0;
+    if (state == CARREL_CONSOLE_FLOW_STUCK) {
+        g_autofree char *why =
+            g_strdup_printf("the viewer took nothing for %u s", p->api->console_stall_ms / 1000);
+        proxy_close(p, WS_CLOSE_POLICY, why);
+    }
+    /* Read on: to the viewer again, or (closed) to discard until spice-server closes. */
+    if (!p->tcp_closed)
+        read_from_server(p);
+    proxy_unref(p);
+    return G_SOURCE_REMOVE;
+}
+
+/* After a message to the viewer: read on, or wait while the websocket holds too much. */
+static void
+read_on_or_wait(Proxy *p)
+{
+    gint64 now = g_get_monotonic_time();
+
+    if (carrel_console_flow_over(p->flow)) {
+        measure_viewer(p, now);
+        p->api->console_flow_peak =
+            MAX(p->api->console_flow_peak, carrel_console_flow_peak(p->flow));
+        if (carrel_console_flow_over(p->flow)) {
+            p->drain_timer = g_timeout_add(DRAIN_POLL_MS, on_drain_check, proxy_ref(p));
+            return;
+        }
+    }
+    read_from_server(p);
+}
+
 static void
 on_read(GObject *source, GAsyncResult *res, gpointer user_data)
 {
@@ -393,10 +461,14 @@ on_read(GObject *source, GAsyncResult *res, gpointer user_data)
         if (!p->tcp_closed)
             read_from_server(p);
     } else {
-        /* SPICE's own flow control (acks per message window) bounds what is queued here. */
+        /* libsoup queues what the viewer does not take: the flow bounds that queue. */
         soup_websocket_connection_send_binary(p->ws, g_bytes_get_data(data, NULL),
                                               g_bytes_get_size(data));
-        read_from_server(p);
+        carrel_console_flow_sent(p->flow, carrel_console_ws_frame_size(g_bytes_get_size(data)),
+                                 g_get_monotonic_time());
+        p->api->console_flow_peak =
+            MAX(p->api->console_flow_peak, carrel_console_flow_pending(p->flow));
+        read_on_or_wait(p);
     }
     proxy_unref(p);
 }
@@ -560,6 +632,15 @@ on_websocket(SoupServer *server, SoupServerMessage *msg, const char *path,
     p->filter = carrel_spice_filter_new(may_act, p);
     p->cancel = g_cancellable_new();
     p->to_server = g_byte_array_new();
+    p->flow = carrel_console_flow_new(api->console_flow_bound, (gint64)api->console_stall_ms * 1000,
+                                      g_get_monotonic_time());
+    if (soup_server_message_get_socket(msg)) {
+        guint64 written = 0;
+
+        p->ws_socket = g_object_ref(soup_server_message_get_socket(msg));
+        if (carrel_console_socket_written(p->ws_socket, &written))
+            carrel_console_flow_start(p->flow, written);
+    }
     p->link_timeout = g_timeout_add_seconds(LINK_TIMEOUT_S, on_link_timeout, p);
     g_signal_connect(ws, "message", G_CALLBACK(on_ws_message), p);
     g_signal_connect(ws, "closed", G_CALLBACK(on_ws_closed), p);
@@ -571,12 +652,26 @@ carrel_api_console_init(CarrelApi *api)
     char *protocols[] = {(char *)"binary", NULL};
 
     api->console_tickets = carrel_console_tickets_new(NULL);
+    carrel_api_console_set_flow(api, 0, 0);
     api->console_upstreams =
         g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)g_ptr_array_unref);
     soup_server_add_early_handler(api->server, CARREL_CONSOLE_PREFIX, console_early, api, NULL);
     soup_server_add_handler(api->server, CARREL_CONSOLE_PREFIX, console_precheck, api, NULL);
     soup_server_add_websocket_handler(api->server, CARREL_CONSOLE_PREFIX, NULL, protocols,
                                       on_websocket, api, NULL);
+}
+
+void
+carrel_api_console_set_flow(CarrelApi *api, gsize bound, guint stall_ms)
+{
+    api->console_flow_bound = bound ? bound : CARREL_CONSOLE_FLOW_BOUND;
+    api->console_stall_ms = stall_ms ? stall_ms : CARREL_CONSOLE_STALL_MS;
+}
+
+gsize
+carrel_api_console_flow_peak(CarrelApi *api)
+{
+    return api->console_flow_peak;
 }
 
 void

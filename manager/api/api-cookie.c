@@ -43,7 +43,7 @@ carrel_api_cookie_login(CarrelApi *api, const CarrelPrincipal *who)
 {
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&api->cookie_lock);
     CarrelApiCookieSession *cs = g_new0(CarrelApiCookieSession, 1);
-    char *value = carrel_util_new_token();
+    g_autofree char *value = carrel_util_new_token();
     gint64 now = g_get_monotonic_time();
 
     ensure_table(api);
@@ -56,7 +56,7 @@ carrel_api_cookie_login(CarrelApi *api, const CarrelPrincipal *who)
     g_hash_table_replace(api->cookie_sessions, g_strdup(value), cs);
     /* Secure when carreld speaks TLS: the cookie never travels in the clear then. */
     return g_strdup_printf(CARREL_API_COOKIE "=%s; HttpOnly; SameSite=Strict; Path=/; Max-Age=%d%s",
-                           g_steal_pointer(&value), (int)(COOKIE_SESSION_TTL_US / G_USEC_PER_SEC),
+                           value, (int)(COOKIE_SESSION_TTL_US / G_USEC_PER_SEC),
                            api->tls ? "; Secure" : "");
 }
 

@@ -18,6 +18,10 @@ struct _CarrelApi {
     GHashTable *cookie_sessions;             /* cookie -> CarrelApiCookieSession (api-cookie.c) */
     struct _CarrelConsoleTickets *console_tickets; /* api-console-ticket.c */
     GHashTable *console_upstreams; /* ticket -> proxies whose SPICE connection is open */
+    gsize console_flow_bound;      /* api-console-flow.c (tests may lower them) */
+    guint console_stall_ms;
+    gsize console_flow_peak;           /* the most a proxy held for a viewer (main loop only) */
+    struct _CarrelApiStreams *streams; /* open event streams per principal (api-stream.c) */
 };
 
 typedef struct {
@@ -197,6 +201,17 @@ CarrelApiReply *carrel_api_static_reply(CarrelApi *api, const char *method, cons
 
 /* api-stream.c: GET /v1/stream, a stream reply for the caller, with ?session's timeline. */
 CarrelApiReply *carrel_api_get_stream(CarrelApiRequest *req, GError **error);
+/* Open event streams per principal: at most max each (0: CARREL_API_STREAMS_DEFAULT). */
+typedef struct _CarrelApiStreams CarrelApiStreams;
+CarrelApiStreams *carrel_api_streams_new(guint max_per_principal);
+void carrel_api_streams_free(CarrelApiStreams *streams);
+void carrel_api_streams_set_max(CarrelApiStreams *streams, guint max_per_principal);
+/* Takes one of token_id's streams; LIMIT when it holds the most already. Thread-safe. */
+gboolean carrel_api_streams_reserve(CarrelApiStreams *streams, const char *token_id,
+                                    GError **error);
+void carrel_api_streams_release(CarrelApiStreams *streams, const char *token_id);
+/* How many streams token_id holds now. */
+guint carrel_api_streams_count(CarrelApiStreams *streams, const char *token_id);
 /* Starts server-sent events on msg (sessions, approvals, a session's timeline), as who sees
  * them; it ends when who's token does (the writer of stream replies). */
 void carrel_api_stream_start(CarrelApi *api, SoupServerMessage *msg, const CarrelPrincipal *who,

@@ -429,6 +429,7 @@ carrel_api_new(CarrelManager *mgr, const char *version_info, GError **error)
     api->version_info = g_strdup(version_info);
     g_mutex_init(&api->cookie_lock);
     api->login_limiter = carrel_api_limiter_new(LOGIN_FAILURES_MAX, LOGIN_WINDOW_S);
+    api->streams = carrel_api_streams_new(0);
     api->server = soup_server_new("server-header", header, NULL);
     g_signal_connect(api->server, "request-started", G_CALLBACK(on_request_started), NULL);
     soup_server_add_early_handler(api->server, NULL, check_request_size, api, NULL);
@@ -451,6 +452,7 @@ carrel_api_free(CarrelApi *api)
     g_free(api->web_url);
     g_clear_pointer(&api->cookie_sessions, g_hash_table_unref);
     carrel_api_limiter_free(api->login_limiter);
+    carrel_api_streams_free(api->streams);
     g_mutex_clear(&api->cookie_lock);
     g_free(api);
 }

@@ -39,6 +39,11 @@ JsonNode *carrel_api_error_envelope(const GError *error);
 void carrel_api_set_web(CarrelApi *api, const char *web_dir, const char *spice_dir,
                         gboolean test_hooks);
 
+/* Event streams (GET /v1/stream) one principal may hold open at once; beyond, 429 with
+ * Retry-After. 0: the default, CARREL_API_STREAMS_DEFAULT. */
+#define CARREL_API_STREAMS_DEFAULT 8
+void carrel_api_set_max_streams(CarrelApi *api, guint max_per_principal);
+
 /* Requests being handled right now (the daemon waits for them on shutdown). */
 guint carrel_api_in_flight(CarrelApi *api);
 

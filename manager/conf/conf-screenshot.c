@@ -71,10 +71,36 @@ parse_format(const char *text, CarrelScreenshotRequest *req, GError **error)
     return TRUE;
 }
 
+/* thumbnail=1|true|0|false; a thumbnail is small and whole: at most CARREL_THUMBNAIL_EDGE. */
+static gboolean
+parse_thumbnail(const char *text, CarrelScreenshotRequest *req, GError **error)
+{
+    if (g_str_equal(text, "0") || g_str_equal(text, "false"))
+        return TRUE;
+    if (!g_str_equal(text, "1") && !g_str_equal(text, "true")) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "'thumbnail' must be 1 or 0, not '%s'",
+                    carrel_util_is_clean_text(text) ? text : "?");
+        return FALSE;
+    }
+    if (req->scale != 1.0 || req->has_region) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "a thumbnail is the whole screen scaled by 'max_edge' (at most %d): no "
+                    "'scale' or 'region'",
+                    CARREL_THUMBNAIL_EDGE);
+        return FALSE;
+    }
+    req->thumbnail = TRUE;
+    req->max_edge =
+        req->max_edge ? MIN(req->max_edge, CARREL_THUMBNAIL_EDGE) : CARREL_THUMBNAIL_EDGE;
+    return TRUE;
+}
+
 gboolean
 carrel_screenshot_request_parse(GHashTable *query, CarrelScreenshotRequest *ret_req, GError **error)
 {
-    static const char *const known[] = {"format", "quality", "scale", "max_edge", "region", NULL};
+    static const char *const known[] = {"format", "quality",   "scale", "max_edge",
+                                        "region", "thumbnail", NULL};
     CarrelScreenshotRequest req = {.quality = QUALITY_DEFAULT, .scale = 1.0};
     const char *value;
     GHashTableIter iter;
@@ -86,7 +112,7 @@ carrel_screenshot_request_parse(GHashTable *query, CarrelScreenshotRequest *ret_
             if (!g_strv_contains(known, key)) {
                 g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
                             "unknown screenshot option '%s' (known: format, quality, scale, "
-                            "max_edge, region)",
+                            "max_edge, region, thumbnail)",
                             carrel_util_is_clean_text(key) ? (const char *)key : "?");
                 return FALSE;
             }
@@ -114,6 +140,9 @@ carrel_screenshot_request_parse(GHashTable *query, CarrelScreenshotRequest *ret_
                     "give 'scale' or 'max_edge', not both");
         return FALSE;
     }
+    if (query && (value = g_hash_table_lookup(query, "thumbnail")) &&
+        !parse_thumbnail(value, &req, error))
+        return FALSE;
     *ret_req = req;
     return TRUE;
 }

@@ -536,13 +536,19 @@ typedef struct {
     double scale;   /* 0.01..4, 1 = as is */
     guint max_edge; /* 0 = none; else the longer side is at most this (never enlarges) */
     gboolean has_region;
-    guint region[4]; /* x, y, width, height in screen pixels */
+    guint region[4];    /* x, y, width, height in screen pixels */
+    gboolean thumbnail; /* a small view for a viewer: neither kept nor on the timeline */
 } CarrelScreenshotRequest;
+
+/* A thumbnail's longer side: CARREL_THUMBNAIL_EDGE unless max_edge says less, never more. */
+#define CARREL_THUMBNAIL_EDGE 320
 
 /*
  * Reads a screenshot request from URL query parameters (format=png|jpeg, quality, scale,
- * max_edge, region=x,y,w,h; query may be NULL). Unknown parameters, values out of range and
- * scale together with max_edge are INVALID_ARG.
+ * max_edge, region=x,y,w,h, thumbnail=1|0; query may be NULL). Unknown parameters, values out
+ * of range and scale together with max_edge are INVALID_ARG. A thumbnail is scaled to at most
+ * CARREL_THUMBNAIL_EDGE (scale and region are refused with it): it is for a viewer's glance,
+ * never a way to take unrecorded full screenshots.
  */
 gboolean carrel_screenshot_request_parse(GHashTable *query, CarrelScreenshotRequest *ret_req,
                                          GError **error);

@@ -115,6 +115,10 @@ carrel_manager_new(const CarrelManagerConfig *config, CarrelHypervisor *hv, GErr
     mgr->screen_poll_ms = config->screen_poll_ms ? config->screen_poll_ms : 500;
     mgr->tb_cache_mib = config->tb_cache_mib ? config->tb_cache_mib : 64;
     mgr->upload_ttl_s = config->upload_ttl_s ? config->upload_ttl_s : 3600;
+    mgr->shots_max = config->shots_max ? config->shots_max : CARREL_SHOTS_MAX_DEFAULT;
+    mgr->shots_max_bytes =
+        (guint64)(config->shots_max_mib ? config->shots_max_mib : CARREL_SHOTS_MAX_MIB_DEFAULT) *
+        1024 * 1024;
     mgr->policies = carrel_manager_load_policies(config->policy_dir, config->policy_path, error);
     if (!mgr->policies)
         return NULL;

@@ -23,6 +23,8 @@ struct _CarrelManager {
     guint screen_poll_ms;
     guint tb_cache_mib;
     guint upload_ttl_s;
+    guint shots_max; /* screenshots kept per session (the oldest go beyond) */
+    guint64 shots_max_bytes;
     CarrelStore *store;
     CarrelHypervisor *hv;
     CarrelPolicySet *policies;  /* the named policies (core-policy.c) */
@@ -319,9 +321,14 @@ GBytes *carrel_manager_screen_encode(GBytes *ppm, const CarrelScreenshotRequest 
                                      GError **error);
 
 /* Keeps an encoded screenshot under the session's dir; its file name (the reference the
- * timeline shows), or NULL when it could not be written (logged). */
+ * timeline shows), or NULL when it could not be written (logged). The session's oldest kept
+ * screenshots are removed beyond its budget (shots_max, shots_max_bytes); their events keep
+ * the name, and reading it answers that it was pruned. */
 char *carrel_manager_keep_screenshot(CarrelManager *mgr, const CarrelSession *session,
                                      GBytes *image, gboolean jpeg);
+/* How many screenshots a session keeps now, and their bytes (ret_bytes may be NULL). */
+guint carrel_manager_count_kept_shots(CarrelManager *mgr, const CarrelSession *session,
+                                      guint64 *ret_bytes);
 
 /* Rewrites a built template's manifest.json with what its recipe recorded in build_dir:
  * recipe.json (as "recipe") and packages.txt (as "packages": {name: version}), when present. */

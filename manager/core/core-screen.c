@@ -1,3 +1,4 @@
+#include <errno.h>
 #include <string.h>
 #include <glib/gstdio.h>
 
@@ -58,6 +59,115 @@ carrel_manager_screen_encode(GBytes *ppm, const CarrelScreenshotRequest *req, GE
                      : carrel_image_encode_png(scaled, error);
 }
 
+/* A kept screenshot's name: "shot-" id, then .png or .jpg; nothing that could leave the folder. */
+static gboolean
+shot_name_ok(const char *name)
+{
+    gsize len = strlen(name);
+
+    if (len < 10 || len > 80 || !g_str_has_prefix(name, "shot-") ||
+        (!g_str_has_suffix(name, ".png") && !g_str_has_suffix(name, ".jpg")))
+        return FALSE;
+    for (gsize i = 0; i < len - 4; i++) {
+        if (!g_ascii_isalnum(name[i]) && name[i] != '-')
+            return FALSE;
+    }
+    return TRUE;
+}
+
+typedef struct {
+    char *name;
+    gint64 mtime_ns;
+    guint64 size;
+} KeptShot;
+
+static void
+kept_shot_clear(gpointer data)
+{
+    g_free(((KeptShot *)data)->name);
+}
+
+/* Newest first; names break ties so that the order is the same for every caller. */
+static gint
+kept_shot_newer(gconstpointer a, gconstpointer b)
+{
+    const KeptShot *x = a, *y = b;
+
+    if (x->mtime_ns != y->mtime_ns)
+        return x->mtime_ns > y->mtime_ns ? -1 : 1;
+    return -g_strcmp0(x->name, y->name);
+}
+
+/* The kept screenshots of dir (regular files with a screenshot's name), newest first. */
+static GArray *
+kept_shots(const char *dir)
+{
+    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+    GArray *shots = g_array_new(FALSE, TRUE, sizeof(KeptShot));
+    const char *name;
+
+    g_array_set_clear_func(shots, kept_shot_clear);
+    while (d && (name = g_dir_read_name(d))) {
+        g_autofree char *path = NULL;
+        GStatBuf st;
+        KeptShot shot;
+
+        if (!shot_name_ok(name))
+            continue;
+        path = g_build_filename(dir, name, NULL);
+        if (g_lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        shot.name = g_strdup(name);
+        shot.mtime_ns =
+            (gint64)st.st_mtim.tv_sec * G_GINT64_CONSTANT(1000000000) + st.st_mtim.tv_nsec;
+        shot.size = (guint64)st.st_size;
+        g_array_append_val(shots, shot);
+    }
+    g_array_sort(shots, kept_shot_newer);
+    return shots;
+}
+
+/*
+ * A session keeps its newest screenshots within a count and a byte budget: the older ones go
+ * (their events keep the name). The one just kept (newest) stays even alone over the budget.
+ * A disk full of one session's screens would stop every other session's timeline.
+ */
+static void
+prune_shots(CarrelManager *mgr, const char *dir, const char *just_kept)
+{
+    g_autoptr(GArray) shots = kept_shots(dir);
+    guint64 bytes = 0;
+
+    for (guint i = 0; i < shots->len; i++) {
+        KeptShot *shot = &g_array_index(shots, KeptShot, i);
+        g_autofree char *path = NULL;
+
+        bytes += shot->size;
+        if ((i < mgr->shots_max && bytes <= mgr->shots_max_bytes) ||
+            g_str_equal(shot->name, just_kept))
+            continue;
+        path = g_build_filename(dir, shot->name, NULL);
+        /* Another keeper of this session may have removed it already. */
+        if (g_unlink(path) != 0 && errno != ENOENT)
+            g_debug("removing screenshot '%s': %s", path, g_strerror(errno));
+    }
+}
+
+guint
+carrel_manager_count_kept_shots(CarrelManager *mgr, const CarrelSession *session,
+                                guint64 *ret_bytes)
+{
+    g_autofree char *dir = g_build_filename(session->dir, "screenshots", NULL);
+    g_autoptr(GArray) shots = kept_shots(dir);
+    guint64 bytes = 0;
+
+    for (guint i = 0; i < shots->len; i++)
+        bytes += g_array_index(shots, KeptShot, i).size;
+    if (ret_bytes)
+        *ret_bytes = bytes;
+    return shots->len;
+}
+
 /* Keeps an image for the timeline under sessions/<id>/screenshots; returns its reference. */
 char *
 carrel_manager_keep_screenshot(CarrelManager *mgr, const CarrelSession *session, GBytes *image,
@@ -76,6 +186,7 @@ carrel_manager_keep_screenshot(CarrelManager *mgr, const CarrelSession *session,
         g_warning("session '%s': keeping a screenshot: %s", session->id, error->message);
         return NULL;
     }
+    prune_shots(mgr, dir, name);
     return g_steal_pointer(&name);
 }
 
@@ -104,9 +215,12 @@ screenshot(CarrelManager *mgr, const char *id_or_name, const CarrelScreenshotReq
     domain = carrel_session_domain_name(session->id);
     if (carrel_hypervisor_screenshot(mgr->hv, domain, &ppm, NULL, NULL, &local))
         image = carrel_manager_screen_encode(ppm, req, &local);
-    if (image)
+    /* A viewer's thumbnail is neither kept nor an event: the timeline is what acted on the
+     * session, and a console left open must not count as activity against its idle timeout. */
+    if (image && !req->thumbnail)
         ref = carrel_manager_keep_screenshot(mgr, session, image, req->jpeg);
-    if (!carrel_manager_record_outcome(mgr, session->id, actor, "action", "screenshot", NULL, NULL,
+    if (!req->thumbnail &&
+        !carrel_manager_record_outcome(mgr, session->id, actor, "action", "screenshot", NULL, NULL,
                                        &local, started, ref, image != NULL))
         g_clear_pointer(&image, g_bytes_unref);
     if (!image) {
@@ -114,22 +228,6 @@ screenshot(CarrelManager *mgr, const char *id_or_name, const CarrelScreenshotReq
         return NULL;
     }
     return g_steal_pointer(&image);
-}
-
-/* A kept screenshot's name: "shot-" id, then .png or .jpg; nothing that could leave the folder. */
-static gboolean
-shot_name_ok(const char *name)
-{
-    gsize len = strlen(name);
-
-    if (len < 10 || len > 80 || !g_str_has_prefix(name, "shot-") ||
-        (!g_str_has_suffix(name, ".png") && !g_str_has_suffix(name, ".jpg")))
-        return FALSE;
-    for (gsize i = 0; i < len - 4; i++) {
-        if (!g_ascii_isalnum(name[i]) && name[i] != '-')
-            return FALSE;
-    }
-    return TRUE;
 }
 
 GBytes *
@@ -166,8 +264,18 @@ carrel_manager_session_kept_screenshot(CarrelManager *mgr, const CarrelPrincipal
     }
     path = g_build_filename(session->dir, "screenshots", name, NULL);
     if (!g_file_get_contents(path, &data, &len, NULL)) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND,
-                    "session '%s' has no screenshot '%s'", session->id, name);
+        gboolean named = FALSE;
+
+        if (!carrel_store_event_names_screenshot(mgr->store, session->id, name, &named, error))
+            return NULL;
+        if (named)
+            g_set_error(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND,
+                        "screenshot '%s' of session '%s' was pruned: a session keeps its "
+                        "newest %u screenshots, at most %" G_GUINT64_FORMAT " MiB",
+                        name, session->id, mgr->shots_max, mgr->shots_max_bytes / (1024 * 1024));
+        else
+            g_set_error(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND,
+                        "session '%s' has no screenshot '%s'", session->id, name);
         return NULL;
     }
     *ret_type = g_str_has_suffix(name, ".png") ? "image/png" : "image/jpeg";

@@ -21,6 +21,8 @@ typedef struct {
     guint screen_poll_ms;       /* between screenshots that judge readiness (0 = 500) */
     guint tb_cache_mib;         /* TCG translation cache per guest (0 = 64) */
     guint upload_ttl_s;         /* an upload no create used is removed after this (0 = 3600) */
+    guint shots_max;            /* screenshots kept per session, newest first (0 = 500) */
+    guint shots_max_mib;        /* and at most this many MiB of them (0 = 256) */
     const char *policy_dir;     /* every *.policy in it, by name; NULL = none */
     const char *policy_path;    /* the "default" policy, over policy_dir's; NULL = that one, or
                                    the built-in default */
@@ -32,6 +34,10 @@ typedef struct {
     guint disk_reserve_mib;     /* preallocated in the state dir for the store (0 = 64) */
     guint disk_low_mib;         /* less free refuses creates, snapshots, uploads (0 = reserve) */
 } CarrelManagerConfig;
+
+/* What a session's kept screenshots may take by default (CarrelManagerConfig). */
+#define CARREL_SHOTS_MAX_DEFAULT 500
+#define CARREL_SHOTS_MAX_MIB_DEFAULT 256
 
 typedef struct _CarrelManager CarrelManager;
 

@@ -41,6 +41,9 @@ typedef struct {
     int agent_timeout_s;
     int disk_reserve_mib;
     int upload_ttl_s;
+    int max_streams;
+    int shots_max;
+    int shots_max_mib;
     GSocketAddress *listen_address; /* --listen, checked */
     GTlsCertificate *tls;           /* --tls-cert with --tls-key, loaded */
 } Options;
@@ -322,6 +325,37 @@ check_listen(Options *opts, GError **error)
     return !tls || opts->tls != NULL;
 }
 
+/* The numeric options, each within its range (0: the option's default). */
+typedef struct {
+    const char *name;
+    gsize offset;
+    int max;
+} IntRange;
+
+static const IntRange int_ranges[] = {
+    {"--disk-reserve", G_STRUCT_OFFSET(Options, disk_reserve_mib), 65536},
+    {"--agent-timeout", G_STRUCT_OFFSET(Options, agent_timeout_s), 3600},
+    {"--upload-ttl", G_STRUCT_OFFSET(Options, upload_ttl_s), 7 * 24 * 3600},
+    {"--screenshots-keep", G_STRUCT_OFFSET(Options, shots_max), 1000000},
+    {"--screenshots-keep-mib", G_STRUCT_OFFSET(Options, shots_max_mib), 1024 * 1024},
+    {"--max-streams", G_STRUCT_OFFSET(Options, max_streams), 1024},
+};
+
+static gboolean
+check_ranges(const Options *opts, GError **error)
+{
+    for (guint i = 0; i < G_N_ELEMENTS(int_ranges); i++) {
+        int value = G_STRUCT_MEMBER(int, opts, int_ranges[i].offset);
+        if (value < 0 || value > int_ranges[i].max) {
+            g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                        "%s must be between 0 (its default) and %d", int_ranges[i].name,
+                        int_ranges[i].max);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
 static gboolean
 parse_options(int argc, char **argv, Options *opts, GError **error)
 {
@@ -397,6 +431,16 @@ parse_options(int argc, char **argv, Options *opts, GError **error)
          "Seconds an upload (POST /v1/uploads) waits for a create to use it before it is removed "
          "(default 3600)",
          "S"},
+        {"screenshots-keep", 0, 0, G_OPTION_ARG_INT, &opts->shots_max,
+         "Screenshots of its timeline a session keeps, the newest (default 500); older ones "
+         "are removed, their events stay",
+         "N"},
+        {"screenshots-keep-mib", 0, 0, G_OPTION_ARG_INT, &opts->shots_max_mib,
+         "MiB of screenshots a session keeps at most (default 256)", "MIB"},
+        {"max-streams", 0, 0, G_OPTION_ARG_INT, &opts->max_streams,
+         "Event streams (GET /v1/stream) one token may hold open at once; more get 429 "
+         "(default 8)",
+         "N"},
         {NULL},
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new("- the carrel daemon");
@@ -420,21 +464,8 @@ parse_options(int argc, char **argv, Options *opts, GError **error)
                     "--socket \"\" (no Unix socket) needs --listen");
         return FALSE;
     }
-    if (opts->disk_reserve_mib < 0 || opts->disk_reserve_mib > 65536) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
-                    "--disk-reserve must be between 1 and 65536");
+    if (!check_ranges(opts, error))
         return FALSE;
-    }
-    if (opts->agent_timeout_s < 0 || opts->agent_timeout_s > 3600) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
-                    "--agent-timeout must be between 0 and 3600");
-        return FALSE;
-    }
-    if (opts->upload_ttl_s < 0 || opts->upload_ttl_s > 7 * 24 * 3600) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
-                    "--upload-ttl must be between 0 and 604800");
-        return FALSE;
-    }
 #define DEFAULT(field, value)                                                                      \
     if (!opts->field)                                                                              \
     opts->field = g_strdup(value)
@@ -542,6 +573,8 @@ open_manager(const Options *opts, GError **error)
     config.agent_timeout_s = (guint)opts->agent_timeout_s;
     config.disk_reserve_mib = (guint)opts->disk_reserve_mib;
     config.upload_ttl_s = (guint)opts->upload_ttl_s;
+    config.shots_max = (guint)opts->shots_max;
+    config.shots_max_mib = (guint)opts->shots_max_mib;
     config.policy_path = opts->policy;
     config.policy_dir = opts->policy_dir;
     config.egress_dns = opts->egress_dns;
@@ -614,6 +647,7 @@ static gboolean
 start_api(CarrelApi *api, const Options *opts, GError **error)
 {
     carrel_api_set_web(api, opts->web_dir, opts->spice_dir, opts->test_hooks);
+    carrel_api_set_max_streams(api, (guint)opts->max_streams);
     if (opts->test_hooks)
         g_warning("test hooks are enabled: this daemon is for tests only");
     if (!listen_socket(api, opts, error))

@@ -93,3 +93,23 @@ carrel_store_event_last_ts(CarrelStore *store, const char *session_id, GError **
         return -1;
     return ts;
 }
+
+gboolean
+carrel_store_event_names_screenshot(CarrelStore *store, const char *session_id, const char *name,
+                                    gboolean *ret_named, GError **error)
+{
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&store->lock);
+    g_autoptr(sqlite3_stmt) stmt = NULL;
+    gint64 count = 0;
+
+    stmt = carrel_store_prepare(store,
+                                "SELECT count(*) FROM events WHERE session_id = ?1 "
+                                "AND json_extract(detail, '$.screenshot') = ?2",
+                                error);
+    if (!stmt || !carrel_store_bind_text(store, stmt, 1, session_id, error) ||
+        !carrel_store_bind_text(store, stmt, 2, name, error) ||
+        !carrel_store_query_int64(store, stmt, "looking for a screenshot's event", &count, error))
+        return FALSE;
+    *ret_named = count > 0;
+    return TRUE;
+}

@@ -167,6 +167,9 @@ gboolean carrel_store_session_set_disk(CarrelStore *store, const char *id, const
 /* Time (microseconds) of a session's last event by a client (not carreld), 0 when none, -1 on
  * error: the idle timeout's measure of activity. */
 gint64 carrel_store_event_last_ts(CarrelStore *store, const char *session_id, GError **error);
+/* Whether an event of the session names screenshot name (kept with it once, maybe pruned). */
+gboolean carrel_store_event_names_screenshot(CarrelStore *store, const char *session_id,
+                                             const char *name, gboolean *ret_named, GError **error);
 /* A session's time limits acted: they do not act again. */
 gboolean carrel_store_session_clear_limits(CarrelStore *store, const char *id, GError **error);
 /* Warm pools: size per template name (0 = none). */

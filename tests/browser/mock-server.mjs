@@ -55,6 +55,7 @@ export function createMock() {
         streams: new Set(),
         seq: 4,
         log: [],
+        shotQueries: [], // the query of every GET .../screenshot, as carreld would see it
     };
 
     function send(res, status, body, headers = {}) {
@@ -240,6 +241,12 @@ export function createMock() {
             await new Promise((r) => setTimeout(r, 2500));
             return send(res, 200, { added: [{ path: '/home/user/new.txt', type: 'file', size: 10, mode: '0644' }],
                 changed: [{ path: '/home/user/.bash_history', type: 'file', size: 300, mode: '0600' }], removed: [] });
+        }
+        if (sub === 'screenshot') {
+            state.shotQueries.push(url.search);
+            // As carreld: a screenshot is a timeline event unless it is a viewer's thumbnail.
+            if (url.searchParams.get('thumbnail') !== '1')
+                addEvent(s.id, 'action', 'screenshot', null, null);
         }
         if (sub === 'screenshot' || sub.startsWith('screenshots/')) {
             const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="320" height="240"><rect width="320" height="240" fill="#3a6ea5"/>` +

@@ -62,6 +62,9 @@ try {
         }, null, { timeout: 5000 });
         return page.isVisible('tr[data-id="s-111122223333"] .placeholder');
     });
+    check('the list asks for thumbnails, which are neither kept nor timeline events',
+        state.shotQueries.length > 0 && state.shotQueries.every((q) => new URLSearchParams(q).get('thumbnail') === '1'),
+        JSON.stringify(state.shotQueries));
     await step('the pending approvals count links to the approvals page', async () => {
         await page.waitForFunction(() => document.getElementById('approval-count').textContent === '1', null, { timeout: 5000 });
         return (await page.getAttribute('#approvals-link', 'href')) === '/approvals.html';

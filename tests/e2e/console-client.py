@@ -16,6 +16,9 @@ usage: console-client.py URL TOKEN SESSION SCENARIO
   refusals handshakes without cookie, with a foreign origin, with an unknown ticket
   type TEXT  main + inputs channels, then TEXT typed as SPICE key events (dropped by the proxy
            unless the viewer holds the control lease); prints key=value words
+  stuck S  main + a drawing display channel whose viewer acks every message blindly and reads
+           nothing for up to S seconds (a frozen or hostile page); prints key=value words
+           (closed=yes once the proxy closed it)
 
 bench/console imports it: spice_channel (through the proxy) and tcp_channel (straight to QEMU's
 SPICE port) link and authenticate with the same code.
@@ -424,11 +427,43 @@ def scenario_type(api, session, text):
     print(" ".join("%s=%s" % kv for kv in sorted(out.items())))
 
 
+def scenario_stuck(api, session, seconds):
+    """SPICE's message window stops spice-server when a viewer stops acking; a viewer that acks
+    without reading does not stop it, so only the proxy's flow control bounds what waits for
+    that viewer. The proxy stops reading the display's SPICE connection at its bound and closes
+    the viewer once it took nothing for its stall time (30 s)."""
+    out = {}
+    t = api.ticket(session)
+    main, stream, out["link"], out["auth"] = spice_channel(api, t["ticket"], t["password"],
+                                                           SPICE_CHANNEL_MAIN)
+    conn_id = main_init_session(main, stream)
+    disp, disp_stream, _, out["display_auth"] = spice_channel(
+        api, t["ticket"], t["password"], SPICE_CHANNEL_DISPLAY, conn_id)
+    out["display"] = display_start(disp, disp_stream)
+    disp.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    out["closed"] = "no"
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            disp.send(struct.pack("<HI", 2, 0))  # SPICE_MSGC_ACK, for messages never read
+        except OSError:
+            out["closed"] = "yes"
+            break
+        time.sleep(0.01)
+    out["seconds"] = int(seconds - (deadline - time.time()))
+    disp.close()
+    main.close()
+    print(" ".join("%s=%s" % kv for kv in sorted(out.items())))
+
+
 def main():
     url, token, session, scenario = sys.argv[1:5]
     api = Api(url, token)
     if scenario == "type":
         scenario_type(api, session, sys.argv[5])
+        return
+    if scenario == "stuck":
+        scenario_stuck(api, session, float(sys.argv[5]))
         return
     {"link": scenario_link, "expired": scenario_expired, "badpw": scenario_badpw, "abrupt": scenario_abrupt,
      "orders": scenario_orders, "refusals": scenario_refusals}[scenario](api, session)

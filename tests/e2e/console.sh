@@ -50,6 +50,37 @@ console_keys() {
     carrel exec "$s" -- pkill -f 'xinput test-xi2' >/dev/null 2>&1
 }
 
+# vm_rss_kib PID: a process's resident memory now (KiB).
+vm_rss_kib() {
+    awk '/^VmRSS:/ {print $2}' "/proc/$1/status"
+}
+
+# console_stuck SESSION: a display viewer that acks blindly and never reads, while the guest's
+# screen changes all the time (scrolling random text): the proxy stops reading SPICE at its
+# 4 MiB bound, carreld's memory does not grow with the screen, and the viewer is closed after
+# the 30 s stall time; QEMU keeps running and the console works again afterwards.
+console_stuck() {
+    local s="$1" out before after
+    carrel exec "$s" -- env DISPLAY=:0 sh -c \
+        'setsid xterm -geometry 160x50+0+0 -e sh -c "base64 /dev/urandom" </dev/null \
+            >/dev/null 2>&1 &' >/dev/null
+    sleep 2
+    before="$(vm_rss_kib "$DAEMON_PID")"
+    out="$(console_client "$s" stuck 90 2>&1)"
+    after="$(vm_rss_kib "$DAEMON_PID")"
+    echo "console stuck viewer: $out (carreld VmRSS $before -> $after KiB)"
+    carrel exec "$s" -- pkill -f 'base64 /dev/urandom' >/dev/null 2>&1
+    check "a viewer that reads nothing: its display drew first" grep -qw 'display=shown' <<<"$out"
+    check "...and the proxy closed it (stalled)" grep -qw 'closed=yes' <<<"$out"
+    check "...saying why, in carreld's log" grep -q 'the viewer took nothing' "$DAEMON_LOG"
+    check "...while carreld's memory grew by less than 64 MiB" \
+        test "$((after - before))" -lt 65536
+    sleep 3
+    check_eq "...and QEMU still runs" "running" "$("${VIRSH[@]}" domstate "carrel-$s" 2>&1)"
+    out="$(console_client "$s" link 2>&1)"
+    check "...and the console links again" grep -qw 'display=shown' <<<"$out"
+}
+
 # console_checks SESSION_ID
 console_checks() {
     local s="$1" out vv
@@ -111,4 +142,5 @@ console_checks() {
     check_eq "all channels closed in any order, main first or last, mid-frame (auths)" \
         "0/000 0/000 0/000 0/000 0/000" "$(console_client "$s" orders 2>&1)"
     check_eq "...do not crash QEMU either" "running" "$("${VIRSH[@]}" domstate "carrel-$s" 2>&1)"
+    console_stuck "$s"
 }

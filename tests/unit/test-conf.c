@@ -222,14 +222,27 @@ test_screenshot_request(void **state)
     const char *jpeg[] = {"format", "jpeg", "quality", "55", "region", "1,2,30,40", NULL};
     const char *edge[] = {"max_edge", "1024", NULL};
     const char *bad[][5] = {
-        {"format", "gif", NULL},      {"quality", "0", NULL},
-        {"quality", "101", NULL},     {"scale", "0", NULL},
-        {"scale", "5", NULL},         {"scale", "nan", NULL},
-        {"scale", "0.5x", NULL},      {"region", "1,2,3", NULL},
-        {"region", "0,0,0,10", NULL}, {"region", "-1,0,10,10", NULL},
-        {"max_edge", "8", NULL},      {"scale", "0.5", "max_edge", "100", NULL},
+        {"format", "gif", NULL},
+        {"quality", "0", NULL},
+        {"quality", "101", NULL},
+        {"scale", "0", NULL},
+        {"scale", "5", NULL},
+        {"scale", "nan", NULL},
+        {"scale", "0.5x", NULL},
+        {"region", "1,2,3", NULL},
+        {"region", "0,0,0,10", NULL},
+        {"region", "-1,0,10,10", NULL},
+        {"max_edge", "8", NULL},
+        {"scale", "0.5", "max_edge", "100", NULL},
         {"colour", "red", NULL},
+        {"thumbnail", "yes", NULL},
+        {"thumbnail", "1", "scale", "0.5", NULL},
+        {"thumbnail", "1", "region", "0,0,10,10", NULL},
     };
+    const char *thumb[] = {"thumbnail", "1", "format", "jpeg", NULL};
+    const char *big_thumb[] = {"thumbnail", "true", "max_edge", "4000", NULL};
+    const char *small_thumb[] = {"thumbnail", "1", "max_edge", "100", NULL};
+    const char *no_thumb[] = {"thumbnail", "0", NULL};
     CarrelScreenshotRequest req;
     g_autoptr(GError) error = NULL;
 
@@ -244,6 +257,18 @@ test_screenshot_request(void **state)
     assert_int_equal(req.region[3], 40);
     assert_true(shot_parse(edge, &req, NULL));
     assert_int_equal(req.max_edge, 1024);
+    assert_false(req.thumbnail);
+    /* A thumbnail is small: max_edge defaults to, and is capped at, the thumbnail's edge. */
+    assert_true(shot_parse(thumb, &req, NULL));
+    assert_true(req.thumbnail && req.jpeg);
+    assert_int_equal(req.max_edge, CARREL_THUMBNAIL_EDGE);
+    assert_true(shot_parse(big_thumb, &req, NULL));
+    assert_int_equal(req.max_edge, CARREL_THUMBNAIL_EDGE);
+    assert_true(shot_parse(small_thumb, &req, NULL));
+    assert_int_equal(req.max_edge, 100);
+    assert_true(shot_parse(no_thumb, &req, NULL));
+    assert_false(req.thumbnail);
+    assert_int_equal(req.max_edge, 0);
     for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
         if (shot_parse(bad[i], &req, &error))
             fail_msg("accepted case %u", i);

@@ -22,13 +22,15 @@ function live(state) {
 }
 
 // The screenshot route takes no cache-busting parameter: fetch it uncached, show it as a blob.
+// thumbnail=1: a glance for this list, neither kept on the timeline nor counted as activity
+// (a list left open must not keep sessions from their idle timeout).
 async function loadThumb(row) {
     const img = row.img;
     if (!img || row.loading)
         return;
     row.loading = true;
     try {
-        const resp = await fetch('/v1/sessions/' + seg(row.session.id) + '/screenshot?format=jpeg&max_edge=320',
+        const resp = await fetch('/v1/sessions/' + seg(row.session.id) + '/screenshot?format=jpeg&max_edge=320&thumbnail=1',
             { cache: 'no-store', credentials: 'same-origin' });
         if (resp.status === 401)
             goLogin();
