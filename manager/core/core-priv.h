@@ -31,6 +31,7 @@ struct _CarrelManager {
     GHashTable *busy;           /* session id or "template:<name>" -> operation name */
     GHashTable *jobs;           /* job id -> CarrelJob */
     GHashTable *hid_states;     /* session id -> CarrelHidState, guarded by lock */
+    GHashTable *creating;       /* token id -> creates and forks running (guint), lock */
     GThread *watch_thread;
     GMutex watch_lock; /* guards watch_stop, with watch_cond */
     GCond watch_cond;
@@ -96,6 +97,13 @@ CarrelHidState *carrel_manager_hid_state(CarrelManager *mgr, const char *session
  * its JSON output (untrusted: bounded, must be an object) is returned. */
 JsonNode *carrel_manager_run_helper(CarrelManager *mgr, const char *domain,
                                     const CarrelAction *action, GError **error);
+
+/* [limits] (core-limits.c): before a create or fork of count sessions by who, RATE_LIMITED
+ * when who already owns too many sessions or runs too many creates and forks; else counts one
+ * more running until carrel_manager_limits_leave. Admins and carreld are not limited. */
+gboolean carrel_manager_limits_enter(CarrelManager *mgr, const CarrelPrincipal *who, guint count,
+                                     GError **error);
+void carrel_manager_limits_leave(CarrelManager *mgr, const CarrelPrincipal *who);
 
 /* Marks key busy with op; BUSY naming the running op when it already is (callers may retry). */
 gboolean carrel_manager_mark_busy(CarrelManager *mgr, const char *key, const char *op,

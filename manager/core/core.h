@@ -44,6 +44,9 @@ const char *carrel_manager_get_instance_id(CarrelManager *mgr);
 CarrelHypervisor *carrel_manager_get_hypervisor(CarrelManager *mgr);
 CarrelAccel carrel_manager_get_accel(CarrelManager *mgr);
 const char *carrel_manager_get_accel_reason(CarrelManager *mgr);
+/* The [limits] of who's token (the default policy's), or NULL when who is not limited (admins:
+ * they can mint tokens anyway; carreld itself). The API applies rate and burst; core the rest. */
+const CarrelLimits *carrel_manager_limits_for(CarrelManager *mgr, const CarrelPrincipal *who);
 
 /* What reconcile did, for the daemon's log. */
 typedef struct {

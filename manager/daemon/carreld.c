@@ -38,6 +38,9 @@ typedef struct {
     gboolean test_hooks;
     gboolean probe_accel;
     int agent_timeout_s;
+    int api_threads[3]; /* --api-quick-threads, --api-long-threads, --api-exec-threads; 0: default
+                         */
+    int api_queue;      /* --api-queue; 0: default */
     GSocketAddress *listen_address; /* --listen, checked */
     GTlsCertificate *tls;           /* --tls-cert with --tls-key, loaded */
 } Options;
@@ -381,6 +384,18 @@ parse_options(int argc, char **argv, Options *opts, GError **error)
          NULL},
         {"agent-timeout", 0, 0, G_OPTION_ARG_INT, &opts->agent_timeout_s,
          "Seconds to wait for a guest agent (default 300)", "S"},
+        {"api-quick-threads", 0, 0, G_OPTION_ARG_INT, &opts->api_threads[0],
+         "Threads of the API's quick requests: reads and short calls (default 8)", "N"},
+        {"api-long-threads", 0, 0, G_OPTION_ARG_INT, &opts->api_threads[1],
+         "Threads of long VM operations: create, start, stop, snapshot, revert, fork, hibernate, "
+         "destroy, template build and warm, extract (default 4)",
+         "N"},
+        {"api-exec-threads", 0, 0, G_OPTION_ARG_INT, &opts->api_threads[2],
+         "Threads of exec, files, screenshots and computer use (default 16)", "N"},
+        {"api-queue", 0, 0, G_OPTION_ARG_INT, &opts->api_queue,
+         "Requests of one class that may wait for a thread; more get 503 with Retry-After "
+         "(default 64). GET /v1/healthz needs no thread",
+         "N"},
         {NULL},
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new("- the carrel daemon");
@@ -582,9 +597,30 @@ listen_tcp(CarrelApi *api, const Options *opts, GError **error)
     return TRUE;
 }
 
+/* --api-*-threads and --api-queue over the defaults (a negative value is out of range). */
+static gboolean
+set_pool_sizes(CarrelApi *api, const Options *opts, GError **error)
+{
+    CarrelApiPoolSizes sizes = CARREL_API_POOL_SIZES_DEFAULT;
+    guint *threads[] = {&sizes.quick, &sizes.long_ops, &sizes.exec};
+
+    for (guint i = 0; i < G_N_ELEMENTS(threads); i++)
+        if (opts->api_threads[i])
+            *threads[i] = (guint)opts->api_threads[i];
+    if (opts->api_queue)
+        sizes.queue = (guint)opts->api_queue;
+    if (!carrel_api_set_pool_sizes(api, &sizes, error)) {
+        g_prefix_error(error, "--api-*-threads, --api-queue: ");
+        return FALSE;
+    }
+    return TRUE;
+}
+
 static gboolean
 start_api(CarrelApi *api, const Options *opts, GError **error)
 {
+    if (!set_pool_sizes(api, opts, error))
+        return FALSE;
     carrel_api_set_web(api, opts->web_dir, opts->spice_dir, opts->test_hooks);
     if (opts->test_hooks)
         g_warning("test hooks are enabled: this daemon is for tests only");

@@ -18,7 +18,8 @@ CarrelPolicy *carrel_policy_new_default(void);
  * [timeouts] ttl_s=, idle_timeout_s=, on_expiry=destroy|stop|hibernate|pause;
  * [network] mode=none|allowlist|open, allow=, deny=, ask= (NAME, *.NAME, NAME:PORT, comma-
  * separated), ask_timeout_s=;
- * [roles] agent.OPERATION=yes|own|no, reviewer.OPERATION=... (the role matrix's overrides). */
+ * [roles] agent.OPERATION=yes|own|no, reviewer.OPERATION=... (the role matrix's overrides);
+ * [limits] sessions=, creates=, rate=, burst= (per token). */
 CarrelPolicy *carrel_policy_load_data(const char *data, gsize len, GError **error);
 
 void carrel_policy_free(CarrelPolicy *policy);
@@ -101,6 +102,11 @@ const CarrelPolicy *carrel_policy_set_lookup(const CarrelPolicySet *set, const c
 const CarrelPolicy *carrel_policy_set_get_default(const CarrelPolicySet *set);
 /* Every policy, sorted by name (borrowed: the set owns them). */
 GPtrArray *carrel_policy_set_list(const CarrelPolicySet *set);
+
+/* [limits] sessions=, creates=, rate=, burst=: what one non-admin token may use (defaults 64
+ * sessions, 8 creates or forks at once, 50 requests per second with bursts of 200). Like
+ * [roles], carreld's: read from default.policy only. */
+const CarrelLimits *carrel_policy_limits(const CarrelPolicy *policy);
 
 /* Decides whether a session of that size may be created; POLICY_DENIED says which limit. */
 gboolean carrel_policy_check_resources(const CarrelPolicy *policy, guint vcpus, guint memory_mib,

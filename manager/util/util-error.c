@@ -19,6 +19,8 @@ static const char *const error_names[CARREL_ERROR_LAST] = {
     [CARREL_ERROR_STORE] = "store_error",
     [CARREL_ERROR_INTERNAL] = "internal",
     [CARREL_ERROR_BUSY] = "busy",
+    [CARREL_ERROR_RATE_LIMITED] = "rate_limited",
+    [CARREL_ERROR_OVERLOADED] = "overloaded",
 };
 
 const char *
