@@ -8,7 +8,8 @@ JsonNode *
 carrel_api_session_json(CarrelManager *mgr, const CarrelPrincipal *who, const CarrelSession *s)
 {
     JsonNode *node = carrel_session_to_json(s);
-    g_autoptr(JsonNode) lease = carrel_manager_lease_get(mgr, who, s->id, NULL);
+    /* s came from core, which decided that who may see it. */
+    g_autoptr(JsonNode) lease = carrel_manager_lease_of(mgr, s);
     JsonObject *l = lease ? json_node_get_object(lease) : NULL;
 
     if (l && !json_object_get_null_member(l, "holder"))

@@ -46,6 +46,18 @@ carrel_manager_lease_get(CarrelManager *mgr, const CarrelPrincipal *who, const c
     return lease_json(holder_id, holder, since);
 }
 
+JsonNode *
+carrel_manager_lease_of(CarrelManager *mgr, const CarrelSession *session)
+{
+    g_autofree char *holder_id = NULL;
+    g_autofree char *holder = NULL;
+    gint64 since = 0;
+
+    if (!carrel_store_lease_get(mgr->store, session->id, &holder_id, &holder, &since, NULL))
+        return NULL;
+    return lease_json(holder_id, holder, since);
+}
+
 void
 carrel_manager_lease_holder(CarrelManager *mgr, const char *session_id, char **ret_holder_id,
                             char **ret_holder_label)

@@ -149,6 +149,10 @@ JsonNode *carrel_manager_lease_take(CarrelManager *mgr, const CarrelPrincipal *w
                                     const char *id_or_name, GError **error);
 JsonNode *carrel_manager_lease_release(CarrelManager *mgr, const CarrelPrincipal *who,
                                        const char *id_or_name, GError **error);
+/* The lease of a session its caller read through core already (a get or a list, which decided
+ * who may see it): one read, without a second decision per session of a list. NULL when the
+ * store cannot say. */
+JsonNode *carrel_manager_lease_of(CarrelManager *mgr, const CarrelSession *session);
 /* The holder's token id and name (NULLs when nobody holds it or the session is unknown). */
 void carrel_manager_lease_holder(CarrelManager *mgr, const char *session_id, char **ret_holder_id,
                                  char **ret_holder_label);
