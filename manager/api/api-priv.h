@@ -220,6 +220,7 @@ JsonNode *carrel_api_session_json(CarrelManager *mgr, const CarrelPrincipal *who
 typedef struct {
     CarrelManager *mgr;
     const CarrelPrincipal *who;
+    GHashTable *leases; /* carrel_manager_leases, read once for the list; NULL: one per item */
 } CarrelApiView;
 /* {member: [to_json(item, data) for each item]}, the shape of every list the API returns. */
 typedef JsonNode *(*CarrelApiItemJson)(gpointer item, gpointer data);

@@ -212,7 +212,8 @@ get_sessions(CarrelApiRequest *req, GError **error)
     const char *all_flag = carrel_api_query(req, "all");
     gboolean all = all_flag && (g_str_equal(all_flag, "1") || g_str_equal(all_flag, "true"));
     g_autoptr(GPtrArray) sessions = carrel_manager_session_list(req->mgr, req->who, all, error);
-    CarrelApiView view = {req->mgr, req->who};
+    g_autoptr(GHashTable) leases = sessions ? carrel_manager_leases(req->mgr) : NULL;
+    CarrelApiView view = {req->mgr, req->who, leases};
 
     return sessions ? carrel_api_reply_ok(
                           carrel_api_list_of("sessions", sessions, carrel_api_session_item, &view))

@@ -153,6 +153,9 @@ JsonNode *carrel_manager_lease_release(CarrelManager *mgr, const CarrelPrincipal
  * who may see it): one read, without a second decision per session of a list. NULL when the
  * store cannot say. */
 JsonNode *carrel_manager_lease_of(CarrelManager *mgr, const CarrelSession *session);
+/* Every lease held, as for carrel_manager_lease_of: session id -> {holder, holder_id, since},
+ * for a list of sessions read through core; NULL when the store cannot say. */
+GHashTable *carrel_manager_leases(CarrelManager *mgr);
 /* The holder's token id and name (NULLs when nobody holds it or the session is unknown). */
 void carrel_manager_lease_holder(CarrelManager *mgr, const char *session_id, char **ret_holder_id,
                                  char **ret_holder_label);
