@@ -28,6 +28,8 @@ source "$(dirname "$0")/egress.sh"
 source "$(dirname "$0")/install.sh"
 # shellcheck source=tests/e2e/sdk.sh
 source "$(dirname "$0")/sdk.sh"
+# shellcheck source=tests/e2e/fairness.sh
+source "$(dirname "$0")/fairness.sh"
 trap 'finish; exit $?' EXIT
 
 start_daemon || exit 1
@@ -191,6 +193,8 @@ snapshot_checks
 snapshot_crash_checks
 timeout_checks
 pool_checks
+# Request classes: health and reads answer beside long execs and creates.
+fairness_checks
 
 # A guest without carrel's tools or a guest agent (here: tiny's image booted into a bare shell)
 # is ready once its screen shows something and holds still.
