@@ -103,6 +103,9 @@ guint carrel_api_reply_get_status(const CarrelApiReply *reply);
 const char *carrel_api_reply_get_header(const CarrelApiReply *reply, const char *name);
 /* The JSON of a JSON reply (borrowed), else NULL. */
 JsonNode *carrel_api_reply_get_json(const CarrelApiReply *reply);
+/* Makes a JSON reply's text now (in a worker thread), so that writing it on the main loop only
+ * copies bytes; other kinds have nothing to make. */
+void carrel_api_reply_render(CarrelApiReply *reply);
 /* Writes reply on msg: status, headers and body, or starts the stream (main loop only). */
 void carrel_api_reply_write(CarrelApiReply *reply, CarrelApi *api, SoupServerMessage *msg);
 

@@ -15,7 +15,7 @@ struct _CarrelApiReply {
     guint status;
     GArray *headers;      /* of Header, in the order added */
     JsonNode *json;       /* JSON */
-    GBytes *bytes;        /* BYTES */
+    GBytes *bytes;        /* BYTES; JSON: its text once rendered */
     char *content_type;   /* BYTES */
     char *filename;       /* BYTES: sent as an attachment of this name */
     CarrelPrincipal *who; /* STREAM: whom the stream shows things to */
@@ -199,6 +199,13 @@ write_attachment(SoupMessageHeaders *out, const char *filename)
 }
 
 void
+carrel_api_reply_render(CarrelApiReply *reply)
+{
+    if (reply->kind == CARREL_API_REPLY_JSON && !reply->bytes)
+        reply->bytes = json_bytes(reply->json);
+}
+
+void
 carrel_api_reply_write(CarrelApiReply *reply, CarrelApi *api, SoupServerMessage *msg)
 {
     SoupMessageHeaders *out = soup_server_message_get_response_headers(msg);
@@ -212,7 +219,7 @@ carrel_api_reply_write(CarrelApiReply *reply, CarrelApi *api, SoupServerMessage 
     switch (reply->kind) {
     case CARREL_API_REPLY_JSON:
         soup_server_message_set_status(msg, reply->status, NULL);
-        json = json_bytes(reply->json);
+        json = reply->bytes ? g_bytes_ref(reply->bytes) : json_bytes(reply->json);
         set_body(msg, "application/json", json);
         break;
     case CARREL_API_REPLY_BYTES:

@@ -112,6 +112,8 @@ run_handler(Exchange *ex)
         if (g_error_matches(error, CARREL_ERROR, CARREL_ERROR_RATE_LIMITED))
             carrel_api_reply_add_header(ex->reply, "Retry-After", CORE_RETRY_AFTER_S);
     }
+    /* Long lists are serialized here, not on the main loop that health is answered on. */
+    carrel_api_reply_render(ex->reply);
 }
 
 /* Back on the main loop: the reply goes out (libsoup is not thread-safe). */
