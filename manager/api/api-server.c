@@ -21,6 +21,7 @@ typedef struct {
     const CarrelApiRoute *route;
     gint64 started;
     CarrelApiReply *reply;
+    GMainContext *context; /* the API's, held: a worker finishing at exit never reads api */
 } Exchange;
 
 static void
@@ -49,6 +50,7 @@ exchange_free(Exchange *ex)
     g_clear_pointer(&ex->req, request_free);
     g_clear_pointer(&ex->reply, carrel_api_reply_free);
     g_clear_object(&ex->msg);
+    g_clear_pointer(&ex->context, g_main_context_unref);
     g_free(ex);
 }
 
@@ -138,7 +140,7 @@ pool_run(gpointer item, gpointer user_data)
 
     run_handler(ex);
     g_source_set_callback(done, on_handler_done, ex, NULL);
-    g_source_attach(done, ex->api->context);
+    g_source_attach(done, ex->context);
 }
 
 static char *
@@ -288,6 +290,7 @@ exchange_new(CarrelApi *api, SoupServerMessage *msg, GHashTable *query)
     GUri *uri = soup_server_message_get_uri(msg);
 
     ex->api = api;
+    ex->context = g_main_context_ref(api->context);
     ex->msg = g_object_ref(msg);
     ex->started = g_get_monotonic_time();
     ex->req = g_new0(CarrelApiRequest, 1);
