@@ -4,11 +4,10 @@
  */
 #include "api/api-priv.h"
 
-JsonNode *
-carrel_api_session_json(CarrelManager *mgr, const CarrelPrincipal *who, const CarrelSession *s)
+/* "control": the lease while someone holds it, else null. */
+static JsonNode *
+with_control(JsonNode *node, JsonNode *lease)
 {
-    JsonNode *node = carrel_session_to_json(s);
-    g_autoptr(JsonNode) lease = carrel_manager_lease_get(mgr, who, s->id, NULL);
     JsonObject *l = lease ? json_node_get_object(lease) : NULL;
 
     if (l && !json_object_get_null_member(l, "holder"))
@@ -16,6 +15,15 @@ carrel_api_session_json(CarrelManager *mgr, const CarrelPrincipal *who, const Ca
     else
         json_object_set_null_member(json_node_get_object(node), "control");
     return node;
+}
+
+JsonNode *
+carrel_api_session_json(CarrelManager *mgr, const CarrelPrincipal *who, const CarrelSession *s)
+{
+    /* s came from core, which decided that who may see it. */
+    g_autoptr(JsonNode) lease = carrel_manager_lease_of(mgr, s);
+
+    return with_control(carrel_session_to_json(s), lease);
 }
 
 JsonNode *
@@ -37,8 +45,11 @@ JsonNode *
 carrel_api_session_item(gpointer session, gpointer view)
 {
     CarrelApiView *v = view;
+    const CarrelSession *s = session;
 
-    return carrel_api_session_json(v->mgr, v->who, session);
+    if (!v->leases)
+        return carrel_api_session_json(v->mgr, v->who, s);
+    return with_control(carrel_session_to_json(s), g_hash_table_lookup(v->leases, s->id));
 }
 
 JsonNode *

@@ -93,3 +93,67 @@ carrel_api_limiter_fail(CarrelApiLimiter *limiter, const char *source, gint64 no
     }
     w->failures++;
 }
+
+/*
+ * Requests per token: a token bucket of burst requests, refilled at rate per second. A client
+ * may send burst requests at once, then rate per second; beyond, 429 with Retry-After.
+ */
+gboolean
+carrel_api_bucket_take(CarrelApiBucket *bucket, guint rate, guint burst, gint64 now_us,
+                       guint *ret_retry_s)
+{
+    gint64 elapsed_us = now_us - bucket->last_us;
+
+    *ret_retry_s = 0;
+    if (bucket->last_us == 0) {
+        bucket->tokens = burst;
+    } else if (elapsed_us > 0) {
+        bucket->tokens = MIN((double)burst, bucket->tokens + (double)elapsed_us * rate / 1e6);
+    }
+    bucket->last_us = MAX(bucket->last_us, now_us);
+    if (bucket->tokens >= 1.0) {
+        bucket->tokens -= 1.0;
+        return TRUE;
+    }
+    /* The whole seconds until one request's worth has come back (at least 1). */
+    *ret_retry_s = MAX(1u, (guint)((1.0 - bucket->tokens) / rate + 0.999999));
+    return FALSE;
+}
+
+struct _CarrelApiRates {
+    GHashTable *buckets; /* token id -> CarrelApiBucket */
+};
+
+CarrelApiRates *
+carrel_api_rates_new(void)
+{
+    CarrelApiRates *rates = g_new0(CarrelApiRates, 1);
+
+    rates->buckets = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    return rates;
+}
+
+void
+carrel_api_rates_free(CarrelApiRates *rates)
+{
+    if (!rates)
+        return;
+    g_hash_table_unref(rates->buckets);
+    g_free(rates);
+}
+
+gboolean
+carrel_api_rates_take(CarrelApiRates *rates, const char *key, guint rate, guint burst,
+                      gint64 now_us, guint *ret_retry_s)
+{
+    CarrelApiBucket *bucket = g_hash_table_lookup(rates->buckets, key);
+
+    if (!bucket) {
+        /* Tokens are few (each is made by an admin), but forget them all rather than grow. */
+        if (g_hash_table_size(rates->buckets) >= LIMITER_SOURCES_MAX)
+            g_hash_table_remove_all(rates->buckets);
+        bucket = g_new0(CarrelApiBucket, 1);
+        g_hash_table_insert(rates->buckets, g_strdup(key), bucket);
+    }
+    return carrel_api_bucket_take(bucket, rate, burst, now_us, ret_retry_s);
+}

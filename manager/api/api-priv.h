@@ -3,8 +3,27 @@
 
 #include "api/api.h"
 
+/* How a request is run (api-pool.c): each class has its own threads and bounded queue. */
+typedef enum {
+    CARREL_API_CLASS_BY_OP,  /* the route table's default: the class of the route's operation */
+    CARREL_API_CLASS_INLINE, /* answered on the main loop, so it must never block (health) */
+    CARREL_API_CLASS_QUICK,  /* reads and short calls */
+    CARREL_API_CLASS_LONG,   /* VM operations: boots, saves, restores, copies */
+    CARREL_API_CLASS_EXEC,   /* what waits on the guest: exec, files, screenshots, input */
+    CARREL_API_CLASS_LAST
+} CarrelApiClass;
+
+typedef struct _CarrelApiPools CarrelApiPools;
+
 struct _CarrelApi {
     SoupServer *server;
+    GMainContext *context;         /* where replies are written (the one carrel_api_new ran in) */
+    CarrelApiPools *pools;         /* the request classes' worker pools (api-pool.c) */
+    struct _CarrelApiRates *rates; /* requests per token (api-limit.c), main loop only */
+    GMutex hold_lock;              /* the test hook's gate (api-hold.c) */
+    GCond hold_cond;
+    gboolean hold_closed;
+    guint hold_waiting;
     CarrelManager *mgr;
     char *version_info;
     gint in_flight;
@@ -97,6 +116,9 @@ guint carrel_api_reply_get_status(const CarrelApiReply *reply);
 const char *carrel_api_reply_get_header(const CarrelApiReply *reply, const char *name);
 /* The JSON of a JSON reply (borrowed), else NULL. */
 JsonNode *carrel_api_reply_get_json(const CarrelApiReply *reply);
+/* Makes a JSON reply's text now (in a worker thread), so that writing it on the main loop only
+ * copies bytes; other kinds have nothing to make. */
+void carrel_api_reply_render(CarrelApiReply *reply);
 /* Writes reply on msg: status, headers and body, or starts the stream (main loop only). */
 void carrel_api_reply_write(CarrelApiReply *reply, CarrelApi *api, SoupServerMessage *msg);
 
@@ -147,6 +169,7 @@ typedef struct {
     CarrelOp op;
     CarrelApiRouteFlags flags;
     const CarrelApiBodyType *body; /* the typed request of its JSON body, or NULL */
+    CarrelApiClass klass;          /* left out (BY_OP): the class of op */
 } CarrelApiRoute;
 
 /* The route table (api-routes.c), terminated by a NULL method. */
@@ -225,6 +248,7 @@ JsonNode *carrel_api_session_json(CarrelManager *mgr, const CarrelPrincipal *who
 typedef struct {
     CarrelManager *mgr;
     const CarrelPrincipal *who;
+    GHashTable *leases; /* carrel_manager_leases, read once for the list; NULL: one per item */
 } CarrelApiView;
 /* {member: [to_json(item, data) for each item]}, the shape of every list the API returns. */
 typedef JsonNode *(*CarrelApiItemJson)(gpointer item, gpointer data);
@@ -286,3 +310,45 @@ void carrel_api_limiter_fail(CarrelApiLimiter *limiter, const char *source, gint
  * says "too many failed logins" and when to try again (Retry-After). */
 CarrelApiReply *carrel_api_login_limit_reply(CarrelApi *api, const char *source);
 void carrel_api_count_failed_login(CarrelApi *api, const char *source);
+
+/* api-limit.c: requests per token, a token bucket ([limits] rate and burst). Pure: the time is
+ * the caller's. A new bucket (all zero) starts full. */
+typedef struct {
+    double tokens;
+    gint64 last_us;
+} CarrelApiBucket;
+/* TRUE when one request may go now (and takes it); else *ret_retry_s > 0 says when. */
+gboolean carrel_api_bucket_take(CarrelApiBucket *bucket, guint rate, guint burst, gint64 now_us,
+                                guint *ret_retry_s);
+/* The buckets of every token, by key (main loop only: no lock). */
+typedef struct _CarrelApiRates CarrelApiRates;
+CarrelApiRates *carrel_api_rates_new(void);
+void carrel_api_rates_free(CarrelApiRates *rates);
+gboolean carrel_api_rates_take(CarrelApiRates *rates, const char *key, guint rate, guint burst,
+                               gint64 now_us, guint *ret_retry_s);
+
+/* api-pool.c: request classes and their pools. */
+const char *carrel_api_class_to_string(CarrelApiClass klass);
+/* The class of an operation: every operation has one (a new one must be added here). */
+CarrelApiClass carrel_api_class_of_op(CarrelOp op);
+/* The class a request runs in: the route's, else its operation's; for POST /mcp, the class of
+ * the tool it calls (exec for bodies too big to look into on the main loop). */
+CarrelApiClass carrel_api_request_class(const CarrelApiRoute *route, const CarrelApiRequest *req);
+/* Pools of the QUICK, LONG and EXEC classes that call run(item, data), with the default sizes. */
+CarrelApiPools *carrel_api_pools_new(GFunc run, gpointer data, GError **error);
+gboolean carrel_api_pools_set_sizes(CarrelApiPools *pools, const CarrelApiPoolSizes *sizes,
+                                    GError **error);
+void carrel_api_pools_free(CarrelApiPools *pools);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelApiPools, carrel_api_pools_free)
+/* Queues item in klass's pool (main loop only); OVERLOADED with *ret_retry_s when the class
+ * already has its bound of requests waiting. */
+gboolean carrel_api_pools_push(CarrelApiPools *pools, CarrelApiClass klass, gpointer item,
+                               guint *ret_retry_s, GError **error);
+/* Requests of klass waiting for a thread. */
+guint carrel_api_pools_queued(CarrelApiPools *pools, CarrelApiClass klass);
+
+/* api-hold.c (test hooks): POST /v1/test/hold waits while the gate is closed (a long request
+ * that tests use to fill the long pool); POST /v1/test/gate {"closed": bool} closes or opens
+ * it and says how many holds wait and how many long requests are queued. */
+CarrelApiReply *carrel_api_post_test_hold(CarrelApiRequest *req, GError **error);
+CarrelApiReply *carrel_api_post_test_gate(CarrelApiRequest *req, GError **error);

@@ -24,7 +24,7 @@ struct _CarrelApiReply {
     guint status;
     GArray *headers;      /* of Header, in the order added */
     JsonNode *json;       /* JSON */
-    GBytes *bytes;        /* BYTES */
+    GBytes *bytes;        /* BYTES; JSON: its text once rendered */
     char *content_type;   /* BYTES */
     char *filename;       /* BYTES, FILE: sent as an attachment of this name */
     int fd;               /* FILE: the open file (-1 once the writer took it) */
@@ -313,6 +313,13 @@ write_file(CarrelApiReply *reply, SoupServerMessage *msg)
 }
 
 void
+carrel_api_reply_render(CarrelApiReply *reply)
+{
+    if (reply->kind == CARREL_API_REPLY_JSON && !reply->bytes)
+        reply->bytes = json_bytes(reply->json);
+}
+
+void
 carrel_api_reply_write(CarrelApiReply *reply, CarrelApi *api, SoupServerMessage *msg)
 {
     SoupMessageHeaders *out = soup_server_message_get_response_headers(msg);
@@ -326,7 +333,7 @@ carrel_api_reply_write(CarrelApiReply *reply, CarrelApi *api, SoupServerMessage 
     switch (reply->kind) {
     case CARREL_API_REPLY_JSON:
         soup_server_message_set_status(msg, reply->status, NULL);
-        json = json_bytes(reply->json);
+        json = reply->bytes ? g_bytes_ref(reply->bytes) : json_bytes(reply->json);
         set_body(msg, "application/json", json);
         break;
     case CARREL_API_REPLY_BYTES:

@@ -212,7 +212,8 @@ get_sessions(CarrelApiRequest *req, GError **error)
     const char *all_flag = carrel_api_query(req, "all");
     gboolean all = all_flag && (g_str_equal(all_flag, "1") || g_str_equal(all_flag, "true"));
     g_autoptr(GPtrArray) sessions = carrel_manager_session_list(req->mgr, req->who, all, error);
-    CarrelApiView view = {req->mgr, req->who};
+    g_autoptr(GHashTable) leases = sessions ? carrel_manager_leases(req->mgr) : NULL;
+    CarrelApiView view = {req->mgr, req->who, leases};
 
     return sessions ? carrel_api_reply_ok(
                           carrel_api_list_of("sessions", sessions, carrel_api_session_item, &view))
@@ -570,7 +571,9 @@ post_session_computer(CarrelApiRequest *req, GError **error)
 }
 
 const CarrelApiRoute carrel_api_routes[] = {
-    {"GET", "/v1/healthz", get_healthz, CARREL_OP_LAST, CARREL_API_ROUTE_PUBLIC, NULL},
+    /* Answered on the main loop: health never waits for a thread. */
+    {"GET", "/v1/healthz", get_healthz, CARREL_OP_LAST, CARREL_API_ROUTE_PUBLIC, NULL,
+     CARREL_API_CLASS_INLINE},
     {"POST", "/v1/login", carrel_api_post_login, CARREL_OP_AUTH_LOGIN, CARREL_API_ROUTE_PUBLIC,
      CARREL_API_BODY(carrel_login_request)},
     {"POST", "/v1/logout", carrel_api_post_logout, CARREL_OP_LAST, 0, NULL},
@@ -593,6 +596,10 @@ const CarrelApiRoute carrel_api_routes[] = {
      CARREL_API_BODY(carrel_decision_request)},
     {"POST", "/v1/test/approvals", carrel_api_post_test_approval, CARREL_OP_APPROVAL_REQUEST,
      CARREL_API_ROUTE_TEST_HOOK, CARREL_API_BODY(carrel_approval_ask)},
+    {"POST", "/v1/test/hold", carrel_api_post_test_hold, CARREL_OP_LAST, CARREL_API_ROUTE_TEST_HOOK,
+     NULL, CARREL_API_CLASS_LONG},
+    {"POST", "/v1/test/gate", carrel_api_post_test_gate, CARREL_OP_LAST, CARREL_API_ROUTE_TEST_HOOK,
+     NULL, CARREL_API_CLASS_INLINE},
     {"GET", "/v1/sessions/*/control", carrel_api_get_control, CARREL_OP_SESSION_READ, 0, NULL},
     {"POST", "/v1/sessions/*/control", carrel_api_post_control, CARREL_OP_CONTROL_TAKE, 0,
      CARREL_API_BODY(carrel_control_request)},

@@ -11,6 +11,8 @@
 /* Failed credentials a source may send in a window before it waits (429). */
 #define LOGIN_FAILURES_MAX 10
 #define LOGIN_WINDOW_S 60
+/* Retry-After of core's [limits] refusals (seconds, as the header says it). */
+#define CORE_RETRY_AFTER_S "5"
 
 typedef struct {
     CarrelApi *api;
@@ -19,6 +21,7 @@ typedef struct {
     const CarrelApiRoute *route;
     gint64 started;
     CarrelApiReply *reply;
+    GMainContext *context; /* the API's, held: a worker finishing at exit never reads api */
 } Exchange;
 
 static void
@@ -51,6 +54,7 @@ exchange_free(Exchange *ex)
     g_clear_pointer(&ex->req, request_free);
     g_clear_pointer(&ex->reply, carrel_api_reply_free);
     g_clear_object(&ex->msg);
+    g_clear_pointer(&ex->context, g_main_context_unref);
     g_free(ex);
 }
 
@@ -98,10 +102,10 @@ parse_typed(CarrelApiRequest *req, const CarrelApiRoute *route, GError **error)
     return req->typed != NULL;
 }
 
+/* Runs ex's handler (a worker thread, or the main loop for inline routes). */
 static void
-run_handler(GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
+run_handler(Exchange *ex)
 {
-    Exchange *ex = task_data;
     g_autoptr(GError) error = NULL;
 
     ex->reply =
@@ -111,12 +115,17 @@ run_handler(GTask *task, gpointer source, gpointer task_data, GCancellable *canc
             g_set_error(&error, CARREL_ERROR, CARREL_ERROR_INTERNAL, "route '%s %s' gave no reply",
                         ex->route->method, ex->route->pattern);
         ex->reply = carrel_api_reply_new_error(0, error);
+        /* Core's limits (sessions, creates) free up when something else ends: a guess. */
+        if (g_error_matches(error, CARREL_ERROR, CARREL_ERROR_RATE_LIMITED))
+            carrel_api_reply_add_header(ex->reply, "Retry-After", CORE_RETRY_AFTER_S);
     }
-    g_task_return_boolean(task, TRUE);
+    /* Long lists are serialized here, not on the main loop that health is answered on. */
+    carrel_api_reply_render(ex->reply);
 }
 
-static void
-on_handler_done(GObject *source, GAsyncResult *res, gpointer user_data)
+/* Back on the main loop: the reply goes out (libsoup is not thread-safe). */
+static gboolean
+on_handler_done(gpointer user_data)
 {
     Exchange *ex = user_data;
 
@@ -124,6 +133,19 @@ on_handler_done(GObject *source, GAsyncResult *res, gpointer user_data)
     soup_server_message_unpause(ex->msg);
     g_atomic_int_dec_and_test(&ex->api->in_flight);
     exchange_free(ex);
+    return G_SOURCE_REMOVE;
+}
+
+/* A worker of a class's pool. */
+static void
+pool_run(gpointer item, gpointer user_data)
+{
+    Exchange *ex = item;
+    g_autoptr(GSource) done = g_idle_source_new();
+
+    run_handler(ex);
+    g_source_set_callback(done, on_handler_done, ex, NULL);
+    g_source_attach(done, ex->context);
 }
 
 static char *
@@ -275,6 +297,7 @@ exchange_new(CarrelApi *api, SoupServerMessage *msg, GHashTable *query)
     GUri *uri = soup_server_message_get_uri(msg);
 
     ex->api = api;
+    ex->context = g_main_context_ref(api->context);
     ex->msg = g_object_ref(msg);
     ex->started = g_get_monotonic_time();
     ex->req = g_new0(CarrelApiRequest, 1);
@@ -292,6 +315,39 @@ exchange_new(CarrelApi *api, SoupServerMessage *msg, GHashTable *query)
     ex->req->cookie = carrel_api_cookie_get(msg);
     carrel_api_upload_spool_take(msg, ex->req);
     return ex;
+}
+
+/* A refusal with Retry-After: 429 for a token's limit, 503 for a full queue. */
+static CarrelApiReply *
+retry_later_reply(const GError *error, guint retry_s)
+{
+    CarrelApiReply *reply = carrel_api_reply_new_error(0, error);
+    g_autofree char *after = g_strdup_printf("%u", retry_s);
+
+    carrel_api_reply_add_header(reply, "Retry-After", after);
+    return reply;
+}
+
+/* The caller's token past its [limits] rate: 429 with Retry-After; NULL while it may go on. */
+static CarrelApiReply *
+rate_limit_reply(Exchange *ex)
+{
+    const CarrelLimits *limits;
+    g_autoptr(GError) error = NULL;
+    guint retry_s = 0;
+
+    /* The socket is root's alone (mode 0600), like the login limit: root can read the admin
+     * token anyway, so a limit there binds nothing. */
+    if (g_str_equal(ex->req->source, "unix") || !ex->req->who ||
+        !(limits = carrel_manager_limits_for(ex->api->mgr, ex->req->who)) ||
+        carrel_api_rates_take(ex->api->rates, ex->req->who->token_id, limits->rate, limits->burst,
+                              g_get_monotonic_time(), &retry_s))
+        return NULL;
+    g_set_error(&error, CARREL_ERROR, CARREL_ERROR_RATE_LIMITED,
+                "token '%s' sent more than [limits] rate %u requests per second (burst %u): "
+                "retry in %u s",
+                ex->req->who->label, limits->rate, limits->burst, retry_s);
+    return retry_later_reply(error, retry_s);
 }
 
 /* The route of ex's request, or NULL with the reply that refuses it. */
@@ -318,6 +374,8 @@ admit(Exchange *ex, CarrelApiReply **ret_refusal)
         *ret_refusal = carrel_api_reply_new_error(status, route_error);
         return NULL;
     }
+    if ((*ret_refusal = rate_limit_reply(ex)))
+        return NULL;
     if (!parse_body(ex, route, &error)) {
         *ret_refusal = carrel_api_reply_new_error(0, error);
         return NULL;
@@ -325,12 +383,30 @@ admit(Exchange *ex, CarrelApiReply **ret_refusal)
     return route;
 }
 
+/* Queues ex in its class's pool; the reply is sent when a worker is done with it. */
+static void
+dispatch(Exchange *ex, CarrelApiClass klass)
+{
+    g_autoptr(GError) error = NULL;
+    guint retry_s = 0;
+
+    g_atomic_int_inc(&ex->api->in_flight);
+    soup_server_message_pause(ex->msg);
+    if (carrel_api_pools_push(ex->api->pools, klass, ex, &retry_s, &error))
+        return;
+    g_atomic_int_dec_and_test(&ex->api->in_flight);
+    soup_server_message_unpause(ex->msg);
+    ex->reply = retry_s ? retry_later_reply(error, retry_s) : carrel_api_reply_new_error(0, error);
+    send_reply(ex);
+    exchange_free(ex);
+}
+
 static void
 handle_request(SoupServer *server, SoupServerMessage *msg, const char *path, GHashTable *query,
                gpointer user_data)
 {
     CarrelApi *api = user_data;
-    g_autoptr(GTask) task = NULL;
+    CarrelApiClass klass;
     Exchange *ex;
 
     if (!g_str_has_prefix(path, "/v1/") && !g_str_equal(path, "/mcp") &&
@@ -347,12 +423,15 @@ handle_request(SoupServer *server, SoupServerMessage *msg, const char *path, GHa
         exchange_free(ex);
         return;
     }
-    /* Handlers may block (boots take seconds): run them off the main loop. */
-    g_atomic_int_inc(&api->in_flight);
-    soup_server_message_pause(msg);
-    task = g_task_new(NULL, NULL, on_handler_done, ex);
-    g_task_set_task_data(task, ex, NULL);
-    g_task_run_in_thread(task, run_handler);
+    /* Handlers may block (boots take seconds): each class runs in its own bounded pool. */
+    klass = carrel_api_request_class(ex->route, ex->req);
+    if (klass != CARREL_API_CLASS_INLINE) {
+        dispatch(ex, klass);
+        return;
+    }
+    run_handler(ex);
+    send_reply(ex);
+    exchange_free(ex);
 }
 
 /* The body limit of the route a request goes to (the JSON limit when there is none). */
@@ -430,11 +509,20 @@ carrel_api_new(CarrelManager *mgr, const char *version_info, GError **error)
     g_mutex_init(&api->cookie_lock);
     api->login_limiter = carrel_api_limiter_new(LOGIN_FAILURES_MAX, LOGIN_WINDOW_S);
     api->streams = carrel_api_streams_new(0);
+    api->rates = carrel_api_rates_new();
+    g_mutex_init(&api->hold_lock);
+    g_cond_init(&api->hold_cond);
+    api->context = g_main_context_ref_thread_default();
     api->server = soup_server_new("server-header", header, NULL);
     g_signal_connect(api->server, "request-started", G_CALLBACK(on_request_started), NULL);
     soup_server_add_early_handler(api->server, NULL, check_request_size, api, NULL);
     soup_server_add_handler(api->server, NULL, handle_request, api, NULL);
     carrel_api_console_init(api);
+    api->pools = carrel_api_pools_new(pool_run, api, error);
+    if (!api->pools) {
+        carrel_api_free(api);
+        return NULL;
+    }
     return api;
 }
 
@@ -443,6 +531,7 @@ carrel_api_free(CarrelApi *api)
 {
     if (!api)
         return;
+    g_clear_pointer(&api->pools, carrel_api_pools_free);
     soup_server_disconnect(api->server);
     g_clear_object(&api->server);
     carrel_api_console_clear(api);
@@ -453,6 +542,10 @@ carrel_api_free(CarrelApi *api)
     g_clear_pointer(&api->cookie_sessions, g_hash_table_unref);
     carrel_api_limiter_free(api->login_limiter);
     carrel_api_streams_free(api->streams);
+    carrel_api_rates_free(api->rates);
+    g_clear_pointer(&api->context, g_main_context_unref);
+    g_mutex_clear(&api->hold_lock);
+    g_cond_clear(&api->hold_cond);
     g_mutex_clear(&api->cookie_lock);
     g_free(api);
 }
@@ -465,6 +558,12 @@ carrel_api_set_web(CarrelApi *api, const char *web_dir, const char *spice_dir, g
     api->web_dir = g_strdup(web_dir);
     api->spice_dir = g_strdup(spice_dir);
     api->test_hooks = test_hooks;
+}
+
+gboolean
+carrel_api_set_pool_sizes(CarrelApi *api, const CarrelApiPoolSizes *sizes, GError **error)
+{
+    return carrel_api_pools_set_sizes(api->pools, sizes, error);
 }
 
 guint

@@ -43,6 +43,29 @@ void carrel_api_set_web(CarrelApi *api, const char *web_dir, const char *spice_d
  * Retry-After. 0: the default, CARREL_API_STREAMS_DEFAULT. */
 #define CARREL_API_STREAMS_DEFAULT 8
 void carrel_api_set_max_streams(CarrelApi *api, guint max_per_principal);
+/*
+ * The worker pools of the request classes (README: "The API's pools and limits"): threads of
+ * quick reads, of long VM operations (create, start, stop, snapshot, revert, fork, hibernate,
+ * destroy, template build and warm, extract) and of exec and computer use; and how many
+ * requests of a class may wait for a thread before more are refused with 503 and Retry-After.
+ * Health needs none: it is answered on the main loop.
+ */
+typedef struct {
+    guint quick;
+    guint long_ops;
+    guint exec;
+    guint queue;
+} CarrelApiPoolSizes;
+
+#define CARREL_API_POOL_THREADS_MAX 256
+#define CARREL_API_POOL_QUEUE_MAX 65536
+#define CARREL_API_POOL_SIZES_DEFAULT                                                              \
+    {                                                                                              \
+        .quick = 8, .long_ops = 4, .exec = 16, .queue = 64                                         \
+    }
+
+/* Sets the pools' sizes; INVALID_ARG for a size out of range (1..CARREL_API_POOL_*_MAX). */
+gboolean carrel_api_set_pool_sizes(CarrelApi *api, const CarrelApiPoolSizes *sizes, GError **error);
 
 /* Requests being handled right now (the daemon waits for them on shutdown). */
 guint carrel_api_in_flight(CarrelApi *api);

@@ -18,6 +18,8 @@ carrel_cli_exit_code(const GError *error)
     case CARREL_ERROR_EXISTS:
     case CARREL_ERROR_WRONG_STATE:
     case CARREL_ERROR_BUSY:
+    case CARREL_ERROR_RATE_LIMITED:
+    case CARREL_ERROR_OVERLOADED:
         return CARREL_CLI_EXIT_CONFLICT;
     case CARREL_ERROR_UNAUTHORIZED:
     case CARREL_ERROR_FORBIDDEN:

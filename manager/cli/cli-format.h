@@ -14,7 +14,7 @@ G_BEGIN_DECLS
  *   2  usage: the command line is wrong (unknown command or option, missing argument)
  *   3  not found: unknown session, template, job or route
  *   4  conflict: the session's state does not allow it (wrong_state), another operation holds
- *      it (busy), or the name exists
+ *      it (busy), the name exists, or retry later (rate_limited, overloaded)
  *   5  denied: unauthorized (no or wrong token), forbidden (role), policy_denied
  *   6  carreld unreachable: nothing listens on the socket or the URL
  *   7  timeout: carreld, the guest or a tool did not answer in time

@@ -22,6 +22,10 @@ static const CliHint cli_hints[] = {
      "pick another name, or remove the old one first ('carrel rm', 'carrel template rm')"},
     {"wrong_state", "'carrel show ID' shows the session's state: start, stop or resume it first"},
     {"busy", "another operation holds it: wait for it to end and retry"},
+    {"rate_limited", "this token is over one of carreld's [limits] (the message names it): wait "
+                     "the seconds it says, or destroy sessions it no longer needs"},
+    {"overloaded", "carreld has too many requests of this kind queued: wait a few seconds and "
+                   "retry"},
     {"limit_exceeded", "stay under the limit (smaller files, fewer items), or wait a few seconds "
                        "and retry if carreld is rate limiting"},
     {"invalid_argument", "check the arguments: 'carrel COMMAND --help' shows them"},

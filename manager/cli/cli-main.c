@@ -112,7 +112,7 @@ static const char cli_help[] =
     "\n"
     "Exit codes:\n"
     "  0 ok                1 failed (host or other error)   2 usage\n"
-    "  3 not found         4 conflict (wrong state, busy, exists)\n"
+    "  3 not found         4 conflict (wrong state, busy, exists, retry later)\n"
     "  5 denied (unauthorized, forbidden, policy)           6 carreld unreachable\n"
     "  7 timeout           8 invalid argument refused by carreld\n"
     "  9 audit log broken (audit verify)\n";

@@ -38,6 +38,17 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelPrincipal, carrel_principal_free)
 /* TRUE when who may have sessions under the named policy. */
 gboolean carrel_principal_may_use_policy(const CarrelPrincipal *who, const char *policy);
 
+/*
+ * What one token may use at once ([limits] of the default policy): sessions it owns, creates
+ * and forks running together, and requests per second (a bucket of burst, refilled at rate).
+ */
+typedef struct {
+    guint sessions;
+    guint creates;
+    guint rate;
+    guint burst;
+} CarrelLimits;
+
 /* carreld itself (a static principal; never free it). */
 const CarrelPrincipal *carrel_principal_daemon(void);
 /* {id, label, role} */

@@ -166,13 +166,16 @@ carrel_manager_session_fork(CarrelManager *mgr, const CarrelPrincipal *who, cons
     g_auto(CarrelDoor) door = {0};
     g_autoptr(GError) local = NULL;
     JsonNode *params = json_node_init_object(json_node_alloc(), json_object_new());
+    GPtrArray *forks;
 
     if (snapshot)
         json_object_set_string_member(json_node_get_object(params), "snapshot", snapshot);
     json_object_set_int_member(json_node_get_object(params), "count", count);
     if (!carrel_door_enter(&door, mgr, who, CARREL_OP_SESSION_FORK, id_or_name, params, error))
         return NULL;
-    return carrel_door_finish_full(&door,
-                                   fork_from(mgr, who, door.session, snapshot, count, &local),
-                                   (GDestroyNotify)g_ptr_array_unref, &local, error);
+    if (!carrel_manager_limits_enter(mgr, who, count, &local))
+        return carrel_door_finish(&door, NULL, &local, error);
+    forks = fork_from(mgr, who, door.session, snapshot, count, &local);
+    carrel_manager_limits_leave(mgr, who);
+    return carrel_door_finish_full(&door, forks, (GDestroyNotify)g_ptr_array_unref, &local, error);
 }

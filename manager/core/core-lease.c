@@ -46,6 +46,37 @@ carrel_manager_lease_get(CarrelManager *mgr, const CarrelPrincipal *who, const c
     return lease_json(holder_id, holder, since);
 }
 
+JsonNode *
+carrel_manager_lease_of(CarrelManager *mgr, const CarrelSession *session)
+{
+    g_autofree char *holder_id = NULL;
+    g_autofree char *holder = NULL;
+    gint64 since = 0;
+
+    if (!carrel_store_lease_get(mgr->store, session->id, &holder_id, &holder, &since, NULL))
+        return NULL;
+    return lease_json(holder_id, holder, since);
+}
+
+GHashTable *
+carrel_manager_leases(CarrelManager *mgr)
+{
+    g_autoptr(GHashTable) held = carrel_store_lease_all(mgr->store, NULL);
+    GHashTable *out;
+    GHashTableIter iter;
+    gpointer id, value;
+
+    if (!held)
+        return NULL;
+    out = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)json_node_unref);
+    g_hash_table_iter_init(&iter, held);
+    while (g_hash_table_iter_next(&iter, &id, &value)) {
+        const CarrelStoreLease *l = value;
+        g_hash_table_insert(out, g_strdup(id), lease_json(l->holder_id, l->holder_label, l->since));
+    }
+    return out;
+}
+
 void
 carrel_manager_lease_holder(CarrelManager *mgr, const char *session_id, char **ret_holder_id,
                             char **ret_holder_label)

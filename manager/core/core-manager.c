@@ -90,6 +90,7 @@ carrel_manager_new(const CarrelManagerConfig *config, CarrelHypervisor *hv, GErr
     mgr->busy = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     mgr->pending_exit = g_ptr_array_new_with_free_func(g_free);
     mgr->hid_states = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, hid_state_free);
+    mgr->creating = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     g_mutex_init(&mgr->console_lock);
     mgr->consoles =
         g_hash_table_new_full(g_str_hash, g_str_equal, g_free, carrel_console_password_free);
@@ -158,6 +159,7 @@ carrel_manager_free(CarrelManager *mgr)
     g_clear_pointer(&mgr->pending_exit, g_ptr_array_unref);
     g_clear_pointer(&mgr->busy, g_hash_table_unref);
     g_clear_pointer(&mgr->hid_states, g_hash_table_unref);
+    g_clear_pointer(&mgr->creating, g_hash_table_unref);
     g_clear_pointer(&mgr->consoles, g_hash_table_unref);
     g_mutex_clear(&mgr->console_lock);
     carrel_manager_egress_stop(mgr);

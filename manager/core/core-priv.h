@@ -36,6 +36,7 @@ struct _CarrelManager {
     gboolean draining;          /* with lock: carreld stops, no new verb starts */
     GHashTable *jobs;           /* job id -> CarrelJob */
     GHashTable *hid_states;     /* session id -> CarrelHidState, guarded by lock */
+    GHashTable *creating;       /* token id -> creates and forks running (guint), lock */
     GThread *watch_thread;
     GMutex watch_lock; /* guards watch_stop, with watch_cond */
     GCond watch_cond;
@@ -142,6 +143,12 @@ JsonNode *carrel_manager_run_helper(CarrelManager *mgr, const char *domain,
 /* The lock of one save image: a restore rewrites the image's header, so restores of one image
  * take turns while those of different images (warm states, snapshots) run side by side. */
 GMutex *carrel_manager_file_lock(CarrelManager *mgr, const char *path);
+/* [limits] (core-limits.c): before a create or fork of count sessions by who, RATE_LIMITED
+ * when who already owns too many sessions or runs too many creates and forks; else counts one
+ * more running until carrel_manager_limits_leave. Admins and carreld are not limited. */
+gboolean carrel_manager_limits_enter(CarrelManager *mgr, const CarrelPrincipal *who, guint count,
+                                     GError **error);
+void carrel_manager_limits_leave(CarrelManager *mgr, const CarrelPrincipal *who);
 
 /* Marks key busy with op; BUSY naming the running op when it already is (callers may retry). */
 gboolean carrel_manager_mark_busy(CarrelManager *mgr, const char *key, const char *op,

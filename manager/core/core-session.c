@@ -336,7 +336,10 @@ carrel_manager_session_create(CarrelManager *mgr, const CarrelPrincipal *who,
                            error) ||
         !check_host_inputs(&door, req, error))
         return NULL;
+    if (!carrel_manager_limits_enter(mgr, who, 1, &local))
+        return carrel_door_finish(&door, NULL, &local, error);
     made = carrel_manager_create_into(mgr, who, req, NULL, &local);
+    carrel_manager_limits_leave(mgr, who);
     if (made)
         carrel_door_set_session(&door, made->id);
     return carrel_door_finish_full(&door, made, (GDestroyNotify)carrel_session_free, &local, error);

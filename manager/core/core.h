@@ -53,6 +53,9 @@ const char *carrel_manager_get_instance_id(CarrelManager *mgr);
 CarrelHypervisor *carrel_manager_get_hypervisor(CarrelManager *mgr);
 CarrelAccel carrel_manager_get_accel(CarrelManager *mgr);
 const char *carrel_manager_get_accel_reason(CarrelManager *mgr);
+/* The [limits] of who's token (the default policy's), or NULL when who is not limited (admins:
+ * they can mint tokens anyway; carreld itself). The API applies rate and burst; core the rest. */
+const CarrelLimits *carrel_manager_limits_for(CarrelManager *mgr, const CarrelPrincipal *who);
 
 /* What reconcile did, for the daemon's log. */
 typedef struct {
@@ -166,6 +169,13 @@ JsonNode *carrel_manager_lease_take(CarrelManager *mgr, const CarrelPrincipal *w
                                     const char *id_or_name, GError **error);
 JsonNode *carrel_manager_lease_release(CarrelManager *mgr, const CarrelPrincipal *who,
                                        const char *id_or_name, GError **error);
+/* The lease of a session its caller read through core already (a get or a list, which decided
+ * who may see it): one read, without a second decision per session of a list. NULL when the
+ * store cannot say. */
+JsonNode *carrel_manager_lease_of(CarrelManager *mgr, const CarrelSession *session);
+/* Every lease held, as for carrel_manager_lease_of: session id -> {holder, holder_id, since},
+ * for a list of sessions read through core; NULL when the store cannot say. */
+GHashTable *carrel_manager_leases(CarrelManager *mgr);
 /* The holder's token id and name (NULLs when nobody holds it or the session is unknown). */
 void carrel_manager_lease_holder(CarrelManager *mgr, const char *session_id, char **ret_holder_id,
                                  char **ret_holder_label);

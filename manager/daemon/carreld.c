@@ -44,6 +44,9 @@ typedef struct {
     int max_streams;
     int shots_max;
     int shots_max_mib;
+    int api_threads[3]; /* --api-quick-threads, --api-long-threads, --api-exec-threads; 0: default
+                         */
+    int api_queue;      /* --api-queue; 0: default */
     GSocketAddress *listen_address; /* --listen, checked */
     GTlsCertificate *tls;           /* --tls-cert with --tls-key, loaded */
 } Options;
@@ -441,6 +444,18 @@ parse_options(int argc, char **argv, Options *opts, GError **error)
          "Event streams (GET /v1/stream) one token may hold open at once; more get 429 "
          "(default 8)",
          "N"},
+        {"api-quick-threads", 0, 0, G_OPTION_ARG_INT, &opts->api_threads[0],
+         "Threads of the API's quick requests: reads and short calls (default 8)", "N"},
+        {"api-long-threads", 0, 0, G_OPTION_ARG_INT, &opts->api_threads[1],
+         "Threads of long VM operations: create, start, stop, snapshot, revert, fork, hibernate, "
+         "destroy, template build and warm, extract (default 4)",
+         "N"},
+        {"api-exec-threads", 0, 0, G_OPTION_ARG_INT, &opts->api_threads[2],
+         "Threads of exec, files, screenshots and computer use (default 16)", "N"},
+        {"api-queue", 0, 0, G_OPTION_ARG_INT, &opts->api_queue,
+         "Requests of one class that may wait for a thread; more get 503 with Retry-After "
+         "(default 64). GET /v1/healthz needs no thread",
+         "N"},
         {NULL},
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new("- the carrel daemon");
@@ -643,9 +658,30 @@ listen_tcp(CarrelApi *api, const Options *opts, GError **error)
     return TRUE;
 }
 
+/* --api-*-threads and --api-queue over the defaults (a negative value is out of range). */
+static gboolean
+set_pool_sizes(CarrelApi *api, const Options *opts, GError **error)
+{
+    CarrelApiPoolSizes sizes = CARREL_API_POOL_SIZES_DEFAULT;
+    guint *threads[] = {&sizes.quick, &sizes.long_ops, &sizes.exec};
+
+    for (guint i = 0; i < G_N_ELEMENTS(threads); i++)
+        if (opts->api_threads[i])
+            *threads[i] = (guint)opts->api_threads[i];
+    if (opts->api_queue)
+        sizes.queue = (guint)opts->api_queue;
+    if (!carrel_api_set_pool_sizes(api, &sizes, error)) {
+        g_prefix_error(error, "--api-*-threads, --api-queue: ");
+        return FALSE;
+    }
+    return TRUE;
+}
+
 static gboolean
 start_api(CarrelApi *api, const Options *opts, GError **error)
 {
+    if (!set_pool_sizes(api, opts, error))
+        return FALSE;
     carrel_api_set_web(api, opts->web_dir, opts->spice_dir, opts->test_hooks);
     carrel_api_set_max_streams(api, (guint)opts->max_streams);
     if (opts->test_hooks)

@@ -18,7 +18,8 @@ struct _CarrelPolicy {
     GPtrArray *deny;
     GPtrArray *ask;
     guint ask_timeout_s;
-    GPtrArray *secrets; /* CarrelPolicySecret, by name (policy-secrets.c) */
+    GPtrArray *secrets;  /* CarrelPolicySecret, by name (policy-secrets.c) */
+    CarrelLimits limits; /* [limits]: per token, carreld's (read from default only) */
 };
 
 typedef struct _CarrelEgressRule CarrelEgressRule;

@@ -8,6 +8,7 @@ carrel_policy_new_default(void)
     policy->name = g_strdup(CARREL_POLICY_DEFAULT);
     policy->max_vcpus = 4;
     policy->max_memory_mib = 8192;
+    policy->limits = (CarrelLimits){.sessions = 64, .creates = 8, .rate = 50, .burst = 200};
     carrel_policy_roles_init(policy);
     return policy;
 }
@@ -117,6 +118,25 @@ carrel_policy_time_limits(const CarrelPolicy *policy, guint ttl_s, guint idle_ti
     *ret_action = action ? action : policy->expiry_action ? policy->expiry_action : "destroy";
 }
 
+static gboolean
+read_token_limits(GKeyFile *kf, CarrelLimits *limits, GError **error)
+{
+    return carrel_policy_read_limit(kf, "limits", "sessions", CARREL_LIMIT_TOKEN_SESSIONS,
+                                    &limits->sessions, error) &&
+           carrel_policy_read_limit(kf, "limits", "creates", CARREL_LIMIT_TOKEN_SESSIONS,
+                                    &limits->creates, error) &&
+           carrel_policy_read_limit(kf, "limits", "rate", CARREL_LIMIT_TOKEN_RATE, &limits->rate,
+                                    error) &&
+           carrel_policy_read_limit(kf, "limits", "burst", CARREL_LIMIT_TOKEN_RATE, &limits->burst,
+                                    error);
+}
+
+const CarrelLimits *
+carrel_policy_limits(const CarrelPolicy *policy)
+{
+    return &policy->limits;
+}
+
 CarrelPolicy *
 carrel_policy_load_data(const char *data, gsize len, GError **error)
 {
@@ -134,6 +154,7 @@ carrel_policy_load_data(const char *data, gsize len, GError **error)
                     error) ||
         !read_limit(kf, "max_disk_gib", CARREL_LIMIT_DISK_GIB, &policy->max_disk_gib, error) ||
         !read_exit_paths(kf, policy, error) || !read_timeouts(kf, policy, error) ||
+        !read_token_limits(kf, &policy->limits, error) ||
         !carrel_policy_network_read(kf, policy, error) ||
         !carrel_policy_secrets_read(kf, policy, error) ||
         !carrel_policy_roles_read(kf, policy, error))

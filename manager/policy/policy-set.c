@@ -32,14 +32,15 @@ carrel_policy_set_free(CarrelPolicySet *set)
     g_free(set);
 }
 
-/* The file's text, without its [roles] group: who may do what is carreld's, one matrix. */
+/* The file's text, without a group of carreld's own: who may do what is one matrix, and what
+ * a token may use is one set of limits. */
 static gboolean
-check_no_roles(const char *name, const char *data, gsize len)
+check_no_group(const char *name, const char *data, gsize len, const char *group)
 {
     g_autoptr(GKeyFile) kf = g_key_file_new();
 
     return !g_key_file_load_from_data(kf, data, len, G_KEY_FILE_NONE, NULL) ||
-           !g_key_file_has_group(kf, "roles") || g_str_equal(name, CARREL_POLICY_DEFAULT);
+           !g_key_file_has_group(kf, group) || g_str_equal(name, CARREL_POLICY_DEFAULT);
 }
 
 gboolean
@@ -61,10 +62,17 @@ carrel_policy_set_add(CarrelPolicySet *set, const char *name, const char *data, 
                     name);
         return FALSE;
     }
-    if (!check_no_roles(name, data, len)) {
+    if (!check_no_group(name, data, len, "roles")) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
                     "policy '%s': [roles] belongs in default.policy (the role matrix is carreld's, "
                     "not a session's)",
+                    name);
+        return FALSE;
+    }
+    if (!check_no_group(name, data, len, "limits")) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "policy '%s': [limits] belongs in default.policy (the limits are per token, "
+                    "not per session)",
                     name);
         return FALSE;
     }

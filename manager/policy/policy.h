@@ -18,7 +18,8 @@ CarrelPolicy *carrel_policy_new_default(void);
  * [timeouts] ttl_s=, idle_timeout_s=, on_expiry=destroy|stop|hibernate|pause;
  * [network] mode=none|allowlist|open, allow=, deny=, ask= (NAME, *.NAME, NAME:PORT, comma-
  * separated), ask_timeout_s=;
- * [roles] agent.OPERATION=yes|own|no, reviewer.OPERATION=... (the role matrix's overrides). */
+ * [roles] agent.OPERATION=yes|own|no, reviewer.OPERATION=... (the role matrix's overrides);
+ * [limits] sessions=, creates=, rate=, burst= (per token). */
 CarrelPolicy *carrel_policy_load_data(const char *data, gsize len, GError **error);
 
 void carrel_policy_free(CarrelPolicy *policy);
@@ -108,6 +109,10 @@ guint64 carrel_policy_max_disk_bytes(const CarrelPolicy *policy);
 /* Decides whether a session on a disk of that virtual size may be created (POLICY_DENIED). */
 gboolean carrel_policy_check_disk(const CarrelPolicy *policy, guint64 virtual_bytes,
                                   GError **error);
+/* [limits] sessions=, creates=, rate=, burst=: what one non-admin token may use (defaults 64
+ * sessions, 8 creates or forks at once, 50 requests per second with bursts of 200). Like
+ * [roles], carreld's: read from default.policy only. */
+const CarrelLimits *carrel_policy_limits(const CarrelPolicy *policy);
 
 /* Decides whether a session of that size may be created; POLICY_DENIED says which limit. */
 gboolean carrel_policy_check_resources(const CarrelPolicy *policy, guint vcpus, guint memory_mib,

@@ -184,6 +184,44 @@ carrel_store_lease_get(CarrelStore *store, const char *session_id, char **ret_ho
     return read_lease(store, session_id, ret_holder_id, ret_holder_label, ret_since, error);
 }
 
+void
+carrel_store_lease_free(CarrelStoreLease *lease)
+{
+    if (!lease)
+        return;
+    g_free(lease->holder_id);
+    g_free(lease->holder_label);
+    g_free(lease);
+}
+
+GHashTable *
+carrel_store_lease_all(CarrelStore *store, GError **error)
+{
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&store->lock);
+    g_autoptr(sqlite3_stmt) sel = NULL;
+    g_autoptr(GHashTable) all = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                                      (GDestroyNotify)carrel_store_lease_free);
+    gboolean row = FALSE;
+
+    sel = carrel_store_prepare(store, "SELECT session_id, holder_id, holder, since FROM leases",
+                               error);
+    if (!sel)
+        return NULL;
+    while (TRUE) {
+        CarrelStoreLease *lease;
+        if (!carrel_store_step_row(store, sel, "reading the control leases", &row, error))
+            return NULL;
+        if (!row)
+            break;
+        lease = g_new0(CarrelStoreLease, 1);
+        lease->holder_id = carrel_store_column_dup(sel, 1);
+        lease->holder_label = carrel_store_column_dup(sel, 2);
+        lease->since = sqlite3_column_int64(sel, 3);
+        g_hash_table_insert(all, carrel_store_column_dup(sel, 0), lease);
+    }
+    return g_steal_pointer(&all);
+}
+
 gboolean
 carrel_store_lease_release(CarrelStore *store, const char *session_id, GError **error)
 {

@@ -47,12 +47,103 @@ carrel_store_set_error(CarrelStore *store, int rc, const CarrelStoreConflict *co
     }
 }
 
+/* Idle statements kept per SQL text: enough for the threads that run the same query at once. */
+#define STMT_KEEP_PER_SQL 4
+
+/* The stores by connection, so that a statement finds its store's cache when released. */
+static GMutex stores_lock;
+static GHashTable *stores_by_db; /* sqlite3 * -> CarrelStore * */
+
+static void
+stmts_register(CarrelStore *store)
+{
+    g_mutex_init(&store->stmt_lock);
+    store->stmts =
+        g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)g_ptr_array_unref);
+    g_mutex_lock(&stores_lock);
+    if (!stores_by_db)
+        stores_by_db = g_hash_table_new(g_direct_hash, g_direct_equal);
+    g_hash_table_insert(stores_by_db, store->db, store);
+    g_mutex_unlock(&stores_lock);
+}
+
+/* Forgets store's connection and finalizes its idle statements (before the close). */
+static void
+stmts_unregister(CarrelStore *store)
+{
+    if (!store->stmts)
+        return;
+    g_mutex_lock(&stores_lock);
+    g_hash_table_remove(stores_by_db, store->db);
+    g_mutex_unlock(&stores_lock);
+    g_clear_pointer(&store->stmts, g_hash_table_unref);
+    g_mutex_clear(&store->stmt_lock);
+}
+
+static sqlite3_stmt *
+stmt_take(CarrelStore *store, const char *sql)
+{
+    GPtrArray *idle;
+    sqlite3_stmt *stmt = NULL;
+
+    if (!store->stmts)
+        return NULL;
+    g_mutex_lock(&store->stmt_lock);
+    idle = g_hash_table_lookup(store->stmts, sql);
+    if (idle && idle->len > 0)
+        stmt = g_ptr_array_steal_index_fast(idle, idle->len - 1);
+    g_mutex_unlock(&store->stmt_lock);
+    return stmt;
+}
+
+static void
+stmt_finalize(gpointer stmt)
+{
+    sqlite3_finalize(stmt);
+}
+
+void
+carrel_store_stmt_release(sqlite3_stmt *stmt)
+{
+    CarrelStore *store;
+    GPtrArray *idle;
+
+    if (!stmt)
+        return;
+    /* Reset ends its read transaction at once: a kept statement holds nothing open. */
+    sqlite3_reset(stmt);
+    sqlite3_clear_bindings(stmt);
+    g_mutex_lock(&stores_lock);
+    store = stores_by_db ? g_hash_table_lookup(stores_by_db, sqlite3_db_handle(stmt)) : NULL;
+    if (store)
+        g_mutex_lock(&store->stmt_lock);
+    g_mutex_unlock(&stores_lock);
+    if (!store) {
+        sqlite3_finalize(stmt);
+        return;
+    }
+    idle = g_hash_table_lookup(store->stmts, sqlite3_sql(stmt));
+    if (!idle) {
+        idle = g_ptr_array_new_with_free_func(stmt_finalize);
+        g_hash_table_insert(store->stmts, g_strdup(sqlite3_sql(stmt)), idle);
+    }
+    if (idle->len < STMT_KEEP_PER_SQL) {
+        g_ptr_array_add(idle, stmt);
+        stmt = NULL;
+    }
+    g_mutex_unlock(&store->stmt_lock);
+    sqlite3_finalize(stmt);
+}
+
 sqlite3_stmt *
 carrel_store_prepare(CarrelStore *store, const char *sql, GError **error)
 {
-    sqlite3_stmt *stmt = NULL;
-    int rc = sqlite3_prepare_v2(store->db, sql, -1, &stmt, NULL);
+    sqlite3_stmt *stmt = stmt_take(store, sql);
+    int rc;
 
+    if (stmt)
+        return stmt;
+    rc = sqlite3_prepare_v3(store->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt, NULL);
     if (rc != SQLITE_OK) {
         carrel_store_set_error(store, rc, NULL, "preparing a statement", error);
         sqlite3_finalize(stmt);
@@ -359,6 +450,7 @@ store_new(const char *path, GError **error)
         store->dir = g_path_get_dirname(path);
     sqlite3_extended_result_codes(store->db, 1);
     sqlite3_busy_timeout(store->db, STORE_BUSY_TIMEOUT_MS);
+    stmts_register(store);
     return g_steal_pointer(&store);
 }
 
@@ -391,8 +483,10 @@ carrel_store_free(CarrelStore *store)
     if (!store)
         return;
     /* close_v2 defers the close until unfinalized statements go, instead of failing BUSY. */
-    if (store->db)
+    if (store->db) {
+        stmts_unregister(store);
         sqlite3_close_v2(store->db);
+    }
     g_mutex_clear(&store->lock);
     g_free(store->dir);
     g_free(store);

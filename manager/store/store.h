@@ -226,6 +226,14 @@ gboolean carrel_store_lease_take(CarrelStore *store, const char *session_id, con
 gboolean carrel_store_lease_get(CarrelStore *store, const char *session_id, char **ret_holder_id,
                                 char **ret_holder_label, gint64 *ret_since, GError **error);
 gboolean carrel_store_lease_release(CarrelStore *store, const char *session_id, GError **error);
+/* Every lease held: session id -> CarrelStoreLease (one read for a whole list of sessions). */
+typedef struct {
+    char *holder_id;
+    char *holder_label;
+    gint64 since;
+} CarrelStoreLease;
+void carrel_store_lease_free(CarrelStoreLease *lease);
+GHashTable *carrel_store_lease_all(CarrelStore *store, GError **error);
 
 /* Intents of long operations (store-intent.c): put replaces the key's intent; data is JSON. */
 typedef struct {

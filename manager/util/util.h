@@ -28,6 +28,10 @@ typedef enum {
     CARREL_ERROR_BUSY,
     /* The host's disk (carreld's state dir) is full or below its reserve: free space, retry. */
     CARREL_ERROR_NO_SPACE,
+    /* A per-token limit ([limits]: sessions, concurrent creates, request rate): retry later. */
+    CARREL_ERROR_RATE_LIMITED,
+    /* carreld has too many requests of this kind queued already: retry later. */
+    CARREL_ERROR_OVERLOADED,
     CARREL_ERROR_LAST
 } CarrelErrorCode;
 
@@ -58,6 +62,9 @@ CarrelErrorCode carrel_error_code_from_string(const char *name);
 #define CARREL_LIMIT_VCPUS 16
 /* Longest time limit or idle timeout (30 days). */
 #define CARREL_LIMIT_TTL_S (30 * 24 * 3600)
+/* Highest [limits] sessions= and creates= per token, and rate= and burst= (requests). */
+#define CARREL_LIMIT_TOKEN_SESSIONS 100000
+#define CARREL_LIMIT_TOKEN_RATE 1000000
 /* Sessions a template's warm pool keeps. */
 #define CARREL_LIMIT_POOL 8
 /* Sessions one fork request makes. */

@@ -36,6 +36,8 @@ source "$(dirname "$0")/crash.sh"
 source "$(dirname "$0")/metrics.sh"
 # shellcheck source=tests/e2e/disk.sh
 source "$(dirname "$0")/disk.sh"
+# shellcheck source=tests/e2e/fairness.sh
+source "$(dirname "$0")/fairness.sh"
 trap 'disk_cleanup; finish; exit $?' EXIT
 
 start_daemon || exit 1
@@ -207,6 +209,8 @@ crash_checks
 libvirtd_restart_checks
 timeout_checks
 pool_checks
+# Request classes: health and reads answer beside long execs and creates.
+fairness_checks
 
 # A guest without carrel's tools or a guest agent (here: tiny's image booted into a bare shell)
 # is ready once its screen shows something and holds still.

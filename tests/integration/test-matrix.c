@@ -72,6 +72,8 @@ static const Row rows[] = {
      "/v1/test/approvals",
      "{\"session_id\":\"$S\",\"action\":\"a.test\"}",
      {OK, OK, NF, FB, UA}},
+    {"POST", "/v1/test/hold", NULL, EVERYONE},
+    {"POST", "/v1/test/gate", "{}", EVERYONE},
     {"GET", "/v1/sessions/*/control", NULL, SESSION_READ},
     {"POST", "/v1/sessions/*/control", "{\"action\":\"take\"}", {OK, FB, FB, OK, UA}},
     {"GET", "/v1/sessions/*/screenshots/*", NULL, SESSION_READ},
@@ -285,6 +287,7 @@ setup(void **state)
     g_autoptr(GSubprocessLauncher) launcher = NULL;
     g_autofree char *recipes = NULL;
     g_autofree char *cache = NULL;
+    g_autofree char *policy = NULL;
     g_autofree char *sdir = NULL;
     g_autofree char *token_path = NULL;
     g_autofree char *import = NULL;
@@ -299,6 +302,13 @@ setup(void **state)
     recipes = g_build_filename(fx.dir, "recipes", NULL);
     cache = g_build_filename(fx.dir, "cache", NULL);
     assert_int_equal(g_mkdir_with_parents(recipes, 0755), 0);
+    /* Every row makes a session of the owning agent, at full speed: [limits] out of the way
+     * (test-limits.c tests them). */
+    policy = g_build_filename(fx.dir, "default.policy", NULL);
+    assert_true(g_file_set_contents(policy,
+                                    "[limits]\nsessions=100000\ncreates=100000\n"
+                                    "rate=1000000\nburst=1000000\n",
+                                    -1, NULL));
     /* No recipes and a cache of its own: the admin's build request must not start a real
      * template build in the host's shared cache (the e2e tier builds there). Both streams
      * silenced and a process group of its own: what carreld starts (a libguestfs appliance for
@@ -309,7 +319,7 @@ setup(void **state)
     fx.daemon = g_subprocess_launcher_spawn(
         launcher, NULL, g_getenv("CARREL_DAEMON"), "--state-dir", sdir, "--socket", "",
         "--libvirt-uri", "test:///default", "--listen", "127.0.0.1:0", "--test-hooks",
-        "--recipes-dir", recipes, "--cache-dir", cache, NULL);
+        "--recipes-dir", recipes, "--cache-dir", cache, "--policy", policy, NULL);
     assert_non_null(fx.daemon);
     fx.url = test_daemon_url(sdir, 60, NULL);
     assert_non_null(fx.url);

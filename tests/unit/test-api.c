@@ -464,11 +464,165 @@ test_tickets_limit(void **state)
     }
 }
 
+#define SEC G_TIME_SPAN_SECOND
+
+/* The token bucket: burst at once, then rate per second; Retry-After counts whole seconds. */
+static void
+test_bucket(void **state)
+{
+    CarrelApiBucket b = {0};
+    gint64 t = 1000 * SEC;
+    guint retry = 0;
+
+    for (int i = 0; i < 5; i++)
+        assert_true(carrel_api_bucket_take(&b, 2, 5, t, &retry));
+    assert_int_equal(retry, 0);
+    assert_false(carrel_api_bucket_take(&b, 2, 5, t, &retry));
+    assert_int_equal(retry, 1);
+    /* Half a second gives one request back at 2 per second, and only one. */
+    t += SEC / 2;
+    assert_true(carrel_api_bucket_take(&b, 2, 5, t, &retry));
+    assert_false(carrel_api_bucket_take(&b, 2, 5, t, &retry));
+    /* A long pause refills to burst, never beyond. */
+    t += 3600 * SEC;
+    for (int i = 0; i < 5; i++)
+        assert_true(carrel_api_bucket_take(&b, 2, 5, t, &retry));
+    assert_false(carrel_api_bucket_take(&b, 2, 5, t, &retry));
+    /* A slow rate says how long to wait: one request in 10 s. */
+    {
+        CarrelApiBucket slow = {0};
+        assert_true(carrel_api_bucket_take(&slow, 1, 1, t, &retry));
+        assert_false(carrel_api_bucket_take(&slow, 1, 1, t, &retry));
+        assert_int_equal(retry, 1);
+    }
+    /* Time going backwards (it is monotonic, but a caller may pass any) gives nothing back. */
+    assert_false(carrel_api_bucket_take(&b, 2, 5, t - 10 * SEC, &retry));
+    assert_true(retry >= 1);
+}
+
+/* Buckets are per key: one token's flood leaves another's alone. */
+static void
+test_rates_per_token(void **state)
+{
+    CarrelApiRates *rates = carrel_api_rates_new();
+    gint64 t = 5 * SEC;
+    guint retry = 0;
+
+    for (int i = 0; i < 3; i++)
+        assert_true(carrel_api_rates_take(rates, "t-a", 1, 3, t, &retry));
+    assert_false(carrel_api_rates_take(rates, "t-a", 1, 3, t, &retry));
+    assert_int_equal(retry, 1);
+    assert_true(carrel_api_rates_take(rates, "t-b", 1, 3, t, &retry));
+    t += SEC;
+    assert_true(carrel_api_rates_take(rates, "t-a", 1, 3, t, &retry));
+    carrel_api_rates_free(rates);
+}
+
+/* Every route runs in a class: health inline, reads quick, VM operations long, exec exec. */
+static void
+test_route_classes(void **state)
+{
+    static const struct {
+        const char *method;
+        const char *path;
+        CarrelApiClass klass;
+    } want[] = {
+        {"GET", "/v1/healthz", CARREL_API_CLASS_INLINE},
+        {"GET", "/v1/sessions", CARREL_API_CLASS_QUICK},
+        {"GET", "/v1/sessions/s-1", CARREL_API_CLASS_QUICK},
+        {"POST", "/v1/sessions", CARREL_API_CLASS_LONG},
+        {"POST", "/v1/sessions/s-1/fork", CARREL_API_CLASS_LONG},
+        {"POST", "/v1/sessions/s-1/snapshots", CARREL_API_CLASS_LONG},
+        {"POST", "/v1/sessions/s-1/revert", CARREL_API_CLASS_LONG},
+        {"DELETE", "/v1/sessions/s-1", CARREL_API_CLASS_LONG},
+        {"POST", "/v1/templates/t/warm", CARREL_API_CLASS_LONG},
+        {"POST", "/v1/sessions/s-1/artifacts", CARREL_API_CLASS_LONG},
+        {"POST", "/v1/sessions/s-1/exec", CARREL_API_CLASS_EXEC},
+        {"POST", "/v1/sessions/s-1/computer", CARREL_API_CLASS_EXEC},
+        {"POST", "/v1/test/hold", CARREL_API_CLASS_LONG},
+        {"POST", "/v1/test/gate", CARREL_API_CLASS_INLINE},
+    };
+    CarrelApiRequest req = {0};
+
+    for (const CarrelApiRoute *r = carrel_api_routes; r->method; r++) {
+        CarrelApiClass klass = carrel_api_request_class(r, &req);
+        assert_true(klass > CARREL_API_CLASS_BY_OP && klass < CARREL_API_CLASS_LAST);
+        /* Inline routes run on the main loop: only those that never block. */
+        if (klass == CARREL_API_CLASS_INLINE)
+            assert_true(g_str_equal(r->pattern, "/v1/healthz") ||
+                        g_str_equal(r->pattern, "/v1/test/gate"));
+    }
+    for (gsize i = 0; i < G_N_ELEMENTS(want); i++) {
+        g_autoptr(GPtrArray) params = NULL;
+        g_autoptr(GError) error = NULL;
+        guint status = 0;
+        const CarrelApiRoute *r =
+            carrel_api_route_match(want[i].method, want[i].path, &params, &status, &error);
+
+        assert_non_null(r);
+        if (carrel_api_request_class(r, &req) != want[i].klass)
+            fail_msg("%s %s runs as %s", want[i].method, want[i].path,
+                     carrel_api_class_to_string(carrel_api_request_class(r, &req)));
+    }
+    for (int op = 0; op <= CARREL_OP_LAST; op++) {
+        CarrelApiClass klass = carrel_api_class_of_op((CarrelOp)op);
+        assert_true(klass >= CARREL_API_CLASS_QUICK && klass < CARREL_API_CLASS_LAST);
+    }
+}
+
+/* POST /mcp runs in the class of the tool it calls; what cannot be read is quick. */
+static void
+test_mcp_class(void **state)
+{
+    static const struct {
+        const char *body;
+        CarrelApiClass klass;
+    } want[] = {
+        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":"
+         "{\"name\":\"command_run\",\"arguments\":{}}}",
+         CARREL_API_CLASS_EXEC},
+        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":"
+         "{\"name\":\"sandbox_create\",\"arguments\":{}}}",
+         CARREL_API_CLASS_LONG},
+        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":"
+         "{\"name\":\"sandbox_list\",\"arguments\":{}}}",
+         CARREL_API_CLASS_QUICK},
+        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}", CARREL_API_CLASS_QUICK},
+        {"not json", CARREL_API_CLASS_QUICK},
+    };
+    g_autoptr(GPtrArray) params = NULL;
+    g_autoptr(GError) error = NULL;
+    guint status = 0;
+    const CarrelApiRoute *mcp = carrel_api_route_match("POST", "/mcp", &params, &status, &error);
+
+    assert_non_null(mcp);
+    for (gsize i = 0; i < G_N_ELEMENTS(want); i++) {
+        CarrelApiRequest req = {0};
+
+        req.raw_body = g_bytes_new_static(want[i].body, strlen(want[i].body));
+        assert_int_equal(carrel_api_request_class(mcp, &req), want[i].klass);
+        g_bytes_unref(req.raw_body);
+    }
+    /* Too big to read on the main loop: exec, the class that may wait longest. */
+    {
+        CarrelApiRequest req = {0};
+        g_autofree char *big = g_strnfill(1024 * 1024, ' ');
+
+        req.raw_body = g_bytes_new_take(g_steal_pointer(&big), 1024 * 1024);
+        assert_int_equal(carrel_api_request_class(mcp, &req), CARREL_API_CLASS_EXEC);
+        g_bytes_unref(req.raw_body);
+    }
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_error_status),
+        cmocka_unit_test(test_bucket),
+        cmocka_unit_test(test_rates_per_token),
+        cmocka_unit_test(test_route_classes),
+        cmocka_unit_test(test_mcp_class),
         cmocka_unit_test(test_reply),
         cmocka_unit_test(test_parse_link),
         cmocka_unit_test(test_parse_link_hostile),

@@ -359,6 +359,48 @@ test_default_file_over_folder(void **state)
                      CARREL_GRANT_NONE);
 }
 
+/* [limits] in core: creates running at once and sessions owned, per token; admins are free. */
+static void
+test_token_limits(void **state)
+{
+    Fixture *fx = *state;
+    g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = import(fx, "tiny");
+    g_autoptr(CarrelPrincipal) a = agent(fx, "busy-agent", NULL);
+    g_autoptr(CarrelPrincipal) b = agent(fx, "calm-agent", NULL);
+    g_autoptr(CarrelSession) made = NULL;
+    g_autoptr(GError) error = NULL;
+
+    assert_null(carrel_manager_limits_for(fx->mgr, ADMIN));
+    assert_null(carrel_manager_limits_for(fx->mgr, carrel_principal_daemon()));
+    assert_int_equal(carrel_manager_limits_for(fx->mgr, a)->creates, 8);
+    /* Eight creates of a's at once; a ninth waits, through the verb too, and b goes on. */
+    for (int i = 0; i < 8; i++)
+        assert_true(carrel_manager_limits_enter(fx->mgr, a, 1, NULL));
+    assert_false(carrel_manager_limits_enter(fx->mgr, a, 1, &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_RATE_LIMITED));
+    assert_non_null(strstr(error->message, "[limits] creates allows 8"));
+    g_clear_error(&error);
+    assert_null(create_under(fx, a, NULL, 0, &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_RATE_LIMITED));
+    g_clear_error(&error);
+    assert_true(carrel_manager_limits_enter(fx->mgr, b, 1, NULL));
+    carrel_manager_limits_leave(fx->mgr, b);
+    assert_true(carrel_manager_limits_enter(fx->mgr, ADMIN, 1000, NULL));
+    carrel_manager_limits_leave(fx->mgr, ADMIN);
+    carrel_manager_limits_leave(fx->mgr, a);
+    made = create_under(fx, a, NULL, 0, &error);
+    assert_non_null(made);
+    for (int i = 0; i < 7; i++)
+        carrel_manager_limits_leave(fx->mgr, a);
+    /* Sessions owned: a has one, so a fork of 64 would pass the 64 allowed; 63 fit. */
+    assert_false(carrel_manager_limits_enter(fx->mgr, a, 64, &error));
+    assert_non_null(strstr(error->message, "owns 1 sessions and [limits] sessions allows 64"));
+    assert_true(carrel_manager_limits_enter(fx->mgr, a, 63, NULL));
+    carrel_manager_limits_leave(fx->mgr, a);
+    assert_true(carrel_manager_limits_enter(fx->mgr, b, 64, NULL));
+    carrel_manager_limits_leave(fx->mgr, b);
+}
+
 int
 main(void)
 {
@@ -371,6 +413,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_secret_values, setup, teardown),
         cmocka_unit_test_setup_teardown(test_type_secret, setup, teardown),
         cmocka_unit_test_setup_teardown(test_default_file_over_folder, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_token_limits, setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

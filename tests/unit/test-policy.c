@@ -297,6 +297,9 @@ test_policy_set(void **state)
     assert_false(carrel_policy_set_add(set, "wide2", roles, strlen(roles), &error));
     assert_non_null(strstr(error->message, "[roles] belongs in default.policy"));
     g_clear_error(&error);
+    assert_false(carrel_policy_set_add(set, "wide3", "[limits]\nrate=1\n", 16, &error));
+    assert_non_null(strstr(error->message, "[limits] belongs in default.policy"));
+    g_clear_error(&error);
     assert_null(carrel_policy_set_lookup(set, "nope"));
     list = carrel_policy_set_list(set);
     assert_int_equal(list->len, 3);
@@ -509,6 +512,36 @@ test_secrets(void **state)
     }
 }
 
+/* [limits]: generous defaults, each key read, nonsense refused with the key named. */
+static void
+test_limits(void **state)
+{
+    g_autoptr(CarrelPolicy) builtin = carrel_policy_new_default();
+    const char *text = "[limits]\nsessions=3\ncreates=2\nrate=7\nburst=9\n";
+    g_autoptr(CarrelPolicy) set = carrel_policy_load_data(text, strlen(text), NULL);
+    const char *bad[] = {"[limits]\nsessions=0\n", "[limits]\ncreates=-1\n",
+                         "[limits]\nrate=fast\n", "[limits]\nburst=99999999999\n"};
+    const CarrelLimits *l = carrel_policy_limits(builtin);
+
+    assert_int_equal(l->sessions, 64);
+    assert_int_equal(l->creates, 8);
+    assert_int_equal(l->rate, 50);
+    assert_int_equal(l->burst, 200);
+    assert_non_null(set);
+    l = carrel_policy_limits(set);
+    assert_int_equal(l->sessions, 3);
+    assert_int_equal(l->creates, 2);
+    assert_int_equal(l->rate, 7);
+    assert_int_equal(l->burst, 9);
+    for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(CarrelPolicy) p = carrel_policy_load_data(bad[i], strlen(bad[i]), &error);
+
+        assert_null(p);
+        assert_non_null(strstr(error->message, "[limits] "));
+    }
+}
+
 int
 main(void)
 {
@@ -517,8 +550,9 @@ main(void)
         cmocka_unit_test(test_load_refusals),  cmocka_unit_test(test_exit_paths),
         cmocka_unit_test(test_role_matrix),    cmocka_unit_test(test_lease_binds),
         cmocka_unit_test(test_role_overrides), cmocka_unit_test(test_readme_matrix),
-        cmocka_unit_test(test_policy_set),     cmocka_unit_test(test_network_load),
-        cmocka_unit_test(test_network_decide), cmocka_unit_test(test_secrets),
+        cmocka_unit_test(test_policy_set),     cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_network_load),   cmocka_unit_test(test_network_decide),
+        cmocka_unit_test(test_secrets),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

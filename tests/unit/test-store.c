@@ -722,7 +722,26 @@ test_approvals_and_leases(void **state)
     assert_false(carrel_store_lease_take(store, s->id, NULL, "bob", NULL, NULL, NULL, &error));
     assert_error(error, CARREL_ERROR_INVALID_ARG, NULL);
     g_clear_error(&error);
+    {
+        g_autoptr(GHashTable) leases = carrel_store_lease_all(store, &error);
+        const CarrelStoreLease *l;
+
+        assert_non_null(leases);
+        assert_int_equal(g_hash_table_size(leases), 1);
+        l = g_hash_table_lookup(leases, s->id);
+        if (!l)
+            fail_msg("no lease for '%s'", s->id);
+        assert_string_equal(l->holder_id, "t-00000000000a");
+        assert_string_equal(l->holder_label, "alice");
+        assert_int_equal(l->since, since);
+    }
     assert_true(carrel_store_lease_release(store, s->id, &error));
+    {
+        g_autoptr(GHashTable) leases = carrel_store_lease_all(store, &error);
+
+        assert_non_null(leases);
+        assert_int_equal(g_hash_table_size(leases), 0);
+    }
     assert_true(carrel_store_lease_get(store, s->id, &none_id, &none, NULL, &error));
     assert_null(none_id);
     assert_null(none);

@@ -121,6 +121,25 @@ class LimitExceeded(CarrelError):
         self.retry_after = retry_after
 
 
+class RateLimited(LimitExceeded):
+    """429 ``rate_limited``: the token is over one of carreld's ``[limits]`` (sessions owned,
+    concurrent creates and forks, requests per second); the message names the limit and
+    ``retry_after`` holds the seconds to wait."""
+
+    code = "rate_limited"
+
+
+class Overloaded(CarrelError):
+    """503 ``overloaded``: carreld has too many requests of this kind (quick reads, long VM
+    operations, exec) queued already; ``retry_after`` holds the seconds to wait."""
+
+    code = "overloaded"
+
+    def __init__(self, message: str, *, retry_after: float | None = None, **kw: Any) -> None:
+        super().__init__(message, **kw)
+        self.retry_after = retry_after
+
+
 class Unsupported(CarrelError):
     """501 ``unsupported``: the backend cannot do it (e.g. libvirt's test driver, or an
     image without a guest agent)."""
@@ -204,6 +223,8 @@ ERRORS_BY_CODE: dict[str, type[CarrelError]] = {
         Busy,
         Gone,
         LimitExceeded,
+        RateLimited,
+        Overloaded,
         Unsupported,
         Timeout,
         HypervisorError,
@@ -226,8 +247,9 @@ _BY_STATUS: dict[int, type[CarrelError]] = {
     410: Gone,
     411: InvalidArgument,
     413: LimitExceeded,
-    429: LimitExceeded,
+    429: RateLimited,
     501: Unsupported,
+    503: Overloaded,
     504: Timeout,
     507: NoSpace,
 }
@@ -256,7 +278,7 @@ def error_from_reply(
         cls = _BY_STATUS.get(status, InternalError if status >= 500 else CarrelError)
         code = cls.code if cls is not CarrelError else "failed"
     kw: dict[str, Any] = {"code": code, "status": status, "request_id": request_id}
-    if cls is LimitExceeded:
+    if issubclass(cls, (LimitExceeded, Overloaded)):
         retry = (headers or {}).get("retry-after")
         try:
             kw["retry_after"] = float(retry) if retry is not None else None

@@ -33,6 +33,8 @@ API_CODES = {
     "internal": 500,
     "busy": 409,
     "no_space": 507,
+    "rate_limited": 429,
+    "overloaded": 503,
 }
 
 C_SOURCE = Path(__file__).resolve().parents[4] / "manager" / "util" / "util-error.c"
@@ -76,6 +78,15 @@ def test_unknown_code_and_no_envelope():
         httpx.Headers({"Retry-After": "7"}))
     assert type(err) is carrel.LimitExceeded and err.retry_after == 7.0
     assert "limit_exceeded: slow down" == str(err)
+    err = carrel.error_from_reply(
+        429, {"error": {"code": "rate_limited", "message": "[limits] rate"}}, None,
+        httpx.Headers({"Retry-After": "2"}))
+    assert type(err) is carrel.RateLimited and err.retry_after == 2.0
+    assert isinstance(err, carrel.LimitExceeded)
+    err = carrel.error_from_reply(
+        503, {"error": {"code": "overloaded", "message": "queue full"}}, None,
+        httpx.Headers({"Retry-After": "1"}))
+    assert type(err) is carrel.Overloaded and err.retry_after == 1.0
 
 
 def test_endpoint_rules(monkeypatch):
