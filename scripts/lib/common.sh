@@ -45,6 +45,9 @@ CARREL_PACKAGES=(
     # tests and the example agent loops; setuptools, wheel (and venv) for `pip install sdk/python`
     # offline with --no-build-isolation
     python3-httpx python3-pytest python3-setuptools python3-wheel python3-venv
+    # the fuzz tier: clang with libFuzzer and its sanitizer runtimes (clang-14 only recommends
+    # libclang-rt-14-dev, and recommends are not installed)
+    clang libclang-rt-14-dev
 )
 # node and npm for the browser tests (playwright-core), from Debian unless a node is there already
 command -v node >/dev/null 2>&1 || CARREL_PACKAGES+=(nodejs npm)
