@@ -9,11 +9,11 @@
 # it is kept under BUILD/fuzz-findings/ and its path printed with the command that replays it.
 # Prints each harness's executions and duration.
 #
-# Usage: tests/fuzz/run.sh BUILD [SECONDS]    (SECONDS: default $CARREL_FUZZ_SECONDS or 25)
+# Usage: tests/fuzz/run.sh BUILD [SECONDS]    (SECONDS: default $CARREL_FUZZ_SECONDS or 20)
 set -euo pipefail
 src="$(cd "$(dirname "$0")/../.." && pwd)"
 build="$(cd "${1:?usage: run.sh BUILD [SECONDS]}" && pwd)"
-seconds="${2:-${CARREL_FUZZ_SECONDS:-25}}"
+seconds="${2:-${CARREL_FUZZ_SECONDS:-20}}"
 findings="$build/fuzz-findings"
 # Scratch corpora and the harnesses' own files (fuzz-archive writes and fsyncs trees) in memory:
 # on a disk, fuzz-archive runs ten times fewer inputs.
