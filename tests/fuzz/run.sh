@@ -6,7 +6,8 @@
 #   2. for SECONDS of fuzzing from that corpus (new inputs go to a scratch corpus, never into the
 #      tree).
 # A crash, leak, timeout, out-of-memory or sanitizer report fails the tier. The input that caused
-# it is kept under BUILD/fuzz-findings/ and its path printed with the command that replays it.
+# it is kept under BUILD/fuzz-findings/ (the log in BUILD/fuzz-findings/logs/) and its path
+# printed with the command that replays it.
 # Prints each harness's executions and duration.
 #
 # Usage: tests/fuzz/run.sh BUILD [SECONDS]    (SECONDS: default $CARREL_FUZZ_SECONDS or 20)
@@ -28,10 +29,14 @@ export ASAN_OPTIONS="detect_leaks=1:${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:${UBSAN_OPTIONS:-}"
 export G_SLICE=always-malloc G_DEBUG=gc-friendly
 
-# report NAME LOG MARKER: the sanitizer's report and every input kept since MARKER.
+# report NAME LOG MARKER: the sanitizer's report and every input kept since MARKER; the log is
+# kept in FINDINGS/logs/.
 report() {
-    local name="$1" log="$2" marker="$3" found
-    echo "---- $name: last lines of its log ($log) ----"
+    local name="$1" log="$2" marker="$3" found kept
+    kept="$findings/logs/$name-$(date +%Y%m%d-%H%M%S).log"
+    mkdir -p "$findings/logs"
+    cp "$log" "$kept"
+    echo "---- $name: last lines of its log ($kept) ----"
     grep -v '^#[0-9]' "$log" | tail -40
     echo "----"
     found="$(find "$findings" -maxdepth 1 -type f -name "$name-*" -newer "$marker" | sort)"
@@ -67,7 +72,8 @@ run_harness() {
     TMPDIR="$work/$name-tmp" "$exe" -timeout=20 -artifact_prefix="$findings/$name-" \
         "${inputs[@]}" >"$log" 2>&1 || status=$?
     if [ "$status" -ne 0 ]; then
-        echo "$name: FAILED on its seed corpus (exit $status)"
+        echo "$name: FAILED on its seed corpus (exit $status)," \
+            "at $(sed -n 's/^Running: //p' "$log" | tail -1)"
         report "$name" "$log" "$marker"
         return 1
     fi
