@@ -148,8 +148,8 @@ fork_from(CarrelManager *mgr, const CarrelPrincipal *who, const CarrelSession *o
             /* All or nothing: the forks made so far go too. */
             for (guint j = 0; j < forks->len; j++) {
                 CarrelSession *made = g_ptr_array_index(forks, j);
-                g_autoptr(CarrelSession) gone =
-                    carrel_manager_session_destroy(mgr, carrel_principal_daemon(), made->id, NULL);
+                carrel_session_free(
+                    carrel_manager_session_destroy(mgr, carrel_principal_daemon(), made->id, NULL));
             }
             g_prefix_error(error, "fork %u of %u from '%s': ", i + 1, count, origin->id);
             return NULL;

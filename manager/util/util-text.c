@@ -137,11 +137,32 @@ carrel_util_is_clean_text(const char *text)
     return TRUE;
 }
 
+/*
+ * At depth 0, outside strings: is c the start of a top-level value? Tracks bare scalars. A NUL
+ * (callers may count the terminator) starts none.
+ */
+static gboolean
+starts_top_value(char c, gboolean *in_scalar)
+{
+    if (g_ascii_isspace(c) || c == '\0' || c == ']' || c == '}') {
+        *in_scalar = FALSE;
+        return FALSE;
+    }
+    if (c == '"' || c == '[' || c == '{') {
+        *in_scalar = FALSE;
+        return TRUE;
+    }
+    if (*in_scalar)
+        return FALSE;
+    *in_scalar = TRUE;
+    return TRUE;
+}
+
 gboolean
 carrel_util_json_structure_ok(const char *json, gsize len, guint max_depth)
 {
-    guint depth = 0;
-    gboolean in_string = FALSE, escaped = FALSE;
+    guint depth = 0, values = 0;
+    gboolean in_string = FALSE, escaped = FALSE, in_scalar = FALSE;
 
     for (gsize i = 0; i < len; i++) {
         char c = json[i];
@@ -155,7 +176,12 @@ carrel_util_json_structure_ok(const char *json, gsize len, guint max_depth)
                 escaped = TRUE;
             else if (c == '"')
                 in_string = FALSE;
-        } else if (c == '"') {
+            continue;
+        }
+        /* json-glib 1.6 leaks what it parsed when a second top-level value follows the first. */
+        if (depth == 0 && starts_top_value(c, &in_scalar) && ++values > 1)
+            return FALSE;
+        if (c == '"') {
             in_string = TRUE;
         } else if (c == '[' || c == '{') {
             if (++depth > max_depth)

@@ -47,6 +47,9 @@ CARREL_PACKAGES=(
     python3-httpx python3-pytest python3-setuptools python3-wheel python3-venv
     # bench/api: requests per second over kept-alive connections
     wrk
+    # the fuzz tier: clang with libFuzzer and its sanitizer runtimes (clang-14 only recommends
+    # libclang-rt-14-dev, and recommends are not installed)
+    clang libclang-rt-14-dev
 )
 # node and npm for the browser tests (playwright-core), from Debian unless a node is there already
 command -v node >/dev/null 2>&1 || CARREL_PACKAGES+=(nodejs npm)

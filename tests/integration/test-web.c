@@ -169,7 +169,6 @@ setup(void **state)
     assert_non_null(fx.token);
     g_strstrip(fx.token);
     for (int i = 0; i < 200; i++) {
-        g_auto(Reply) r = {0};
         g_autofree char *uri = g_strconcat(fx.url, "/v1/healthz", NULL);
         g_autoptr(SoupMessage) msg = soup_message_new("GET", uri);
         g_autoptr(GBytes) out = soup_session_send_and_read(fx.http, msg, NULL, NULL);

@@ -1,6 +1,7 @@
 #!/bin/bash
 # check-tests.sh must fail on what it is there to catch: run on a copy of the tree with an
-# unregistered unit test, then with an e2e part's checks no longer called.
+# unregistered unit test, with an e2e part's checks no longer called, and with a fuzz harness's
+# seed corpus gone.
 # Usage: check-tests-selftest.sh SOURCE_ROOT BUILD_ROOT
 set -uo pipefail
 
@@ -30,5 +31,12 @@ if "$check" "$work/tree" "$build" >"$work/out" 2>&1 ||
     ! grep -q 'egress_checks is never called' "$work/out"; then
     echo "an e2e part no longer called went unnoticed:"; cat "$work/out"; bad=1
 fi
-[ "$bad" -eq 0 ] && echo "check-tests.sh catches an unregistered test and an uncalled e2e part"
+copy
+rm -r "$work/tree/tests/fuzz/corpus/fuzz-spice"
+if "$check" "$work/tree" "$build" >"$work/out" 2>&1 ||
+    ! grep -q '^tests/fuzz/fuzz-spice.c: no seed corpus' "$work/out"; then
+    echo "a fuzz harness without a seed corpus went unnoticed:"; cat "$work/out"; bad=1
+fi
+[ "$bad" -eq 0 ] &&
+    echo "check-tests.sh catches an unregistered test, an uncalled e2e part and a fuzz harness without a corpus"
 exit "$bad"

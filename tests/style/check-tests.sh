@@ -6,7 +6,8 @@
 #   - each test script (tests/*/test-*.sh, guest-tools/tests/test-*.sh) is a registered test;
 #   - each e2e part (tests/e2e/*.sh defining a NAME_checks function) is sourced by a registered
 #     e2e script, and each NAME_checks function is called (there or by another part);
-#   - each browser test (tests/browser/*.test.mjs) is run by tests/e2e/browser.sh.
+#   - each browser test (tests/browser/*.test.mjs) is run by tests/e2e/browser.sh;
+#   - each fuzz harness (tests/fuzz/fuzz-*.c) is built with -Dfuzz=true and has a seed corpus.
 # Usage: check-tests.sh SOURCE_ROOT BUILD_ROOT (SOURCE_ROOT may be a copy of the tree: paths
 # are compared relative to each root).
 set -euo pipefail
@@ -60,6 +61,26 @@ for part in tests/e2e/*.sh; do
             bad=1
         fi
     done
+done
+
+# The fuzz harnesses: each is built by tests/fuzz/meson.build (only with -Dfuzz=true, so not in
+# the build described above) and has a seed corpus for the fuzz tier; each corpus has a harness.
+for h in tests/fuzz/fuzz-*.c; do
+    name="$(basename "$h" .c)"
+    if ! grep -qF "'$name'" tests/fuzz/meson.build; then
+        echo "$h: tests/fuzz/meson.build does not build it"
+        bad=1
+    fi
+    if [ -z "$(find "tests/fuzz/corpus/$name" -maxdepth 1 -type f 2>/dev/null)" ]; then
+        echo "$h: no seed corpus in tests/fuzz/corpus/$name/"
+        bad=1
+    fi
+done
+for d in tests/fuzz/corpus/*/; do
+    if [ ! -f "tests/fuzz/$(basename "$d").c" ]; then
+        echo "${d%/}: no harness tests/fuzz/$(basename "$d").c"
+        bad=1
+    fi
 done
 
 for t in tests/browser/*.test.mjs; do

@@ -187,6 +187,17 @@ test_json_structure(void **state)
     assert_true(carrel_util_json_structure_ok("[\"[[[[\\\"[[\"]", 12, 1));
     assert_false(carrel_util_json_structure_ok("[\"a\\u0000\"]", 12, 4));
     assert_true(carrel_util_json_structure_ok("[\"a\\u0041\"]", 12, 4));
+    /* One top-level value, with whitespace around it: json-glib leaks a second one's contents. */
+    assert_true(carrel_util_json_structure_ok(" {\"a\":1}\n", 9, 3));
+    assert_true(carrel_util_json_structure_ok("-1.5e3", 6, 3));
+    assert_true(carrel_util_json_structure_ok("\"x\" ", 4, 3));
+    assert_true(carrel_util_json_structure_ok("", 0, 3));
+    assert_false(carrel_util_json_structure_ok("{} {}", 5, 3));
+    assert_false(carrel_util_json_structure_ok("0{\"a\":1}", 8, 3));
+    assert_false(carrel_util_json_structure_ok("\"\"[1]", 5, 3));
+    assert_false(carrel_util_json_structure_ok("[1]]2", 5, 3));
+    assert_false(carrel_util_json_structure_ok("1 2", 3, 3));
+    assert_false(carrel_util_json_structure_ok("true\"x\"", 7, 3));
 }
 
 static void
