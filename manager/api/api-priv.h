@@ -41,7 +41,16 @@ struct _CarrelApi {
     guint console_stall_ms;
     gsize console_flow_peak;           /* the most a proxy held for a viewer (main loop only) */
     struct _CarrelApiStreams *streams; /* open event streams per principal (api-stream.c) */
+    struct _CarrelApiReaper *reaper;   /* closes what clients closed while idle (api-reaper.c) */
 };
+
+/* api-reaper.c: libsoup 3.2 keeps a keep-alive connection its client closed while idle open for
+ * ever; the reaper closes such sockets (never one with a request in flight). reaped: how many
+ * so far. */
+typedef struct _CarrelApiReaper CarrelApiReaper;
+CarrelApiReaper *carrel_api_reaper_new(SoupServer *server);
+guint carrel_api_reaper_reaped(CarrelApiReaper *reaper);
+void carrel_api_reaper_free(CarrelApiReaper *reaper, SoupServer *server);
 
 typedef struct {
     CarrelApi *api;

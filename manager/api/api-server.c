@@ -515,6 +515,7 @@ carrel_api_new(CarrelManager *mgr, const char *version_info, GError **error)
     api->context = g_main_context_ref_thread_default();
     api->server = soup_server_new("server-header", header, NULL);
     g_signal_connect(api->server, "request-started", G_CALLBACK(on_request_started), NULL);
+    api->reaper = carrel_api_reaper_new(api->server);
     soup_server_add_early_handler(api->server, NULL, check_request_size, api, NULL);
     soup_server_add_handler(api->server, NULL, handle_request, api, NULL);
     carrel_api_console_init(api);
@@ -532,6 +533,7 @@ carrel_api_free(CarrelApi *api)
     if (!api)
         return;
     g_clear_pointer(&api->pools, carrel_api_pools_free);
+    carrel_api_reaper_free(api->reaper, api->server);
     soup_server_disconnect(api->server);
     g_clear_object(&api->server);
     carrel_api_console_clear(api);
