@@ -15,7 +15,7 @@
 #define REAPER_INTERVAL_S 2
 
 struct _CarrelApiReaper {
-    GHashTable *sockets; /* GSocket (ref) -> requests in flight on it */
+    GHashTable *sockets; /* GSocket (ref) -> guint: requests in flight on it */
     guint timer;
     guint reaped;
 };
@@ -25,14 +25,16 @@ on_started(SoupServer *server, SoupServerMessage *msg, gpointer data)
 {
     CarrelApiReaper *reaper = data;
     GSocket *sock = soup_server_message_get_socket(msg);
-    gpointer count;
+    guint *running;
 
     if (!sock)
         return;
-    count = g_hash_table_lookup(reaper->sockets, sock);
-    if (!count)
-        g_object_ref(sock);
-    g_hash_table_insert(reaper->sockets, sock, GUINT_TO_POINTER(GPOINTER_TO_UINT(count) + 1));
+    running = g_hash_table_lookup(reaper->sockets, sock);
+    if (!running) {
+        running = g_new0(guint, 1);
+        g_hash_table_insert(reaper->sockets, g_object_ref(sock), running);
+    }
+    (*running)++;
 }
 
 static void
@@ -40,13 +42,11 @@ on_ended(SoupServer *server, SoupServerMessage *msg, gpointer data)
 {
     CarrelApiReaper *reaper = data;
     GSocket *sock = soup_server_message_get_socket(msg);
-    guint count;
+    guint *running = sock ? g_hash_table_lookup(reaper->sockets, sock) : NULL;
 
-    if (!sock || !g_hash_table_contains(reaper->sockets, sock))
-        return;
-    count = GPOINTER_TO_UINT(g_hash_table_lookup(reaper->sockets, sock));
     /* Kept at 0 (not removed): idle, and watched from now on. */
-    g_hash_table_insert(reaper->sockets, sock, GUINT_TO_POINTER(count > 0 ? count - 1 : 0));
+    if (running && *running > 0)
+        (*running)--;
 }
 
 /* TRUE when the peer of an idle socket is gone: it reads as end of stream or an error. */
@@ -67,7 +67,7 @@ reap(gpointer key, gpointer value, gpointer data)
 
     if (g_socket_is_closed(sock))
         return TRUE;
-    if (GPOINTER_TO_UINT(value) > 0 || !peer_gone(sock))
+    if (*(guint *)value > 0 || !peer_gone(sock))
         return FALSE;
     (void)g_socket_close(sock, NULL);
     reaper->reaped++;
@@ -88,7 +88,7 @@ carrel_api_reaper_new(SoupServer *server)
 {
     CarrelApiReaper *reaper = g_new0(CarrelApiReaper, 1);
 
-    reaper->sockets = g_hash_table_new_full(g_direct_hash, g_direct_equal, g_object_unref, NULL);
+    reaper->sockets = g_hash_table_new_full(g_direct_hash, g_direct_equal, g_object_unref, g_free);
     g_signal_connect(server, "request-started", G_CALLBACK(on_started), reaper);
     g_signal_connect(server, "request-finished", G_CALLBACK(on_ended), reaper);
     g_signal_connect(server, "request-aborted", G_CALLBACK(on_ended), reaper);
