@@ -729,6 +729,12 @@ drain(CarrelManager *mgr, CarrelApi *api)
         g_main_context_iteration(NULL, FALSE);
         g_usleep(100 * 1000);
     }
+    /* A handler that is done has its reply queued, not yet written: let libsoup write it. */
+    for (int i = 0; i < 20; i++) {
+        while (g_main_context_pending(NULL))
+            g_main_context_iteration(NULL, FALSE);
+        g_usleep(50 * 1000);
+    }
 }
 
 static int
