@@ -9,6 +9,9 @@
 /* Where the shipped templates install carrel-guest (readiness and the desktop helpers). */
 #define CARREL_GUEST_TOOL_PATH "/usr/local/bin/carrel-guest"
 
+/* The watcher's chores (core-chores.c). */
+typedef enum { CARREL_CHORE_REFILL, CARREL_CHORE_COLLECT, CARREL_CHORE_LAST } CarrelChore;
+
 struct _CarrelManager {
     char *state_dir;
     char *recipes_dir;
@@ -42,16 +45,18 @@ struct _CarrelManager {
     GCond watch_cond;
     gboolean watch_stop;
     guint watch_interval_ms;
-    GPtrArray *pending_exit;   /* session ids whose exit path reconcile left to the watcher; lock */
-    GMutex console_lock;       /* guards consoles */
-    GHashTable *consoles;      /* session id -> its current SPICE password (core-console.c) */
-    GHashTable *secret_values; /* "POLICY/NAME" -> value (core-policy.c) */
-    char **secret_headers;     /* the proxy's secret headers, in squid.conf's order */
-    char *egress_dns;          /* the sessions' upstream resolver, or NULL: no egress path */
-    char *egress_ca;           /* extra CAs squid trusts upstream (tests), or NULL */
-    char *egress_helper;       /* carrel-egress-helper */
-    GMutex egress_lock;        /* guards egress and egress_sources */
-    CarrelEgress *egress;      /* started with the first session that has a network */
+    GPtrArray *pending_exit; /* session ids whose exit paths are to collect (a chore); lock */
+    GThreadPool *chores;     /* the watcher's chores (core-chores.c); NULL: run inline */
+    gboolean chore_queued[CARREL_CHORE_LAST]; /* guarded by lock */
+    GMutex console_lock;                      /* guards consoles */
+    GHashTable *consoles;       /* session id -> its current SPICE password (core-console.c) */
+    GHashTable *secret_values;  /* "POLICY/NAME" -> value (core-policy.c) */
+    char **secret_headers;      /* the proxy's secret headers, in squid.conf's order */
+    char *egress_dns;           /* the sessions' upstream resolver, or NULL: no egress path */
+    char *egress_ca;            /* extra CAs squid trusts upstream (tests), or NULL */
+    char *egress_helper;        /* carrel-egress-helper */
+    GMutex egress_lock;         /* guards egress and egress_sources */
+    CarrelEgress *egress;       /* started with the first session that has a network */
     GHashTable *egress_sources; /* address -> id of the session on the path (or being made) */
     GPtrArray *egress_asks;     /* PendingAsk, main context only (core-egress-decide.c) */
     guint egress_ask_timer;
@@ -400,6 +405,14 @@ CarrelSnapshot *carrel_manager_snapshot_take(CarrelManager *mgr, const char *id_
 gboolean carrel_manager_intent_begin(CarrelManager *mgr, const char *key, const char *op,
                                      JsonBuilder *data, GError **error);
 void carrel_manager_intent_end(CarrelManager *mgr, const char *key);
+/* The watcher's chores (core-chores.c), run off its thread by one worker once the watcher
+ * started, inline before: pool refills, and exit paths of sessions that ended. */
+void carrel_manager_chore(CarrelManager *mgr, CarrelChore chore);
+void carrel_manager_chores_start(CarrelManager *mgr);
+void carrel_manager_chores_stop(CarrelManager *mgr);
+/* Collects the exit paths of the sessions in pending_exit (core-watch.c). */
+void carrel_manager_collect_pending(CarrelManager *mgr);
+
 /* Removes extraction folders that have no row (core-artifacts.c). */
 void carrel_manager_remove_extraction_leftovers(CarrelManager *mgr);
 /* Settles every intent a dead carreld left (reconcile runs it first). */

@@ -170,8 +170,13 @@ observe(CarrelManager *mgr, const CarrelSession *session, const Verdict *v)
     }
     if (!record_observed(mgr, session->id, v->next, v->reason) || v->next == CARREL_SESSION_PAUSED)
         return;
-    carrel_manager_collect_exit(mgr, session, v->next == CARREL_SESSION_CRASHED ? "crash" : "stop",
-                                FALSE);
+    /* Off the watcher: an appliance boots to read the disk, and time limits must not wait. */
+    if (session->exit_paths && session->exit_paths[0]) {
+        g_mutex_lock(&mgr->lock);
+        g_ptr_array_add(mgr->pending_exit, g_strdup(session->id));
+        g_mutex_unlock(&mgr->lock);
+        carrel_manager_chore(mgr, CARREL_CHORE_COLLECT);
+    }
 }
 
 static void
@@ -190,9 +195,9 @@ settle(CarrelManager *mgr, const char *id)
     carrel_manager_clear_busy(mgr, id);
 }
 
-/* Exit paths of sessions that ended while carreld was down (found by reconcile). */
-static void
-collect_pending(CarrelManager *mgr)
+/* Exit paths of sessions that ended: found by reconcile, or seen by the watcher. */
+void
+carrel_manager_collect_pending(CarrelManager *mgr)
 {
     for (;;) {
         g_autofree char *id = NULL;
@@ -303,10 +308,10 @@ carrel_manager_watch(CarrelManager *mgr)
     g_autoptr(GPtrArray) sessions = NULL;
     guint changed = 0;
 
-    collect_pending(mgr);
+    carrel_manager_chore(mgr, CARREL_CHORE_COLLECT);
     carrel_manager_disk_tend(mgr);
     (void)carrel_manager_sweep_uploads(mgr);
-    carrel_manager_pool_refill(mgr);
+    carrel_manager_chore(mgr, CARREL_CHORE_REFILL);
     carrel_manager_egress_sync(mgr);
     sessions = carrel_store_session_list(mgr->store, FALSE, NULL);
 
@@ -351,6 +356,7 @@ carrel_manager_start_watch(CarrelManager *mgr, guint interval_ms)
 {
     g_return_if_fail(mgr->watch_thread == NULL);
     mgr->watch_interval_ms = interval_ms ? interval_ms : 2000;
+    carrel_manager_chores_start(mgr);
     mgr->watch_thread = g_thread_new("carrel-watch", watch_thread, mgr);
 }
 
@@ -364,4 +370,5 @@ carrel_manager_stop_watch(CarrelManager *mgr)
     g_cond_signal(&mgr->watch_cond);
     g_mutex_unlock(&mgr->watch_lock);
     g_thread_join(g_steal_pointer(&mgr->watch_thread));
+    carrel_manager_chores_stop(mgr);
 }

@@ -207,7 +207,6 @@ static void
 test_stream_cap(void **state)
 {
     GSocketConnection *open[MAX_STREAMS] = {0};
-    g_autofree char *head = NULL;
     g_autofree char *body = NULL;
     guint status = 0;
 

@@ -326,6 +326,30 @@ test_warm_pool(void **state)
     assert_int_equal(members->len, 0);
 }
 
+/* Once the watcher runs on its own, a refill is a chore of its worker: watch returns without
+ * waiting for it, and the member appears all the same. */
+static void
+test_refill_is_a_chore(void **state)
+{
+    Fixture *fx = *state;
+    g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = import(fx, "tiny");
+    g_autoptr(GError) error = NULL;
+    guint members = 0;
+
+    assert_true(carrel_manager_pool_set(fx->mgr, ADMIN, "tiny", 1, &error));
+    carrel_manager_chores_start(fx->mgr);
+    /* Asked twice: queued once (or run again once the first run began), never twice at once. */
+    carrel_manager_chore(fx->mgr, CARREL_CHORE_REFILL);
+    carrel_manager_chore(fx->mgr, CARREL_CHORE_REFILL);
+    for (guint i = 0; i < 100 && members < 1; i++) {
+        g_autoptr(GPtrArray) list = carrel_store_pool_members(fx->mgr->store, "tiny", NULL);
+        members = list ? list->len : 0;
+        g_usleep(50 * 1000);
+    }
+    carrel_manager_chores_stop(fx->mgr);
+    assert_int_equal(members, 1);
+}
+
 static void
 test_warm_older_machine(void **state)
 {
@@ -452,6 +476,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_time_limits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_warm_pool, setup, teardown),
         cmocka_unit_test_setup_teardown(test_warm_older_machine, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refill_is_a_chore, setup, teardown),
         cmocka_unit_test_setup_teardown(test_console_open, setup, teardown),
         cmocka_unit_test_setup_teardown(test_extract_refuses_oversized, setup, teardown),
     };
