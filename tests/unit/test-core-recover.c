@@ -116,6 +116,7 @@ test_snapshot_after_restore(void **state)
     g_autofree char *top = g_build_filename(s->dir, "top-x.qcow2", NULL);
     g_autoptr(CarrelSession) moved = session_of(fx, s->id);
     g_autoptr(CarrelSession) after = NULL;
+    g_autoptr(CarrelSnapshot) snap = NULL;
     CarrelReconcileReport report;
 
     assert_int_equal(g_mkdir_with_parents(dir, 0700), 0);
@@ -129,7 +130,8 @@ test_snapshot_after_restore(void **state)
     after = session_of(fx, s->id);
     assert_int_equal(after->state, CARREL_SESSION_RUNNING);
     assert_string_equal(after->overlay_path, top);
-    assert_non_null(carrel_store_snapshot_get(fx->mgr->store, s->id, "s1", NULL));
+    snap = carrel_store_snapshot_get(fx->mgr->store, s->id, "s1", NULL);
+    assert_non_null(snap);
 }
 
 /* A memory file that never completed cannot be restored: stopped, and saying why. */
