@@ -57,8 +57,9 @@ vm_rss_kib() {
 
 # console_stuck SESSION: a display viewer that acks blindly and never reads, while the guest's
 # screen changes all the time (scrolling random text): the proxy stops reading SPICE at its
-# 4 MiB bound, carreld's memory does not grow with the screen, and the viewer is closed after
-# the 30 s stall time; QEMU keeps running and the console works again afterwards.
+# 4 MiB bound, carreld's memory does not grow with the screen, and the viewer is closed (after
+# the 30 s stall time, or sooner by spice-server itself once its writes block); QEMU keeps
+# running and the console works again afterwards.
 console_stuck() {
     local s="$1" out before after
     carrel exec "$s" -- env DISPLAY=:0 sh -c \
@@ -72,7 +73,10 @@ console_stuck() {
     carrel exec "$s" -- pkill -f 'base64 /dev/urandom' >/dev/null 2>&1
     check "a viewer that reads nothing: its display drew first" grep -qw 'display=shown' <<<"$out"
     check "...and the proxy closed it (stalled)" grep -qw 'closed=yes' <<<"$out"
-    check "...saying why, in carreld's log" grep -q 'the viewer took nothing' "$DAEMON_LOG"
+    # Either the proxy's stall time ran out, or (seen first under TCG) spice-server gave up on a
+    # display channel that could not write for ~10 s once the proxy stopped reading it.
+    check "...saying why, in carreld's log" grep -qE \
+        'channel 2 of [^ ]+ closed .*: (the viewer took nothing|the SPICE server closed)' "$DAEMON_LOG"
     check "...while carreld's memory grew by less than 64 MiB" \
         test "$((after - before))" -lt 65536
     sleep 3

@@ -115,7 +115,7 @@ disk_checks() {
         "$("${VIRSH[@]}" domstate --reason "carrel-$id" | head -1)"
     # Full, but for the reserve if the store gave it up to write the pause (64 MiB).
     check "the host's filesystem is full (or holds only the given-up reserve)" \
-        test "$(df --output=avail -B1M "$DISK_MNT" | tail -1 | tr -d ' ')" -le 64
+        test "$(df --output=avail -B1M "$DISK_MNT" | tail -1 | tr -d ' ')" -le 96
     check "the disk carreld keeps answering: version" dcarrel version
     check "...list" dcarrel ls
     status="$(disk_api GET "/v1/sessions/$id/events?limit=1000")"

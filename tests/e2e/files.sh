@@ -43,7 +43,7 @@ files_checks() {
     xid="$(jq -r .id <<<"$x")"
     check_eq "disk: the extraction read the disk" "disk" "$(jq -r .source <<<"$x")"
     check "disk: a file over the limit is refused by its size in the guest, named in the error" \
-        json_true '(.error | test("/home/user/big/(sparse.img|blob.bin)' "'"' is [0-9]+ bytes")) and .count == 0' "$x"
+        json_true '(.error | test("/home/user/big/(sparse.img|blob.bin)'"'"' is [0-9]+ bytes")) and .count == 0' "$x"
     check_eq "disk: nothing of the folder landed on the host" "0" "$(files_on_host "$xid")"
 
     # Under the limit: the download streams with its length and the manifest's sha256.

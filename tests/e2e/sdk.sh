@@ -63,7 +63,9 @@ sdk_loop() {
             ! grep -q "action refused" "$2"' _ "$log_json" "$out"
     check "...and every result it got back held a PNG screenshot of the session" \
         json_true '[.[] | select(.action)][1:] | map(.png_bytes > 5000) | all' "$log_json"
-    for i in $(seq 1 20); do
+    # A deadline, not a speed check: late in the e2e run, with other guests busy, the terminal
+    # under TCG can take a while to run what was typed.
+    for i in $(seq 1 60); do
         got="$(carrel exec "$id" -- cat "/tmp/loop-$api.txt" 2>/dev/null)"
         [ "$got" = "loop-$api" ] && break
         sleep 1
