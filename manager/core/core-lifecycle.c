@@ -2,17 +2,6 @@
 
 #include "core/core-priv.h"
 
-/* Records that op is about to act on the session (no data: the paths follow from the session). */
-static gboolean
-begin_intent(CarrelManager *mgr, const CarrelSession *session, const char *op, GError **error)
-{
-    g_autoptr(JsonBuilder) b = json_builder_new();
-
-    json_builder_begin_object(b);
-    json_builder_end_object(b);
-    return carrel_manager_intent_begin(mgr, session->id, op, b, error);
-}
-
 typedef gboolean (*LifecycleFunc)(CarrelManager *mgr, CarrelSession *session, gpointer data,
                                   GError **error);
 
@@ -163,7 +152,7 @@ do_destroy(CarrelManager *mgr, CarrelSession *session, gpointer data, GError **e
                     "%u forked session(s) stand on its snapshots: destroy them first", forks);
         return FALSE;
     }
-    if (!begin_intent(mgr, session, "destroy", error))
+    if (!carrel_manager_intent_begin(mgr, session->id, "destroy", NULL, error))
         return FALSE;
     carrel_crash_point("destroy.intent");
     if (session->exit_paths && session->state == CARREL_SESSION_RUNNING)
@@ -236,7 +225,7 @@ do_hibernate(CarrelManager *mgr, CarrelSession *session, gpointer data, GError *
 
     /* A file left by a save that failed half-way would make libvirt refuse. */
     (void)g_unlink(path);
-    if (!begin_intent(mgr, session, "hibernate", error))
+    if (!carrel_manager_intent_begin(mgr, session->id, "hibernate", NULL, error))
         return FALSE;
     carrel_crash_during("hibernate.saving", 300);
     if (!carrel_hypervisor_save(mgr->hv, domain, path, error))
@@ -265,7 +254,7 @@ wake(CarrelManager *mgr, CarrelSession *session, const char *domain, GError **er
 
     if (!carrel_hypervisor_saveimage_recover(path, error) ||
         !(xml = carrel_hypervisor_saveimage_get_xml(path, error)) ||
-        !begin_intent(mgr, session, "wake", error))
+        !carrel_manager_intent_begin(mgr, session->id, "wake", NULL, error))
         return FALSE;
     carrel_crash_during("resume.restoring", 200);
     if (!carrel_manager_restore(mgr, "hibernate", path, xml, error))

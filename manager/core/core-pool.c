@@ -88,18 +88,6 @@ fits(const CarrelSessionRequest *req, const CarrelTemplate *tmpl, const CarrelPo
            (!req->memory_mib || req->memory_mib == m->memory_mib);
 }
 
-/* A member adopted but not yet running is the new owner's paused session, with no reason
- * they paused it: recovery runs it (core-recover.c). */
-static gboolean
-claim_intent(CarrelManager *mgr, const CarrelSession *m, GError **error)
-{
-    g_autoptr(JsonBuilder) b = json_builder_new();
-
-    json_builder_begin_object(b);
-    json_builder_end_object(b);
-    return carrel_manager_intent_begin(mgr, m->id, "claim", b, error);
-}
-
 /* The member becomes the request's session: running, clock set, named, limits and inputs. */
 static gboolean
 hand_over(CarrelManager *mgr, const CarrelPrincipal *who, CarrelSession *m,
@@ -126,7 +114,10 @@ hand_over(CarrelManager *mgr, const CarrelPrincipal *who, CarrelSession *m,
     g_free(m->owner_label);
     m->owner_id = g_strdup(who->token_id);
     m->owner_label = g_strdup(who->label);
-    if (!claim_intent(mgr, m, error) || !carrel_store_session_adopt_member(mgr->store, m, error))
+    /* Adopted but not yet running, a member would be its new owner's paused session with no
+     * reason given: the intent lets recovery run it (core-recover.c). */
+    if (!carrel_manager_intent_begin(mgr, m->id, "claim", NULL, error) ||
+        !carrel_store_session_adopt_member(mgr->store, m, error))
         return FALSE;
     carrel_crash_point("pool.taken");
     return carrel_hypervisor_pause(mgr->hv, domain, FALSE, error) &&

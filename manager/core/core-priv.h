@@ -401,7 +401,8 @@ CarrelSnapshot *carrel_manager_snapshot_take(CarrelManager *mgr, const char *id_
 /* When a session's top overlay is frozen (a snapshot cut short by a carreld crash), stacks a
  * writable top on it and records it; nothing to do otherwise. */
 /* Intents of long operations (core-recover.c): begin records data (a builder holding one
- * object) for key before the operation acts; end removes it once it is done or undone. */
+ * object; NULL: none, the paths follow from the session) for key before the operation acts; end
+ * removes it once it is done or undone. */
 gboolean carrel_manager_intent_begin(CarrelManager *mgr, const char *key, const char *op,
                                      JsonBuilder *data, GError **error);
 void carrel_manager_intent_end(CarrelManager *mgr, const char *key);

@@ -20,11 +20,13 @@ carrel_manager_intent_begin(CarrelManager *mgr, const char *key, const char *op,
                             GError **error)
 {
     g_autoptr(JsonGenerator) gen = json_generator_new();
-    g_autoptr(JsonNode) root = json_builder_get_root(data);
+    g_autoptr(JsonNode) root = data ? json_builder_get_root(data) : NULL;
     g_autofree char *text = NULL;
 
-    json_generator_set_root(gen, root);
-    text = json_generator_to_data(gen, NULL);
+    if (root) {
+        json_generator_set_root(gen, root);
+        text = json_generator_to_data(gen, NULL);
+    }
     if (!carrel_store_intent_put(mgr->store, key, op, text, error)) {
         g_prefix_error(error, "recording what %s is about to do: ", op);
         return FALSE;
@@ -116,7 +118,7 @@ domain_gone(CarrelManager *mgr, const char *session_id)
 /* A restored domain that the dead daemon did not get to define: defined now, on top. */
 static gboolean
 keep_restored(CarrelManager *mgr, CarrelSession *session, const CarrelDomainInfo *info,
-              const char *top, GError **error)
+              GError **error)
 {
     g_autofree char *domain = carrel_session_domain_name(session->id);
 
@@ -189,7 +191,7 @@ recover_snapshot(CarrelManager *mgr, CarrelSession *session, JsonObject *data, G
         return TRUE;
     }
     if (runs_on(info, top))
-        return keep_restored(mgr, session, info, top, error) &&
+        return keep_restored(mgr, session, info, error) &&
                carrel_store_snapshot_insert(mgr->store, snap, error) &&
                carrel_store_session_set_disk(mgr->store, session->id, top, snap->id, error);
     if (snap->memory_path && !memory_whole(snap->memory_path)) {
@@ -220,7 +222,7 @@ recover_revert(CarrelManager *mgr, CarrelSession *session, JsonObject *data, GEr
         return TRUE;
     }
     if (runs_on(info, top)) {
-        if (!keep_restored(mgr, session, info, top, error) ||
+        if (!keep_restored(mgr, session, info, error) ||
             !carrel_store_session_set_disk(mgr->store, session->id, top, snap->id, error) ||
             !carrel_store_session_set_state(mgr->store, session->id, CARREL_SESSION_RUNNING, NULL,
                                             error))
