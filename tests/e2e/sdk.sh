@@ -66,15 +66,30 @@ sdk_loop() {
     # A deadline, not a speed check: late in the e2e run, with other guests busy, the terminal
     # under TCG can take a while to run what was typed.
     for i in $(seq 1 60); do
-        got="$(carrel exec "$id" -- cat "/tmp/loop-$api.txt" 2>/dev/null)"
+        got="$(carrel exec "$id" -- cat "/tmp/loop-$api.txt" 2>"$dir/exec.err")"
         [ "$got" = "loop-$api" ] && break
         sleep 1
     done
     check_eq "...the command it typed into the terminal ran in the guest (after ${i}s)" \
         "loop-$api" "$got"
+    [ "$got" = "loop-$api" ] || sdk_loop_diagnose "$id" "$dir"
     kill "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null
     carrel rm "$id" >/dev/null 2>&1
+}
+
+# What tells a lost keystroke from a command that never ran or an agent that stopped answering:
+# the last exec error, the guest's /tmp, the focused window, and what X's input driver said.
+sdk_loop_diagnose() {
+    local id="$1" dir="$2"
+    echo "# the last exec's error: $(cat "$dir/exec.err" 2>/dev/null)"
+    carrel exec "$id" -- sh -c 'ls -la /tmp; grep -iE "lagging|SYN_DROPPED|too slow" \
+        /run/carrel/Xorg.0.log | tail -5' 2>&1 | sed 's/^/# guest: /'
+    carrel show "$id" --json 2>&1 | jq -c '{state, reason}' | sed 's/^/# session: /'
+    carrel "do" "$id" '{"action":"windows"}' 2>&1 |
+        jq -c '[.results[0].output.windows[]? | select(.focused)]' |
+        sed 's/^/# focused: /'
+    carrel screenshot "$id" -o "$dir/last.png" >/dev/null 2>&1 && echo "# screen: $dir/last.png"
 }
 
 sdk_checks() {
