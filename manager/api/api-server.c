@@ -475,11 +475,15 @@ check_request_size(SoupServer *server, SoupServerMessage *msg, const char *path,
         carrel_api_upload_spool_start(api, msg, path);
         return;
     }
+    /* libsoup still reads the body before it writes the reply (unless the client sent
+     * Expect: 100-continue): it must not keep what it reads. */
+    soup_message_body_set_accumulate(soup_server_message_get_request_body(msg), FALSE);
     reply = carrel_api_reply_new_error(status, error);
     rid = carrel_util_new_id("r-");
     soup_message_headers_replace(soup_server_message_get_response_headers(msg), "X-Request-Id",
                                  rid);
     carrel_api_reply_add_header(reply, "Connection", "close");
+    carrel_api_count_reply(api, soup_server_message_get_method(msg), path, NULL, reply);
     carrel_api_reply_write(reply, api, msg);
     g_message("request %s refused before its body: %s %s -> %u", rid,
               soup_server_message_get_method(msg), path, status);

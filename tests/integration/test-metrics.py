@@ -338,6 +338,33 @@ EXPECTED_TYPES = {
 }
 
 
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return int(f.read().split("VmRSS:")[1].split()[0])
+
+
+def refused_body(d, size):
+    """Sends a body over the route's limit, without Expect: 100-continue (libsoup then reads it
+    before it replies): the reply's status; the daemon must not keep what it read."""
+    before = rss_kib(d.proc.pid)
+    conn = http.client.HTTPConnection(d.host, d.port, timeout=120)
+    conn.putrequest("POST", "/v1/sessions")
+    conn.putheader("Authorization", f"Bearer {d.admin}")
+    conn.putheader("Content-Type", "application/json")
+    conn.putheader("Content-Length", str(size))
+    conn.endheaders()
+    chunk = b"\0" * (1 << 20)
+    for _ in range(size >> 20):
+        conn.send(chunk)
+    reply = conn.getresponse()
+    reply.read()
+    conn.close()
+    grown = rss_kib(d.proc.pid) - before
+    if grown > 16 << 10:
+        raise AssertionError(f"a refused {size >> 20} MiB body grew carreld by {grown} KiB")
+    return reply.status
+
+
 def check(d):
     status, _, _ = d.request("GET", "/metrics")
     if status != 401:
@@ -406,6 +433,19 @@ def check(d):
         raise AssertionError(f"the 404s are not in carrel_errors_total:\n{text}")
     if value(fams, requests, requests, method="GET", route="/v1/sessions/*", status="200") < 1:
         raise AssertionError("the 200 of GET /v1/sessions/* is not counted")
+    # A body refused before it is read (413, no handler ran) is counted too.
+    too_big = value(fams, requests, requests, method="POST", route="/v1/sessions", status="413")
+    limits = value(fams, "carrel_errors_total", "carrel_errors_total", code="limit_exceeded")
+    status = refused_body(d, 64 << 20)
+    if status != 413:
+        raise AssertionError(f"a 64 MiB body sent: {status}, not 413")
+    text, fams = d.scrape()
+    if value(fams, requests, requests, method="POST", route="/v1/sessions",
+             status="413") != too_big + 1:
+        raise AssertionError(f"the 413 refused before its body is not counted:\n{text}")
+    if value(fams, "carrel_errors_total", "carrel_errors_total",
+             code="limit_exceeded") != limits + 1:
+        raise AssertionError(f"the 413 is not in carrel_errors_total:\n{text}")
     # Paths never become labels: nothing says the session's id or the unknown path.
     for needle in (s["id"], "/v1/nothing", "s-nope"):
         if needle in text:
