@@ -30,12 +30,7 @@ static void
 refuse(CarrelApi *api, SoupServerMessage *msg, guint status, const GError *error)
 {
     g_autoptr(CarrelApiReply) reply = carrel_api_reply_new_error(status, error);
-    JsonNode *env = carrel_api_reply_get_json(reply);
 
-    /* 410 has no code of its own in the error table. */
-    if (status == SOUP_STATUS_GONE)
-        json_object_set_string_member(
-            json_object_get_object_member(json_node_get_object(env), "error"), "code", "gone");
     carrel_api_reply_add_header(reply, "Cache-Control", "no-store");
     carrel_api_reply_write(reply, api, msg);
     /* The path holds the ticket: never logged. */
@@ -93,7 +88,7 @@ console_check(CarrelApi *api, SoupServerMessage *msg, const char *path, char **r
                                       ret_session_id, ret_port, error)) {
         if (g_error_matches(*error, CARREL_ERROR, CARREL_ERROR_FORBIDDEN))
             *ret_status = SOUP_STATUS_FORBIDDEN;
-        else if (g_error_matches(*error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE))
+        else if (g_error_matches(*error, CARREL_ERROR, CARREL_ERROR_GONE))
             *ret_status = SOUP_STATUS_GONE;
         return NULL;
     }

@@ -122,7 +122,7 @@ find(CarrelConsoleTickets *tickets, const char *ticket, const char *principal, G
         return NULL;
     }
     if (t->state == TICKET_GONE) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE,
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_GONE,
                     "the console ticket expired or was used");
         return NULL;
     }

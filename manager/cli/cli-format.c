@@ -14,6 +14,7 @@ carrel_cli_exit_code(const GError *error)
         return CARREL_CLI_EXIT_FAILED;
     switch ((CarrelErrorCode)error->code) {
     case CARREL_ERROR_NOT_FOUND:
+    case CARREL_ERROR_GONE:
         return CARREL_CLI_EXIT_NOT_FOUND;
     case CARREL_ERROR_EXISTS:
     case CARREL_ERROR_WRONG_STATE:

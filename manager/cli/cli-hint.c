@@ -35,6 +35,8 @@ static const CliHint cli_hints[] = {
     {"hypervisor_error", "carreld's log has the details (journalctl -u carreld)"},
     {"disk_error", "carreld's log has the details (journalctl -u carreld)"},
     {"store_error", "carreld's log has the details (journalctl -u carreld)"},
+    {"gone", "it existed but is gone for good (a pruned screenshot, a used console link): take "
+             "a new one"},
     {"no_space", "the host's disk is full: free space in carreld's state dir (remove sessions, "
                  "snapshots or templates), then retry"},
     {"internal", "carreld's log has the details (journalctl -u carreld)"},

@@ -269,7 +269,7 @@ carrel_manager_session_kept_screenshot(CarrelManager *mgr, const CarrelPrincipal
         if (!carrel_store_event_names_screenshot(mgr->store, session->id, name, &named, error))
             return NULL;
         if (named)
-            g_set_error(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND,
+            g_set_error(error, CARREL_ERROR, CARREL_ERROR_GONE,
                         "screenshot '%s' of session '%s' was pruned: a session keeps its "
                         "newest %u screenshots, at most %" G_GUINT64_FORMAT " MiB",
                         name, session->id, mgr->shots_max, mgr->shots_max_bytes / (1024 * 1024));

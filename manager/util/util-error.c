@@ -21,6 +21,7 @@ static const char *const error_names[CARREL_ERROR_LAST] = {
     [CARREL_ERROR_BUSY] = "busy",
     [CARREL_ERROR_NO_SPACE] = "no_space",
     [CARREL_ERROR_RATE_LIMITED] = "rate_limited",
+    [CARREL_ERROR_GONE] = "gone",
     [CARREL_ERROR_OVERLOADED] = "overloaded",
 };
 

@@ -32,6 +32,8 @@ typedef enum {
     CARREL_ERROR_RATE_LIMITED,
     /* carreld has too many requests of this kind queued already: retry later. */
     CARREL_ERROR_OVERLOADED,
+    /* It existed and is gone for good (a pruned screenshot, a used console ticket): 410. */
+    CARREL_ERROR_GONE,
     CARREL_ERROR_LAST
 } CarrelErrorCode;
 

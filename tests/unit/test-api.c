@@ -402,14 +402,14 @@ test_tickets_expiry(void **state)
     assert_code(&error, CARREL_ERROR_NOT_FOUND);
     assert_false(carrel_console_tickets_check(t, NULL, "alice", NULL, NULL, &error));
     assert_code(&error, CARREL_ERROR_NOT_FOUND);
-    /* 10 s later an unused ticket is gone (410), later forgotten (404). */
+    /* 10 s later an unused ticket is gone (410, also to a second link), later forgotten (404). */
     fake_now += CARREL_CONSOLE_TICKET_TTL_US - 1;
     assert_true(carrel_console_tickets_check(t, a, "alice", NULL, NULL, NULL));
     fake_now += 1;
     assert_false(carrel_console_tickets_check(t, a, "alice", NULL, NULL, &error));
-    assert_code(&error, CARREL_ERROR_WRONG_STATE);
+    assert_code(&error, CARREL_ERROR_GONE);
     assert_false(carrel_console_tickets_link(t, b, "alice", CARREL_SPICE_CHANNEL_MAIN, &error));
-    assert_code(&error, CARREL_ERROR_WRONG_STATE);
+    assert_code(&error, CARREL_ERROR_GONE);
     fake_now += CARREL_CONSOLE_TICKET_GONE_US;
     assert_false(carrel_console_tickets_check(t, a, "alice", NULL, NULL, &error));
     assert_code(&error, CARREL_ERROR_NOT_FOUND);
@@ -436,12 +436,12 @@ test_tickets_main_once(void **state)
     assert_true(carrel_console_tickets_link(t, a, "alice", CARREL_SPICE_CHANNEL_INPUTS, NULL));
     assert_false(carrel_console_tickets_link(t, a, "bob", CARREL_SPICE_CHANNEL_INPUTS, &error));
     assert_code(&error, CARREL_ERROR_FORBIDDEN);
-    /* Main closed: the ticket opens nothing more. */
+    /* Main closed: the ticket opens nothing more, and is gone. */
     carrel_console_tickets_main_closed(t, a);
     assert_false(carrel_console_tickets_link(t, a, "alice", CARREL_SPICE_CHANNEL_CURSOR, &error));
-    assert_code(&error, CARREL_ERROR_WRONG_STATE);
+    assert_code(&error, CARREL_ERROR_GONE);
     assert_false(carrel_console_tickets_check(t, a, "alice", NULL, NULL, &error));
-    assert_code(&error, CARREL_ERROR_WRONG_STATE);
+    assert_code(&error, CARREL_ERROR_GONE);
 }
 
 static void

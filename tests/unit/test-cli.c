@@ -304,12 +304,13 @@ test_audit_verdict(void **state)
 static void
 test_error_hints(void **state)
 {
-    static const char *const codes[] = {
-        "usage",         "unreachable",      "unauthorized",     "forbidden",
-        "policy_denied", "not_found",        "exists",           "wrong_state",
-        "busy",          "limit_exceeded",   "invalid_argument", "unsupported",
-        "timeout",       "hypervisor_error", "disk_error",       "store_error",
-        "internal",      "no_space",         "rate_limited",     "overloaded"};
+    static const char *const codes[] = {"usage",          "unreachable",      "unauthorized",
+                                        "forbidden",      "policy_denied",    "not_found",
+                                        "exists",         "wrong_state",      "busy",
+                                        "limit_exceeded", "invalid_argument", "unsupported",
+                                        "timeout",        "hypervisor_error", "disk_error",
+                                        "store_error",    "internal",         "no_space",
+                                        "rate_limited",   "overloaded",       "gone"};
 
     for (gsize i = 0; i < G_N_ELEMENTS(codes); i++) {
         const char *hint = carrel_cli_error_hint(codes[i], TRUE);

@@ -70,7 +70,7 @@ test_prune_by_count(void **state)
     assert_int_equal(names->len, 5);
     for (guint i = 0; i < 2; i++) {
         assert_false(readable(fx, s->id, g_ptr_array_index(names, i), &error));
-        assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND));
+        assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_GONE));
         assert_non_null(strstr(error->message, "pruned"));
         g_clear_error(&error);
     }

@@ -102,7 +102,8 @@ class Busy(CarrelError):
 
 
 class Gone(CarrelError):
-    """410 ``gone``: a console ticket that was used up or expired."""
+    """410 ``gone``: it existed and is gone for good: a console ticket that was used up or
+    expired, a screenshot pruned by the session's budget."""
 
     code = "gone"
 

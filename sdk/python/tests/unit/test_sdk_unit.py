@@ -35,6 +35,7 @@ API_CODES = {
     "no_space": 507,
     "rate_limited": 429,
     "overloaded": 503,
+    "gone": 410,
 }
 
 C_SOURCE = Path(__file__).resolve().parents[4] / "manager" / "util" / "util-error.c"
