@@ -230,12 +230,26 @@ carrel_manager_file_lock(CarrelManager *mgr, const char *path)
     return lock;
 }
 
+/* The watcher's look at a session holds it for one state query: a verb that arrives meanwhile
+ * waits for it (this long at most) instead of being refused as busy. */
+#define BRIEF_HOLD_WAIT_US (30 * G_USEC_PER_SEC)
+
+static gboolean
+held_briefly(const char *running, const char *op)
+{
+    return g_strcmp0(running, "watch") == 0 && g_strcmp0(op, "watch") != 0;
+}
+
 gboolean
 carrel_manager_mark_busy(CarrelManager *mgr, const char *key, const char *op, GError **error)
 {
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&mgr->lock);
     const char *running = g_hash_table_lookup(mgr->busy, key);
+    gint64 end = g_get_monotonic_time() + BRIEF_HOLD_WAIT_US;
 
+    while (running && held_briefly(running, op) &&
+           g_cond_wait_until(&mgr->busy_cond, &mgr->lock, end))
+        running = g_hash_table_lookup(mgr->busy, key);
     if (mgr->draining) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_BUSY,
                     "carreld is stopping: try again once it is back");

@@ -337,6 +337,48 @@ test_busy_session(void **state)
     carrel_manager_clear_busy(fx->mgr, s->id);
 }
 
+typedef struct {
+    CarrelManager *mgr;
+    char *id;
+} WatchHold;
+
+/* Ends a watcher's look after a while, from another thread. */
+static gpointer
+end_watch_later(gpointer data)
+{
+    WatchHold *hold = data;
+
+    g_usleep(200 * 1000);
+    carrel_manager_clear_busy(hold->mgr, hold->id);
+    return NULL;
+}
+
+/* The watcher's look at a session is waited for, not answered "busy"; a second look is not. */
+static void
+test_verb_waits_for_watch(void **state)
+{
+    Fixture *fx = *state;
+    g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = import(fx, "tiny");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelSession) s = create(fx, NULL, &error);
+    g_autoptr(CarrelSession) stopped = NULL;
+    WatchHold hold = {fx->mgr, NULL};
+    GThread *thread;
+
+    assert_non_null(s);
+    hold.id = s->id;
+    assert_true(carrel_manager_mark_busy(fx->mgr, s->id, "watch", NULL));
+    assert_false(carrel_manager_mark_busy(fx->mgr, s->id, "watch", &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_BUSY));
+    g_clear_error(&error);
+    thread = g_thread_new("watch", end_watch_later, &hold);
+    stopped = carrel_manager_session_stop(fx->mgr, ADMIN, s->id, 1, &error);
+    g_thread_join(thread);
+    assert_null(error);
+    assert_non_null(stopped);
+    assert_int_equal(stopped->state, CARREL_SESSION_STOPPED);
+}
+
 /* How many "expire" events a session's timeline holds. */
 static guint
 count_expire_events(Fixture *fx, const char *id)
@@ -926,6 +968,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_import_bad_source, setup, teardown),
         cmocka_unit_test_setup_teardown(test_import_versions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_create_and_lifecycle, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_verb_waits_for_watch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_create_leaves_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_agent_never_answers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ready_by_screen, setup, teardown),
