@@ -519,6 +519,51 @@ test_rates_per_token(void **state)
 }
 
 /* Every route runs in a class: health inline, reads quick, VM operations long, exec exec. */
+/* The route table's matching: '*' takes one segment (decoded), the segment count must agree,
+ * and a known path with another method is 405, an unknown one 404. */
+static void
+test_route_match(void **state)
+{
+    const struct {
+        const char *method, *path, *pattern, *param;
+        guint status;
+    } want[] = {
+        {"GET", "/v1/sessions", "/v1/sessions", NULL, 0},
+        {"GET", "/v1/sessions/s-1", "/v1/sessions/*", "s-1", 0},
+        {"POST", "/v1/sessions/my%20box/start", "/v1/sessions/*/start", "my box", 0},
+        {"GET", "/v1/sessions/s-1/snapshots", "/v1/sessions/*/snapshots", "s-1", 0},
+        {"GET", "/v1/sessions/", "/v1/sessions/*", "", 0},
+        {"GET", "/v1/session", NULL, NULL, SOUP_STATUS_NOT_FOUND},
+        {"GET", "/v1/sessionsx", NULL, NULL, SOUP_STATUS_NOT_FOUND},
+        {"GET", "/v1", NULL, NULL, SOUP_STATUS_NOT_FOUND},
+        {"GET", "/v1/sessions/s-1/start/now", NULL, NULL, SOUP_STATUS_NOT_FOUND},
+        {"PATCH", "/v1/sessions", NULL, NULL, SOUP_STATUS_METHOD_NOT_ALLOWED},
+        {"GET", "/v1/sessions/a%2Fb", NULL, NULL, SOUP_STATUS_BAD_REQUEST},
+    };
+
+    for (gsize i = 0; i < G_N_ELEMENTS(want); i++) {
+        g_autoptr(GPtrArray) params = NULL;
+        g_autoptr(GError) error = NULL;
+        guint status = 0;
+        const CarrelApiRoute *r =
+            carrel_api_route_match(want[i].method, want[i].path, &params, &status, &error);
+
+        if (!want[i].pattern) {
+            if (r)
+                fail_msg("%s %s matched %s", want[i].method, want[i].path, r->pattern);
+            assert_int_equal(status, want[i].status);
+            assert_non_null(error);
+            continue;
+        }
+        if (!r)
+            fail_msg("%s %s: %s", want[i].method, want[i].path, error->message);
+        assert_string_equal(r->pattern, want[i].pattern);
+        assert_int_equal(params->len, want[i].param ? 1 : 0);
+        if (want[i].param)
+            assert_string_equal(g_ptr_array_index(params, 0), want[i].param);
+    }
+}
+
 static void
 test_route_classes(void **state)
 {
@@ -621,6 +666,7 @@ main(void)
         cmocka_unit_test(test_error_status),
         cmocka_unit_test(test_bucket),
         cmocka_unit_test(test_rates_per_token),
+        cmocka_unit_test(test_route_match),
         cmocka_unit_test(test_route_classes),
         cmocka_unit_test(test_mcp_class),
         cmocka_unit_test(test_reply),
