@@ -15,10 +15,24 @@ typedef enum {
 
 typedef struct _CarrelApiPools CarrelApiPools;
 
+/*
+ * Rendered replies by key, all of one store generation (api-cache.c): a lookup or a fill with a
+ * newer generation drops every text kept; one with an older generation finds nothing and keeps
+ * nothing. Thread-safe.
+ */
+typedef struct _CarrelApiCache CarrelApiCache;
+CarrelApiCache *carrel_api_cache_new(void);
+void carrel_api_cache_free(CarrelApiCache *cache);
+/* The text kept for key at generation (a reference), or NULL. */
+GBytes *carrel_api_cache_get(CarrelApiCache *cache, const char *key, guint64 generation);
+/* Keeps text for key, made from what the store held at generation (or later). */
+void carrel_api_cache_put(CarrelApiCache *cache, const char *key, guint64 generation, GBytes *text);
+
 struct _CarrelApi {
     SoupServer *server;
     GMainContext *context;         /* where replies are written (the one carrel_api_new ran in) */
     CarrelApiPools *pools;         /* the request classes' worker pools (api-pool.c) */
+    CarrelApiCache *lists;         /* rendered session lists (api-cache.c) */
     struct _CarrelApiRates *rates; /* requests per token (api-limit.c), main loop only */
     GMutex hold_lock;              /* the test hook's gate (api-hold.c) */
     GCond hold_cond;
@@ -128,6 +142,8 @@ JsonNode *carrel_api_reply_get_json(const CarrelApiReply *reply);
 /* Makes a JSON reply's text now (in a worker thread), so that writing it on the main loop only
  * copies bytes; other kinds have nothing to make. */
 void carrel_api_reply_render(CarrelApiReply *reply);
+/* node as compact JSON text, the way replies are written. */
+GBytes *carrel_api_json_text(JsonNode *node);
 /* Writes reply on msg: status, headers and body, or starts the stream (main loop only). */
 void carrel_api_reply_write(CarrelApiReply *reply, CarrelApi *api, SoupServerMessage *msg);
 

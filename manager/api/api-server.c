@@ -510,6 +510,7 @@ carrel_api_new(CarrelManager *mgr, const char *version_info, GError **error)
     api->login_limiter = carrel_api_limiter_new(LOGIN_FAILURES_MAX, LOGIN_WINDOW_S);
     api->streams = carrel_api_streams_new(0);
     api->rates = carrel_api_rates_new();
+    api->lists = carrel_api_cache_new();
     g_mutex_init(&api->hold_lock);
     g_cond_init(&api->hold_cond);
     api->context = g_main_context_ref_thread_default();
@@ -545,6 +546,7 @@ carrel_api_free(CarrelApi *api)
     carrel_api_limiter_free(api->login_limiter);
     carrel_api_streams_free(api->streams);
     carrel_api_rates_free(api->rates);
+    carrel_api_cache_free(api->lists);
     g_clear_pointer(&api->context, g_main_context_unref);
     g_mutex_clear(&api->hold_lock);
     g_cond_clear(&api->hold_cond);
