@@ -239,6 +239,50 @@ test_list_after_revoke(void **state)
     assert_int_equal(r.status, 401);
 }
 
+/* A rotated admin token: the old secret is refused at once, the new one works, and a token's
+ * first use is recorded (last_used_at) although its row is kept between requests. */
+static void
+test_rotate_and_last_use(void **state)
+{
+    g_auto(Reply) r = {0};
+    g_autofree char *old = g_strdup(fx.tokens[P_ADMIN]);
+    g_autofree char *fresh = new_token("used-once");
+    JsonArray *list;
+    gboolean seen = FALSE;
+
+    for (int i = 0; i < 3; i++) {
+        reply_clear(&r);
+        request(&r, "GET", "/v1/sessions", NULL, fresh);
+        assert_int_equal(r.status, 200);
+    }
+    reply_clear(&r);
+    request(&r, "GET", "/v1/tokens", NULL, old);
+    assert_int_equal(r.status, 200);
+    list = json_object_get_array_member(json_node_get_object(r.body), "tokens");
+    for (guint i = 0; i < json_array_get_length(list); i++) {
+        JsonObject *t = json_array_get_object_element(list, i);
+        if (g_str_equal(json_object_get_string_member(t, "name"), "used-once")) {
+            assert_true(json_object_has_member(t, "last_used_at"));
+            assert_false(json_object_get_null_member(t, "last_used_at"));
+            seen = TRUE;
+        }
+    }
+    assert_true(seen);
+
+    reply_clear(&r);
+    request(&r, "POST", "/v1/tokens/admin/rotate", NULL, old);
+    assert_int_equal(r.status, 200);
+    g_free(fx.tokens[P_ADMIN]);
+    fx.tokens[P_ADMIN] = g_strdup(str(r.body, "token"));
+    assert_non_null(fx.tokens[P_ADMIN]);
+    reply_clear(&r);
+    request(&r, "GET", "/v1/sessions", NULL, old);
+    assert_int_equal(r.status, 401);
+    reply_clear(&r);
+    request(&r, "GET", "/v1/sessions", NULL, fx.tokens[P_ADMIN]);
+    assert_int_equal(r.status, 200);
+}
+
 /* In the child: a process group of its own, so that teardown kills all it started. */
 static void
 own_group(gpointer unused)
@@ -319,6 +363,7 @@ main(void)
         cmocka_unit_test(test_list_follows_writes),
         cmocka_unit_test(test_list_scopes),
         cmocka_unit_test(test_list_after_revoke),
+        cmocka_unit_test(test_rotate_and_last_use),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
