@@ -294,6 +294,7 @@ exchange_new(CarrelApi *api, SoupServerMessage *msg, GHashTable *query)
     Exchange *ex = g_new0(Exchange, 1);
     SoupMessageHeaders *headers = soup_server_message_get_request_headers(msg);
     const char *given_id = soup_message_headers_get_one(headers, "X-Request-Id");
+    const char *started_id;
     GUri *uri = soup_server_message_get_uri(msg);
 
     ex->api = api;
@@ -307,7 +308,12 @@ exchange_new(CarrelApi *api, SoupServerMessage *msg, GHashTable *query)
     ex->req->method = g_strdup(soup_server_message_get_method(msg));
     ex->req->path = g_strdup(g_uri_get_path(uri));
     ex->req->query = query ? g_hash_table_ref(query) : NULL;
-    ex->req->request_id = request_id_ok(given_id) ? g_strdup(given_id) : carrel_util_new_id("r-");
+    /* The id on_request_started gave, unless the client sent its own: one new id a request. */
+    started_id =
+        soup_message_headers_get_one(soup_server_message_get_response_headers(msg), "X-Request-Id");
+    ex->req->request_id = request_id_ok(given_id)     ? g_strdup(given_id)
+                          : request_id_ok(started_id) ? g_strdup(started_id)
+                                                      : carrel_util_new_id("r-");
     ex->req->origin = g_strdup(soup_message_headers_get_one(headers, "Origin"));
     ex->req->mcp_protocol_version =
         g_strdup(soup_message_headers_get_one(headers, "MCP-Protocol-Version"));
@@ -434,18 +440,16 @@ handle_request(SoupServer *server, SoupServerMessage *msg, const char *path, GHa
     exchange_free(ex);
 }
 
-/* The body limit of the route a request goes to (the JSON limit when there is none). */
-static gsize
-early_body_max(SoupServerMessage *msg, const char *path)
+/* The route a request goes to, as far as its method and path tell (NULL: none). */
+static const CarrelApiRoute *
+early_route(SoupServerMessage *msg, const char *path)
 {
     g_autoptr(GPtrArray) params = NULL;
     g_autoptr(GError) error = NULL;
-    const CarrelApiRoute *route;
     guint status = 0;
 
-    route =
-        carrel_api_route_match(soup_server_message_get_method(msg), path, &params, &status, &error);
-    return route ? carrel_api_route_body_max(route) : CARREL_LIMIT_BODY_BYTES;
+    return carrel_api_route_match(soup_server_message_get_method(msg), path, &params, &status,
+                                  &error);
 }
 
 /* Runs before the body is read: refuse what would be too large instead of buffering it. */
@@ -459,7 +463,9 @@ check_request_size(SoupServer *server, SoupServerMessage *msg, const char *path,
     g_autoptr(CarrelApiReply) reply = NULL;
     g_autofree char *rid = NULL;
     CarrelApi *api = user_data;
-    gsize max = early_body_max(msg, path);
+    const CarrelApiRoute *route = early_route(msg, path);
+    /* The JSON limit when there is no such route. */
+    gsize max = route ? carrel_api_route_body_max(route) : CARREL_LIMIT_BODY_BYTES;
     guint status;
 
     if (encoding == SOUP_ENCODING_CHUNKED || encoding == SOUP_ENCODING_EOF) {
@@ -472,7 +478,7 @@ check_request_size(SoupServer *server, SoupServerMessage *msg, const char *path,
         g_set_error(&error, CARREL_ERROR, CARREL_ERROR_LIMIT,
                     "request body is larger than %" G_GSIZE_FORMAT " bytes", max);
     } else {
-        carrel_api_upload_spool_start(api, msg, path);
+        carrel_api_upload_spool_start(api, msg, route);
         return;
     }
     reply = carrel_api_reply_new_error(status, error);
