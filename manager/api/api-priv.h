@@ -316,9 +316,8 @@ void carrel_api_count_reply(CarrelApi *api, const char *method, const char *path
                             const CarrelApiRoute *route, const CarrelApiReply *reply);
 /* api-upload.c: from the early handler (the headers passed the size check), an upload route's
  * body (route: the request's, NULL when none) is not accumulated but written to a spool file
- * as it arrives. take hands the file (and
- * any failure) to the request, which removes it when freed; check is the route's body check:
- * the route's limit or a write failure is the error. */
+ * as it arrives. take hands the file (and any failure) to the request, which removes it when
+ * freed; check is the route's body check: the route's limit or a write failure is the error. */
 void carrel_api_upload_spool_start(CarrelApi *api, SoupServerMessage *msg,
                                    const CarrelApiRoute *route);
 void carrel_api_upload_spool_take(SoupServerMessage *msg, CarrelApiRequest *req);

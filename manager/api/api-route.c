@@ -26,8 +26,8 @@ split_path(const char *path, GError **error)
 /*
  * Whether the decoded segments match pattern, where a segment "*" stands for any one segment
  * (added to params when given). Walks the pattern in place: a request tries much of the table
- * (three times: size check, upload spool, dispatch), and splitting every pattern cost more than
- * a tenth of a session list.
+ * (twice: the early size check, then dispatch), and splitting every pattern into new strings
+ * cost more than a tenth of a session list.
  */
 static gboolean
 pattern_matches(const char *pattern, GPtrArray *segments, GPtrArray *params)
