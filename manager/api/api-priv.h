@@ -15,10 +15,24 @@ typedef enum {
 
 typedef struct _CarrelApiPools CarrelApiPools;
 
+/*
+ * Rendered replies by key, all of one store generation (api-cache.c): a lookup or a fill with a
+ * newer generation drops every text kept; one with an older generation finds nothing and keeps
+ * nothing. Thread-safe.
+ */
+typedef struct _CarrelApiCache CarrelApiCache;
+CarrelApiCache *carrel_api_cache_new(void);
+void carrel_api_cache_free(CarrelApiCache *cache);
+/* The text kept for key at generation (a reference), or NULL. */
+GBytes *carrel_api_cache_get(CarrelApiCache *cache, const char *key, guint64 generation);
+/* Keeps text for key, made from what the store held at generation (or later). */
+void carrel_api_cache_put(CarrelApiCache *cache, const char *key, guint64 generation, GBytes *text);
+
 struct _CarrelApi {
     SoupServer *server;
     GMainContext *context;         /* where replies are written (the one carrel_api_new ran in) */
     CarrelApiPools *pools;         /* the request classes' worker pools (api-pool.c) */
+    CarrelApiCache *lists;         /* rendered session lists (api-cache.c) */
     struct _CarrelApiRates *rates; /* requests per token (api-limit.c), main loop only */
     GMutex hold_lock;              /* the test hook's gate (api-hold.c) */
     GCond hold_cond;
@@ -128,6 +142,8 @@ JsonNode *carrel_api_reply_get_json(const CarrelApiReply *reply);
 /* Makes a JSON reply's text now (in a worker thread), so that writing it on the main loop only
  * copies bytes; other kinds have nothing to make. */
 void carrel_api_reply_render(CarrelApiReply *reply);
+/* node as compact JSON text, the way replies are written. */
+GBytes *carrel_api_json_text(JsonNode *node);
 /* Writes reply on msg: status, headers and body, or starts the stream (main loop only). */
 void carrel_api_reply_write(CarrelApiReply *reply, CarrelApi *api, SoupServerMessage *msg);
 
@@ -299,10 +315,11 @@ CarrelApiReply *carrel_api_get_metrics(CarrelApiRequest *req, GError **error);
 void carrel_api_count_reply(CarrelApi *api, const char *method, const char *path,
                             const CarrelApiRoute *route, const CarrelApiReply *reply);
 /* api-upload.c: from the early handler (the headers passed the size check), an upload route's
- * body is not accumulated but written to a spool file as it arrives. take hands the file (and
- * any failure) to the request, which removes it when freed; check is the route's body check:
- * the route's limit or a write failure is the error. */
-void carrel_api_upload_spool_start(CarrelApi *api, SoupServerMessage *msg, const char *path);
+ * body (route: the request's, NULL when none) is not accumulated but written to a spool file
+ * as it arrives. take hands the file (and any failure) to the request, which removes it when
+ * freed; check is the route's body check: the route's limit or a write failure is the error. */
+void carrel_api_upload_spool_start(CarrelApi *api, SoupServerMessage *msg,
+                                   const CarrelApiRoute *route);
 void carrel_api_upload_spool_take(SoupServerMessage *msg, CarrelApiRequest *req);
 gboolean carrel_api_upload_check(CarrelApiRequest *req, GError **error);
 

@@ -206,8 +206,8 @@ carrel_api_reply_get_json(const CarrelApiReply *reply)
     return reply->json;
 }
 
-static GBytes *
-json_bytes(JsonNode *node)
+GBytes *
+carrel_api_json_text(JsonNode *node)
 {
     g_autoptr(JsonGenerator) gen = json_generator_new();
     gsize len = 0;
@@ -316,7 +316,7 @@ void
 carrel_api_reply_render(CarrelApiReply *reply)
 {
     if (reply->kind == CARREL_API_REPLY_JSON && !reply->bytes)
-        reply->bytes = json_bytes(reply->json);
+        reply->bytes = carrel_api_json_text(reply->json);
 }
 
 void
@@ -333,7 +333,7 @@ carrel_api_reply_write(CarrelApiReply *reply, CarrelApi *api, SoupServerMessage 
     switch (reply->kind) {
     case CARREL_API_REPLY_JSON:
         soup_server_message_set_status(msg, reply->status, NULL);
-        json = reply->bytes ? g_bytes_ref(reply->bytes) : json_bytes(reply->json);
+        json = reply->bytes ? g_bytes_ref(reply->bytes) : carrel_api_json_text(reply->json);
         set_body(msg, "application/json", json);
         break;
     case CARREL_API_REPLY_BYTES:

@@ -206,18 +206,47 @@ session_reply_in(CarrelApiRequest *req, guint status, CarrelSession *session)
 
 #define session_reply(s) session_reply_in(req, SOUP_STATUS_OK, (s))
 
+/* The list's text as carrel_api_list_of makes it, for whom core says may see it. */
+static GBytes *
+session_list_text(CarrelApiRequest *req, gboolean all, GError **error)
+{
+    g_autoptr(GPtrArray) sessions = carrel_manager_session_list(req->mgr, req->who, all, error);
+    g_autoptr(GHashTable) leases = sessions ? carrel_manager_leases(req->mgr) : NULL;
+    CarrelApiView view = {req->mgr, req->who, leases};
+    g_autoptr(JsonNode) list = NULL;
+
+    if (!sessions)
+        return NULL;
+    list = carrel_api_list_of("sessions", sessions, carrel_api_session_item, &view);
+    return carrel_api_json_text(list);
+}
+
+/*
+ * The door is entered on every request; the text is made again only when the store changed
+ * since it was made for the caller's scope (api-cache.c), so a list is never older than the
+ * store and never another scope's.
+ */
 static CarrelApiReply *
 get_sessions(CarrelApiRequest *req, GError **error)
 {
     const char *all_flag = carrel_api_query(req, "all");
     gboolean all = all_flag && (g_str_equal(all_flag, "1") || g_str_equal(all_flag, "true"));
-    g_autoptr(GPtrArray) sessions = carrel_manager_session_list(req->mgr, req->who, all, error);
-    g_autoptr(GHashTable) leases = sessions ? carrel_manager_leases(req->mgr) : NULL;
-    CarrelApiView view = {req->mgr, req->who, leases};
+    g_autofree char *scope = NULL;
+    g_autofree char *key = NULL;
+    guint64 generation = 0;
+    GBytes *text;
 
-    return sessions ? carrel_api_reply_ok(
-                          carrel_api_list_of("sessions", sessions, carrel_api_session_item, &view))
-                    : NULL;
+    if (!carrel_manager_session_list_scope(req->mgr, req->who, &scope, &generation, error))
+        return NULL;
+    key = g_strconcat(scope, all ? " all" : " live", NULL);
+    text = carrel_api_cache_get(req->api->lists, key, generation);
+    if (!text) {
+        text = session_list_text(req, all, error);
+        if (!text)
+            return NULL;
+        carrel_api_cache_put(req->api->lists, key, generation, text);
+    }
+    return carrel_api_reply_new_bytes(SOUP_STATUS_OK, text, "application/json");
 }
 
 static CarrelApiReply *

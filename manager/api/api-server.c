@@ -294,6 +294,7 @@ exchange_new(CarrelApi *api, SoupServerMessage *msg, GHashTable *query)
     Exchange *ex = g_new0(Exchange, 1);
     SoupMessageHeaders *headers = soup_server_message_get_request_headers(msg);
     const char *given_id = soup_message_headers_get_one(headers, "X-Request-Id");
+    const char *started_id;
     GUri *uri = soup_server_message_get_uri(msg);
 
     ex->api = api;
@@ -307,7 +308,12 @@ exchange_new(CarrelApi *api, SoupServerMessage *msg, GHashTable *query)
     ex->req->method = g_strdup(soup_server_message_get_method(msg));
     ex->req->path = g_strdup(g_uri_get_path(uri));
     ex->req->query = query ? g_hash_table_ref(query) : NULL;
-    ex->req->request_id = request_id_ok(given_id) ? g_strdup(given_id) : carrel_util_new_id("r-");
+    /* The id on_request_started gave, unless the client sent its own: one new id a request. */
+    started_id =
+        soup_message_headers_get_one(soup_server_message_get_response_headers(msg), "X-Request-Id");
+    ex->req->request_id = request_id_ok(given_id)     ? g_strdup(given_id)
+                          : request_id_ok(started_id) ? g_strdup(started_id)
+                                                      : carrel_util_new_id("r-");
     ex->req->origin = g_strdup(soup_message_headers_get_one(headers, "Origin"));
     ex->req->mcp_protocol_version =
         g_strdup(soup_message_headers_get_one(headers, "MCP-Protocol-Version"));
@@ -434,18 +440,16 @@ handle_request(SoupServer *server, SoupServerMessage *msg, const char *path, GHa
     exchange_free(ex);
 }
 
-/* The body limit of the route a request goes to (the JSON limit when there is none). */
-static gsize
-early_body_max(SoupServerMessage *msg, const char *path)
+/* The route a request goes to, as far as its method and path tell (NULL: none). */
+static const CarrelApiRoute *
+early_route(SoupServerMessage *msg, const char *path)
 {
     g_autoptr(GPtrArray) params = NULL;
     g_autoptr(GError) error = NULL;
-    const CarrelApiRoute *route;
     guint status = 0;
 
-    route =
-        carrel_api_route_match(soup_server_message_get_method(msg), path, &params, &status, &error);
-    return route ? carrel_api_route_body_max(route) : CARREL_LIMIT_BODY_BYTES;
+    return carrel_api_route_match(soup_server_message_get_method(msg), path, &params, &status,
+                                  &error);
 }
 
 /* Runs before the body is read: refuse what would be too large instead of buffering it. */
@@ -459,7 +463,9 @@ check_request_size(SoupServer *server, SoupServerMessage *msg, const char *path,
     g_autoptr(CarrelApiReply) reply = NULL;
     g_autofree char *rid = NULL;
     CarrelApi *api = user_data;
-    gsize max = early_body_max(msg, path);
+    const CarrelApiRoute *route = early_route(msg, path);
+    /* The JSON limit when there is no such route. */
+    gsize max = route ? carrel_api_route_body_max(route) : CARREL_LIMIT_BODY_BYTES;
     guint status;
 
     if (encoding == SOUP_ENCODING_CHUNKED || encoding == SOUP_ENCODING_EOF) {
@@ -472,7 +478,7 @@ check_request_size(SoupServer *server, SoupServerMessage *msg, const char *path,
         g_set_error(&error, CARREL_ERROR, CARREL_ERROR_LIMIT,
                     "request body is larger than %" G_GSIZE_FORMAT " bytes", max);
     } else {
-        carrel_api_upload_spool_start(api, msg, path);
+        carrel_api_upload_spool_start(api, msg, route);
         return;
     }
     /* libsoup still reads the body before it writes the reply (unless the client sent
@@ -514,6 +520,7 @@ carrel_api_new(CarrelManager *mgr, const char *version_info, GError **error)
     api->login_limiter = carrel_api_limiter_new(LOGIN_FAILURES_MAX, LOGIN_WINDOW_S);
     api->streams = carrel_api_streams_new(0);
     api->rates = carrel_api_rates_new();
+    api->lists = carrel_api_cache_new();
     g_mutex_init(&api->hold_lock);
     g_cond_init(&api->hold_cond);
     api->context = g_main_context_ref_thread_default();
@@ -549,6 +556,7 @@ carrel_api_free(CarrelApi *api)
     carrel_api_limiter_free(api->login_limiter);
     carrel_api_streams_free(api->streams);
     carrel_api_rates_free(api->rates);
+    carrel_api_cache_free(api->lists);
     g_clear_pointer(&api->context, g_main_context_unref);
     g_mutex_clear(&api->hold_lock);
     g_cond_clear(&api->hold_cond);

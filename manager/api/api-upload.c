@@ -83,16 +83,10 @@ has_credentials(SoupServerMessage *msg)
 }
 
 void
-carrel_api_upload_spool_start(CarrelApi *api, SoupServerMessage *msg, const char *path)
+carrel_api_upload_spool_start(CarrelApi *api, SoupServerMessage *msg, const CarrelApiRoute *route)
 {
-    g_autoptr(GPtrArray) params = NULL;
-    g_autoptr(GError) error = NULL;
-    const CarrelApiRoute *route;
-    guint status = 0;
     Spool *s;
 
-    route =
-        carrel_api_route_match(soup_server_message_get_method(msg), path, &params, &status, &error);
     if (!route || !(route->flags & CARREL_API_ROUTE_UPLOAD))
         return;
     /* Nothing to write for a caller without credentials: it gets 401, its body goes nowhere. */

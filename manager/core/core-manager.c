@@ -82,6 +82,7 @@ carrel_manager_new(const CarrelManagerConfig *config, CarrelHypervisor *hv, GErr
     g_return_val_if_fail(config->accel == CARREL_ACCEL_KVM || config->accel == CARREL_ACCEL_TCG,
                          NULL);
     g_mutex_init(&mgr->lock);
+    carrel_manager_tokens_init(mgr);
     mgr->file_locks = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, free_file_lock);
     g_cond_init(&mgr->busy_cond);
     g_mutex_init(&mgr->disk_lock);
@@ -177,6 +178,7 @@ carrel_manager_free(CarrelManager *mgr)
     g_clear_pointer(&mgr->hv, carrel_hypervisor_free);
     g_clear_pointer(&mgr->policies, carrel_policy_set_free);
     g_mutex_clear(&mgr->lock);
+    carrel_manager_tokens_clear(mgr);
     g_clear_pointer(&mgr->file_locks, g_hash_table_unref);
     g_cond_clear(&mgr->busy_cond);
     g_free(mgr->state_dir);

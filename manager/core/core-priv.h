@@ -32,6 +32,9 @@ struct _CarrelManager {
     CarrelHypervisor *hv;
     CarrelPolicySet *policies;  /* the named policies (core-policy.c) */
     const CarrelPolicy *policy; /* "default": its [roles] are the role matrix */
+    GMutex tokens_lock;         /* guards tokens_known and tokens_generation */
+    GHashTable *tokens_known;   /* sha256 of a secret -> CarrelToken, as the store had it */
+    guint64 tokens_generation;  /* the store's generation tokens_known was read at */
     GMutex lock;                /* guards busy and jobs */
     GHashTable *file_locks;     /* save image path -> GMutex, guarded by lock (never removed) */
     GHashTable *busy;           /* session id or "template:<name>" -> operation name */
@@ -67,6 +70,10 @@ struct _CarrelManager {
     guint64 low_bytes;      /* less free than this refuses creates, snapshots, uploads */
     gboolean reserve_held;
 };
+
+/* The verified tokens kept for authentication (core-token.c). */
+void carrel_manager_tokens_init(CarrelManager *mgr);
+void carrel_manager_tokens_clear(CarrelManager *mgr);
 
 /* Metrics (core-metrics.c). A registry with every family of carreld declared. */
 CarrelMetrics *carrel_manager_metrics_new(void);

@@ -366,6 +366,35 @@ carrel_manager_session_list(CarrelManager *mgr, const CarrelPrincipal *who,
     return all;
 }
 
+guint64
+carrel_manager_generation(CarrelManager *mgr)
+{
+    return carrel_store_generation(mgr->store);
+}
+
+gboolean
+carrel_manager_session_list_scope(CarrelManager *mgr, const CarrelPrincipal *who, char **ret_scope,
+                                  guint64 *ret_generation, GError **error)
+{
+    g_auto(CarrelDoor) door = {0};
+    /* First: a list read after it is at least as new as this generation. */
+    guint64 generation = carrel_store_generation(mgr->store);
+    gboolean any;
+
+    if (!carrel_door_enter(&door, mgr, who, CARREL_OP_SESSION_LIST, NULL, NULL, error))
+        return FALSE;
+    /* The same test as the list's filter (carrel_policy_may_see), made once for the scope. */
+    any = carrel_policy_grant(mgr->policy, who->role, CARREL_OP_SESSION_LIST) == CARREL_GRANT_ANY;
+    if (!any && !who->token_id) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INTERNAL,
+                    "principal '%s' sees its own sessions but has no token id", who->label);
+        return FALSE;
+    }
+    *ret_scope = any ? g_strdup("*") : g_strconcat("own:", who->token_id, NULL);
+    *ret_generation = generation;
+    return TRUE;
+}
+
 CarrelSession *
 carrel_manager_session_get(CarrelManager *mgr, const CarrelPrincipal *who, const char *id_or_name,
                            GError **error)

@@ -9,6 +9,8 @@
 
 #define TOKEN_MAX_LEN 256
 #define ADMIN_LABEL "admin"
+/* Verified tokens kept at once; past this, all go (they are read again on their next use). */
+#define TOKENS_KNOWN_MAX 256
 
 static CarrelPrincipal *
 principal_of(const CarrelToken *t)
@@ -17,6 +19,77 @@ principal_of(const CarrelToken *t)
 
     who->policies = g_strdupv(t->policies);
     return who;
+}
+
+void
+carrel_manager_tokens_init(CarrelManager *mgr)
+{
+    g_mutex_init(&mgr->tokens_lock);
+    mgr->tokens_known =
+        g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)carrel_token_free);
+}
+
+void
+carrel_manager_tokens_clear(CarrelManager *mgr)
+{
+    g_clear_pointer(&mgr->tokens_known, g_hash_table_unref);
+    g_mutex_clear(&mgr->tokens_lock);
+}
+
+static CarrelToken *
+token_copy(const CarrelToken *t)
+{
+    CarrelToken *copy = carrel_token_new();
+
+    copy->id = g_strdup(t->id);
+    copy->label = g_strdup(t->label);
+    copy->role = t->role;
+    copy->created_at = t->created_at;
+    copy->last_used_at = t->last_used_at;
+    copy->expires_at = t->expires_at;
+    copy->revoked_at = t->revoked_at;
+    copy->policies = g_strdupv(t->policies);
+    return copy;
+}
+
+/* Moves the kept tokens to generation when it is newer: a write may have changed any row. */
+static void
+tokens_advance(CarrelManager *mgr, guint64 generation)
+{
+    if (generation <= mgr->tokens_generation)
+        return;
+    g_hash_table_remove_all(mgr->tokens_known);
+    mgr->tokens_generation = generation;
+}
+
+/*
+ * The token row of hash as the store holds it now, kept from an earlier read while nothing was
+ * written since (generation, read before): revoking, rotating and every last-use write raise
+ * the generation, so a kept row is never older than the store. NULL when not kept.
+ */
+static CarrelToken *
+tokens_lookup(CarrelManager *mgr, const char *hash, guint64 generation)
+{
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&mgr->tokens_lock);
+    const CarrelToken *t;
+
+    tokens_advance(mgr, generation);
+    if (generation != mgr->tokens_generation || !(t = g_hash_table_lookup(mgr->tokens_known, hash)))
+        return NULL;
+    return token_copy(t);
+}
+
+static void
+tokens_keep(CarrelManager *mgr, const char *hash, guint64 generation, const CarrelToken *t)
+{
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&mgr->tokens_lock);
+
+    tokens_advance(mgr, generation);
+    if (generation != mgr->tokens_generation)
+        return;
+    if (g_hash_table_size(mgr->tokens_known) >= TOKENS_KNOWN_MAX)
+        g_hash_table_remove_all(mgr->tokens_known);
+    g_hash_table_replace(mgr->tokens_known, g_strdup(hash), token_copy(t));
 }
 
 /* A credential refused: UNAUTHORIZED, and a "denied" row for auth.login. */
@@ -50,7 +123,11 @@ check_live(CarrelManager *mgr, const CarrelToken *t, GError **error)
     else if (!carrel_token_is_live(t, carrel_util_now()))
         why = g_strdup_printf("token '%s' expired", t->label);
     if (!why) {
-        (void)carrel_store_token_touch(mgr->store, t->id, carrel_util_now(), NULL);
+        gint64 now = carrel_util_now();
+
+        /* The store writes only then (t is its row as of now): no statement for the rest. */
+        if (t->last_used_at < now - CARREL_STORE_TOKEN_TOUCH_S)
+            (void)carrel_store_token_touch(mgr->store, t->id, now, NULL);
         return TRUE;
     }
     return refuse(mgr, t, why, error);
@@ -61,19 +138,27 @@ carrel_manager_authenticate(CarrelManager *mgr, const char *token, GError **erro
 {
     g_autofree char *hash = NULL;
     g_autoptr(CarrelToken) t = NULL;
+    guint64 generation;
 
     if (!token || !*token || strlen(token) > TOKEN_MAX_LEN) {
         refuse(mgr, NULL, "invalid token", error);
         return NULL;
     }
     hash = carrel_util_sha256_string(token);
-    t = carrel_store_token_by_hash(mgr->store, hash, error);
+    /* First: the row read after it is at least as new as this generation. */
+    generation = carrel_store_generation(mgr->store);
+    t = tokens_lookup(mgr, hash, generation);
     if (!t) {
-        if (error && *error)
+        t = carrel_store_token_by_hash(mgr->store, hash, error);
+        if (!t) {
+            if (error && *error)
+                return NULL;
+            refuse(mgr, NULL, "invalid token", error);
             return NULL;
-        refuse(mgr, NULL, "invalid token", error);
-        return NULL;
+        }
+        tokens_keep(mgr, hash, generation, t);
     }
+    /* Revocation and expiry are checked on every request, kept row or not. */
     return check_live(mgr, t, error) ? principal_of(t) : NULL;
 }
 

@@ -245,6 +245,18 @@ CarrelSession *carrel_manager_session_create(CarrelManager *mgr, const CarrelPri
                                              const CarrelSessionRequest *req, GError **error);
 GPtrArray *carrel_manager_session_list(CarrelManager *mgr, const CarrelPrincipal *who,
                                        gboolean include_destroyed, GError **error);
+/*
+ * The door of a session list (authorization, a refusal audited), as carrel_manager_session_list
+ * enters it, without reading the list: for a front door that keeps lists it made. ret_scope
+ * names which sessions who sees ("*": every owner's; "own:ID": those of token ID), and
+ * ret_generation is the store's generation (carrel_manager_generation) read first, so a list
+ * read afterwards for the same scope is the list for as long as the generation stays the same.
+ */
+gboolean carrel_manager_session_list_scope(CarrelManager *mgr, const CarrelPrincipal *who,
+                                           char **ret_scope, guint64 *ret_generation,
+                                           GError **error);
+/* The store's generation: it grows with every write to carrel's database. */
+guint64 carrel_manager_generation(CarrelManager *mgr);
 CarrelSession *carrel_manager_session_get(CarrelManager *mgr, const CarrelPrincipal *who,
                                           const char *id_or_name, GError **error);
 CarrelSession *carrel_manager_session_start(CarrelManager *mgr, const CarrelPrincipal *who,

@@ -3,9 +3,6 @@
 
 #define TOKEN_COLUMNS "id, label, role, created_at, last_used_at, expires_at, revoked_at, policies"
 
-/* last_used_at is rewritten at most this often: a busy agent must not make every call a write. */
-#define TOKEN_TOUCH_INTERVAL_S 60
-
 /*
  * Token secrets are never part of an error message: messages reach logs and API clients, and
  * a hash that leaks there could be matched against a stolen secret.
@@ -212,7 +209,7 @@ carrel_store_token_touch(CarrelStore *store, const char *id, gint64 now, GError 
                                 error);
     if (!stmt || !carrel_store_bind_text(store, stmt, 1, id, error) ||
         !carrel_store_bind_int64(store, stmt, 2, now, error) ||
-        !carrel_store_bind_int64(store, stmt, 3, TOKEN_TOUCH_INTERVAL_S, error) ||
+        !carrel_store_bind_int64(store, stmt, 3, CARREL_STORE_TOKEN_TOUCH_S, error) ||
         !carrel_store_step_done(store, stmt, NULL, "recording a token's use", error))
         return FALSE;
     return sqlite3_changes(store->db) > 0 || token_exists(store, id, error);

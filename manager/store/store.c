@@ -492,6 +492,14 @@ carrel_store_free(CarrelStore *store)
     g_free(store);
 }
 
+guint64
+carrel_store_generation(CarrelStore *store)
+{
+    /* Not under store->lock: the connection is serialized by sqlite itself (FULLMUTEX), and a
+     * reader that sees a count a write is about to raise only wastes what it then reads. */
+    return (guint64)sqlite3_total_changes64(store->db);
+}
+
 int
 carrel_store_schema_version(CarrelStore *store)
 {

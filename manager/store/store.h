@@ -25,6 +25,14 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelStore, carrel_store_free)
 typedef gboolean (*CarrelStoreFullFunc)(gpointer data);
 void carrel_store_set_full_func(CarrelStore *store, CarrelStoreFullFunc func, gpointer data);
 
+/*
+ * A number that grows whenever a write changes a row, in any table (sqlite's count of changed
+ * rows on the store's one connection, triggers and cascades included). Every transaction runs
+ * under the store's lock, so when the generation read before some reads equals the one read
+ * later, nothing was written in between: what those reads gave is still what is stored.
+ */
+guint64 carrel_store_generation(CarrelStore *store);
+
 /* Schema version the database is at (after open: the latest). */
 int carrel_store_schema_version(CarrelStore *store);
 /* Schema version this build migrates to. */
@@ -107,8 +115,11 @@ CarrelToken *carrel_store_token_by_hash(CarrelStore *store, const char *token_ha
 CarrelToken *carrel_store_token_get(CarrelStore *store, const char *id_or_label, GError **error);
 /* Every token, oldest first (GPtrArray of CarrelToken). */
 GPtrArray *carrel_store_token_list(CarrelStore *store, GError **error);
-/* last_used_at = now, written only when the stored value is over a minute older (a busy
- * agent must not turn every request into a write). */
+/* last_used_at is written only when the stored value is older than this (a busy agent must
+ * not turn every request into a write). */
+#define CARREL_STORE_TOKEN_TOUCH_S 60
+/* last_used_at = now, written only when the stored value is more than CARREL_STORE_TOKEN_TOUCH_S
+ * older. */
 gboolean carrel_store_token_touch(CarrelStore *store, const char *id, gint64 now, GError **error);
 /* revoked_at = now; NOT_FOUND when absent, WRONG_STATE when revoked already. */
 gboolean carrel_store_token_revoke(CarrelStore *store, const char *id, gint64 now, GError **error);

@@ -518,6 +518,89 @@ test_rates_per_token(void **state)
     carrel_api_rates_free(rates);
 }
 
+/* Kept texts: served for their key and generation only; a newer generation drops them all,
+ * and a text made from an older one is never kept. */
+static void
+test_cache(void **state)
+{
+    CarrelApiCache *cache = carrel_api_cache_new();
+    g_autoptr(GBytes) mine = g_bytes_new_static("mine", 4);
+    g_autoptr(GBytes) all = g_bytes_new_static("all", 3);
+    g_autoptr(GBytes) got = NULL;
+
+    assert_null(carrel_api_cache_get(cache, "own:t-1 live", 5));
+    carrel_api_cache_put(cache, "own:t-1 live", 5, mine);
+    carrel_api_cache_put(cache, "* live", 5, all);
+    got = carrel_api_cache_get(cache, "own:t-1 live", 5);
+    assert_ptr_equal(got, mine);
+    g_clear_pointer(&got, g_bytes_unref);
+    assert_null(carrel_api_cache_get(cache, "own:t-2 live", 5));
+    assert_null(carrel_api_cache_get(cache, "own:t-1 all", 5));
+    /* A request that read generation 4 before a write: nothing for it. */
+    assert_null(carrel_api_cache_get(cache, "* live", 4));
+    /* The store moved on: everything kept goes, and an older text is not taken back. */
+    assert_null(carrel_api_cache_get(cache, "* live", 6));
+    carrel_api_cache_put(cache, "* live", 5, all);
+    assert_null(carrel_api_cache_get(cache, "* live", 6));
+    carrel_api_cache_put(cache, "* live", 6, all);
+    got = carrel_api_cache_get(cache, "* live", 6);
+    assert_ptr_equal(got, all);
+    g_clear_pointer(&got, g_bytes_unref);
+    /* Bounded: past its size it starts again, never grows. */
+    for (guint i = 0; i < 1000; i++) {
+        g_autofree char *key = g_strdup_printf("own:t-%u live", i);
+        carrel_api_cache_put(cache, key, 6, mine);
+    }
+    got = carrel_api_cache_get(cache, "own:t-999 live", 6);
+    assert_ptr_equal(got, mine);
+    carrel_api_cache_free(cache);
+}
+
+/* The route table's matching: '*' takes one segment (decoded), the segment count must agree,
+ * and a known path with another method is 405, an unknown one 404. */
+static void
+test_route_match(void **state)
+{
+    const struct {
+        const char *method, *path, *pattern, *param;
+        guint status;
+    } want[] = {
+        {"GET", "/v1/sessions", "/v1/sessions", NULL, 0},
+        {"GET", "/v1/sessions/s-1", "/v1/sessions/*", "s-1", 0},
+        {"POST", "/v1/sessions/my%20box/start", "/v1/sessions/*/start", "my box", 0},
+        {"GET", "/v1/sessions/s-1/snapshots", "/v1/sessions/*/snapshots", "s-1", 0},
+        {"GET", "/v1/sessions/", "/v1/sessions/*", "", 0},
+        {"GET", "/v1/session", NULL, NULL, SOUP_STATUS_NOT_FOUND},
+        {"GET", "/v1/sessionsx", NULL, NULL, SOUP_STATUS_NOT_FOUND},
+        {"GET", "/v1", NULL, NULL, SOUP_STATUS_NOT_FOUND},
+        {"GET", "/v1/sessions/s-1/start/now", NULL, NULL, SOUP_STATUS_NOT_FOUND},
+        {"PATCH", "/v1/sessions", NULL, NULL, SOUP_STATUS_METHOD_NOT_ALLOWED},
+        {"GET", "/v1/sessions/a%2Fb", NULL, NULL, SOUP_STATUS_BAD_REQUEST},
+    };
+
+    for (gsize i = 0; i < G_N_ELEMENTS(want); i++) {
+        g_autoptr(GPtrArray) params = NULL;
+        g_autoptr(GError) error = NULL;
+        guint status = 0;
+        const CarrelApiRoute *r =
+            carrel_api_route_match(want[i].method, want[i].path, &params, &status, &error);
+
+        if (!want[i].pattern) {
+            if (r)
+                fail_msg("%s %s matched %s", want[i].method, want[i].path, r->pattern);
+            assert_int_equal(status, want[i].status);
+            assert_non_null(error);
+            continue;
+        }
+        if (!r)
+            fail_msg("%s %s: %s", want[i].method, want[i].path, error->message);
+        assert_string_equal(r->pattern, want[i].pattern);
+        assert_int_equal(params->len, want[i].param ? 1 : 0);
+        if (want[i].param)
+            assert_string_equal(g_ptr_array_index(params, 0), want[i].param);
+    }
+}
+
 /* Every route runs in a class: health inline, reads quick, VM operations long, exec exec. */
 static void
 test_route_classes(void **state)
@@ -621,6 +704,8 @@ main(void)
         cmocka_unit_test(test_error_status),
         cmocka_unit_test(test_bucket),
         cmocka_unit_test(test_rates_per_token),
+        cmocka_unit_test(test_route_match),
+        cmocka_unit_test(test_cache),
         cmocka_unit_test(test_route_classes),
         cmocka_unit_test(test_mcp_class),
         cmocka_unit_test(test_reply),

@@ -924,11 +924,52 @@ test_concurrent_inserts(void **state)
     assert_int_equal(all->len, THREADS * PER_THREAD);
 }
 
+/* The generation grows with every write that changes a row (sessions, leases, tokens) and stays
+ * put across reads and writes that change nothing: kept texts rely on both. */
+static void
+test_generation(void **state)
+{
+    g_autoptr(CarrelStore) store = open_memory();
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) list = NULL;
+    g_autoptr(CarrelSession) got = NULL;
+    g_autofree char *holder_id = NULL;
+    g_autofree char *holder = NULL;
+    gint64 since = 0;
+    guint64 g0, g1, g2, g3;
+
+    insert_template(store, "base", 1);
+    g0 = carrel_store_generation(store);
+    insert_session(store, "s-1", "one", "base", 1);
+    g1 = carrel_store_generation(store);
+    assert_true(g1 > g0);
+    list = carrel_store_session_list(store, FALSE, &error);
+    got = carrel_store_session_get(store, "s-1", &error);
+    assert_non_null(got);
+    assert_int_equal(carrel_store_generation(store), g1);
+    /* An update that matches no row is no change. */
+    assert_false(
+        carrel_store_session_set_state(store, "s-none", CARREL_SESSION_RUNNING, NULL, &error));
+    g_clear_error(&error);
+    assert_int_equal(carrel_store_generation(store), g1);
+    assert_true(carrel_store_session_set_state(store, "s-1", CARREL_SESSION_RUNNING, NULL, &error));
+    g2 = carrel_store_generation(store);
+    assert_true(g2 > g1);
+    insert_token(store, "t-1", "agent", CARREL_ROLE_AGENT, 1, "hash-1");
+    assert_true(
+        carrel_store_lease_take(store, "s-1", "t-1", "agent", &holder_id, &holder, &since, &error));
+    g3 = carrel_store_generation(store);
+    assert_true(g3 > g2);
+    assert_true(carrel_store_lease_release(store, "s-1", &error));
+    assert_true(carrel_store_generation(store) > g3);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fresh_memory_is_latest),
+        cmocka_unit_test(test_generation),
         cmocka_unit_test_setup_teardown(test_migrate_v0_to_latest, tmp_setup, tmp_teardown),
         cmocka_unit_test_setup_teardown(test_future_version_refused, tmp_setup, tmp_teardown),
         cmocka_unit_test_setup_teardown(test_foreign_database_refused, tmp_setup, tmp_teardown),
