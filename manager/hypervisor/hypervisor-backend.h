@@ -62,6 +62,12 @@ typedef struct {
     /* Sends one QMP input-send-event command (from carrel_hypervisor_hid_command) to QEMU. */
     gboolean (*hid_send)(CarrelHypervisor *hv, const char *name, const char *command,
                          GError **error);
+    /* Buffers of device's input queue that the guest has handed over and QEMU not used yet: how
+     * many events can be sent now without QEMU dropping them. *where is the backend's note of
+     * the device, NULL at first, kept by the caller for one plan (freed with g_free).
+     * On any error (UNSUPPORTED: the backend cannot tell) input is sent unpaced. May be NULL. */
+    gboolean (*hid_room)(CarrelHypervisor *hv, const char *name, CarrelHidDevice device,
+                         char **where, guint *ret_free, GError **error);
     gboolean (*ensure_network)(CarrelHypervisor *hv, const char *name, const char *xml,
                                char **ret_xml, GError **error);
     gboolean (*set_balloon)(CarrelHypervisor *hv, const char *name, guint target_mib,
@@ -76,6 +82,7 @@ struct _CarrelHypervisor {
     const CarrelHypervisorOps *ops;
     char *uri;
     gpointer backend_data; /* owned by the backend; released by ops->close */
+    guint hid_wait_ms;     /* CARREL_HID_ROOM_WAIT_MS; tests shorten it */
 };
 
 /* Wraps a backend: takes ownership of backend_data (released through ops->close). */

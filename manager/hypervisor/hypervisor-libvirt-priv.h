@@ -106,5 +106,8 @@ gboolean carrel_hypervisor_libvirt_spice_info(CarrelHypervisor *hv, const char *
 gboolean carrel_hypervisor_libvirt_spice_password(CarrelHypervisor *hv, const char *name,
                                                   const char *password, gint64 valid_until,
                                                   GError **error);
+gboolean carrel_hypervisor_libvirt_hid_room(CarrelHypervisor *hv, const char *name,
+                                            CarrelHidDevice device, char **where, guint *ret_free,
+                                            GError **error);
 gboolean carrel_hypervisor_libvirt_hid_send(CarrelHypervisor *hv, const char *name,
                                             const char *command, GError **error);

@@ -242,6 +242,7 @@ static const CarrelHypervisorOps libvirt_ops = {
     .file_read = carrel_hypervisor_libvirt_file_read,
     .file_write = carrel_hypervisor_libvirt_file_write,
     .hid_send = carrel_hypervisor_libvirt_hid_send,
+    .hid_room = carrel_hypervisor_libvirt_hid_room,
     .ensure_network = lv_ensure_network,
     .set_balloon = carrel_hypervisor_libvirt_set_balloon,
     .spice_info = carrel_hypervisor_libvirt_spice_info,

@@ -95,6 +95,7 @@ carrel_hypervisor_new_backend(const CarrelHypervisorOps *ops, const char *uri,
     hv->ops = ops;
     hv->uri = g_strdup(uri);
     hv->backend_data = backend_data;
+    hv->hid_wait_ms = CARREL_HID_ROOM_WAIT_MS;
     return hv;
 }
 

@@ -413,6 +413,17 @@ gboolean carrel_hypervisor_saveimage_recover(const char *path, GError **error);
 #define CARREL_HID_SCROLL_DELAY_MS 8
 
 /* One step of a plan: an input-send-event to send, or a pause. */
+/* The two input devices of carrel's domains (hypervisor-xml.c). */
+typedef enum {
+    CARREL_HID_KEYBOARD,
+    CARREL_HID_TABLET,
+} CarrelHidDevice;
+
+/* A plan waits at most this long for the guest to take its input, then fails (TIMEOUT) rather
+ * than let QEMU drop what the guest has no room for; it looks again this often. */
+#define CARREL_HID_ROOM_WAIT_MS 10000
+#define CARREL_HID_ROOM_POLL_MS 5
+
 typedef struct {
     char *arguments; /* JSON text of the command's arguments, {"events":[...]}; NULL = a pause */
     guint delay_ms;  /* the pause, when arguments is NULL */

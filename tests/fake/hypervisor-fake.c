@@ -44,7 +44,11 @@ typedef struct {
     GHashTable *files;     /* guest path -> GBytes, shared by every fake domain */
     GBytes *read_fallback; /* what reading any other path gives, or NULL */
     GPtrArray *hid_sent;   /* QMP input-send-event commands received, in order */
-    GHashTable *networks;  /* name -> XML */
+    gint hid_room;         /* free input buffers of the guest (both devices); -1: not told */
+    guint hid_room_grow;   /* how many the guest hands back between two looks */
+    guint hid_room_calls;
+    guint hid_dropped;    /* frames sent without room: QEMU would have dropped them */
+    GHashTable *networks; /* name -> XML */
     guint balloon_calls;
     gint64 next_run_id;
 } FakeBackend;
@@ -539,6 +543,19 @@ fake_file_write(CarrelHypervisor *hv, const char *name, const char *path, GBytes
     return TRUE;
 }
 
+/* Events of an input-send-event command plus the frame's SYN, as the guest's queue takes them. */
+static guint
+frame_events(const char *command)
+{
+    g_autoptr(JsonNode) root = json_from_string(command, NULL);
+    JsonObject *args = root && JSON_NODE_HOLDS_OBJECT(root)
+                           ? json_object_get_object_member(json_node_get_object(root), "arguments")
+                           : NULL;
+    JsonArray *events = args ? json_object_get_array_member(args, "events") : NULL;
+
+    return events ? json_array_get_length(events) + 1 : 0;
+}
+
 static gboolean
 fake_hid_send(CarrelHypervisor *hv, const char *name, const char *command, GError **error)
 {
@@ -553,7 +570,52 @@ fake_hid_send(CarrelHypervisor *hv, const char *name, const char *command, GErro
         return FALSE;
     }
     g_ptr_array_add(be->hid_sent, g_strdup(command));
+    if (be->hid_room >= 0 && frame_events(command) > (guint)be->hid_room)
+        be->hid_dropped++;
+    else if (be->hid_room >= 0)
+        be->hid_room -= (gint)frame_events(command);
     return TRUE;
+}
+
+static gboolean
+fake_hid_room(CarrelHypervisor *hv, const char *name, CarrelHidDevice device, char **where,
+              guint *ret_free, GError **error)
+{
+    FakeBackend *be = hv->backend_data;
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
+
+    if (be->hid_room < 0) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_UNSUPPORTED, "the fake cannot tell");
+        return FALSE;
+    }
+    if (!*where)
+        *where = g_strdup(device == CARREL_HID_KEYBOARD ? "keyboard" : "tablet");
+    *ret_free = (guint)be->hid_room;
+    be->hid_room = MIN(be->hid_room + (gint)be->hid_room_grow, 64);
+    be->hid_room_calls++;
+    return TRUE;
+}
+
+void
+carrel_hypervisor_fake_set_hid_room(CarrelHypervisor *hv, gint room, guint grow, guint wait_ms)
+{
+    FakeBackend *be = hv->backend_data;
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
+
+    be->hid_room = room;
+    be->hid_room_grow = grow;
+    hv->hid_wait_ms = wait_ms;
+}
+
+guint
+carrel_hypervisor_fake_get_hid_dropped(CarrelHypervisor *hv, guint *ret_room_calls)
+{
+    FakeBackend *be = hv->backend_data;
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
+
+    if (ret_room_calls)
+        *ret_room_calls = be->hid_room_calls;
+    return be->hid_dropped;
 }
 
 GPtrArray *
@@ -740,6 +802,7 @@ static const CarrelHypervisorOps fake_ops = {
     .file_read = fake_file_read,
     .file_write = fake_file_write,
     .hid_send = fake_hid_send,
+    .hid_room = fake_hid_room,
     .ensure_network = fake_ensure_network,
     .set_balloon = fake_set_balloon,
     .spice_info = fake_spice_info,
@@ -757,6 +820,7 @@ carrel_hypervisor_new_fake(void)
     be->files =
         g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)g_bytes_unref);
     be->hid_sent = g_ptr_array_new_with_free_func(g_free);
+    be->hid_room = -1;
     be->networks = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     return carrel_hypervisor_new_backend(&fake_ops, "fake://", be);
 }

@@ -67,6 +67,14 @@ void carrel_hypervisor_fake_set_exec_hang(CarrelHypervisor *hv, gboolean hang);
 /* The argv of the fake's last successful agent_exec (NULL before any); free with g_strfreev. */
 char **carrel_hypervisor_fake_get_exec_argv(CarrelHypervisor *hv);
 
+/* The guest's input queues: room free buffers now (-1: the fake cannot tell, the default),
+ * grow more handed back at each look, and the hypervisor's wait for room. Sends beyond the room
+ * are counted as dropped, as QEMU would drop them. */
+void carrel_hypervisor_fake_set_hid_room(CarrelHypervisor *hv, gint room, guint grow,
+                                         guint wait_ms);
+/* Frames sent without room, and (optional) how often the room was asked. */
+guint carrel_hypervisor_fake_get_hid_dropped(CarrelHypervisor *hv, guint *ret_room_calls);
+
 /* Sets the image (PPM or PNG) the fake's screenshot returns (NULL: the default, a uniformly
  * black 4x3 PPM). It is not validated here, so tests can feed hostile images. */
 void carrel_hypervisor_fake_set_screen(CarrelHypervisor *hv, GBytes *image);
