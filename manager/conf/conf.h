@@ -909,4 +909,6 @@ G_END_DECLS
 #include "conf/conf-trust.h"
 /* The bodies of API requests that are not records of their own. */
 #include "conf/conf-requests.h"
+/* Guest file operations' replies and paths. */
+#include "conf/conf-fsops.h"
 #undef CARREL_CONF_H_INSIDE
