@@ -47,9 +47,13 @@ static const struct {
     OptionBit bit;
     gboolean takes_value;
 } option_specs[] = {
-    {"display", OPT_DISPLAY, TRUE}, {"xauthority", OPT_XAUTHORITY, TRUE}, {"user", OPT_USER, TRUE},
-    {"timeout", OPT_TIMEOUT, TRUE}, {"stdin", OPT_STDIN, FALSE},
-    {"parents", OPT_PARENTS, FALSE}, {"recursive", OPT_RECURSIVE, FALSE},
+    {"display", OPT_DISPLAY, TRUE},
+    {"xauthority", OPT_XAUTHORITY, TRUE},
+    {"user", OPT_USER, TRUE},
+    {"timeout", OPT_TIMEOUT, TRUE},
+    {"stdin", OPT_STDIN, FALSE},
+    {"parents", OPT_PARENTS, FALSE},
+    {"recursive", OPT_RECURSIVE, FALSE},
 };
 
 typedef struct {

@@ -259,8 +259,8 @@ empty_dir(int fd, const char *path, guint depth, GError **error)
             continue;
         if (S_ISDIR(st.st_mode)) {
             /* O_NOFOLLOW: a directory swapped for a symlink meanwhile is not entered. */
-            child = openat(dirfd(dir), ent->d_name,
-                           O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            child =
+                openat(dirfd(dir), ent->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             ok = child >= 0 ? empty_dir(child, path, depth + 1, error)
                             : fail_errno(errno, "opening a folder in", path, error);
             if (ok && unlinkat(dirfd(dir), ent->d_name, AT_REMOVEDIR) < 0)

@@ -103,9 +103,9 @@ typedef struct {
     gboolean use_stdin;
     gboolean parents;   /* fs mkdir --parents */
     gboolean recursive; /* fs remove --recursive */
-    char *text; /* clipboard set TEXT */
-    GStrv argv; /* launch: program and arguments; open: the one target; set-mac: the MAC;
-                 * set-net: ADDRESS/PREFIX GATEWAY DNS, or none */
+    char *text;         /* clipboard set TEXT */
+    GStrv argv;         /* launch: program and arguments; open: the one target; set-mac: the MAC;
+                         * set-net: ADDRESS/PREFIX GATEWAY DNS, or none */
 } CarrelGuestOptions;
 
 void carrel_guest_options_free(CarrelGuestOptions *options);
