@@ -150,6 +150,11 @@ static const ToolRow tool_rows[] = {
     {"command_run", "{\"session\":\"$S\",\"argv\":[\"true\"]}", SESSION_OWN},
     {"file_read", "{\"session\":\"$S\",\"path\":\"/tmp/x\"}", SESSION_READ},
     {"file_write", "{\"session\":\"$S\",\"path\":\"/tmp/x\",\"content\":\"x\"}", SESSION_OWN},
+    {"file_list", "{\"session\":\"$S\",\"path\":\"/tmp\"}", SESSION_READ},
+    {"file_stat", "{\"session\":\"$S\",\"path\":\"/tmp\"}", SESSION_READ},
+    {"file_mkdir", "{\"session\":\"$S\",\"path\":\"/tmp/d\",\"parents\":true}", SESSION_OWN},
+    {"file_remove", "{\"session\":\"$S\",\"path\":\"/tmp/d\",\"recursive\":true}", SESSION_OWN},
+    {"file_move", "{\"session\":\"$S\",\"path\":\"/tmp/d\",\"to\":\"/tmp/e\"}", SESSION_OWN},
 };
 
 typedef struct {
