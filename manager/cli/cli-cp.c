@@ -60,7 +60,38 @@ report(CarrelCli *cli, const char *from, const char *to, guint64 bytes, const ch
     return CARREL_CLI_EXIT_OK;
 }
 
-/* A local file (or stdin for "-") as a stream, with its size (-1 for a pipe). */
+/* stdin copied to an unlinked temporary file: carreld wants a Content-Length, which a pipe
+ * cannot tell in advance. */
+static GInputStream *
+spool_stdin(goffset *ret_length, GError **error)
+{
+    g_autoptr(GInputStream) in = g_unix_input_stream_new(0, FALSE);
+    g_autoptr(GFileIOStream) io = NULL;
+    g_autoptr(GFile) tmp = g_file_new_tmp("carrel-cp-XXXXXX", &io, error);
+    g_autofree char *path = tmp ? g_file_get_path(tmp) : NULL;
+    GOutputStream *out;
+    gssize n;
+    int fd;
+
+    if (!tmp)
+        return NULL;
+    out = g_io_stream_get_output_stream(G_IO_STREAM(io));
+    n = g_output_stream_splice(out, in, G_OUTPUT_STREAM_SPLICE_CLOSE_TARGET, NULL, error);
+    fd = n >= 0 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+    (void)g_file_delete(tmp, NULL, NULL);
+    if (n < 0)
+        return NULL;
+    if (fd < 0) {
+        int saved = errno;
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_FAILED, "reading back stdin: %s",
+                    g_strerror(saved));
+        return NULL;
+    }
+    *ret_length = n;
+    return g_unix_input_stream_new(fd, TRUE);
+}
+
+/* A local file (or stdin for "-") as a stream, with its size. */
 static GInputStream *
 open_local(const char *path, goffset *ret_length, GError **error)
 {
@@ -70,7 +101,7 @@ open_local(const char *path, goffset *ret_length, GError **error)
 
     *ret_length = -1;
     if (g_str_equal(path, "-"))
-        return g_unix_input_stream_new(0, FALSE);
+        return spool_stdin(ret_length, error);
     file = g_file_new_for_path(path);
     if (!(in = g_file_read(file, NULL, error)))
         return NULL;
