@@ -9,6 +9,8 @@ typedef enum {
     OPT_USER = 1 << 2,
     OPT_TIMEOUT = 1 << 3,
     OPT_STDIN = 1 << 4,
+    OPT_PARENTS = 1 << 5,
+    OPT_RECURSIVE = 1 << 6,
 } OptionBit;
 
 #define OPT_X (OPT_DISPLAY | OPT_XAUTHORITY)
@@ -31,6 +33,11 @@ static const CommandSpec commands[] = {
     {"open", NULL, CARREL_GUEST_COMMAND_OPEN, OPT_X | OPT_USER, 1, 1},
     {"set-mac", NULL, CARREL_GUEST_COMMAND_SET_MAC, 0, 1, 1},
     {"set-net", NULL, CARREL_GUEST_COMMAND_SET_NET, 0, 1, 3},
+    {"fs", "list", CARREL_GUEST_COMMAND_FS_LIST, 0, 1, 1},
+    {"fs", "stat", CARREL_GUEST_COMMAND_FS_STAT, 0, 1, 1},
+    {"fs", "mkdir", CARREL_GUEST_COMMAND_FS_MKDIR, OPT_PARENTS, 1, 1},
+    {"fs", "remove", CARREL_GUEST_COMMAND_FS_REMOVE, OPT_RECURSIVE, 1, 1},
+    {"fs", "move", CARREL_GUEST_COMMAND_FS_MOVE, 0, 2, 2},
     {"version", NULL, CARREL_GUEST_COMMAND_VERSION, 0, 0, 0},
     {"help", NULL, CARREL_GUEST_COMMAND_HELP, 0, 0, 0},
 };
@@ -40,8 +47,13 @@ static const struct {
     OptionBit bit;
     gboolean takes_value;
 } option_specs[] = {
-    {"display", OPT_DISPLAY, TRUE}, {"xauthority", OPT_XAUTHORITY, TRUE}, {"user", OPT_USER, TRUE},
-    {"timeout", OPT_TIMEOUT, TRUE}, {"stdin", OPT_STDIN, FALSE},
+    {"display", OPT_DISPLAY, TRUE},
+    {"xauthority", OPT_XAUTHORITY, TRUE},
+    {"user", OPT_USER, TRUE},
+    {"timeout", OPT_TIMEOUT, TRUE},
+    {"stdin", OPT_STDIN, FALSE},
+    {"parents", OPT_PARENTS, FALSE},
+    {"recursive", OPT_RECURSIVE, FALSE},
 };
 
 typedef struct {
@@ -67,13 +79,21 @@ static const char usage_text[] =
     "  set-net ADDR/PREFIX GATEWAY DNS  give it this IPv4 address, default route and name\n"
     "                               server (as root)\n"
     "  set-net none                 take its IPv4 addresses, default route and name server away\n"
+    "  fs list PATH                 list a directory (lstat of every entry, sorted by name)\n"
+    "  fs stat PATH                 lstat one path\n"
+    "  fs mkdir [--parents] PATH    create a directory (--parents: and missing parents)\n"
+    "  fs remove [--recursive] PATH remove a file, symlink or empty directory (--recursive: a\n"
+    "                               whole tree, symlinks not followed)\n"
+    "  fs move SOURCE DEST          rename(2) SOURCE to DEST, which must not exist\n"
     "  version                      print the version\n"
     "\n"
     "Options:\n"
     "  --display D      X display (default :0)\n"
     "  --xauthority F   X cookie file (default: the session's, found automatically)\n"
     "  --user U         desktop user for launch/open (default: the session's user)\n"
-    "  --timeout S      seconds to wait (ready: 60, clipboard: 5; at most 3600)\n";
+    "  --timeout S      seconds to wait (ready: 60, clipboard: 5; at most 3600)\n"
+    "  --parents        fs mkdir: create missing parents, and succeed if PATH is a directory\n"
+    "  --recursive      fs remove: remove a directory with everything in it\n";
 
 const char *
 carrel_guest_usage(void)
@@ -84,11 +104,26 @@ carrel_guest_usage(void)
 const char *
 carrel_guest_command_to_string(CarrelGuestCommand command)
 {
+    static const struct {
+        CarrelGuestCommand command;
+        const char *name;
+    } two_words[] = {
+        {CARREL_GUEST_COMMAND_CLIPBOARD_GET, "clipboard get"},
+        {CARREL_GUEST_COMMAND_CLIPBOARD_SET, "clipboard set"},
+        {CARREL_GUEST_COMMAND_FS_LIST, "fs list"},
+        {CARREL_GUEST_COMMAND_FS_STAT, "fs stat"},
+        {CARREL_GUEST_COMMAND_FS_MKDIR, "fs mkdir"},
+        {CARREL_GUEST_COMMAND_FS_REMOVE, "fs remove"},
+        {CARREL_GUEST_COMMAND_FS_MOVE, "fs move"},
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(two_words); i++) {
+        if (two_words[i].command == command)
+            return two_words[i].name;
+    }
     for (guint i = 0; i < G_N_ELEMENTS(commands); i++) {
         if (commands[i].command == command)
-            return commands[i].command == CARREL_GUEST_COMMAND_CLIPBOARD_GET   ? "clipboard get"
-                   : commands[i].command == CARREL_GUEST_COMMAND_CLIPBOARD_SET ? "clipboard set"
-                                                                               : commands[i].word;
+            return commands[i].word;
     }
     return "unknown";
 }
@@ -163,6 +198,12 @@ set_option(Parser *parser, OptionBit bit, const char *value, GError **error)
         return parse_timeout(value, &options->timeout_ms, error);
     case OPT_STDIN:
         options->use_stdin = TRUE;
+        return TRUE;
+    case OPT_PARENTS:
+        options->parents = TRUE;
+        return TRUE;
+    case OPT_RECURSIVE:
+        options->recursive = TRUE;
         return TRUE;
     }
     g_set_error(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_INVALID_ARG, "invalid value '%s'",
@@ -264,6 +305,9 @@ find_command(GPtrArray *words, guint *ret_first_arg, GError **error)
     if (g_str_equal(word, "clipboard"))
         g_set_error(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_INVALID_ARG,
                     "expected 'clipboard get' or 'clipboard set'");
+    else if (g_str_equal(word, "fs"))
+        g_set_error(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_INVALID_ARG,
+                    "expected 'fs list', 'fs stat', 'fs mkdir', 'fs remove' or 'fs move'");
     else
         g_set_error(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_INVALID_ARG,
                     "unknown command '%s'; run 'carrel-guest help'", word);
@@ -347,7 +391,10 @@ take_args(CarrelGuestOptions *options, GPtrArray *words, guint first, GError **e
 static gint64
 default_timeout(CarrelGuestCommand command)
 {
-    if (command == CARREL_GUEST_COMMAND_READY)
+    /* fs remove --recursive of a large tree takes a while; the watchdog must not cut it. */
+    if (command == CARREL_GUEST_COMMAND_READY || command == CARREL_GUEST_COMMAND_FS_LIST ||
+        command == CARREL_GUEST_COMMAND_FS_STAT || command == CARREL_GUEST_COMMAND_FS_MKDIR ||
+        command == CARREL_GUEST_COMMAND_FS_REMOVE || command == CARREL_GUEST_COMMAND_FS_MOVE)
         return CARREL_GUEST_DEFAULT_READY_TIMEOUT_MS;
     return CARREL_GUEST_DEFAULT_CLIPBOARD_TIMEOUT_MS;
 }

@@ -63,6 +63,12 @@ run(const CarrelGuestOptions *options, GError **error)
         return carrel_guest_cmd_set_mac(options, error);
     case CARREL_GUEST_COMMAND_SET_NET:
         return carrel_guest_cmd_set_net(options, error);
+    case CARREL_GUEST_COMMAND_FS_LIST:
+    case CARREL_GUEST_COMMAND_FS_STAT:
+    case CARREL_GUEST_COMMAND_FS_MKDIR:
+    case CARREL_GUEST_COMMAND_FS_REMOVE:
+    case CARREL_GUEST_COMMAND_FS_MOVE:
+        return carrel_guest_cmd_fs(options, error);
     case CARREL_GUEST_COMMAND_VERSION:
         return version_json();
     case CARREL_GUEST_COMMAND_HELP:

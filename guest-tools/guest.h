@@ -5,6 +5,7 @@
 
 #include <glib.h>
 #include <json-glib/json-glib.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 G_BEGIN_DECLS
@@ -30,6 +31,10 @@ G_BEGIN_DECLS
 #define CARREL_GUEST_LIMIT_PROC_ENTRIES 65536
 #define CARREL_GUEST_LIMIT_ENV_VALUE 4096
 #define CARREL_GUEST_LIMIT_GROUPS 256
+/* fs list: at most this many entries, and it stops once its JSON would pass the byte budget
+ * (carreld reads at most 1 MiB of output); "truncated" says so. */
+#define CARREL_GUEST_LIMIT_FS_ENTRIES 4096
+#define CARREL_GUEST_LIMIT_FS_JSON_BYTES (768 * 1024)
 
 #define CARREL_GUEST_DEFAULT_DISPLAY ":0"
 #define CARREL_GUEST_DEFAULT_READY_TIMEOUT_MS 60000
@@ -51,6 +56,8 @@ typedef enum {
     CARREL_GUEST_ERROR_X11,
     CARREL_GUEST_ERROR_LAUNCH,
     CARREL_GUEST_ERROR_INTERNAL,
+    CARREL_GUEST_ERROR_EXISTS,
+    CARREL_GUEST_ERROR_NOT_EMPTY,
     CARREL_GUEST_ERROR_LAST
 } CarrelGuestErrorCode;
 
@@ -74,6 +81,11 @@ typedef enum {
     CARREL_GUEST_COMMAND_OPEN,
     CARREL_GUEST_COMMAND_SET_MAC,
     CARREL_GUEST_COMMAND_SET_NET,
+    CARREL_GUEST_COMMAND_FS_LIST,
+    CARREL_GUEST_COMMAND_FS_STAT,
+    CARREL_GUEST_COMMAND_FS_MKDIR,
+    CARREL_GUEST_COMMAND_FS_REMOVE,
+    CARREL_GUEST_COMMAND_FS_MOVE,
     CARREL_GUEST_COMMAND_VERSION,
     CARREL_GUEST_COMMAND_HELP,
     CARREL_GUEST_COMMAND_LAST
@@ -89,9 +101,11 @@ typedef struct {
     char *user;        /* launch/open: NULL finds the desktop user */
     gint64 timeout_ms; /* the command's default when not given */
     gboolean use_stdin;
-    char *text; /* clipboard set TEXT */
-    GStrv argv; /* launch: program and arguments; open: the one target; set-mac: the MAC;
-                 * set-net: ADDRESS/PREFIX GATEWAY DNS, or none */
+    gboolean parents;   /* fs mkdir --parents */
+    gboolean recursive; /* fs remove --recursive */
+    char *text;         /* clipboard set TEXT */
+    GStrv argv;         /* launch: program and arguments; open: the one target; set-mac: the MAC;
+                         * set-net: ADDRESS/PREFIX GATEWAY DNS, or none */
 } CarrelGuestOptions;
 
 void carrel_guest_options_free(CarrelGuestOptions *options);
@@ -201,6 +215,14 @@ JsonNode *carrel_guest_cmd_launch(const CarrelGuestOptions *options, GError **er
 JsonNode *carrel_guest_cmd_open(const CarrelGuestOptions *options, GError **error);
 JsonNode *carrel_guest_cmd_set_mac(const CarrelGuestOptions *options, GError **error);
 JsonNode *carrel_guest_cmd_set_net(const CarrelGuestOptions *options, GError **error);
+JsonNode *carrel_guest_cmd_fs(const CarrelGuestOptions *options, GError **error);
+
+/* fs (guest-fs.c). */
+
+/* One entry as fs list/stat print it: {"name"|"name_b64", "type", "size", "mode", "mtime",
+ * "target"|"target_b64" (symlinks)}. Names that are not UTF-8 go as base64 of their bytes. */
+JsonNode *carrel_guest_fs_entry_to_json(const char *name, const struct stat *st,
+                                        const char *target);
 
 /* set-mac (guest-net.c). */
 

@@ -9,7 +9,8 @@
 #define MCP_INSTRUCTIONS                                                                           \
     "carrel runs sandboxes: full desktop virtual machines. Create one with sandbox_create, see "   \
     "and drive its desktop with computer (or screenshot), run commands with command_run, move "    \
-    "files with file_read and file_write, and destroy it with sandbox_destroy when done."
+    "files with file_read, file_write, file_list and the other file_* tools, and destroy it with " \
+    "sandbox_destroy when done."
 
 typedef JsonNode *(*ToolFunc)(CarrelApiRequest *req, const CarrelMcpCall *call, GError **error);
 
@@ -236,6 +237,32 @@ tool_file_write(CarrelApiRequest *req, const CarrelMcpCall *call, GError **error
     return carrel_mcp_json_result(node);
 }
 
+/* The fs tools: core's reply (already clean of anything the guest made up) as the result. */
+static JsonNode *
+tool_fs(CarrelApiRequest *req, const CarrelMcpCall *call, GError **error)
+{
+    g_autoptr(GError) local = NULL;
+    g_autoptr(JsonNode) node = NULL;
+    CarrelManager *mgr = req->mgr;
+
+    if (call->tool == CARREL_MCP_TOOL_FILE_LIST)
+        node = carrel_manager_session_fs_list(mgr, req->who, call->session, call->path, &local);
+    else if (call->tool == CARREL_MCP_TOOL_FILE_STAT)
+        node = carrel_manager_session_fs_stat(mgr, req->who, call->session, call->path, &local);
+    else if (call->tool == CARREL_MCP_TOOL_FILE_MKDIR)
+        node = carrel_manager_session_fs_mkdir(mgr, req->who, call->session, call->path, call->flag,
+                                               &local);
+    else if (call->tool == CARREL_MCP_TOOL_FILE_REMOVE)
+        node = carrel_manager_session_fs_remove(mgr, req->who, call->session, call->path,
+                                                call->flag, &local);
+    else
+        node = carrel_manager_session_fs_move(mgr, req->who, call->session, call->path, call->to,
+                                              &local);
+    if (!node)
+        return carrel_mcp_error_result(local);
+    return carrel_mcp_json_result(node);
+}
+
 /* Each tool and the core operation it reaches (the role matrix test reads the operations). */
 typedef struct {
     ToolFunc func;
@@ -258,6 +285,11 @@ static const Tool tool_table[CARREL_MCP_TOOL_LAST] = {
     [CARREL_MCP_TOOL_COMMAND_RUN] = {tool_command_run, CARREL_OP_SESSION_EXEC},
     [CARREL_MCP_TOOL_FILE_READ] = {tool_file_read, CARREL_OP_SESSION_FILE_READ},
     [CARREL_MCP_TOOL_FILE_WRITE] = {tool_file_write, CARREL_OP_SESSION_FILE_WRITE},
+    [CARREL_MCP_TOOL_FILE_LIST] = {tool_fs, CARREL_OP_SESSION_FILE_READ},
+    [CARREL_MCP_TOOL_FILE_STAT] = {tool_fs, CARREL_OP_SESSION_FILE_READ},
+    [CARREL_MCP_TOOL_FILE_MKDIR] = {tool_fs, CARREL_OP_SESSION_FILE_WRITE},
+    [CARREL_MCP_TOOL_FILE_REMOVE] = {tool_fs, CARREL_OP_SESSION_FILE_WRITE},
+    [CARREL_MCP_TOOL_FILE_MOVE] = {tool_fs, CARREL_OP_SESSION_FILE_WRITE},
 };
 
 CarrelOp

@@ -160,6 +160,8 @@ typedef enum {
     /* With RAW_BODY: up to CARREL_LIMIT_UPLOAD_BYTES instead (task inputs), written to a spool
      * file as it arrives (req->upload_path), never held in memory (api-upload.c). */
     CARREL_API_ROUTE_UPLOAD = 1 << 1,
+    /* With UPLOAD: up to CARREL_LIMIT_TRANSFER_BYTES (a file streamed into a guest). */
+    CARREL_API_ROUTE_TRANSFER = 1 << 6,
     /* Needs no credentials (health, login). */
     CARREL_API_ROUTE_PUBLIC = 1 << 2,
     /* Exists only when carreld runs with --test-hooks. */
@@ -296,6 +298,16 @@ CarrelApiReply *carrel_api_post_tokens(CarrelApiRequest *req, GError **error);
 CarrelApiReply *carrel_api_get_tokens(CarrelApiRequest *req, GError **error);
 CarrelApiReply *carrel_api_delete_token(CarrelApiRequest *req, GError **error);
 CarrelApiReply *carrel_api_post_admin_rotate(CarrelApiRequest *req, GError **error);
+
+/* api-files.c: a guest's files: streamed transfers (sha256 in X-Carrel-Sha256) and the
+ * operations of carrel-guest fs. */
+CarrelApiReply *carrel_api_get_session_file(CarrelApiRequest *req, GError **error);
+CarrelApiReply *carrel_api_put_session_file(CarrelApiRequest *req, GError **error);
+CarrelApiReply *carrel_api_get_session_fs(CarrelApiRequest *req, GError **error);
+CarrelApiReply *carrel_api_get_session_fs_stat(CarrelApiRequest *req, GError **error);
+CarrelApiReply *carrel_api_post_session_fs_mkdir(CarrelApiRequest *req, GError **error);
+CarrelApiReply *carrel_api_post_session_fs_remove(CarrelApiRequest *req, GError **error);
+CarrelApiReply *carrel_api_post_session_fs_move(CarrelApiRequest *req, GError **error);
 
 /* api-control.c: what reviewers hold and see: the control lease, approvals, the screenshots
  * kept on a timeline and the audit log. */

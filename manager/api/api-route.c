@@ -101,6 +101,8 @@ carrel_api_query(CarrelApiRequest *req, const char *key)
 gsize
 carrel_api_route_body_max(const CarrelApiRoute *route)
 {
+    if (route->flags & CARREL_API_ROUTE_TRANSFER)
+        return CARREL_LIMIT_TRANSFER_BYTES;
     if (route->flags & CARREL_API_ROUTE_UPLOAD)
         return CARREL_LIMIT_UPLOAD_BYTES;
     return (route->flags & CARREL_API_ROUTE_RAW_BODY) ? CARREL_LIMIT_FILE_BYTES

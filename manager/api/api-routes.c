@@ -385,57 +385,6 @@ post_session_exec(CarrelApiRequest *req, GError **error)
     return carrel_api_reply_ok(node);
 }
 
-static const char *
-required_query(CarrelApiRequest *req, const char *key, GError **error)
-{
-    const char *value = carrel_api_query(req, key);
-
-    if (!value || !*value)
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
-                    "query parameter '%s' is required", key);
-    return value && *value ? value : NULL;
-}
-
-static CarrelApiReply *
-get_session_file(CarrelApiRequest *req, GError **error)
-{
-    const char *path = required_query(req, "path", error);
-    g_autofree char *name = NULL;
-    CarrelApiReply *reply;
-
-    reply = path ? carrel_api_reply_new_bytes(
-                       SOUP_STATUS_OK,
-                       carrel_manager_session_file_read(req->mgr, req->who,
-                                                        carrel_api_param(req, 0), path, error),
-                       "application/octet-stream")
-                 : NULL;
-    if (!reply)
-        return NULL;
-    name = g_path_get_basename(path);
-    carrel_api_reply_set_attachment(reply, name);
-    return reply;
-}
-
-static CarrelApiReply *
-put_session_file(CarrelApiRequest *req, GError **error)
-{
-    const char *path = required_query(req, "path", error);
-    g_autoptr(GBytes) empty = g_bytes_new(NULL, 0);
-    g_autoptr(JsonBuilder) b = json_builder_new();
-    GBytes *data = req->raw_body ? req->raw_body : empty;
-
-    if (!path || !carrel_manager_session_file_write(req->mgr, req->who, carrel_api_param(req, 0),
-                                                    path, data, error))
-        return NULL;
-    json_builder_begin_object(b);
-    json_builder_set_member_name(b, "path");
-    json_builder_add_string_value(b, path);
-    json_builder_set_member_name(b, "bytes");
-    json_builder_add_int_value(b, (gint64)g_bytes_get_size(data));
-    json_builder_end_object(b);
-    return carrel_api_reply_ok(json_builder_get_root(b));
-}
-
 /* An optional non-negative integer query parameter, at most max. */
 static gboolean
 query_uint(CarrelApiRequest *req, const char *key, guint64 max, guint64 *value, GError **error)
@@ -673,9 +622,20 @@ const CarrelApiRoute carrel_api_routes[] = {
      CARREL_API_BODY(carrel_stop_request)},
     {"POST", "/v1/sessions/*/exec", post_session_exec, CARREL_OP_SESSION_EXEC, 0,
      CARREL_API_BODY(carrel_exec_request)},
-    {"GET", "/v1/sessions/*/files", get_session_file, CARREL_OP_SESSION_FILE_READ, 0, NULL},
-    {"PUT", "/v1/sessions/*/files", put_session_file, CARREL_OP_SESSION_FILE_WRITE,
-     CARREL_API_ROUTE_RAW_BODY, NULL},
+    /* Files (api-files.c): streamed transfers and operations through carrel-guest fs. */
+    {"GET", "/v1/sessions/*/files", carrel_api_get_session_file, CARREL_OP_SESSION_FILE_READ, 0,
+     NULL},
+    {"PUT", "/v1/sessions/*/files", carrel_api_put_session_file, CARREL_OP_SESSION_FILE_WRITE,
+     CARREL_API_ROUTE_RAW_BODY | CARREL_API_ROUTE_UPLOAD | CARREL_API_ROUTE_TRANSFER, NULL},
+    {"GET", "/v1/sessions/*/fs", carrel_api_get_session_fs, CARREL_OP_SESSION_FILE_READ, 0, NULL},
+    {"GET", "/v1/sessions/*/fs/stat", carrel_api_get_session_fs_stat, CARREL_OP_SESSION_FILE_READ,
+     0, NULL},
+    {"POST", "/v1/sessions/*/fs/mkdir", carrel_api_post_session_fs_mkdir,
+     CARREL_OP_SESSION_FILE_WRITE, 0, NULL},
+    {"POST", "/v1/sessions/*/fs/remove", carrel_api_post_session_fs_remove,
+     CARREL_OP_SESSION_FILE_WRITE, 0, NULL},
+    {"POST", "/v1/sessions/*/fs/move", carrel_api_post_session_fs_move,
+     CARREL_OP_SESSION_FILE_WRITE, 0, NULL},
     {"GET", "/v1/sessions/*/events", get_session_events, CARREL_OP_SESSION_READ, 0, NULL},
     {"GET", "/v1/sessions/*/egress", get_session_egress, CARREL_OP_SESSION_READ, 0, NULL},
     {"GET", "/v1/sessions/*/screenshot", get_session_screenshot, CARREL_OP_SESSION_SCREENSHOT, 0,

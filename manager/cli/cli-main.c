@@ -67,7 +67,9 @@ static const char cli_help[] =
     "  exec ID [--timeout S] [--cwd DIR] [--env K=V] -- COMMAND [ARG...]\n"
     "                                 run a command in the guest; exits with its code\n"
     "  cp SRC DEST                    copy a file in or out: one side ID:/PATH, the other a\n"
-    "                                 local file or '-' (binary-safe, up to 32 MiB)\n"
+    "                                 local file or '-' (binary-safe, streamed, up to 1 GiB)\n"
+    "  fs ID ls|stat|mkdir [-p]|rm [-r]|mv PATH...\n"
+    "                                 file operations in the guest (absolute paths)\n"
     "  extract ID GUEST_PATH... -o DIR [--max-mib N] [--max-files N]\n"
     "                                 take files out (running: agent; off, crashed: disk)\n"
     "  artifacts ID                   list what was extracted (asked for or on exit)\n"
@@ -133,6 +135,7 @@ static const CliVerb cli_verbs[] = {
     {"exec", carrel_cli_exec},
     {"rm", carrel_cli_rm},
     {"cp", carrel_cli_cp},
+    {"fs", carrel_cli_fs},
     {"extract", carrel_cli_extract},
     {"pause", carrel_cli_pause},
     {"resume", carrel_cli_resume},

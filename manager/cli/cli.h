@@ -59,6 +59,7 @@ int carrel_cli_template_build(CarrelCli *cli, int argc, char **argv);
 int carrel_cli_template_warm(CarrelCli *cli, int argc, char **argv);
 int carrel_cli_exec(CarrelCli *cli, int argc, char **argv);
 int carrel_cli_cp(CarrelCli *cli, int argc, char **argv);
+int carrel_cli_fs(CarrelCli *cli, int argc, char **argv);
 int carrel_cli_extract(CarrelCli *cli, int argc, char **argv);
 int carrel_cli_diff(CarrelCli *cli, int argc, char **argv);
 int carrel_cli_artifacts(CarrelCli *cli, int argc, char **argv);

@@ -420,3 +420,123 @@ carrel_client_call_bytes(CarrelClient *client, const char *method, const char *p
         *ret_reply = g_steal_pointer(&reply);
     return TRUE;
 }
+
+gboolean
+carrel_client_upload(CarrelClient *client, const char *path, GInputStream *body, goffset length,
+                     JsonNode **ret_reply, GError **error)
+{
+    g_autoptr(SoupMessage) msg = NULL;
+    g_autoptr(GInputStream) stream = NULL;
+    g_autoptr(GBytes) reply = NULL;
+    g_autoptr(JsonNode) node = NULL;
+    g_autoptr(GError) local = NULL;
+    guint status;
+
+    client->unreachable = FALSE;
+    if (!(msg = client_new_message(client, "PUT", path, NULL, NULL, error)))
+        return FALSE;
+    /* length -1: chunked, for a pipe whose size nobody knows in advance. */
+    soup_message_set_request_body(msg, "application/octet-stream", body, length);
+    client->reading = FALSE;
+    if (client->progress) {
+        client->sent = 0;
+        client->sent_total = length;
+        g_signal_connect(msg, "wrote-body-data", G_CALLBACK(client_wrote_body_data), client);
+    }
+    stream = soup_session_send(client->session, msg, NULL, &local);
+    if (!stream)
+        return client_set_transport_error(client, local, "sending a request to", error);
+    if (!(reply = client_read_reply(client, msg, stream, error)))
+        return FALSE;
+    status = soup_message_get_status(msg);
+    if (status < 200 || status > 299) {
+        client_set_api_error(status, reply, error);
+        return FALSE;
+    }
+    if (!(node = client_parse_json(reply, error)))
+        return FALSE;
+    if (ret_reply)
+        *ret_reply = g_steal_pointer(&node);
+    return TRUE;
+}
+
+/* Copies the reply body to out chunk by chunk, hashing it; nothing is held beyond a chunk. */
+static gboolean
+client_copy_reply(CarrelClient *client, SoupMessage *msg, GInputStream *stream, GOutputStream *out,
+                  GChecksum *sha, guint64 *ret_bytes, GError **error)
+{
+    SoupMessageHeaders *headers = soup_message_get_response_headers(msg);
+    gint64 total = soup_message_headers_get_encoding(headers) == SOUP_ENCODING_CONTENT_LENGTH
+                       ? soup_message_headers_get_content_length(headers)
+                       : -1;
+    guint64 done = 0;
+
+    for (;;) {
+        g_autoptr(GError) local = NULL;
+        g_autoptr(GBytes) chunk =
+            g_input_stream_read_bytes(stream, CLIENT_READ_CHUNK, NULL, &local);
+        gsize len = 0;
+        const guint8 *data;
+
+        if (!chunk)
+            return client_set_transport_error(client, local, "reading the reply of", error);
+        data = g_bytes_get_data(chunk, &len);
+        if (len == 0)
+            break;
+        if (!g_output_stream_write_all(out, data, len, NULL, NULL, error))
+            return FALSE;
+        g_checksum_update(sha, data, (gssize)len);
+        done += len;
+        if (client->progress)
+            client->progress(FALSE, (gint64)done, total, client->progress_data);
+    }
+    g_input_stream_close(stream, NULL, NULL);
+    *ret_bytes = done;
+    return TRUE;
+}
+
+gboolean
+carrel_client_download(CarrelClient *client, const char *path, GOutputStream *out,
+                       CarrelClientDownload *ret_info, GError **error)
+{
+    g_autoptr(SoupMessage) msg = NULL;
+    g_autoptr(GInputStream) stream = NULL;
+    g_autoptr(GError) local = NULL;
+    g_autoptr(GChecksum) sha = g_checksum_new(G_CHECKSUM_SHA256);
+    const char *header;
+    guint64 bytes = 0;
+    guint status;
+
+    client->unreachable = FALSE;
+    if (!(msg = client_new_message(client, "GET", path, NULL, NULL, error)))
+        return FALSE;
+    client->reading = TRUE;
+    stream = soup_session_send(client->session, msg, NULL, &local);
+    if (!stream)
+        return client_set_transport_error(client, local, "sending a request to", error);
+    status = soup_message_get_status(msg);
+    if (status < 200 || status > 299) {
+        g_autoptr(GBytes) reply = client_read_reply(client, msg, stream, error);
+
+        if (reply)
+            client_set_api_error(status, reply, error);
+        return FALSE;
+    }
+    if (!client_copy_reply(client, msg, stream, out, sha, &bytes, error))
+        return FALSE;
+    header =
+        soup_message_headers_get_one(soup_message_get_response_headers(msg), "X-Carrel-Sha256");
+    ret_info->bytes = bytes;
+    ret_info->sha256 = g_strdup(g_checksum_get_string(sha));
+    ret_info->reply_sha256 = header && strlen(header) == 64 && carrel_util_is_clean_text(header)
+                                 ? g_strdup(header)
+                                 : NULL;
+    return TRUE;
+}
+
+void
+carrel_client_download_clear(CarrelClientDownload *info)
+{
+    g_clear_pointer(&info->sha256, g_free);
+    g_clear_pointer(&info->reply_sha256, g_free);
+}

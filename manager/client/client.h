@@ -62,4 +62,29 @@ gboolean carrel_client_call_bytes(CarrelClient *client, const char *method, cons
                                   const char *content_type, GBytes *body, GBytes **ret_reply,
                                   GError **error);
 
+/*
+ * PUTs body (length bytes, or -1 for chunked) to path as application/octet-stream, streamed from
+ * the stream as it is sent, and parses the JSON reply; non-2xx as carrel_client_call.
+ */
+gboolean carrel_client_upload(CarrelClient *client, const char *path, GInputStream *body,
+                              goffset length, JsonNode **ret_reply, GError **error);
+
+/* What a download moved: bytes, the sha256 of what arrived (computed here), and the one the
+ * reply's X-Carrel-Sha256 header claims (NULL without a well-formed one). */
+typedef struct {
+    guint64 bytes;
+    char *sha256;
+    char *reply_sha256;
+} CarrelClientDownload;
+
+void carrel_client_download_clear(CarrelClientDownload *info);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(CarrelClientDownload, carrel_client_download_clear)
+
+/*
+ * GETs path and writes the reply's body to out chunk by chunk (no size cap beyond the server's:
+ * nothing is held in memory); non-2xx as carrel_client_call, with nothing written.
+ */
+gboolean carrel_client_download(CarrelClient *client, const char *path, GOutputStream *out,
+                                CarrelClientDownload *ret_info, GError **error);
+
 G_END_DECLS

@@ -13,6 +13,7 @@ carrel_mcp_call_free(CarrelMcpCall *call)
     g_free(call->session);
     g_free(call->name);
     g_free(call->path);
+    g_free(call->to);
     g_free(call->snapshot);
     carrel_session_request_free(call->create);
     carrel_exec_request_free(call->exec);
@@ -106,6 +107,11 @@ typed_members(CarrelMcpCall *call, JsonObject *args, GError **error)
     case CARREL_MCP_TOOL_SANDBOX_HIBERNATE:
     case CARREL_MCP_TOOL_SANDBOX_FORK:
     case CARREL_MCP_TOOL_SNAPSHOT_LIST:
+    case CARREL_MCP_TOOL_FILE_LIST:
+    case CARREL_MCP_TOOL_FILE_STAT:
+    case CARREL_MCP_TOOL_FILE_MKDIR:
+    case CARREL_MCP_TOOL_FILE_REMOVE:
+    case CARREL_MCP_TOOL_FILE_MOVE:
     case CARREL_MCP_TOOL_LAST:
         return TRUE;
     }
@@ -128,6 +134,9 @@ carrel_mcp_call_from_params(CarrelMcpTool tool, JsonNode *params, GError **error
     call->tool = tool;
     call->session = g_strdup(carrel_conf_peek_string(args, "session"));
     call->path = g_strdup(carrel_conf_peek_string(args, "path"));
+    call->to = g_strdup(carrel_conf_peek_string(args, "to"));
+    call->flag = json_object_get_boolean_member_with_default(
+        args, tool == CARREL_MCP_TOOL_FILE_MKDIR ? "parents" : "recursive", FALSE);
     if (tool == CARREL_MCP_TOOL_SNAPSHOT_CREATE || tool == CARREL_MCP_TOOL_SNAPSHOT_REVERT)
         call->name = g_strdup(carrel_conf_peek_string(args, "name"));
     if (tool == CARREL_MCP_TOOL_SANDBOX_FORK) {

@@ -13,6 +13,7 @@ typedef enum {
     PARAM_NUMBER,
     PARAM_STRINGS,  /* array of strings */
     PARAM_INTEGERS, /* array of integers */
+    PARAM_BOOLEAN,
 } ParamType;
 
 typedef struct {
@@ -135,6 +136,36 @@ static const Param file_write_params[] = {
     PARAM_END,
 };
 
+#define FS_PATH_PARAM(what)                                                                        \
+    {                                                                                              \
+        "path", PARAM_STRING, TRUE, "Absolute, normalised path in the guest" what, 0, 0, NULL      \
+    }
+
+static const Param fs_path_params[] = {SESSION_PARAM, FS_PATH_PARAM(""), PARAM_END};
+
+static const Param fs_mkdir_params[] = {
+    SESSION_PARAM,
+    FS_PATH_PARAM(" of the new directory"),
+    {"parents", PARAM_BOOLEAN, FALSE,
+     "Create missing parents too; an existing directory is then no error", 0, 0, NULL},
+    PARAM_END,
+};
+
+static const Param fs_remove_params[] = {
+    SESSION_PARAM,
+    FS_PATH_PARAM(" to remove"),
+    {"recursive", PARAM_BOOLEAN, FALSE,
+     "Remove a directory with everything in it (symlinks are removed, never followed)", 0, 0, NULL},
+    PARAM_END,
+};
+
+static const Param fs_move_params[] = {
+    SESSION_PARAM,
+    {"path", PARAM_STRING, TRUE, "Absolute path to move", 0, 0, NULL},
+    {"to", PARAM_STRING, TRUE, "Absolute destination path; it must not exist", 0, 0, NULL},
+    PARAM_END,
+};
+
 static const Tool tools[CARREL_MCP_TOOL_LAST] = {
     [CARREL_MCP_TOOL_SANDBOX_CREATE] =
         {"sandbox_create", "Create a sandbox",
@@ -203,6 +234,27 @@ static const Tool tools[CARREL_MCP_TOOL_LAST] = {
                                     "Writes a file of the sandbox, creating or replacing it "
                                     "(up to 32 MiB; text, or base64 for binary content).",
                                     file_write_params, FALSE, FALSE, TRUE},
+    [CARREL_MCP_TOOL_FILE_LIST] =
+        {"file_list", "List a directory in a sandbox",
+         "Lists a directory of the sandbox: each entry's name, type (file, dir, symlink, other), "
+         "size, mode (octal text), mtime (Unix seconds) and symlink target. Names that are not "
+         "clean text come back null with an escaped form. At most 4096 entries.",
+         fs_path_params, FALSE, TRUE, FALSE},
+    [CARREL_MCP_TOOL_FILE_STAT] = {"file_stat", "Stat a path in a sandbox",
+                                   "One path's entry, as file_list gives it (a symlink itself, "
+                                   "not its target).",
+                                   fs_path_params, FALSE, TRUE, FALSE},
+    [CARREL_MCP_TOOL_FILE_MKDIR] = {"file_mkdir", "Create a directory in a sandbox",
+                                    "Creates a directory of the sandbox (mode 0755, as root).",
+                                    fs_mkdir_params, FALSE, FALSE, FALSE},
+    [CARREL_MCP_TOOL_FILE_REMOVE] = {"file_remove", "Remove a path in a sandbox",
+                                     "Removes a file, symlink or empty directory of the sandbox; "
+                                     "with recursive, a whole directory.",
+                                     fs_remove_params, FALSE, FALSE, TRUE},
+    [CARREL_MCP_TOOL_FILE_MOVE] = {"file_move", "Move a path in a sandbox",
+                                   "Renames a path of the sandbox; the destination must not "
+                                   "exist.",
+                                   fs_move_params, FALSE, FALSE, FALSE},
 };
 
 const char *
@@ -230,7 +282,8 @@ has_range(const Param *p)
 static JsonObject *
 param_schema(const Param *p)
 {
-    static const char *const type_names[] = {"string", "integer", "number", "array", "array"};
+    static const char *const type_names[] = {"string", "integer", "number",
+                                             "array",  "array",   "boolean"};
     JsonObject *obj = json_object_new();
 
     json_object_set_string_member(obj, "type", type_names[p->type]);
@@ -380,6 +433,13 @@ check_param(const Param *p, JsonNode *node, GError **error)
     case PARAM_STRINGS:
     case PARAM_INTEGERS:
         return check_array(p, node, error);
+    case PARAM_BOOLEAN:
+        if (!carrel_conf_node_holds(node, G_TYPE_BOOLEAN)) {
+            g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "'%s' must be a boolean",
+                        p->name);
+            return FALSE;
+        }
+        return TRUE;
     }
     g_assert_not_reached();
 }

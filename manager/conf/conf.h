@@ -633,6 +633,11 @@ typedef enum {
     CARREL_MCP_TOOL_SANDBOX_HIBERNATE,
     CARREL_MCP_TOOL_SANDBOX_FORK,
     CARREL_MCP_TOOL_SNAPSHOT_LIST,
+    CARREL_MCP_TOOL_FILE_LIST,
+    CARREL_MCP_TOOL_FILE_STAT,
+    CARREL_MCP_TOOL_FILE_MKDIR,
+    CARREL_MCP_TOOL_FILE_REMOVE,
+    CARREL_MCP_TOOL_FILE_MOVE,
     CARREL_MCP_TOOL_LAST
 } CarrelMcpTool;
 
@@ -672,7 +677,9 @@ typedef struct {
     CarrelMcpTool tool;
     char *session;                /* the sandbox; NULL for sandbox_create and sandbox_list */
     char *name;                   /* snapshot_create, snapshot_revert: the snapshot */
-    char *path;                   /* file_read, file_write: the file in the guest */
+    char *path;                   /* file_*: the path in the guest */
+    char *to;                     /* file_move: the destination */
+    gboolean flag;                /* file_mkdir: parents; file_remove: recursive */
     char *snapshot;               /* sandbox_fork: NULL = one taken now */
     guint count;                  /* sandbox_fork: how many (1 unless given) */
     CarrelSessionRequest *create; /* sandbox_create */
@@ -909,4 +916,6 @@ G_END_DECLS
 #include "conf/conf-trust.h"
 /* The bodies of API requests that are not records of their own. */
 #include "conf/conf-requests.h"
+/* Guest file operations' replies and paths. */
+#include "conf/conf-fsops.h"
 #undef CARREL_CONF_H_INSIDE

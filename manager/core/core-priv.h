@@ -368,6 +368,10 @@ CarrelExtraction *carrel_manager_collect(CarrelManager *mgr, const CarrelSession
 void carrel_manager_collect_exit(CarrelManager *mgr, const CarrelSession *session,
                                  const char *reason, gboolean by_agent);
 
+/* spool_path is one of ours: a spool file directly in uploads/, nothing a caller made up
+ * (NOT_FOUND otherwise; core-uploads.c). */
+gboolean carrel_manager_check_spool_path(CarrelManager *mgr, const char *spool_path,
+                                         GError **error);
 /* Where upload id's tar is kept (core-uploads.c). */
 char *carrel_manager_upload_path(CarrelManager *mgr, const char *id);
 /* Inputs (core-inputs.c). Every upload an input names exists (NOT_FOUND otherwise). */

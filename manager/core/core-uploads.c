@@ -52,9 +52,8 @@ carrel_manager_upload_spool(CarrelManager *mgr, char **ret_path, GError **error)
     return fd;
 }
 
-/* spool_path is one of ours: a spool file directly in uploads/, nothing a caller made up. */
-static gboolean
-check_spool_path(CarrelManager *mgr, const char *spool_path, GError **error)
+gboolean
+carrel_manager_check_spool_path(CarrelManager *mgr, const char *spool_path, GError **error)
 {
     g_autofree char *dir = uploads_dir(mgr);
     g_autofree char *parent = spool_path ? g_path_get_dirname(spool_path) : NULL;
@@ -74,7 +73,7 @@ store_upload(CarrelManager *mgr, const char *spool_path, GError **error)
     g_autofree char *id = carrel_util_new_id("u-");
     g_autofree char *path = carrel_manager_upload_path(mgr, id);
 
-    if (!check_spool_path(mgr, spool_path, error))
+    if (!carrel_manager_check_spool_path(mgr, spool_path, error))
         return NULL;
     if (g_rename(spool_path, path) < 0) {
         int saved = errno;

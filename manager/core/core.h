@@ -299,6 +299,59 @@ gboolean carrel_manager_session_file_write(CarrelManager *mgr, const CarrelPrinc
                                            const char *id_or_name, const char *path, GBytes *data,
                                            GError **error);
 
+/* What a streamed transfer moved. */
+typedef struct {
+    char *host_path; /* download: the spool file holding the bytes (the caller removes it) */
+    guint64 bytes;
+    char *sha256; /* lowercase hex, computed chunk by chunk as the bytes passed */
+} CarrelTransfer;
+
+void carrel_transfer_clear(CarrelTransfer *t);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(CarrelTransfer, carrel_transfer_clear)
+
+/*
+ * Streams a guest file (at most CARREL_LIMIT_TRANSFER_BYTES, LIMIT beyond) into a new spool file
+ * under the state dir's uploads/ (swept like an unused upload if carreld dies before the caller
+ * removes it), 64 KiB per agent call, never the whole file in memory. Path as for file_read;
+ * audited as "file_read" with bytes and sha256, as root in the guest (qemu-ga's rights).
+ */
+gboolean carrel_manager_session_file_download(CarrelManager *mgr, const CarrelPrincipal *who,
+                                              const char *id_or_name, const char *path,
+                                              CarrelTransfer *ret_transfer, GError **error);
+
+/*
+ * Streams the spool file spool_path (bytes long, from carrel_manager_upload_spool) into the
+ * guest file path (created or truncated, as root), chunk by chunk; *ret_transfer gets bytes and
+ * sha256 of what was sent. Audited as "file_write". The spool file stays the caller's.
+ */
+gboolean carrel_manager_session_file_upload(CarrelManager *mgr, const CarrelPrincipal *who,
+                                            const char *id_or_name, const char *path,
+                                            const char *spool_path, guint64 bytes,
+                                            CarrelTransfer *ret_transfer, GError **error);
+
+/*
+ * File operations in a running session's guest through carrel-guest fs (as root, like the file
+ * routes), each audited with kind "file" and action fs_list, fs_stat, fs_mkdir, fs_remove or
+ * fs_move. Paths must pass carrel_fs_check_path; the guest's reply is checked as untrusted
+ * (carrel_fs_listing_from_guest). Guest failures keep their meaning: NOT_FOUND, EXISTS,
+ * WRONG_STATE (a directory not empty without recursive), INVALID_ARG, FORBIDDEN; UNSUPPORTED
+ * when the guest has no carrel-guest. list/stat use the file_read operation, the others
+ * file_write.
+ */
+JsonNode *carrel_manager_session_fs_list(CarrelManager *mgr, const CarrelPrincipal *who,
+                                         const char *id_or_name, const char *path, GError **error);
+JsonNode *carrel_manager_session_fs_stat(CarrelManager *mgr, const CarrelPrincipal *who,
+                                         const char *id_or_name, const char *path, GError **error);
+JsonNode *carrel_manager_session_fs_mkdir(CarrelManager *mgr, const CarrelPrincipal *who,
+                                          const char *id_or_name, const char *path,
+                                          gboolean parents, GError **error);
+JsonNode *carrel_manager_session_fs_remove(CarrelManager *mgr, const CarrelPrincipal *who,
+                                           const char *id_or_name, const char *path,
+                                           gboolean recursive, GError **error);
+JsonNode *carrel_manager_session_fs_move(CarrelManager *mgr, const CarrelPrincipal *who,
+                                         const char *id_or_name, const char *from, const char *to,
+                                         GError **error);
+
 /*
  * A screenshot of a running or paused session, taken by the hypervisor (never the guest),
  * cropped, scaled and encoded as req says; kept for the timeline and recorded as an event.

@@ -16,6 +16,10 @@ G_BEGIN_DECLS
 /* Receives a guest file's bytes chunk by chunk; FALSE (with error) stops the copy. */
 typedef gboolean (*CarrelHypervisorChunkFunc)(const guint8 *data, gsize len, gpointer user_data,
                                               GError **error);
+/* Fills buf with up to max bytes of a file to write; *ret_len 0 means the end. FALSE (with
+ * error) stops the copy. */
+typedef gboolean (*CarrelHypervisorSourceFunc)(guint8 *buf, gsize max, gsize *ret_len,
+                                               gpointer user_data, GError **error);
 
 /*
  * One entry per call of hypervisor.h, with the contract said there (carrel_hypervisor_<op>).
@@ -57,8 +61,9 @@ typedef struct {
     /* Hands the file to sink in chunks, LIMIT beyond max bytes; see carrel_hypervisor_file_read. */
     gboolean (*file_read)(CarrelHypervisor *hv, const char *name, const char *path, guint64 max,
                           CarrelHypervisorChunkFunc sink, gpointer sink_data, GError **error);
-    gboolean (*file_write)(CarrelHypervisor *hv, const char *name, const char *path, GBytes *data,
-                           GError **error);
+    /* Takes the file from source in chunks of up to CARREL_HYPERVISOR_FILE_CHUNK. */
+    gboolean (*file_write)(CarrelHypervisor *hv, const char *name, const char *path,
+                           CarrelHypervisorSourceFunc source, gpointer source_data, GError **error);
     /* Sends one QMP input-send-event command (from carrel_hypervisor_hid_command) to QEMU. */
     gboolean (*hid_send)(CarrelHypervisor *hv, const char *name, const char *command,
                          GError **error);

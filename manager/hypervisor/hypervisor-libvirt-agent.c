@@ -282,32 +282,40 @@ carrel_hypervisor_libvirt_file_read(CarrelHypervisor *hv, const char *name, cons
 }
 
 static gboolean
-file_write_all(virDomainPtr dom, gint64 handle, GBytes *data, GError **error)
+file_write_all(virDomainPtr dom, gint64 handle, CarrelHypervisorSourceFunc source,
+               gpointer source_data, GError **error)
 {
-    gsize len = 0, done = 0;
-    const guint8 *bytes = g_bytes_get_data(data, &len);
+    g_autofree guint8 *buf = g_malloc(CARREL_HYPERVISOR_FILE_CHUNK);
 
-    while (done < len) {
-        gsize n = MIN(len - done, CARREL_HYPERVISOR_FILE_CHUNK), count = 0;
-        g_autofree char *command =
-            carrel_hypervisor_agent_file_write_command(handle, bytes + done, n);
-        g_autofree char *reply = agent_command(dom, command, "guest-file-write", error);
+    for (;;) {
+        gsize len = 0, done = 0;
 
-        if (!reply || !carrel_hypervisor_agent_parse_file_write(reply, n, &count, error))
+        if (!source(buf, CARREL_HYPERVISOR_FILE_CHUNK, &len, source_data, error))
             return FALSE;
-        if (count == 0) {
-            g_set_error(error, CARREL_ERROR, CARREL_ERROR_HYPERVISOR,
-                        "guest agent wrote nothing (disk full?)");
-            return FALSE;
+        if (len == 0)
+            return TRUE;
+        while (done < len) {
+            gsize n = len - done, count = 0;
+            g_autofree char *command =
+                carrel_hypervisor_agent_file_write_command(handle, buf + done, n);
+            g_autofree char *reply = agent_command(dom, command, "guest-file-write", error);
+
+            if (!reply || !carrel_hypervisor_agent_parse_file_write(reply, n, &count, error))
+                return FALSE;
+            if (count == 0) {
+                g_set_error(error, CARREL_ERROR, CARREL_ERROR_HYPERVISOR,
+                            "guest agent wrote nothing (disk full?)");
+                return FALSE;
+            }
+            done += count;
         }
-        done += count;
     }
-    return TRUE;
 }
 
 gboolean
 carrel_hypervisor_libvirt_file_write(CarrelHypervisor *hv, const char *name, const char *path,
-                                     GBytes *data, GError **error)
+                                     CarrelHypervisorSourceFunc source, gpointer source_data,
+                                     GError **error)
 {
     CarrelLibvirtBackend *be = hv->backend_data;
     g_autoptr(virDomain) dom = NULL;
@@ -318,7 +326,7 @@ carrel_hypervisor_libvirt_file_write(CarrelHypervisor *hv, const char *name, con
         !(dom = carrel_hypervisor_libvirt_lookup(be, name, error)) ||
         !file_open(dom, path, "w", &handle, error))
         return FALSE;
-    ok = file_write_all(dom, handle, data, error);
+    ok = file_write_all(dom, handle, source, source_data, error);
     file_close(dom, handle);
     return ok;
 }

@@ -96,7 +96,8 @@ gboolean carrel_hypervisor_libvirt_file_read(CarrelHypervisor *hv, const char *n
                                              CarrelHypervisorChunkFunc sink, gpointer sink_data,
                                              GError **error);
 gboolean carrel_hypervisor_libvirt_file_write(CarrelHypervisor *hv, const char *name,
-                                              const char *path, GBytes *data, GError **error);
+                                              const char *path, CarrelHypervisorSourceFunc source,
+                                              gpointer source_data, GError **error);
 
 /* hypervisor-libvirt-display.c: screen, SPICE and HID events. */
 gboolean carrel_hypervisor_libvirt_screenshot(CarrelHypervisor *hv, const char *name,

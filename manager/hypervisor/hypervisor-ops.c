@@ -442,6 +442,7 @@ carrel_hypervisor_file_read(CarrelHypervisor *hv, const char *name, const char *
 typedef struct {
     int fd;
     guint64 written;
+    GChecksum *sha;
 } FdSink;
 
 static gboolean
@@ -463,6 +464,8 @@ write_chunk(const guint8 *data, gsize len, gpointer user_data, GError **error)
         done += (gsize)n;
     }
     sink->written += len;
+    if (sink->sha)
+        g_checksum_update(sink->sha, data, len);
     return TRUE;
 }
 
@@ -470,7 +473,16 @@ gboolean
 carrel_hypervisor_file_read_fd(CarrelHypervisor *hv, const char *name, const char *path, int fd,
                                guint64 max, guint64 *ret_size, GError **error)
 {
-    FdSink sink = {.fd = fd};
+    return carrel_hypervisor_file_read_fd_sha(hv, name, path, fd, max, ret_size, NULL, error);
+}
+
+gboolean
+carrel_hypervisor_file_read_fd_sha(CarrelHypervisor *hv, const char *name, const char *path, int fd,
+                                   guint64 max, guint64 *ret_size, char **ret_sha256,
+                                   GError **error)
+{
+    g_autoptr(GChecksum) sha = g_checksum_new(G_CHECKSUM_SHA256);
+    FdSink sink = {.fd = fd, .sha = sha};
     gboolean ok;
 
     if (!g_path_is_absolute(path)) {
@@ -483,21 +495,100 @@ carrel_hypervisor_file_read_fd(CarrelHypervisor *hv, const char *name, const cha
         *ret_size = sink.written;
     if (!ok)
         g_prefix_error(error, "domain '%s': reading '%s': ", name, path);
+    else if (ret_sha256)
+        *ret_sha256 = g_strdup(g_checksum_get_string(sha));
     return ok;
+}
+
+typedef struct {
+    GBytes *data;
+    gsize done;
+} BytesSource;
+
+static gboolean
+bytes_source(guint8 *buf, gsize max, gsize *ret_len, gpointer user_data, GError **error)
+{
+    BytesSource *src = user_data;
+    gsize len = 0;
+    const guint8 *bytes = g_bytes_get_data(src->data, &len);
+    gsize n = MIN(max, len - src->done);
+
+    if (n)
+        memcpy(buf, bytes + src->done, n);
+    src->done += n;
+    *ret_len = n;
+    return TRUE;
 }
 
 gboolean
 carrel_hypervisor_file_write(CarrelHypervisor *hv, const char *name, const char *path, GBytes *data,
                              GError **error)
 {
+    BytesSource src = {.data = data};
+
     if (!g_path_is_absolute(path)) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
                     "guest path '%s' is not absolute", path);
         return FALSE;
     }
-    if (!hv->ops->file_write(hv, name, path, data, error)) {
+    if (!hv->ops->file_write(hv, name, path, bytes_source, &src, error)) {
         g_prefix_error(error, "domain '%s': writing '%s': ", name, path);
         return FALSE;
     }
+    return TRUE;
+}
+
+typedef struct {
+    int fd;
+    guint64 left;
+    GChecksum *sha;
+} FdSource;
+
+static gboolean
+fd_source(guint8 *buf, gsize max, gsize *ret_len, gpointer user_data, GError **error)
+{
+    FdSource *src = user_data;
+    gssize n;
+
+    do
+        n = read(src->fd, buf, (gsize)MIN((guint64)max, src->left));
+    while (n < 0 && errno == EINTR);
+    if (n < 0) {
+        int saved = errno;
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_FAILED, "reading on the host: %s",
+                    g_strerror(saved));
+        return FALSE;
+    }
+    /* Shorter than promised: the spool file changed under us; the guest file would be cut. */
+    if (n == 0 && src->left > 0) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_FAILED,
+                    "the source ended %" G_GUINT64_FORMAT " bytes early", src->left);
+        return FALSE;
+    }
+    src->left -= (guint64)n;
+    if (src->sha)
+        g_checksum_update(src->sha, buf, n);
+    *ret_len = (gsize)n;
+    return TRUE;
+}
+
+gboolean
+carrel_hypervisor_file_write_fd(CarrelHypervisor *hv, const char *name, const char *path, int fd,
+                                guint64 size, char **ret_sha256, GError **error)
+{
+    g_autoptr(GChecksum) sha = g_checksum_new(G_CHECKSUM_SHA256);
+    FdSource src = {.fd = fd, .left = size, .sha = sha};
+
+    if (!g_path_is_absolute(path)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "guest path '%s' is not absolute", path);
+        return FALSE;
+    }
+    if (!hv->ops->file_write(hv, name, path, fd_source, &src, error)) {
+        g_prefix_error(error, "domain '%s': writing '%s': ", name, path);
+        return FALSE;
+    }
+    if (ret_sha256)
+        *ret_sha256 = g_strdup(g_checksum_get_string(sha));
     return TRUE;
 }

@@ -367,6 +367,18 @@ gboolean carrel_hypervisor_file_write(CarrelHypervisor *hv, const char *name, co
  * was written stays); *ret_size is the byte count. For files too large to hold in memory. */
 gboolean carrel_hypervisor_file_read_fd(CarrelHypervisor *hv, const char *name, const char *path,
                                         int fd, guint64 max, guint64 *ret_size, GError **error);
+/* Like carrel_hypervisor_file_read_fd, and *ret_sha256 (optional, on success) is the lowercase
+ * hex sha256 of the bytes written, computed chunk by chunk as they pass. */
+gboolean carrel_hypervisor_file_read_fd_sha(CarrelHypervisor *hv, const char *name,
+                                            const char *path, int fd, guint64 max,
+                                            guint64 *ret_size, char **ret_sha256, GError **error);
+/*
+ * Like carrel_hypervisor_file_write, but streams size bytes read from fd (its current offset)
+ * chunk by chunk, never holding the file in memory; *ret_sha256 (optional, on success) is the
+ * sha256 of the bytes sent. FAILED when fd ends before size bytes.
+ */
+gboolean carrel_hypervisor_file_write_fd(CarrelHypervisor *hv, const char *name, const char *path,
+                                         int fd, guint64 size, char **ret_sha256, GError **error);
 
 /* Largest guest-agent reply carrel parses (libvirt's RPC carries strings up to 4 MiB). */
 #define CARREL_HYPERVISOR_AGENT_REPLY_MAX (4 * 1024 * 1024 + 64 * 1024)

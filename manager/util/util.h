@@ -50,6 +50,9 @@ CarrelErrorCode carrel_error_code_from_string(const char *name);
 #define CARREL_LIMIT_BODY_BYTES (1024 * 1024)
 /* Largest file moved in one request (file upload body, file download). */
 #define CARREL_LIMIT_FILE_BYTES (32 * 1024 * 1024)
+/* Largest file streamed by PUT/GET /v1/sessions/{id}/files (spooled on the host's disk, sent
+ * to or read from the guest in chunks, never held in memory). */
+#define CARREL_LIMIT_TRANSFER_BYTES (G_GUINT64_CONSTANT(1024) * 1024 * 1024)
 /* Artifacts: default and hard limits of one extraction. */
 #define CARREL_LIMIT_EXTRACT_BYTES (G_GUINT64_CONSTANT(1024) * 1024 * 1024)
 #define CARREL_LIMIT_EXTRACT_MAX_MIB (16 * 1024)

@@ -10,6 +10,8 @@ source "$(dirname "$0")/computer.sh"
 source "$(dirname "$0")/artifacts.sh"
 # shellcheck source=tests/e2e/files.sh
 source "$(dirname "$0")/files.sh"
+# shellcheck source=tests/e2e/fsops.sh
+source "$(dirname "$0")/fsops.sh"
 # shellcheck source=tests/e2e/lifecycle.sh
 source "$(dirname "$0")/lifecycle.sh"
 # shellcheck source=tests/e2e/review.sh
@@ -199,6 +201,8 @@ disk_checks "$a"
 artifacts_checks
 # Bounds of files: sized in the guest before any copy, downloads streamed, uploads spooled.
 files_checks
+# File operations through carrel-guest fs, hostile names, a 100 MiB round trip with sha256.
+fsops_checks
 
 # Pause, resume, hibernate across a carreld restart; snapshots with memory and revert.
 lifecycle_checks

@@ -531,15 +531,25 @@ fake_file_read(CarrelHypervisor *hv, const char *name, const char *path, guint64
 }
 
 static gboolean
-fake_file_write(CarrelHypervisor *hv, const char *name, const char *path, GBytes *data,
-                GError **error)
+fake_file_write(CarrelHypervisor *hv, const char *name, const char *path,
+                CarrelHypervisorSourceFunc source, gpointer source_data, GError **error)
 {
     FakeBackend *be = hv->backend_data;
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
+    g_autoptr(GByteArray) data = g_byte_array_new();
+    guint8 buf[CARREL_HYPERVISOR_FILE_CHUNK];
+    gsize len = 0;
 
     if (!agent_domain(be, "file_write", name, error))
         return FALSE;
-    g_hash_table_replace(be->files, g_strdup(path), g_bytes_ref(data));
+    /* Taken in chunks as the real backend does, so a source is exercised the same way. */
+    do {
+        if (!source(buf, sizeof(buf), &len, source_data, error))
+            return FALSE;
+        g_byte_array_append(data, buf, (guint)len);
+    } while (len > 0);
+    g_hash_table_replace(be->files, g_strdup(path),
+                         g_byte_array_free_to_bytes(g_steal_pointer(&data)));
     return TRUE;
 }
 

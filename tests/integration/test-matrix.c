@@ -107,6 +107,11 @@ static const Row rows[] = {
     {"POST", "/v1/sessions/*/exec", "{\"argv\":[\"true\"]}", SESSION_OWN},
     {"GET", "/v1/sessions/*/files", NULL, SESSION_READ},
     {"PUT", "/v1/sessions/*/files", "bytes", SESSION_OWN},
+    {"GET", "/v1/sessions/*/fs", NULL, SESSION_READ},
+    {"GET", "/v1/sessions/*/fs/stat", NULL, SESSION_READ},
+    {"POST", "/v1/sessions/*/fs/mkdir", "{\"path\":\"/tmp/d\"}", SESSION_OWN},
+    {"POST", "/v1/sessions/*/fs/remove", "{\"path\":\"/tmp/d\"}", SESSION_OWN},
+    {"POST", "/v1/sessions/*/fs/move", "{\"from\":\"/tmp/d\",\"to\":\"/tmp/e\"}", SESSION_OWN},
     {"GET", "/v1/sessions/*/events", NULL, SESSION_READ},
     {"GET", "/v1/sessions/*/egress", NULL, SESSION_READ},
     {"GET", "/v1/sessions/*/screenshot", NULL, SESSION_READ},
@@ -145,6 +150,11 @@ static const ToolRow tool_rows[] = {
     {"command_run", "{\"session\":\"$S\",\"argv\":[\"true\"]}", SESSION_OWN},
     {"file_read", "{\"session\":\"$S\",\"path\":\"/tmp/x\"}", SESSION_READ},
     {"file_write", "{\"session\":\"$S\",\"path\":\"/tmp/x\",\"content\":\"x\"}", SESSION_OWN},
+    {"file_list", "{\"session\":\"$S\",\"path\":\"/tmp\"}", SESSION_READ},
+    {"file_stat", "{\"session\":\"$S\",\"path\":\"/tmp\"}", SESSION_READ},
+    {"file_mkdir", "{\"session\":\"$S\",\"path\":\"/tmp/d\",\"parents\":true}", SESSION_OWN},
+    {"file_remove", "{\"session\":\"$S\",\"path\":\"/tmp/d\",\"recursive\":true}", SESSION_OWN},
+    {"file_move", "{\"session\":\"$S\",\"path\":\"/tmp/d\",\"to\":\"/tmp/e\"}", SESSION_OWN},
 };
 
 typedef struct {
@@ -412,7 +422,8 @@ fill_path(const char *pattern, const char *session, const char *approval, const 
     }
     {
         g_autofree char *path = g_strjoinv("/", parts);
-        if (g_str_has_suffix(path, "/files"))
+        if (g_str_has_suffix(path, "/files") || g_str_has_suffix(path, "/fs") ||
+            g_str_has_suffix(path, "/fs/stat"))
             return g_strconcat(path, "?path=/tmp/x", NULL);
         return g_steal_pointer(&path);
     }

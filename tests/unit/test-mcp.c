@@ -155,10 +155,13 @@ test_origin(void **state)
 }
 
 static const char *const tool_names[] = {
-    "sandbox_create",    "sandbox_list",    "sandbox_destroy", "sandbox_pause",
-    "sandbox_resume",    "snapshot_create", "snapshot_revert", "computer",
-    "screenshot",        "command_run",     "file_read",       "file_write",
-    "sandbox_hibernate", "sandbox_fork",    "snapshot_list",   NULL,
+    "sandbox_create",    "sandbox_list",   "sandbox_destroy",
+    "sandbox_pause",     "sandbox_resume", "snapshot_create",
+    "snapshot_revert",   "computer",       "screenshot",
+    "command_run",       "file_read",      "file_write",
+    "sandbox_hibernate", "sandbox_fork",   "snapshot_list",
+    "file_list",         "file_stat",      "file_mkdir",
+    "file_remove",       "file_move",      NULL,
 };
 
 static void
@@ -180,8 +183,9 @@ check_schema(JsonObject *tool)
     for (GList *l = members; l; l = l->next) {
         JsonObject *p = json_object_get_object_member(props, l->data);
         const char *type = json_object_get_string_member(p, "type");
-        if (!g_strv_contains((const char *const[]){"string", "integer", "number", "array", NULL},
-                             type))
+        if (!g_strv_contains(
+                (const char *const[]){"string", "integer", "number", "array", "boolean", NULL},
+                type))
             fail_msg("%s.%s: type '%s'", name, (const char *)l->data, type);
         assert_non_null(json_object_get_string_member(p, "description"));
         if (g_str_equal(type, "array"))
@@ -286,6 +290,11 @@ test_arguments(void **state)
                              "{\"session\":\"s\",\"path\":\"/a\",\"content\":\"\","
                              "\"encoding\":\"latin1\"}",
                              "one of: utf-8, base64");
+    assert_arguments_refused(CARREL_MCP_TOOL_FILE_REMOVE,
+                             "{\"session\":\"s\",\"path\":\"/a\",\"recursive\":\"yes\"}",
+                             "'recursive' must be a boolean");
+    assert_arguments_refused(CARREL_MCP_TOOL_FILE_MOVE, "{\"session\":\"s\",\"path\":\"/a\"}",
+                             "'to' is required");
 }
 
 static CarrelExecRequest *

@@ -353,7 +353,8 @@ class _Api:
         )
 
     def read_file(self, session: str, path: str) -> Any:
-        """``GET .../files?path=``: the file's bytes (up to 32 MiB)."""
+        """``GET .../files?path=``: the file's bytes (carreld streams up to 1 GiB; this holds
+        the reply in memory)."""
         return self._call(
             _Req("GET", f"/v1/sessions/{_seg(session)}/files", params={"path": path}, raw=True)
         )
@@ -368,6 +369,53 @@ class _Api:
                 params={"path": path},
                 content=content,
                 content_type="application/octet-stream",
+            )
+        )
+
+    # File operations (carrel-guest fs, as root in the guest; absolute paths).
+    def list_dir(self, session: str, path: str) -> Any:
+        """``GET .../fs?path=``: ``{path, entries: [{name, type, size, mode, mtime,
+        target?}], truncated}``; a name that is not clean text is ``None`` with
+        ``name_escaped`` and ``name_error``."""
+        return self._call(
+            _Req("GET", f"/v1/sessions/{_seg(session)}/fs", params={"path": path})
+        )
+
+    def stat(self, session: str, path: str) -> Any:
+        """``GET .../fs/stat?path=``: ``{path, entry}`` (lstat: a symlink itself)."""
+        return self._call(
+            _Req("GET", f"/v1/sessions/{_seg(session)}/fs/stat", params={"path": path})
+        )
+
+    def mkdir(self, session: str, path: str, parents: bool = False) -> Any:
+        """``POST .../fs/mkdir``: ``{path, created}``."""
+        return self._call(
+            _Req(
+                "POST",
+                f"/v1/sessions/{_seg(session)}/fs/mkdir",
+                json={"path": path, "parents": bool(parents)},
+            )
+        )
+
+    def remove(self, session: str, path: str, recursive: bool = False) -> Any:
+        """``POST .../fs/remove``: ``{path}``; a non-empty directory needs ``recursive``
+        (:class:`carrel.WrongState` otherwise)."""
+        return self._call(
+            _Req(
+                "POST",
+                f"/v1/sessions/{_seg(session)}/fs/remove",
+                json={"path": path, "recursive": bool(recursive)},
+            )
+        )
+
+    def move(self, session: str, src: str, dst: str) -> Any:
+        """``POST .../fs/move``: ``{path: dst, from: src}``; :class:`carrel.Exists` when
+        ``dst`` exists."""
+        return self._call(
+            _Req(
+                "POST",
+                f"/v1/sessions/{_seg(session)}/fs/move",
+                json={"from": src, "to": dst},
             )
         )
 

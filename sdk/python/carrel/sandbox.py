@@ -92,7 +92,8 @@ class Commands:
 
 
 class Files:
-    """``sandbox.files``: files in the guest through its agent (binary-safe, 32 MiB)."""
+    """``sandbox.files``: files in the guest through its agent (binary-safe; carreld streams
+    transfers up to 1 GiB) and the file operations of carrel-guest (as root)."""
 
     def __init__(self, sandbox: "Sandbox") -> None:
         self._sb = sandbox
@@ -105,6 +106,34 @@ class Files:
     def write(self, path: str, data: str | bytes) -> dict[str, Any]:
         """Writes ``data`` to ``path`` (created or replaced): ``{path, bytes}``."""
         result: dict[str, Any] = self._sb.client.write_file(self._sb.id, path, data)
+        return result
+
+    def list(self, path: str) -> List[dict[str, Any]]:
+        """The entries of the directory ``path``: ``{name, type, size, mode, mtime,
+        target?}``, sorted by name (``mode`` octal text, ``mtime`` Unix seconds)."""
+        reply: dict[str, Any] = self._sb.client.list_dir(self._sb.id, path)
+        entries: List[dict[str, Any]] = reply["entries"]
+        return entries
+
+    def stat(self, path: str) -> dict[str, Any]:
+        """One entry, as :meth:`list` gives them (a symlink itself, not its target)."""
+        reply: dict[str, Any] = self._sb.client.stat(self._sb.id, path)
+        entry: dict[str, Any] = reply["entry"]
+        return entry
+
+    def mkdir(self, path: str, parents: bool = False) -> dict[str, Any]:
+        """Creates the directory ``path`` (``parents``: and its missing parents)."""
+        result: dict[str, Any] = self._sb.client.mkdir(self._sb.id, path, parents)
+        return result
+
+    def remove(self, path: str, recursive: bool = False) -> dict[str, Any]:
+        """Removes a file, symlink or empty directory (``recursive``: a whole tree)."""
+        result: dict[str, Any] = self._sb.client.remove(self._sb.id, path, recursive)
+        return result
+
+    def move(self, src: str, dst: str) -> dict[str, Any]:
+        """Renames ``src`` to ``dst``, which must not exist."""
+        result: dict[str, Any] = self._sb.client.move(self._sb.id, src, dst)
         return result
 
 
@@ -451,6 +480,33 @@ class AsyncFiles:
     async def write(self, path: str, data: str | bytes) -> dict[str, Any]:
         """See :meth:`Files.write`."""
         result: dict[str, Any] = await self._sb.client.write_file(self._sb.id, path, data)
+        return result
+
+    async def list(self, path: str) -> List[dict[str, Any]]:
+        """See :meth:`Files.list`."""
+        reply: dict[str, Any] = await self._sb.client.list_dir(self._sb.id, path)
+        entries: List[dict[str, Any]] = reply["entries"]
+        return entries
+
+    async def stat(self, path: str) -> dict[str, Any]:
+        """See :meth:`Files.stat`."""
+        reply: dict[str, Any] = await self._sb.client.stat(self._sb.id, path)
+        entry: dict[str, Any] = reply["entry"]
+        return entry
+
+    async def mkdir(self, path: str, parents: bool = False) -> dict[str, Any]:
+        """See :meth:`Files.mkdir`."""
+        result: dict[str, Any] = await self._sb.client.mkdir(self._sb.id, path, parents)
+        return result
+
+    async def remove(self, path: str, recursive: bool = False) -> dict[str, Any]:
+        """See :meth:`Files.remove`."""
+        result: dict[str, Any] = await self._sb.client.remove(self._sb.id, path, recursive)
+        return result
+
+    async def move(self, src: str, dst: str) -> dict[str, Any]:
+        """See :meth:`Files.move`."""
+        result: dict[str, Any] = await self._sb.client.move(self._sb.id, src, dst)
         return result
 
 

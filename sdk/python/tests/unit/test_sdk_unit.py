@@ -200,6 +200,39 @@ def test_sandbox_verbs_build_the_api_requests():
     assert bodies[15] == {"snapshot": "x"}
 
 
+def test_files_operations_build_the_api_requests():
+    entry = {"name": "a", "type": "file", "size": 1, "mode": "0644", "mtime": 5}
+    c, seen = _recording_client([
+        (201, {"id": "s-1", "state": "running"}),
+        (200, {"path": "/d", "entries": [entry], "truncated": False}),
+        (200, {"path": "/d/a", "entry": entry}),
+        (200, {"path": "/d/e", "created": True}),
+        (200, {"path": "/d/e", "from": "/d/a"}),
+        (200, {"path": "/d/e"}),
+        (409, {"error": {"code": "wrong_state", "message": "directory '/d' is not empty"}}),
+    ])
+    sb = carrel.Sandbox.create(template="tiny", client=c)
+    assert sb.files.list("/d") == [entry]
+    assert sb.files.stat("/d/a") == entry
+    assert sb.files.mkdir("/d/e", parents=True) == {"path": "/d/e", "created": True}
+    assert sb.files.move("/d/a", "/d/e")["from"] == "/d/a"
+    assert sb.files.remove("/d/e", recursive=True) == {"path": "/d/e"}
+    with pytest.raises(carrel.WrongState):
+        sb.files.remove("/d")
+    assert [(r.method, r.url.path) for r in seen[1:]] == [
+        ("GET", "/v1/sessions/s-1/fs"),
+        ("GET", "/v1/sessions/s-1/fs/stat"),
+        ("POST", "/v1/sessions/s-1/fs/mkdir"),
+        ("POST", "/v1/sessions/s-1/fs/move"),
+        ("POST", "/v1/sessions/s-1/fs/remove"),
+        ("POST", "/v1/sessions/s-1/fs/remove"),
+    ]
+    assert seen[1].url.params["path"] == "/d"
+    assert json.loads(seen[3].content) == {"path": "/d/e", "parents": True}
+    assert json.loads(seen[4].content) == {"from": "/d/a", "to": "/d/e"}
+    assert json.loads(seen[6].content) == {"path": "/d", "recursive": False}
+
+
 def test_command_check():
     c, _ = _recording_client([
         (200, {"exit_code": 1, "stdout": "", "stderr": "boom", "truncated": False,
