@@ -31,6 +31,12 @@ static const CommandSpec commands[] = {
     {"open", NULL, CARREL_GUEST_COMMAND_OPEN, OPT_X | OPT_USER, 1, 1},
     {"set-mac", NULL, CARREL_GUEST_COMMAND_SET_MAC, 0, 1, 1},
     {"set-net", NULL, CARREL_GUEST_COMMAND_SET_NET, 0, 1, 3},
+    {"proc", "start", CARREL_GUEST_COMMAND_PROC_START, 0, 1, CARREL_GUEST_LIMIT_ARGS},
+    {"proc", "read", CARREL_GUEST_COMMAND_PROC_READ, 0, 1, 3},
+    {"proc", "write", CARREL_GUEST_COMMAND_PROC_WRITE, OPT_STDIN | OPT_TIMEOUT, 1, 1},
+    {"proc", "close", CARREL_GUEST_COMMAND_PROC_CLOSE, 0, 1, 1},
+    {"proc", "kill", CARREL_GUEST_COMMAND_PROC_KILL, 0, 1, 2},
+    {"proc", "list", CARREL_GUEST_COMMAND_PROC_LIST, 0, 0, 0},
     {"version", NULL, CARREL_GUEST_COMMAND_VERSION, 0, 0, 0},
     {"help", NULL, CARREL_GUEST_COMMAND_HELP, 0, 0, 0},
 };
@@ -67,6 +73,12 @@ static const char usage_text[] =
     "  set-net ADDR/PREFIX GATEWAY DNS  give it this IPv4 address, default route and name\n"
     "                               server (as root)\n"
     "  set-net none                 take its IPv4 addresses, default route and name server away\n"
+    "  proc start -- PROGRAM [ARGS...]  run a program detached, its output spooled (as root)\n"
+    "  proc read HANDLE [OUT [ERR]] its state and new output from these byte offsets (base64)\n"
+    "  proc write HANDLE --stdin    pass this program's input on to the process's\n"
+    "  proc close HANDLE            end the process's input\n"
+    "  proc kill HANDLE [SIGNAL]    signal its process group (default 15, TERM)\n"
+    "  proc list                    the handles, oldest first\n"
     "  version                      print the version\n"
     "\n"
     "Options:\n"
@@ -81,6 +93,10 @@ carrel_guest_usage(void)
     return usage_text;
 }
 
+/* In the order of CARREL_GUEST_COMMAND_PROC_START and on. */
+static const char *const proc_names[] = {"proc start", "proc read",  "proc write",
+                                         "proc close", "proc kill", "proc list"};
+
 const char *
 carrel_guest_command_to_string(CarrelGuestCommand command)
 {
@@ -88,7 +104,8 @@ carrel_guest_command_to_string(CarrelGuestCommand command)
         if (commands[i].command == command)
             return commands[i].command == CARREL_GUEST_COMMAND_CLIPBOARD_GET   ? "clipboard get"
                    : commands[i].command == CARREL_GUEST_COMMAND_CLIPBOARD_SET ? "clipboard set"
-                                                                               : commands[i].word;
+                   : commands[i].sub ? proc_names[command - CARREL_GUEST_COMMAND_PROC_START]
+                                     : commands[i].word;
     }
     return "unknown";
 }
@@ -224,6 +241,10 @@ split_words(Parser *parser, int argc, char **argv, GError **error)
         /* launch passes everything after the program name through untouched. */
         if (parser->words->len >= 2 && g_str_equal(g_ptr_array_index(parser->words, 0), "launch"))
             parser->rest_positional = TRUE;
+        /* So does proc start after its program's name. */
+        if (parser->words->len >= 3 && g_str_equal(g_ptr_array_index(parser->words, 0), "proc") &&
+            g_str_equal(g_ptr_array_index(parser->words, 1), "start"))
+            parser->rest_positional = TRUE;
         if (!parser->rest_positional && g_str_equal(arg, "--")) {
             parser->rest_positional = TRUE;
             continue;
@@ -261,7 +282,10 @@ find_command(GPtrArray *words, guint *ret_first_arg, GError **error)
             return &commands[i];
         }
     }
-    if (g_str_equal(word, "clipboard"))
+    if (g_str_equal(word, "proc"))
+        g_set_error(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_INVALID_ARG,
+                    "expected 'proc start|read|write|close|kill|list'");
+    else if (g_str_equal(word, "clipboard"))
         g_set_error(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_INVALID_ARG,
                     "expected 'clipboard get' or 'clipboard set'");
     else

@@ -16,6 +16,7 @@ static const char *const error_names[CARREL_GUEST_ERROR_LAST] = {
     [CARREL_GUEST_ERROR_X11] = "x11_error",
     [CARREL_GUEST_ERROR_LAUNCH] = "launch_failed",
     [CARREL_GUEST_ERROR_INTERNAL] = "internal",
+    [CARREL_GUEST_ERROR_WRONG_STATE] = "wrong_state",
 };
 
 const char *

@@ -63,6 +63,18 @@ run(const CarrelGuestOptions *options, GError **error)
         return carrel_guest_cmd_set_mac(options, error);
     case CARREL_GUEST_COMMAND_SET_NET:
         return carrel_guest_cmd_set_net(options, error);
+    case CARREL_GUEST_COMMAND_PROC_START:
+        return carrel_guest_cmd_proc_start(options, error);
+    case CARREL_GUEST_COMMAND_PROC_READ:
+        return carrel_guest_cmd_proc_read(options, error);
+    case CARREL_GUEST_COMMAND_PROC_WRITE:
+        return carrel_guest_cmd_proc_write(options, error);
+    case CARREL_GUEST_COMMAND_PROC_CLOSE:
+        return carrel_guest_cmd_proc_close(options, error);
+    case CARREL_GUEST_COMMAND_PROC_KILL:
+        return carrel_guest_cmd_proc_kill(options, error);
+    case CARREL_GUEST_COMMAND_PROC_LIST:
+        return carrel_guest_cmd_proc_list(options, error);
     case CARREL_GUEST_COMMAND_VERSION:
         return version_json();
     case CARREL_GUEST_COMMAND_HELP:

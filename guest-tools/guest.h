@@ -51,6 +51,7 @@ typedef enum {
     CARREL_GUEST_ERROR_X11,
     CARREL_GUEST_ERROR_LAUNCH,
     CARREL_GUEST_ERROR_INTERNAL,
+    CARREL_GUEST_ERROR_WRONG_STATE,
     CARREL_GUEST_ERROR_LAST
 } CarrelGuestErrorCode;
 
@@ -74,6 +75,12 @@ typedef enum {
     CARREL_GUEST_COMMAND_OPEN,
     CARREL_GUEST_COMMAND_SET_MAC,
     CARREL_GUEST_COMMAND_SET_NET,
+    CARREL_GUEST_COMMAND_PROC_START,
+    CARREL_GUEST_COMMAND_PROC_READ,
+    CARREL_GUEST_COMMAND_PROC_WRITE,
+    CARREL_GUEST_COMMAND_PROC_CLOSE,
+    CARREL_GUEST_COMMAND_PROC_KILL,
+    CARREL_GUEST_COMMAND_PROC_LIST,
     CARREL_GUEST_COMMAND_VERSION,
     CARREL_GUEST_COMMAND_HELP,
     CARREL_GUEST_COMMAND_LAST
@@ -201,6 +208,12 @@ JsonNode *carrel_guest_cmd_launch(const CarrelGuestOptions *options, GError **er
 JsonNode *carrel_guest_cmd_open(const CarrelGuestOptions *options, GError **error);
 JsonNode *carrel_guest_cmd_set_mac(const CarrelGuestOptions *options, GError **error);
 JsonNode *carrel_guest_cmd_set_net(const CarrelGuestOptions *options, GError **error);
+JsonNode *carrel_guest_cmd_proc_start(const CarrelGuestOptions *options, GError **error);
+JsonNode *carrel_guest_cmd_proc_read(const CarrelGuestOptions *options, GError **error);
+JsonNode *carrel_guest_cmd_proc_write(const CarrelGuestOptions *options, GError **error);
+JsonNode *carrel_guest_cmd_proc_close(const CarrelGuestOptions *options, GError **error);
+JsonNode *carrel_guest_cmd_proc_kill(const CarrelGuestOptions *options, GError **error);
+JsonNode *carrel_guest_cmd_proc_list(const CarrelGuestOptions *options, GError **error);
 
 /* set-mac (guest-net.c). */
 
