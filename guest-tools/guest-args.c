@@ -94,7 +94,7 @@ carrel_guest_usage(void)
 }
 
 /* In the order of CARREL_GUEST_COMMAND_PROC_START and on. */
-static const char *const proc_names[] = {"proc start", "proc read",  "proc write",
+static const char *const proc_names[] = {"proc start", "proc read", "proc write",
                                          "proc close", "proc kill", "proc list"};
 
 const char *

@@ -166,8 +166,8 @@ list_handles(void)
 static void
 remove_handle(const char *dir)
 {
-    static const char *const files[] = {"argv", "started", "pid",    "holder", "exit",
-                                        "stdin", "stdout", "stderr", "closed"};
+    static const char *const files[] = {"argv",  "started", "pid",    "holder", "exit",
+                                        "stdin", "stdout",  "stderr", "closed"};
 
     for (guint i = 0; i < G_N_ELEMENTS(files); i++) {
         g_autofree char *path = g_build_filename(dir, files[i], NULL);
@@ -206,13 +206,14 @@ write_argv(const char *dir, char **argv, GError **error)
 {
     g_autoptr(GString) block = g_string_new(NULL);
     g_autofree char *path = g_build_filename(dir, "argv", NULL);
-    g_autofree char *started = g_strdup_printf("%" G_GINT64_FORMAT "\n", g_get_real_time() / 1000000);
+    g_autofree char *started =
+        g_strdup_printf("%" G_GINT64_FORMAT "\n", g_get_real_time() / 1000000);
     g_autofree char *started_path = g_build_filename(dir, "started", NULL);
 
     for (guint i = 0; argv[i]; i++)
         g_string_append_len(block, argv[i], (gssize)strlen(argv[i]) + 1);
-    return g_file_set_contents_full(path, block->str, (gssize)block->len,
-                                    G_FILE_SET_CONTENTS_NONE, 0600, error) &&
+    return g_file_set_contents_full(path, block->str, (gssize)block->len, G_FILE_SET_CONTENTS_NONE,
+                                    0600, error) &&
            g_file_set_contents_full(started_path, started, -1, G_FILE_SET_CONTENTS_NONE, 0600,
                                     error);
 }

@@ -48,8 +48,8 @@ read_until_exited(const char *handle)
     for (guint i = 0; i < 500; i++) {
         g_autoptr(GError) error = NULL;
         JsonNode *node = NULL;
-        JsonObject *o = call(carrel_guest_cmd_proc_read, (const char *[]){handle, NULL}, &node,
-                             &error);
+        JsonObject *o =
+            call(carrel_guest_cmd_proc_read, (const char *[]){handle, NULL}, &node, &error);
 
         assert_null(error);
         if (g_str_equal(json_object_get_string_member(o, "state"), "exited"))
@@ -74,7 +74,8 @@ stream_text(JsonNode *node, const char *name)
 static void
 test_output_and_exit(void **state)
 {
-    g_autofree char *h = start((const char *[]){"sh", "-c", "echo one; echo two >&2; exit 3", NULL});
+    g_autofree char *h =
+        start((const char *[]){"sh", "-c", "echo one; echo two >&2; exit 3", NULL});
     g_autoptr(JsonNode) done = read_until_exited(h);
     g_autofree char *out = stream_text(done, "stdout");
     g_autofree char *err = stream_text(done, "stderr");
@@ -119,7 +120,8 @@ test_kill(void **state)
     g_autoptr(JsonNode) node = NULL;
     g_autoptr(JsonNode) done = NULL;
 
-    assert_non_null(call(carrel_guest_cmd_proc_kill, (const char *[]){h, "9", NULL}, &node, &error));
+    assert_non_null(
+        call(carrel_guest_cmd_proc_kill, (const char *[]){h, "9", NULL}, &node, &error));
     done = read_until_exited(h);
     assert_int_equal(json_object_get_int_member(json_node_get_object(done), "exit_code"), 137);
 }
@@ -156,21 +158,24 @@ test_stdin(void **state)
 static void
 test_bad_handles(void **state)
 {
-    static const char *const bad[] = {"", "p", "../etc", "p../x", "pABC", "q123", "p12345678901234567"};
+    static const char *const bad[] = {
+        "", "p", "../etc", "p../x", "pABC", "q123", "p12345678901234567"};
 
     for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
         g_autoptr(GError) error = NULL;
         g_autoptr(JsonNode) node = NULL;
 
         assert_false(carrel_guest_procs_handle_valid(bad[i]));
-        assert_null(call(carrel_guest_cmd_proc_read, (const char *[]){bad[i], NULL}, &node, &error));
+        assert_null(
+            call(carrel_guest_cmd_proc_read, (const char *[]){bad[i], NULL}, &node, &error));
         assert_true(g_error_matches(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_INVALID_ARG));
     }
     {
         g_autoptr(GError) error = NULL;
         g_autoptr(JsonNode) node = NULL;
 
-        assert_null(call(carrel_guest_cmd_proc_read, (const char *[]){"p1234", NULL}, &node, &error));
+        assert_null(
+            call(carrel_guest_cmd_proc_read, (const char *[]){"p1234", NULL}, &node, &error));
         assert_true(g_error_matches(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_NOT_FOUND));
     }
 }
@@ -209,9 +214,12 @@ main(void)
     g_autofree char *dir = g_dir_make_tmp("carrel-procs-XXXXXX", NULL);
     g_autofree char *spool = g_build_filename(dir, "procs", NULL);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_output_and_exit), cmocka_unit_test(test_missing_program),
-        cmocka_unit_test(test_kill),            cmocka_unit_test(test_stdin),
-        cmocka_unit_test(test_bad_handles),     cmocka_unit_test(test_list_bound),
+        cmocka_unit_test(test_output_and_exit),
+        cmocka_unit_test(test_missing_program),
+        cmocka_unit_test(test_kill),
+        cmocka_unit_test(test_stdin),
+        cmocka_unit_test(test_bad_handles),
+        cmocka_unit_test(test_list_bound),
     };
     int failed;
 

@@ -214,13 +214,15 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelSessionRequest, carrel_session_request_free)
  */
 CarrelSessionRequest *carrel_session_request_from_json(JsonNode *node, GError **error);
 
-/* A command to run in a guest: {argv, env?, cwd?, stdin?, timeout_s?}. */
+/* A command to run in a guest: {argv, env?, cwd?, stdin?, timeout_s?, stream?, background?}. */
 typedef struct {
     GStrv argv;
     GStrv env; /* "NAME=VALUE" entries, names checked */
     char *cwd; /* absolute, or NULL */
     GBytes *stdin_bytes;
     guint timeout_s;
+    gboolean stream;     /* output as it comes (server-sent events), not at the end */
+    gboolean background; /* start it, answer its handle, never wait */
 } CarrelExecRequest;
 
 void carrel_exec_request_free(CarrelExecRequest *req);
@@ -909,4 +911,6 @@ G_END_DECLS
 #include "conf/conf-trust.h"
 /* The bodies of API requests that are not records of their own. */
 #include "conf/conf-requests.h"
+/* Background processes in a guest. */
+#include "conf/conf-proc.h"
 #undef CARREL_CONF_H_INSIDE
