@@ -43,9 +43,8 @@ open_in(const char *dir, const char *name, int flags)
 }
 
 static G_GNUC_NORETURN void
-run_command(const char *dir, char **argv)
+run_command(const char *dir, char **argv, int in)
 {
-    int in = open_in(dir, "stdin", O_RDONLY);
     int out = open_in(dir, "stdout", O_WRONLY | O_CREAT | O_APPEND);
     int err = open_in(dir, "stderr", O_WRONLY | O_CREAT | O_APPEND);
     /* A command that prints without end would fill the guest's /run: past this it gets
@@ -53,7 +52,7 @@ run_command(const char *dir, char **argv)
     struct rlimit fsize = {CARREL_GUEST_PROC_OUTPUT_MAX, CARREL_GUEST_PROC_OUTPUT_MAX};
     static const char message[] = "carrel-guest: cannot run the command\n";
 
-    if (in < 0 || out < 0 || err < 0)
+    if (in < 0 || out < 0 || err < 0 || fcntl(in, F_SETFL, 0) < 0)
         _exit(126);
     setpgid(0, 0);
     dup2(in, STDIN_FILENO);
@@ -110,15 +109,20 @@ static G_GNUC_NORETURN void
 run_keeper(const char *dir, char **argv, int report)
 {
     pid_t holder, child;
-    int status = 0;
+    int status = 0, in;
     g_autofree char *text = NULL;
 
     setsid();
     null_stdio();
     holder = fork_holder(dir);
-    child = holder > 0 ? fork() : -1;
+    /* The read end is open before anyone hears of the process: input written and closed at
+     * once is not lost in a FIFO nobody had open. Non-blocking only for this open. */
+    in = holder > 0 ? open_in(dir, "stdin", O_RDONLY | O_NONBLOCK) : -1;
+    child = in >= 0 ? fork() : -1;
     if (child == 0)
-        run_command(dir, argv);
+        run_command(dir, argv, in);
+    if (in >= 0)
+        close(in);
     /* Here too, so that the group exists before anyone is told the pid (no race with kill). */
     if (child > 0)
         setpgid(child, child);
