@@ -345,9 +345,12 @@ post_session_stop(CarrelApiRequest *req, GError **error)
 static CarrelApiReply *
 post_session_exec(CarrelApiRequest *req, GError **error)
 {
+    const CarrelExecRequest *body = req->typed;
     CarrelExecResult result = {0};
     JsonNode *node;
 
+    if (body->stream || body->background)
+        return carrel_api_post_exec_detached(req, error);
     if (!carrel_manager_session_exec(req->mgr, req->who, carrel_api_param(req, 0), req->typed,
                                      &result, error))
         return NULL;
@@ -644,6 +647,12 @@ const CarrelApiRoute carrel_api_routes[] = {
      CARREL_API_BODY(carrel_stop_request)},
     {"POST", "/v1/sessions/*/exec", post_session_exec, CARREL_OP_SESSION_EXEC, 0,
      CARREL_API_BODY(carrel_exec_request)},
+    {"GET", "/v1/sessions/*/processes", carrel_api_get_processes, CARREL_OP_SESSION_EXEC, 0, NULL},
+    {"GET", "/v1/sessions/*/processes/*", carrel_api_get_process, CARREL_OP_SESSION_EXEC, 0, NULL},
+    {"POST", "/v1/sessions/*/processes/*/kill", carrel_api_post_process_kill,
+     CARREL_OP_SESSION_EXEC, 0, CARREL_API_BODY(carrel_proc_signal)},
+    {"POST", "/v1/sessions/*/processes/*/stdin", carrel_api_post_process_stdin,
+     CARREL_OP_SESSION_EXEC, 0, CARREL_API_BODY(carrel_proc_input)},
     {"GET", "/v1/sessions/*/files", get_session_file, CARREL_OP_SESSION_FILE_READ, 0, NULL},
     {"PUT", "/v1/sessions/*/files", put_session_file, CARREL_OP_SESSION_FILE_WRITE,
      CARREL_API_ROUTE_RAW_BODY, NULL},
