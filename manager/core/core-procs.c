@@ -108,7 +108,8 @@ handle_params(const char *handle)
 
     json_builder_begin_object(b);
     json_builder_set_member_name(b, "handle");
-    json_builder_add_string_value(b, handle ? handle : "");
+    /* Only a well-formed handle goes into the audit row: the rest is the caller's text. */
+    json_builder_add_string_value(b, carrel_proc_handle_valid(handle) ? handle : "(invalid)");
     json_builder_end_object(b);
     return json_builder_get_root(b);
 }
@@ -255,8 +256,6 @@ carrel_manager_proc_read(CarrelManager *mgr, const CarrelPrincipal *who, const c
     g_autofree char *err = g_strdup_printf("%" G_GINT64_FORMAT, stderr_offset);
     CarrelProcRead *read = NULL;
 
-    if (!check_handle(handle, error))
-        return NULL;
     if (stdout_offset < 0 || stderr_offset < 0 || stdout_offset > CARREL_PROC_OUTPUT_MAX ||
         stderr_offset > CARREL_PROC_OUTPUT_MAX) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
@@ -266,8 +265,9 @@ carrel_manager_proc_read(CarrelManager *mgr, const CarrelPrincipal *who, const c
     if (!carrel_door_enter(&door, mgr, who, CARREL_OP_SESSION_EXEC, id_or_name,
                            handle_params(handle), error))
         return NULL;
-    reply = door_proc(&door, "read a process of",
-                      (const char *const[]){"read", handle, out, err, NULL}, NULL, &local);
+    if (check_handle(handle, &local))
+        reply = door_proc(&door, "read a process of",
+                          (const char *const[]){"read", handle, out, err, NULL}, NULL, &local);
     read = reply ? carrel_proc_read_from_guest(reply, stdout_offset, stderr_offset, &local) : NULL;
     return carrel_door_finish_full(&door, read, (GDestroyNotify)carrel_proc_read_free, &local,
                                    error);
@@ -282,8 +282,6 @@ carrel_manager_proc_signal(CarrelManager *mgr, const CarrelPrincipal *who, const
     g_autoptr(JsonNode) reply = NULL;
     g_autofree char *sig = g_strdup_printf("%d", signal);
 
-    if (!check_handle(handle, error))
-        return FALSE;
     if (signal < 1 || signal > 64) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
                     "signal %d is not between 1 and 64", signal);
@@ -292,8 +290,9 @@ carrel_manager_proc_signal(CarrelManager *mgr, const CarrelPrincipal *who, const
     if (!carrel_door_enter(&door, mgr, who, CARREL_OP_SESSION_EXEC, id_or_name,
                            handle_params(handle), error))
         return FALSE;
-    reply = door_proc(&door, "signal a process of",
-                      (const char *const[]){"kill", handle, sig, NULL}, NULL, &local);
+    if (check_handle(handle, &local))
+        reply = door_proc(&door, "signal a process of",
+                          (const char *const[]){"kill", handle, sig, NULL}, NULL, &local);
     return carrel_door_finish_ok(&door, reply != NULL, &local, error);
 }
 
@@ -307,13 +306,12 @@ carrel_manager_proc_input(CarrelManager *mgr, const CarrelPrincipal *who, const 
     g_autoptr(CarrelSession) session = NULL;
     gboolean ok = FALSE;
 
-    if (!check_handle(handle, error))
-        return FALSE;
     if (!carrel_door_enter(&door, mgr, who, CARREL_OP_SESSION_EXEC, id_or_name,
                            handle_params(handle), error))
         return FALSE;
-    session = carrel_manager_running_session(mgr, door.session_id, "write to a process of", &domain,
-                                             &local);
+    if (check_handle(handle, &local))
+        session = carrel_manager_running_session(mgr, door.session_id, "write to a process of",
+                                                 &domain, &local);
     if (session)
         ok = carrel_manager_proc_feed(mgr, domain, handle, input->data, input->close, &local);
     return carrel_door_finish_ok(&door, ok, &local, error);

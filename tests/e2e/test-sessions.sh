@@ -38,6 +38,8 @@ source "$(dirname "$0")/metrics.sh"
 source "$(dirname "$0")/disk.sh"
 # shellcheck source=tests/e2e/fairness.sh
 source "$(dirname "$0")/fairness.sh"
+# shellcheck source=tests/e2e/procs.sh
+source "$(dirname "$0")/procs.sh"
 trap 'disk_cleanup; finish; exit $?' EXIT
 
 start_daemon || exit 1
@@ -199,6 +201,8 @@ disk_checks "$a"
 artifacts_checks
 # Bounds of files: sized in the guest before any copy, downloads streamed, uploads spooled.
 files_checks
+# Streamed and background commands: stdout as it comes, ps, logs, stdin, kill, closed streams.
+procs_checks
 
 # Pause, resume, hibernate across a carreld restart; snapshots with memory and revert.
 lifecycle_checks
