@@ -635,6 +635,10 @@ typedef enum {
     CARREL_MCP_TOOL_SANDBOX_HIBERNATE,
     CARREL_MCP_TOOL_SANDBOX_FORK,
     CARREL_MCP_TOOL_SNAPSHOT_LIST,
+    CARREL_MCP_TOOL_PROCESS_START,
+    CARREL_MCP_TOOL_PROCESS_LIST,
+    CARREL_MCP_TOOL_PROCESS_READ,
+    CARREL_MCP_TOOL_PROCESS_KILL,
     CARREL_MCP_TOOL_LAST
 } CarrelMcpTool;
 
@@ -678,9 +682,13 @@ typedef struct {
     char *snapshot;               /* sandbox_fork: NULL = one taken now */
     guint count;                  /* sandbox_fork: how many (1 unless given) */
     CarrelSessionRequest *create; /* sandbox_create */
-    CarrelExecRequest *exec;      /* command_run */
-    GBytes *content;              /* file_write: the content, decoded */
-    JsonNode *action;             /* computer: the arguments but session (the action) */
+    CarrelExecRequest *exec;      /* command_run, process_start */
+    char *handle;                 /* process_read, process_kill */
+    gint64 stdout_offset;         /* process_read */
+    gint64 stderr_offset;
+    int signal;       /* process_kill: TERM unless given */
+    GBytes *content;  /* file_write: the content, decoded */
+    JsonNode *action; /* computer: the arguments but session (the action) */
 } CarrelMcpCall;
 
 void carrel_mcp_call_free(CarrelMcpCall *call);

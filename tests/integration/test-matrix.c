@@ -147,6 +147,10 @@ static const ToolRow tool_rows[] = {
      SESSION_OWN},
     {"screenshot", "{\"session\":\"$S\"}", SESSION_READ},
     {"command_run", "{\"session\":\"$S\",\"argv\":[\"true\"]}", SESSION_OWN},
+    {"process_start", "{\"session\":\"$S\",\"argv\":[\"true\"]}", SESSION_OWN},
+    {"process_list", "{\"session\":\"$S\"}", SESSION_OWN},
+    {"process_read", "{\"session\":\"$S\",\"handle\":\"p1\"}", SESSION_OWN},
+    {"process_kill", "{\"session\":\"$S\",\"handle\":\"p1\",\"signal\":\"KILL\"}", SESSION_OWN},
     {"file_read", "{\"session\":\"$S\",\"path\":\"/tmp/x\"}", SESSION_READ},
     {"file_write", "{\"session\":\"$S\",\"path\":\"/tmp/x\",\"content\":\"x\"}", SESSION_OWN},
 };

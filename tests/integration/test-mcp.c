@@ -27,10 +27,10 @@ typedef struct {
 static Fixture fx;
 
 static const char *const all_tools[] = {
-    "sandbox_create",    "sandbox_list",    "sandbox_destroy", "sandbox_pause",
-    "sandbox_resume",    "snapshot_create", "snapshot_revert", "computer",
-    "screenshot",        "command_run",     "file_read",       "file_write",
-    "sandbox_hibernate", "sandbox_fork",    "snapshot_list",   NULL,
+    "sandbox_create",  "sandbox_list",    "sandbox_destroy",   "sandbox_pause", "sandbox_resume",
+    "snapshot_create", "snapshot_revert", "computer",          "screenshot",    "command_run",
+    "file_read",       "file_write",      "sandbox_hibernate", "sandbox_fork",  "snapshot_list",
+    "process_start",   "process_list",    "process_read",      "process_kill",  NULL,
 };
 
 static void
