@@ -5,7 +5,7 @@
  * while none does) and hands each chunk to the main loop, which appends it (the body does not
  * accumulate, and a client that stops reading is cut off as on GET /v1/stream). A client that
  * leaves ends the poll and kills the process in the guest. Each open stream counts against the
- * principal's stream cap.
+ * principal's stream cap. A command silent for 15 s gets a comment (": keepalive").
  */
 #include <string.h>
 #include <sys/socket.h>
@@ -17,6 +17,9 @@
 /* How often the main loop looks for a client that left. */
 #define GONE_CHECK_MS 250
 #define PENDING_MAX (8 * 1024 * 1024)
+/* A silent command still sends a comment this often: proxies and client timeouts keep the
+ * stream open. */
+#define KEEPALIVE_US (15 * G_USEC_PER_SEC)
 
 struct _CarrelApiExecStreams {
     GMutex lock;
@@ -137,10 +140,16 @@ on_post(gpointer data)
 {
     Post *p = data;
 
-    if (p->event)
+    if (p->event && !p->data && p->st->msg && !p->st->ended) {
+        /* A comment: clients skip it. */
+        soup_message_body_append(soup_server_message_get_response_body(p->st->msg),
+                                 SOUP_MEMORY_STATIC, ": keepalive\n\n", 13);
+        soup_server_message_unpause(p->st->msg);
+    } else if (p->event && p->data) {
         append_event(p->st, p->event, p->data);
-    else
+    } else if (!p->event) {
         stream_end(p->st);
+    }
     return G_SOURCE_REMOVE;
 }
 
@@ -202,6 +211,7 @@ poll_thread(gpointer data)
     ExecStream *st = data;
     guint interval = POLL_MIN_MS;
     g_autoptr(GError) failure = NULL;
+    gint64 last_sent = g_get_monotonic_time();
 
     while (!g_atomic_int_get(&st->cancelled)) {
         g_autoptr(CarrelProcRead) read = carrel_exec_stream_next(st->core, &failure);
@@ -218,6 +228,12 @@ poll_thread(gpointer data)
             post(st, "exit", carrel_exec_stream_finish(st->core, NULL));
             post(st, NULL, NULL);
             return NULL;
+        }
+        if (got) {
+            last_sent = g_get_monotonic_time();
+        } else if (g_get_monotonic_time() - last_sent > KEEPALIVE_US) {
+            post(st, "keepalive", NULL);
+            last_sent = g_get_monotonic_time();
         }
         /* Output coming: read again soon; none: back off, up to a second. */
         interval = got ? POLL_MIN_MS : MIN(interval * 2, POLL_MAX_MS);
