@@ -29,6 +29,7 @@ struct _CarrelApiExecStreams {
 typedef struct {
     gint ref;
     CarrelApi *api;
+    CarrelApiExecStreams *all; /* api's, read here: carrel_api_free clears api's pointer first */
     GMainContext *context;
     SoupServerMessage *msg; /* main loop only; NULL once finished */
     CarrelExecStream *core; /* the thread's */
@@ -279,7 +280,7 @@ static gpointer
 thread_end(gpointer data)
 {
     ExecStream *st = data;
-    CarrelApiExecStreams *all = st->api->exec_streams;
+    CarrelApiExecStreams *all = st->all;
     gpointer ret = poll_thread(st);
 
     g_mutex_lock(&all->lock);
@@ -317,6 +318,7 @@ carrel_api_exec_stream_start(CarrelApi *api, SoupServerMessage *msg, const char 
 
     st->ref = 2; /* the message's (on_finished) and the thread's (thread_end) */
     st->api = api;
+    st->all = api->exec_streams;
     st->context = g_main_context_ref(api->context);
     st->msg = msg;
     st->core = core;
