@@ -38,6 +38,12 @@ static const CommandSpec commands[] = {
     {"fs", "mkdir", CARREL_GUEST_COMMAND_FS_MKDIR, OPT_PARENTS, 1, 1},
     {"fs", "remove", CARREL_GUEST_COMMAND_FS_REMOVE, OPT_RECURSIVE, 1, 1},
     {"fs", "move", CARREL_GUEST_COMMAND_FS_MOVE, 0, 2, 2},
+    {"proc", "start", CARREL_GUEST_COMMAND_PROC_START, 0, 1, CARREL_GUEST_LIMIT_ARGS},
+    {"proc", "read", CARREL_GUEST_COMMAND_PROC_READ, 0, 1, 3},
+    {"proc", "write", CARREL_GUEST_COMMAND_PROC_WRITE, OPT_STDIN | OPT_TIMEOUT, 1, 1},
+    {"proc", "close", CARREL_GUEST_COMMAND_PROC_CLOSE, 0, 1, 1},
+    {"proc", "kill", CARREL_GUEST_COMMAND_PROC_KILL, 0, 1, 2},
+    {"proc", "list", CARREL_GUEST_COMMAND_PROC_LIST, 0, 0, 0},
     {"version", NULL, CARREL_GUEST_COMMAND_VERSION, 0, 0, 0},
     {"help", NULL, CARREL_GUEST_COMMAND_HELP, 0, 0, 0},
 };
@@ -85,6 +91,12 @@ static const char usage_text[] =
     "  fs remove [--recursive] PATH remove a file, symlink or empty directory (--recursive: a\n"
     "                               whole tree, symlinks not followed)\n"
     "  fs move SOURCE DEST          rename(2) SOURCE to DEST, which must not exist\n"
+    "  proc start -- PROGRAM [ARGS...]  run a program detached, its output spooled (as root)\n"
+    "  proc read HANDLE [OUT [ERR]] its state and new output from these byte offsets (base64)\n"
+    "  proc write HANDLE --stdin    pass this program's input on to the process's\n"
+    "  proc close HANDLE            end the process's input\n"
+    "  proc kill HANDLE [SIGNAL]    signal its process group (default 15, TERM)\n"
+    "  proc list                    the handles, oldest first\n"
     "  version                      print the version\n"
     "\n"
     "Options:\n"
@@ -115,6 +127,12 @@ carrel_guest_command_to_string(CarrelGuestCommand command)
         {CARREL_GUEST_COMMAND_FS_MKDIR, "fs mkdir"},
         {CARREL_GUEST_COMMAND_FS_REMOVE, "fs remove"},
         {CARREL_GUEST_COMMAND_FS_MOVE, "fs move"},
+        {CARREL_GUEST_COMMAND_PROC_START, "proc start"},
+        {CARREL_GUEST_COMMAND_PROC_READ, "proc read"},
+        {CARREL_GUEST_COMMAND_PROC_WRITE, "proc write"},
+        {CARREL_GUEST_COMMAND_PROC_CLOSE, "proc close"},
+        {CARREL_GUEST_COMMAND_PROC_KILL, "proc kill"},
+        {CARREL_GUEST_COMMAND_PROC_LIST, "proc list"},
     };
 
     for (guint i = 0; i < G_N_ELEMENTS(two_words); i++) {
@@ -265,6 +283,10 @@ split_words(Parser *parser, int argc, char **argv, GError **error)
         /* launch passes everything after the program name through untouched. */
         if (parser->words->len >= 2 && g_str_equal(g_ptr_array_index(parser->words, 0), "launch"))
             parser->rest_positional = TRUE;
+        /* So does proc start after its program's name. */
+        if (parser->words->len >= 3 && g_str_equal(g_ptr_array_index(parser->words, 0), "proc") &&
+            g_str_equal(g_ptr_array_index(parser->words, 1), "start"))
+            parser->rest_positional = TRUE;
         if (!parser->rest_positional && g_str_equal(arg, "--")) {
             parser->rest_positional = TRUE;
             continue;
@@ -302,7 +324,10 @@ find_command(GPtrArray *words, guint *ret_first_arg, GError **error)
             return &commands[i];
         }
     }
-    if (g_str_equal(word, "clipboard"))
+    if (g_str_equal(word, "proc"))
+        g_set_error(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_INVALID_ARG,
+                    "expected 'proc start|read|write|close|kill|list'");
+    else if (g_str_equal(word, "clipboard"))
         g_set_error(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_INVALID_ARG,
                     "expected 'clipboard get' or 'clipboard set'");
     else if (g_str_equal(word, "fs"))

@@ -18,6 +18,7 @@ static const char *const error_names[CARREL_GUEST_ERROR_LAST] = {
     [CARREL_GUEST_ERROR_INTERNAL] = "internal",
     [CARREL_GUEST_ERROR_EXISTS] = "exists",
     [CARREL_GUEST_ERROR_NOT_EMPTY] = "not_empty",
+    [CARREL_GUEST_ERROR_WRONG_STATE] = "wrong_state",
 };
 
 const char *

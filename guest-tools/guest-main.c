@@ -69,6 +69,18 @@ run(const CarrelGuestOptions *options, GError **error)
     case CARREL_GUEST_COMMAND_FS_REMOVE:
     case CARREL_GUEST_COMMAND_FS_MOVE:
         return carrel_guest_cmd_fs(options, error);
+    case CARREL_GUEST_COMMAND_PROC_START:
+        return carrel_guest_cmd_proc_start(options, error);
+    case CARREL_GUEST_COMMAND_PROC_READ:
+        return carrel_guest_cmd_proc_read(options, error);
+    case CARREL_GUEST_COMMAND_PROC_WRITE:
+        return carrel_guest_cmd_proc_write(options, error);
+    case CARREL_GUEST_COMMAND_PROC_CLOSE:
+        return carrel_guest_cmd_proc_close(options, error);
+    case CARREL_GUEST_COMMAND_PROC_KILL:
+        return carrel_guest_cmd_proc_kill(options, error);
+    case CARREL_GUEST_COMMAND_PROC_LIST:
+        return carrel_guest_cmd_proc_list(options, error);
     case CARREL_GUEST_COMMAND_VERSION:
         return version_json();
     case CARREL_GUEST_COMMAND_HELP:

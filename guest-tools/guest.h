@@ -58,6 +58,7 @@ typedef enum {
     CARREL_GUEST_ERROR_INTERNAL,
     CARREL_GUEST_ERROR_EXISTS,
     CARREL_GUEST_ERROR_NOT_EMPTY,
+    CARREL_GUEST_ERROR_WRONG_STATE,
     CARREL_GUEST_ERROR_LAST
 } CarrelGuestErrorCode;
 
@@ -86,6 +87,12 @@ typedef enum {
     CARREL_GUEST_COMMAND_FS_MKDIR,
     CARREL_GUEST_COMMAND_FS_REMOVE,
     CARREL_GUEST_COMMAND_FS_MOVE,
+    CARREL_GUEST_COMMAND_PROC_START,
+    CARREL_GUEST_COMMAND_PROC_READ,
+    CARREL_GUEST_COMMAND_PROC_WRITE,
+    CARREL_GUEST_COMMAND_PROC_CLOSE,
+    CARREL_GUEST_COMMAND_PROC_KILL,
+    CARREL_GUEST_COMMAND_PROC_LIST,
     CARREL_GUEST_COMMAND_VERSION,
     CARREL_GUEST_COMMAND_HELP,
     CARREL_GUEST_COMMAND_LAST
@@ -223,6 +230,12 @@ JsonNode *carrel_guest_cmd_fs(const CarrelGuestOptions *options, GError **error)
  * "target"|"target_b64" (symlinks)}. Names that are not UTF-8 go as base64 of their bytes. */
 JsonNode *carrel_guest_fs_entry_to_json(const char *name, const struct stat *st,
                                         const char *target);
+JsonNode *carrel_guest_cmd_proc_start(const CarrelGuestOptions *options, GError **error);
+JsonNode *carrel_guest_cmd_proc_read(const CarrelGuestOptions *options, GError **error);
+JsonNode *carrel_guest_cmd_proc_write(const CarrelGuestOptions *options, GError **error);
+JsonNode *carrel_guest_cmd_proc_close(const CarrelGuestOptions *options, GError **error);
+JsonNode *carrel_guest_cmd_proc_kill(const CarrelGuestOptions *options, GError **error);
+JsonNode *carrel_guest_cmd_proc_list(const CarrelGuestOptions *options, GError **error);
 
 /* set-mac (guest-net.c). */
 

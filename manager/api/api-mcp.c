@@ -263,6 +263,60 @@ tool_fs(CarrelApiRequest *req, const CarrelMcpCall *call, GError **error)
     return carrel_mcp_json_result(node);
 }
 
+static JsonNode *
+tool_process_start(CarrelApiRequest *req, const CarrelMcpCall *call, GError **error)
+{
+    g_autoptr(GError) local = NULL;
+    g_autoptr(CarrelProcInfo) info =
+        carrel_manager_proc_start(req->mgr, req->who, call->session, call->exec, &local);
+    g_autoptr(JsonNode) node = info ? carrel_proc_info_to_json(info) : NULL;
+
+    return node ? carrel_mcp_json_result(node) : carrel_mcp_error_result(local);
+}
+
+static JsonNode *
+tool_process_list(CarrelApiRequest *req, const CarrelMcpCall *call, GError **error)
+{
+    g_autoptr(GError) local = NULL;
+    g_autoptr(GPtrArray) list = carrel_manager_proc_list(req->mgr, req->who, call->session, &local);
+    g_autoptr(JsonArray) items = json_array_new();
+    g_autoptr(JsonObject) obj = json_object_new();
+    g_autoptr(JsonNode) node = NULL;
+
+    if (!list)
+        return carrel_mcp_error_result(local);
+    for (guint i = 0; i < list->len; i++)
+        json_array_add_element(items, carrel_proc_info_to_json(g_ptr_array_index(list, i)));
+    json_object_set_array_member(obj, "processes", json_array_ref(items));
+    node = json_node_init_object(json_node_alloc(), obj);
+    return carrel_mcp_json_result(node);
+}
+
+static JsonNode *
+tool_process_read(CarrelApiRequest *req, const CarrelMcpCall *call, GError **error)
+{
+    g_autoptr(GError) local = NULL;
+    g_autoptr(CarrelProcRead) read =
+        carrel_manager_proc_read(req->mgr, req->who, call->session, call->handle,
+                                 call->stdout_offset, call->stderr_offset, &local);
+    g_autoptr(JsonNode) node = read ? carrel_proc_read_to_json(read) : NULL;
+
+    return node ? carrel_mcp_json_result(node) : carrel_mcp_error_result(local);
+}
+
+static JsonNode *
+tool_process_kill(CarrelApiRequest *req, const CarrelMcpCall *call, GError **error)
+{
+    g_autoptr(GError) local = NULL;
+    g_autoptr(JsonNode) node = NULL;
+
+    if (!carrel_manager_proc_signal(req->mgr, req->who, call->session, call->handle, call->signal,
+                                    &local))
+        return carrel_mcp_error_result(local);
+    node = json_from_string("{\"signalled\":true}", NULL);
+    return carrel_mcp_json_result(node);
+}
+
 /* Each tool and the core operation it reaches (the role matrix test reads the operations). */
 typedef struct {
     ToolFunc func;
@@ -290,6 +344,10 @@ static const Tool tool_table[CARREL_MCP_TOOL_LAST] = {
     [CARREL_MCP_TOOL_FILE_MKDIR] = {tool_fs, CARREL_OP_SESSION_FILE_WRITE},
     [CARREL_MCP_TOOL_FILE_REMOVE] = {tool_fs, CARREL_OP_SESSION_FILE_WRITE},
     [CARREL_MCP_TOOL_FILE_MOVE] = {tool_fs, CARREL_OP_SESSION_FILE_WRITE},
+    [CARREL_MCP_TOOL_PROCESS_START] = {tool_process_start, CARREL_OP_SESSION_EXEC},
+    [CARREL_MCP_TOOL_PROCESS_LIST] = {tool_process_list, CARREL_OP_SESSION_EXEC},
+    [CARREL_MCP_TOOL_PROCESS_READ] = {tool_process_read, CARREL_OP_SESSION_EXEC},
+    [CARREL_MCP_TOOL_PROCESS_KILL] = {tool_process_kill, CARREL_OP_SESSION_EXEC},
 };
 
 CarrelOp

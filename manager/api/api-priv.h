@@ -56,6 +56,7 @@ struct _CarrelApi {
     gsize console_flow_peak;           /* the most a proxy held for a viewer (main loop only) */
     struct _CarrelApiStreams *streams; /* open event streams per principal (api-stream.c) */
     struct _CarrelApiReaper *reaper;   /* closes what clients closed while idle (api-reaper.c) */
+    struct _CarrelApiExecStreams *exec_streams; /* streamed commands' threads (api-exec-stream.c) */
 };
 
 /* api-reaper.c: libsoup 3.2 keeps a keep-alive connection its client closed while idle open for
@@ -101,6 +102,7 @@ typedef enum {
     CARREL_API_REPLY_REDIRECT, /* a status and a Location */
     CARREL_API_REPLY_STREAM,   /* the server-sent event stream (api-stream.c) */
     CARREL_API_REPLY_FILE,     /* a regular file on the host, sent from disk in chunks */
+    CARREL_API_REPLY_EXEC,     /* a streamed command's events (api-exec-stream.c) */
     CARREL_API_REPLY_LAST,
 } CarrelApiReplyKind;
 
@@ -118,6 +120,8 @@ CarrelApiReply *carrel_api_reply_new_bytes(guint status, GBytes *bytes, const ch
  * or is not a regular file. */
 CarrelApiReply *carrel_api_reply_new_file(guint status, const char *path, const char *content_type,
                                           GError **error);
+/* A streamed command's events, taking core (its stream slot of token_id already reserved). */
+CarrelApiReply *carrel_api_reply_new_exec_stream(const char *token_id, CarrelExecStream *core);
 /* A status without a body (204 No Content, 202 Accepted). */
 CarrelApiReply *carrel_api_reply_new_empty(guint status);
 /* A status (302, 303, 307) that sends the client to location. */
@@ -266,6 +270,25 @@ guint carrel_api_streams_count(CarrelApiStreams *streams, const char *token_id);
  * them; it ends when who's token does (the writer of stream replies). */
 void carrel_api_stream_start(CarrelApi *api, SoupServerMessage *msg, const CarrelPrincipal *who,
                              const char *session_id);
+
+/* TRUE when the client of an event stream closed its end (it sends nothing after its request,
+ * so a readable end of file or a hangup means it left). */
+gboolean carrel_api_stream_client_gone(SoupServerMessage *msg);
+
+/* api-exec-stream.c: the threads of streamed commands; freeing stops and joins them. */
+typedef struct _CarrelApiExecStreams CarrelApiExecStreams;
+CarrelApiExecStreams *carrel_api_exec_streams_new(void);
+void carrel_api_exec_streams_free(CarrelApiExecStreams *all);
+/* Starts the events of core on msg and the thread that polls it (main loop only). */
+void carrel_api_exec_stream_start(CarrelApi *api, SoupServerMessage *msg, const char *token_id,
+                                  CarrelExecStream *core);
+
+/* api-procs.c: background processes and streamed commands. */
+CarrelApiReply *carrel_api_post_exec_detached(CarrelApiRequest *req, GError **error);
+CarrelApiReply *carrel_api_get_processes(CarrelApiRequest *req, GError **error);
+CarrelApiReply *carrel_api_get_process(CarrelApiRequest *req, GError **error);
+CarrelApiReply *carrel_api_post_process_kill(CarrelApiRequest *req, GError **error);
+CarrelApiReply *carrel_api_post_process_stdin(CarrelApiRequest *req, GError **error);
 
 /* api-json.c: a session as the API shows it to who, with its control lease: the one shape of a
  * session everywhere (REST, stream, MCP). */

@@ -22,15 +22,17 @@ typedef struct {
 struct _CarrelApiReply {
     CarrelApiReplyKind kind;
     guint status;
-    GArray *headers;      /* of Header, in the order added */
-    JsonNode *json;       /* JSON */
-    GBytes *bytes;        /* BYTES; JSON: its text once rendered */
-    char *content_type;   /* BYTES */
-    char *filename;       /* BYTES, FILE: sent as an attachment of this name */
-    int fd;               /* FILE: the open file (-1 once the writer took it) */
-    guint64 size;         /* FILE: its size when opened, the Content-Length */
-    CarrelPrincipal *who; /* STREAM: whom the stream shows things to */
-    char *session_id;     /* STREAM: whose timeline, or NULL */
+    GArray *headers;        /* of Header, in the order added */
+    JsonNode *json;         /* JSON */
+    GBytes *bytes;          /* BYTES; JSON: its text once rendered */
+    char *content_type;     /* BYTES */
+    char *filename;         /* BYTES, FILE: sent as an attachment of this name */
+    int fd;                 /* FILE: the open file (-1 once the writer took it) */
+    guint64 size;           /* FILE: its size when opened, the Content-Length */
+    CarrelPrincipal *who;   /* STREAM: whom the stream shows things to */
+    char *session_id;       /* STREAM: whose timeline, or NULL */
+    char *token_id;         /* EXEC: whose stream slot it holds */
+    CarrelExecStream *exec; /* EXEC: the command (NULL once the writer took it) */
 };
 
 static void
@@ -69,6 +71,13 @@ carrel_api_reply_free(CarrelApiReply *reply)
         close(reply->fd);
     carrel_principal_free(reply->who);
     g_free(reply->session_id);
+    g_free(reply->token_id);
+    if (reply->exec) {
+        /* Never written (the client left first): nobody else ends the process. */
+        carrel_exec_stream_cancel(reply->exec);
+        json_node_unref(carrel_exec_stream_finish(reply->exec, NULL));
+        carrel_exec_stream_free(reply->exec);
+    }
     g_free(reply);
 }
 
@@ -148,6 +157,16 @@ carrel_api_reply_new_stream(const CarrelPrincipal *who, const char *session_id)
 
     reply->who = carrel_principal_copy(who);
     reply->session_id = g_strdup(session_id);
+    return reply;
+}
+
+CarrelApiReply *
+carrel_api_reply_new_exec_stream(const char *token_id, CarrelExecStream *core)
+{
+    CarrelApiReply *reply = reply_new(CARREL_API_REPLY_EXEC, SOUP_STATUS_OK);
+
+    reply->token_id = g_strdup(token_id);
+    reply->exec = core;
     return reply;
 }
 
@@ -351,6 +370,9 @@ carrel_api_reply_write(CarrelApiReply *reply, CarrelApi *api, SoupServerMessage 
         break;
     case CARREL_API_REPLY_FILE:
         write_file(reply, msg);
+        break;
+    case CARREL_API_REPLY_EXEC:
+        carrel_api_exec_stream_start(api, msg, reply->token_id, g_steal_pointer(&reply->exec));
         break;
     case CARREL_API_REPLY_LAST:
     default:

@@ -374,9 +374,12 @@ post_session_stop(CarrelApiRequest *req, GError **error)
 static CarrelApiReply *
 post_session_exec(CarrelApiRequest *req, GError **error)
 {
+    const CarrelExecRequest *body = req->typed;
     CarrelExecResult result = {0};
     JsonNode *node;
 
+    if (body->stream || body->background)
+        return carrel_api_post_exec_detached(req, error);
     if (!carrel_manager_session_exec(req->mgr, req->who, carrel_api_param(req, 0), req->typed,
                                      &result, error))
         return NULL;
@@ -636,6 +639,12 @@ const CarrelApiRoute carrel_api_routes[] = {
      CARREL_OP_SESSION_FILE_WRITE, 0, NULL},
     {"POST", "/v1/sessions/*/fs/move", carrel_api_post_session_fs_move,
      CARREL_OP_SESSION_FILE_WRITE, 0, NULL},
+    {"GET", "/v1/sessions/*/processes", carrel_api_get_processes, CARREL_OP_SESSION_EXEC, 0, NULL},
+    {"GET", "/v1/sessions/*/processes/*", carrel_api_get_process, CARREL_OP_SESSION_EXEC, 0, NULL},
+    {"POST", "/v1/sessions/*/processes/*/kill", carrel_api_post_process_kill,
+     CARREL_OP_SESSION_EXEC, 0, CARREL_API_BODY(carrel_proc_signal)},
+    {"POST", "/v1/sessions/*/processes/*/stdin", carrel_api_post_process_stdin,
+     CARREL_OP_SESSION_EXEC, 0, CARREL_API_BODY(carrel_proc_input)},
     {"GET", "/v1/sessions/*/events", get_session_events, CARREL_OP_SESSION_READ, 0, NULL},
     {"GET", "/v1/sessions/*/egress", get_session_egress, CARREL_OP_SESSION_READ, 0, NULL},
     {"GET", "/v1/sessions/*/screenshot", get_session_screenshot, CARREL_OP_SESSION_SCREENSHOT, 0,

@@ -87,8 +87,10 @@ send_reply(Exchange *ex)
     /* Method and path only: never headers, so tokens stay out of the log. */
     g_message("request %s: %s %s -> %u (%" G_GINT64_FORMAT " ms)%s", ex->req->request_id,
               ex->req->method, ex->req->path, carrel_api_reply_get_status(ex->reply), ms,
-              carrel_api_reply_get_kind(ex->reply) == CARREL_API_REPLY_STREAM ? " (stream opened)"
-                                                                              : "");
+              carrel_api_reply_get_kind(ex->reply) == CARREL_API_REPLY_STREAM ||
+                      carrel_api_reply_get_kind(ex->reply) == CARREL_API_REPLY_EXEC
+                  ? " (stream opened)"
+                  : "");
 }
 
 /* The route's typed request from the body, before its handler runs. */
@@ -519,6 +521,7 @@ carrel_api_new(CarrelManager *mgr, const char *version_info, GError **error)
     g_mutex_init(&api->cookie_lock);
     api->login_limiter = carrel_api_limiter_new(LOGIN_FAILURES_MAX, LOGIN_WINDOW_S);
     api->streams = carrel_api_streams_new(0);
+    api->exec_streams = carrel_api_exec_streams_new();
     api->rates = carrel_api_rates_new();
     api->lists = carrel_api_cache_new();
     g_mutex_init(&api->hold_lock);
@@ -544,6 +547,7 @@ carrel_api_free(CarrelApi *api)
     if (!api)
         return;
     g_clear_pointer(&api->pools, carrel_api_pools_free);
+    g_clear_pointer(&api->exec_streams, carrel_api_exec_streams_free);
     carrel_api_reaper_free(api->reaper, api->server);
     soup_server_disconnect(api->server);
     g_clear_object(&api->server);

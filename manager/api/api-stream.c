@@ -227,10 +227,10 @@ timeline_text(Stream *st)
  * readable socket at its end of file (or a hangup) means it left. Seen within a tick, rather
  * than at the next write that fails (a keepalive or two later). Over TLS the close is a record,
  * not the end of file: there, the write that fails notices it. */
-static gboolean
-client_gone(Stream *st)
+gboolean
+carrel_api_stream_client_gone(SoupServerMessage *msg)
 {
-    GSocket *sock = soup_server_message_get_socket(st->msg);
+    GSocket *sock = soup_server_message_get_socket(msg);
     GIOCondition cond;
     char c;
 
@@ -262,7 +262,7 @@ stream_tick(gpointer data)
         soup_server_message_unpause(st->msg);
         return G_SOURCE_REMOVE;
     }
-    if (client_gone(st)) {
+    if (carrel_api_stream_client_gone(st->msg)) {
         GSocket *sock = soup_server_message_get_socket(st->msg);
 
         /* The end of the body cannot be written: the message finishes, and frees the slot. */

@@ -4,7 +4,9 @@
 #include "cli/cli.h"
 
 typedef struct {
-    int timeout_s; /* -1: not given */
+    gboolean stream;     /* output as it comes */
+    gboolean background; /* print the handle, do not wait */
+    int timeout_s;       /* -1: not given */
     char *cwd;
     char **env; /* NAME=VALUE, repeatable */
 } ExecArgs;
@@ -39,6 +41,10 @@ exec_body(CarrelCli *cli, const ExecArgs *args, int argc, char **argv)
         json_object_set_int_member(obj, "timeout_s", args->timeout_s);
     if (args->cwd)
         json_object_set_string_member(obj, "cwd", args->cwd);
+    if (args->stream)
+        json_object_set_boolean_member(obj, "stream", TRUE);
+    if (args->background)
+        json_object_set_boolean_member(obj, "background", TRUE);
     if (args->env) {
         JsonObject *env = json_object_new();
         json_object_set_object_member(obj, "env", env);
@@ -87,6 +93,10 @@ carrel_cli_exec(CarrelCli *cli, int argc, char **argv)
         {"cwd", 'C', 0, G_OPTION_ARG_STRING, &args.cwd, "Working directory in the guest", "DIR"},
         {"env", 'e', 0, G_OPTION_ARG_STRING_ARRAY, &args.env, "Environment entry (repeatable)",
          "NAME=VALUE"},
+        {"stream", 's', 0, G_OPTION_ARG_NONE, &args.stream,
+         "Print the output as it comes (--json: one JSON line per event)", NULL},
+        {"background", 'b', 0, G_OPTION_ARG_NONE, &args.background,
+         "Start it and print its handle (see ps, logs, kill, stdin)", NULL},
         G_OPTION_ENTRY_NULL,
     };
     g_autoptr(JsonNode) body = NULL;
@@ -104,8 +114,14 @@ carrel_cli_exec(CarrelCli *cli, int argc, char **argv)
         path = carrel_cli_item_path("sessions", argv[1], "exec");
         if (first >= argc || !path)
             exit_code = carrel_cli_usage(cli, "usage: carrel exec ID -- COMMAND [ARG...]");
+        else if (args.stream && args.background)
+            exit_code = carrel_cli_usage(cli, "give --stream or --background, not both");
         else if ((body = exec_body(cli, &args, argc - first, argv + first)) == NULL)
             exit_code = CARREL_CLI_EXIT_USAGE;
+        else if (args.stream)
+            exit_code = carrel_cli_exec_stream(cli, path, body);
+        else if (args.background)
+            exit_code = carrel_cli_exec_background(cli, path, body);
         else if (!carrel_cli_call(cli, "POST", path, body, &reply, &error))
             exit_code = carrel_cli_fail(cli, error);
         else

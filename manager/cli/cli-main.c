@@ -66,6 +66,12 @@ static const char cli_help[] =
     "                                 every entry as JSON lines, for a SIEM\n"
     "  exec ID [--timeout S] [--cwd DIR] [--env K=V] -- COMMAND [ARG...]\n"
     "                                 run a command in the guest; exits with its code\n"
+    "  exec ID --stream ... | --background ...\n"
+    "                                 print its output as it comes | start it, print its handle\n"
+    "  ps ID                          the session's background processes\n"
+    "  logs ID HANDLE [--follow]      a background process's output (--follow: until it ends)\n"
+    "  kill ID HANDLE [--signal SIG]  signal a background process (TERM by default)\n"
+    "  stdin ID HANDLE [--close]      send our standard input to a background process\n"
     "  cp SRC DEST                    copy a file in or out: one side ID:/PATH, the other a\n"
     "                                 local file or '-' (binary-safe, streamed, up to 1 GiB)\n"
     "  fs ID ls|stat|mkdir [-p]|rm [-r]|mv PATH...\n"
@@ -133,6 +139,10 @@ static const CliVerb cli_verbs[] = {
     {"start", carrel_cli_start},
     {"stop", carrel_cli_stop},
     {"exec", carrel_cli_exec},
+    {"ps", carrel_cli_ps},
+    {"logs", carrel_cli_logs},
+    {"kill", carrel_cli_kill},
+    {"stdin", carrel_cli_stdin},
     {"rm", carrel_cli_rm},
     {"cp", carrel_cli_cp},
     {"fs", carrel_cli_fs},

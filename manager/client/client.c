@@ -421,6 +421,110 @@ carrel_client_call_bytes(CarrelClient *client, const char *method, const char *p
     return TRUE;
 }
 
+#define CLIENT_EVENT_MAX (1024 * 1024)
+
+/* Hands one "event: NAME\ndata: JSON" block to func; lines other than these are ignored. */
+static gboolean
+client_dispatch_event(const char *block, CarrelClientEventFunc func, gpointer user_data,
+                      gboolean *ret_more, GError **error)
+{
+    g_auto(GStrv) lines = g_strsplit(block, "\n", -1);
+    const char *event = NULL;
+    const char *data = NULL;
+    g_autoptr(GBytes) bytes = NULL;
+    g_autoptr(JsonNode) node = NULL;
+
+    for (guint i = 0; lines[i]; i++) {
+        if (g_str_has_prefix(lines[i], "event: "))
+            event = lines[i] + 7;
+        else if (g_str_has_prefix(lines[i], "data: "))
+            data = lines[i] + 6;
+    }
+    *ret_more = TRUE;
+    if (!event || !data)
+        return TRUE;
+    bytes = g_bytes_new_static(data, strlen(data));
+    node = client_parse_json(bytes, error);
+    if (!node)
+        return FALSE;
+    *ret_more = func(event, node, user_data);
+    return TRUE;
+}
+
+static gboolean
+client_read_events(GInputStream *stream, CarrelClientEventFunc func, gpointer user_data,
+                   GError **error)
+{
+    g_autoptr(GString) buf = g_string_new(NULL);
+    gboolean more = TRUE;
+
+    while (more) {
+        g_autoptr(GError) local = NULL;
+        g_autoptr(GBytes) chunk =
+            g_input_stream_read_bytes(stream, CLIENT_READ_CHUNK, NULL, &local);
+        char *end;
+
+        if (!chunk) {
+            g_set_error(error, CARREL_ERROR, CARREL_ERROR_FAILED, "reading events: %s",
+                        local->message);
+            return FALSE;
+        }
+        if (g_bytes_get_size(chunk) == 0)
+            break;
+        g_string_append_len(buf, g_bytes_get_data(chunk, NULL), (gssize)g_bytes_get_size(chunk));
+        while (more && (end = strstr(buf->str, "\n\n")) != NULL) {
+            g_autofree char *block = g_strndup(buf->str, (gsize)(end - buf->str));
+
+            g_string_erase(buf, 0, end - buf->str + 2);
+            if (!client_dispatch_event(block, func, user_data, &more, error))
+                return FALSE;
+        }
+        if (buf->len > CLIENT_EVENT_MAX) {
+            g_set_error(error, CARREL_ERROR, CARREL_ERROR_FAILED,
+                        "carreld sent an event over %d bytes", CLIENT_EVENT_MAX);
+            return FALSE;
+        }
+    }
+    g_input_stream_close(stream, NULL, NULL);
+    return TRUE;
+}
+
+gboolean
+carrel_client_call_events(CarrelClient *client, const char *method, const char *path,
+                          JsonNode *body, CarrelClientEventFunc func, gpointer user_data,
+                          GError **error)
+{
+    g_autoptr(SoupMessage) msg = NULL;
+    g_autoptr(GInputStream) stream = NULL;
+    g_autoptr(GBytes) request = NULL;
+    g_autoptr(GError) local = NULL;
+    guint status;
+
+    if (body) {
+        char *text = json_to_string(body, FALSE);
+
+        request = g_bytes_new_take(text, strlen(text));
+    }
+    client->unreachable = FALSE;
+    msg =
+        client_new_message(client, method, path, body ? "application/json" : NULL, request, error);
+    if (!msg)
+        return FALSE;
+    client->reading = FALSE;
+    stream = soup_session_send(client->session, msg, NULL, &local);
+    if (!stream)
+        return client_set_transport_error(client, local, "sending a request to", error);
+    status = soup_message_get_status(msg);
+    if (status < 200 || status > 299) {
+        g_autoptr(GBytes) reply = client_read_reply(client, msg, stream, error);
+
+        if (reply)
+            client_set_api_error(status, reply, error);
+        return FALSE;
+    }
+    return client_read_events(stream, func, user_data, error);
+}
+
 gboolean
 carrel_client_upload(CarrelClient *client, const char *path, GInputStream *body, goffset length,
                      JsonNode **ret_reply, GError **error)

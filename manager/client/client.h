@@ -86,5 +86,17 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(CarrelClientDownload, carrel_client_download_cl
  */
 gboolean carrel_client_download(CarrelClient *client, const char *path, GOutputStream *out,
                                 CarrelClientDownload *ret_info, GError **error);
+/* One server-sent event: its name and its data (a JSON document, borrowed); FALSE stops. */
+typedef gboolean (*CarrelClientEventFunc)(const char *event, JsonNode *data, gpointer user_data);
+
+/*
+ * Sends a JSON request whose reply is a text/event-stream and calls func for each event as it
+ * comes, until the stream ends or func returns FALSE (the connection is closed then). A non-2xx
+ * status becomes a GError like carrel_client_call; so does an event whose data is not JSON or
+ * is over 1 MiB.
+ */
+gboolean carrel_client_call_events(CarrelClient *client, const char *method, const char *path,
+                                   JsonNode *body, CarrelClientEventFunc func, gpointer user_data,
+                                   GError **error);
 
 G_END_DECLS

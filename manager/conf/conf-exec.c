@@ -150,8 +150,8 @@ parse_stdin_timeout(JsonObject *obj, CarrelExecRequest *req, GError **error)
 CarrelExecRequest *
 carrel_exec_request_from_json(JsonNode *node, GError **error)
 {
-    static const char *const allowed[] = {"argv",         "env",       "cwd", "stdin",
-                                          "stdin_base64", "timeout_s", NULL};
+    static const char *const allowed[] = {
+        "argv", "env", "cwd", "stdin", "stdin_base64", "timeout_s", "stream", "background", NULL};
     g_autoptr(CarrelExecRequest) req = g_new0(CarrelExecRequest, 1);
     JsonObject *obj;
 
@@ -162,8 +162,15 @@ carrel_exec_request_from_json(JsonNode *node, GError **error)
     obj = json_node_get_object(node);
     if (!carrel_conf_check_members(obj, allowed, error) || !parse_argv(obj, req, error) ||
         !parse_env(obj, req, error) || !parse_stdin_timeout(obj, req, error) ||
-        !carrel_conf_get_string(obj, "cwd", FALSE, &req->cwd, error))
+        !carrel_conf_get_string(obj, "cwd", FALSE, &req->cwd, error) ||
+        !carrel_conf_get_bool(obj, "stream", &req->stream, error) ||
+        !carrel_conf_get_bool(obj, "background", &req->background, error))
         return NULL;
+    if (req->stream && req->background) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "give 'stream' or 'background', not both");
+        return NULL;
+    }
     if (req->cwd && (!g_path_is_absolute(req->cwd) || !carrel_util_is_clean_text(req->cwd))) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
                     "'cwd' must be an absolute path without control characters");

@@ -15,6 +15,7 @@ carrel_mcp_call_free(CarrelMcpCall *call)
     g_free(call->path);
     g_free(call->to);
     g_free(call->snapshot);
+    g_free(call->handle);
     carrel_session_request_free(call->create);
     carrel_exec_request_free(call->exec);
     g_clear_pointer(&call->content, g_bytes_unref);
@@ -76,6 +77,20 @@ computer_action(JsonObject *args)
     return json_node_init_object(json_node_alloc(), action);
 }
 
+/* process_read's and process_kill's handle, offsets and signal (the schema checked them). */
+static gboolean
+process_members(CarrelMcpCall *call, JsonObject *args, GError **error)
+{
+    const char *sig = carrel_conf_peek_string(args, "signal");
+
+    call->handle = g_strdup(carrel_conf_peek_string(args, "handle"));
+    call->signal = sig ? carrel_proc_signal_parse(sig) : 15;
+    return carrel_conf_get_int(args, "stdout_offset", 0, CARREL_PROC_OUTPUT_MAX,
+                               &call->stdout_offset, error) &&
+           carrel_conf_get_int(args, "stderr_offset", 0, CARREL_PROC_OUTPUT_MAX,
+                               &call->stderr_offset, error);
+}
+
 /* The members that need more than a copy: a session request, an exec request, file content. */
 static gboolean
 typed_members(CarrelMcpCall *call, JsonObject *args, GError **error)
@@ -88,6 +103,7 @@ typed_members(CarrelMcpCall *call, JsonObject *args, GError **error)
         call->create = carrel_session_request_from_json(node, error);
         return call->create != NULL;
     case CARREL_MCP_TOOL_COMMAND_RUN:
+    case CARREL_MCP_TOOL_PROCESS_START:
         call->exec = carrel_mcp_exec_request_from_arguments(args, error);
         return call->exec != NULL;
     case CARREL_MCP_TOOL_FILE_WRITE:
@@ -112,8 +128,12 @@ typed_members(CarrelMcpCall *call, JsonObject *args, GError **error)
     case CARREL_MCP_TOOL_FILE_MKDIR:
     case CARREL_MCP_TOOL_FILE_REMOVE:
     case CARREL_MCP_TOOL_FILE_MOVE:
+    case CARREL_MCP_TOOL_PROCESS_LIST:
     case CARREL_MCP_TOOL_LAST:
         return TRUE;
+    case CARREL_MCP_TOOL_PROCESS_READ:
+    case CARREL_MCP_TOOL_PROCESS_KILL:
+        return process_members(call, args, error);
     }
     g_assert_not_reached();
 }

@@ -119,6 +119,29 @@ static const Param command_params[] = {
     PARAM_END,
 };
 
+static const Param process_read_params[] = {
+    SESSION_PARAM,
+    {"handle", PARAM_STRING, TRUE, "The process, as process_start or process_list give it", 0, 0,
+     NULL},
+    {"stdout_offset", PARAM_INTEGER, FALSE,
+     "Byte offset of stdout to read from (stdout_next of the last read; default 0)", 0,
+     CARREL_PROC_OUTPUT_MAX, NULL},
+    {"stderr_offset", PARAM_INTEGER, FALSE, "Byte offset of stderr to read from (default 0)", 0,
+     CARREL_PROC_OUTPUT_MAX, NULL},
+    PARAM_END,
+};
+
+static const char *const signal_names[] = {"TERM", "KILL", "INT",  "HUP",  "QUIT",
+                                           "USR1", "USR2", "STOP", "CONT", NULL};
+
+static const Param process_kill_params[] = {
+    SESSION_PARAM,
+    {"handle", PARAM_STRING, TRUE, "The process, as process_start or process_list give it", 0, 0,
+     NULL},
+    {"signal", PARAM_STRING, FALSE, "The signal (default TERM)", 0, 0, signal_names},
+    PARAM_END,
+};
+
 static const Param file_read_params[] = {
     SESSION_PARAM,
     {"path", PARAM_STRING, TRUE, "Absolute path of the file in the guest", 0, 0, NULL},
@@ -255,6 +278,24 @@ static const Tool tools[CARREL_MCP_TOOL_LAST] = {
                                    "Renames a path of the sandbox; the destination must not "
                                    "exist.",
                                    fs_move_params, FALSE, FALSE, FALSE},
+    [CARREL_MCP_TOOL_PROCESS_START] =
+        {"process_start", "Start a background command in a sandbox",
+         "Starts a command in the sandbox and returns at once with its handle (give 'command' "
+         "or 'argv'); it runs until it ends or process_kill. Read its output with process_read.",
+         command_params, FALSE, FALSE, FALSE},
+    [CARREL_MCP_TOOL_PROCESS_LIST] = {"process_list", "List a sandbox's background commands",
+                                      "The sandbox's background processes, oldest first: handle, "
+                                      "argv, pid, state, exit code, output sizes.",
+                                      session_params, FALSE, TRUE, FALSE},
+    [CARREL_MCP_TOOL_PROCESS_READ] =
+        {"process_read", "Read a background command's output",
+         "Its state, exit code and output from the given byte offsets (at most 48 KiB a "
+         "stream); read again from stdout_next/stderr_next while 'more' is true or it runs.",
+         process_read_params, FALSE, TRUE, FALSE},
+    [CARREL_MCP_TOOL_PROCESS_KILL] = {"process_kill", "Signal a background command",
+                                      "Sends a signal (TERM by default) to the process and what "
+                                      "it started.",
+                                      process_kill_params, FALSE, FALSE, TRUE},
 };
 
 const char *

@@ -214,13 +214,15 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelSessionRequest, carrel_session_request_free)
  */
 CarrelSessionRequest *carrel_session_request_from_json(JsonNode *node, GError **error);
 
-/* A command to run in a guest: {argv, env?, cwd?, stdin?, timeout_s?}. */
+/* A command to run in a guest: {argv, env?, cwd?, stdin?, timeout_s?, stream?, background?}. */
 typedef struct {
     GStrv argv;
     GStrv env; /* "NAME=VALUE" entries, names checked */
     char *cwd; /* absolute, or NULL */
     GBytes *stdin_bytes;
     guint timeout_s;
+    gboolean stream;     /* output as it comes (server-sent events), not at the end */
+    gboolean background; /* start it, answer its handle, never wait */
 } CarrelExecRequest;
 
 void carrel_exec_request_free(CarrelExecRequest *req);
@@ -638,6 +640,10 @@ typedef enum {
     CARREL_MCP_TOOL_FILE_MKDIR,
     CARREL_MCP_TOOL_FILE_REMOVE,
     CARREL_MCP_TOOL_FILE_MOVE,
+    CARREL_MCP_TOOL_PROCESS_START,
+    CARREL_MCP_TOOL_PROCESS_LIST,
+    CARREL_MCP_TOOL_PROCESS_READ,
+    CARREL_MCP_TOOL_PROCESS_KILL,
     CARREL_MCP_TOOL_LAST
 } CarrelMcpTool;
 
@@ -683,9 +689,13 @@ typedef struct {
     char *snapshot;               /* sandbox_fork: NULL = one taken now */
     guint count;                  /* sandbox_fork: how many (1 unless given) */
     CarrelSessionRequest *create; /* sandbox_create */
-    CarrelExecRequest *exec;      /* command_run */
-    GBytes *content;              /* file_write: the content, decoded */
-    JsonNode *action;             /* computer: the arguments but session (the action) */
+    CarrelExecRequest *exec;      /* command_run, process_start */
+    char *handle;                 /* process_read, process_kill */
+    gint64 stdout_offset;         /* process_read */
+    gint64 stderr_offset;
+    int signal;       /* process_kill: TERM unless given */
+    GBytes *content;  /* file_write: the content, decoded */
+    JsonNode *action; /* computer: the arguments but session (the action) */
 } CarrelMcpCall;
 
 void carrel_mcp_call_free(CarrelMcpCall *call);
@@ -918,4 +928,6 @@ G_END_DECLS
 #include "conf/conf-requests.h"
 /* Guest file operations' replies and paths. */
 #include "conf/conf-fsops.h"
+/* Background processes in a guest. */
+#include "conf/conf-proc.h"
 #undef CARREL_CONF_H_INSIDE

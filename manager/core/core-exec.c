@@ -5,8 +5,8 @@
 #define EXEC_MAX_OUTPUT (1024 * 1024)
 
 /* env and cwd go through coreutils' env(1) in the guest: guest-exec has no cwd. */
-static GStrv
-guest_argv(const CarrelExecRequest *req)
+GStrv
+carrel_manager_exec_argv(const CarrelExecRequest *req)
 {
     g_autoptr(GStrvBuilder) b = g_strv_builder_new();
 
@@ -24,8 +24,8 @@ guest_argv(const CarrelExecRequest *req)
 }
 
 /* What the timeline keeps of a command: argv, cwd, env names (values may be secrets). */
-static JsonNode *
-exec_params(const CarrelExecRequest *req)
+JsonNode *
+carrel_manager_exec_params(const CarrelExecRequest *req)
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
 
@@ -51,6 +51,10 @@ exec_params(const CarrelExecRequest *req)
     json_builder_set_member_name(b, "stdin_bytes");
     json_builder_add_int_value(b,
                                req->stdin_bytes ? (gint64)g_bytes_get_size(req->stdin_bytes) : 0);
+    if (req->stream || req->background) {
+        json_builder_set_member_name(b, req->stream ? "stream" : "background");
+        json_builder_add_boolean_value(b, TRUE);
+    }
     json_builder_end_object(b);
     return json_builder_get_root(b);
 }
@@ -98,7 +102,7 @@ run_exec(CarrelDoor *door, const CarrelExecRequest *req, CarrelExecResult *ret_r
         carrel_manager_running_session(mgr, door->session_id, "run a command in", &domain, error);
     if (!session)
         return FALSE;
-    argv = guest_argv(req);
+    argv = carrel_manager_exec_argv(req);
     run.argv = (const char *const *)argv;
     ok = carrel_hypervisor_agent_exec(mgr->hv, domain, &run, &result, &local);
     summary = ok ? exec_summary(&result) : NULL;
@@ -123,8 +127,8 @@ carrel_manager_session_exec(CarrelManager *mgr, const CarrelPrincipal *who, cons
     g_auto(CarrelDoor) door = {0};
     g_autoptr(GError) local = NULL;
 
-    if (!carrel_door_enter(&door, mgr, who, CARREL_OP_SESSION_EXEC, id_or_name, exec_params(req),
-                           error))
+    if (!carrel_door_enter(&door, mgr, who, CARREL_OP_SESSION_EXEC, id_or_name,
+                           carrel_manager_exec_params(req), error))
         return FALSE;
     return carrel_door_finish_ok(&door, run_exec(&door, req, ret_result, &local), &local, error);
 }

@@ -250,6 +250,25 @@ void carrel_manager_record_logged(CarrelManager *mgr, const char *session_id,
  * FALSE with that error in *local. A verb that failed keeps its error (the lost event is
  * logged).
  */
+/* An exec request as the guest's command line: env and cwd through env(1) (core-exec.c). */
+GStrv carrel_manager_exec_argv(const CarrelExecRequest *req);
+/* What the timeline and the audit keep of an exec request: argv, cwd, env names. */
+JsonNode *carrel_manager_exec_params(const CarrelExecRequest *req);
+
+/* carrel-guest proc ARGS... in domain, with in as its standard input (may be NULL): its reply
+ * object, or the guest's error as a CARREL_ERROR code (core-procs.c). */
+JsonNode *carrel_manager_guest_proc(CarrelManager *mgr, const char *domain, const char *const *args,
+                                    GBytes *in, GError **error);
+
+/* Starts req detached in domain (carrel-guest proc start), writes its stdin_bytes, and ends
+ * its input when close. */
+CarrelProcInfo *carrel_manager_proc_spawn(CarrelManager *mgr, const char *domain,
+                                          const CarrelExecRequest *req, gboolean close,
+                                          GError **error);
+/* Writes data (may be NULL) to a process's input, then ends it when close. */
+gboolean carrel_manager_proc_feed(CarrelManager *mgr, const char *domain, const char *handle,
+                                  GBytes *data, gboolean close, GError **error);
+
 gboolean carrel_manager_record_outcome(CarrelManager *mgr, const char *session_id,
                                        const CarrelPrincipal *who, const char *kind,
                                        const char *action, JsonNode *params, JsonNode *result,

@@ -288,6 +288,54 @@ gboolean carrel_manager_session_exec(CarrelManager *mgr, const CarrelPrincipal *
                                      CarrelExecResult *ret_result, GError **error);
 
 /*
+ * Background processes (carrel-guest proc in the guest, core-procs.c), each behind the
+ * session.exec door. Handles are the guest's ("p" and hex digits); the guest's spool folder is
+ * their state, so they outlive a carreld restart. Errors: NOT_FOUND for an unknown handle,
+ * WRONG_STATE for a process that has exited (signal, input) or whose input is closed,
+ * UNSUPPORTED for a guest without carrel-guest, HYPERVISOR for a malformed guest reply.
+ */
+/* Starts req (req->stdin_bytes written to it, its input left open): its handle and pid. */
+CarrelProcInfo *carrel_manager_proc_start(CarrelManager *mgr, const CarrelPrincipal *who,
+                                          const char *id_or_name, const CarrelExecRequest *req,
+                                          GError **error);
+/* The session's processes, oldest first (CarrelProcInfo; at most CARREL_PROC_LIST_MAX). */
+GPtrArray *carrel_manager_proc_list(CarrelManager *mgr, const CarrelPrincipal *who,
+                                    const char *id_or_name, GError **error);
+/* A process's state and the output from these offsets (at most CARREL_PROC_CHUNK_MAX each). */
+CarrelProcRead *carrel_manager_proc_read(CarrelManager *mgr, const CarrelPrincipal *who,
+                                         const char *id_or_name, const char *handle,
+                                         gint64 stdout_offset, gint64 stderr_offset,
+                                         GError **error);
+/* Sends signal (1..64) to the process's group. */
+gboolean carrel_manager_proc_signal(CarrelManager *mgr, const CarrelPrincipal *who,
+                                    const char *id_or_name, const char *handle, int signal,
+                                    GError **error);
+/* Writes input->data to the process's input, then ends it when input->close. */
+gboolean carrel_manager_proc_input(CarrelManager *mgr, const CarrelPrincipal *who,
+                                   const char *id_or_name, const char *handle,
+                                   const CarrelProcInput *input, GError **error);
+
+/*
+ * A streamed command (core-stream.c): started through the session.exec door as a background
+ * process with its input closed after req->stdin_bytes, then read with _next until a read
+ * says it is the last (carrel_proc_read_is_last). Past req->timeout_s the process is killed
+ * (exit 137, timed_out); past 64 MiB of output, too (truncated). _cancel kills it (the client
+ * left). _finish records the command's event once and returns the end record (handle,
+ * exit_code, timed_out, truncated, cancelled, stdout_bytes, stderr_bytes, duration_ms).
+ * One thread at a time.
+ */
+typedef struct _CarrelExecStream CarrelExecStream;
+CarrelExecStream *carrel_manager_exec_stream_start(CarrelManager *mgr, const CarrelPrincipal *who,
+                                                   const char *id_or_name,
+                                                   const CarrelExecRequest *req, GError **error);
+const char *carrel_exec_stream_handle(const CarrelExecStream *st);
+CarrelProcRead *carrel_exec_stream_next(CarrelExecStream *st, GError **error);
+void carrel_exec_stream_cancel(CarrelExecStream *st);
+JsonNode *carrel_exec_stream_finish(CarrelExecStream *st, const GError *failure);
+void carrel_exec_stream_free(CarrelExecStream *st);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelExecStream, carrel_exec_stream_free)
+
+/*
  * Reads a file of a running session through the guest agent (at most CARREL_LIMIT_FILE_BYTES;
  * path absolute and clean, see carrel_util_check_guest_path). Recorded as an event by actor.
  */

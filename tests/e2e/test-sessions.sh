@@ -40,6 +40,8 @@ source "$(dirname "$0")/metrics.sh"
 source "$(dirname "$0")/disk.sh"
 # shellcheck source=tests/e2e/fairness.sh
 source "$(dirname "$0")/fairness.sh"
+# shellcheck source=tests/e2e/procs.sh
+source "$(dirname "$0")/procs.sh"
 trap 'disk_cleanup; finish; exit $?' EXIT
 
 start_daemon || exit 1
@@ -203,6 +205,8 @@ artifacts_checks
 files_checks
 # File operations through carrel-guest fs, hostile names, a 100 MiB round trip with sha256.
 fsops_checks
+# Streamed and background commands: stdout as it comes, ps, logs, stdin, kill, closed streams.
+procs_checks
 
 # Pause, resume, hibernate across a carreld restart; snapshots with memory and revert.
 lifecycle_checks

@@ -1,6 +1,7 @@
 /*
  * libFuzzer harness for what the guest and QEMU hand back (untrusted): guest-agent exec
- * and guest-file-* replies and the domain metadata scanner (screenshots: fuzz-image.c).
+ * and guest-file-* replies, the domain metadata scanner (screenshots: fuzz-image.c) and
+ * carrel-guest proc's replies (conf-proc.c).
  * Built with -Dfuzz=true and clang (see tests/fuzz/meson.build).
  */
 #include <stddef.h>
@@ -35,6 +36,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         (void)carrel_hypervisor_agent_parse_file_handle(text, &handle, NULL);
         (void)carrel_hypervisor_agent_parse_file_read(text, 4096, &chunk, &eof, NULL);
         (void)carrel_hypervisor_agent_parse_file_write(text, 4096, &count, NULL);
+    }
+    {
+        g_autoptr(JsonNode) node = carrel_conf_parse_json((const char *)data, size, NULL);
+        g_autoptr(CarrelProcRead) read =
+            node ? carrel_proc_read_from_guest(node, 0, 0, NULL) : NULL;
+        g_autoptr(GPtrArray) list = node ? carrel_proc_list_from_guest(node, NULL) : NULL;
+        g_autoptr(JsonNode) out = read ? carrel_proc_read_to_json(read) : NULL;
+
+        (void)list;
+        (void)out;
     }
     return 0;
 }

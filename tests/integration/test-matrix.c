@@ -105,6 +105,10 @@ static const Row rows[] = {
     {"POST", "/v1/sessions/*/fork", "{\"count\":1}", SESSION_OWN},
     {"POST", "/v1/sessions/*/stop", "{\"timeout_s\":0}", SESSION_READ},
     {"POST", "/v1/sessions/*/exec", "{\"argv\":[\"true\"]}", SESSION_OWN},
+    {"GET", "/v1/sessions/*/processes", NULL, SESSION_OWN},
+    {"GET", "/v1/sessions/*/processes/*", NULL, SESSION_OWN},
+    {"POST", "/v1/sessions/*/processes/*/kill", "{\"signal\":\"TERM\"}", SESSION_OWN},
+    {"POST", "/v1/sessions/*/processes/*/stdin", "{\"close\":true}", SESSION_OWN},
     {"GET", "/v1/sessions/*/files", NULL, SESSION_READ},
     {"PUT", "/v1/sessions/*/files", "bytes", SESSION_OWN},
     {"GET", "/v1/sessions/*/fs", NULL, SESSION_READ},
@@ -148,6 +152,10 @@ static const ToolRow tool_rows[] = {
      SESSION_OWN},
     {"screenshot", "{\"session\":\"$S\"}", SESSION_READ},
     {"command_run", "{\"session\":\"$S\",\"argv\":[\"true\"]}", SESSION_OWN},
+    {"process_start", "{\"session\":\"$S\",\"argv\":[\"true\"]}", SESSION_OWN},
+    {"process_list", "{\"session\":\"$S\"}", SESSION_OWN},
+    {"process_read", "{\"session\":\"$S\",\"handle\":\"p1\"}", SESSION_OWN},
+    {"process_kill", "{\"session\":\"$S\",\"handle\":\"p1\",\"signal\":\"KILL\"}", SESSION_OWN},
     {"file_read", "{\"session\":\"$S\",\"path\":\"/tmp/x\"}", SESSION_READ},
     {"file_write", "{\"session\":\"$S\",\"path\":\"/tmp/x\",\"content\":\"x\"}", SESSION_OWN},
     {"file_list", "{\"session\":\"$S\",\"path\":\"/tmp\"}", SESSION_READ},
@@ -413,6 +421,7 @@ fill_path(const char *pattern, const char *session, const char *approval, const 
                             : g_str_equal(prev, "snapshots")   ? "nope"
                             : g_str_equal(prev, "screenshots") ? "shot-000000000000.png"
                             : g_str_equal(prev, "jobs")        ? "j-nope"
+                            : g_str_equal(prev, "processes")   ? "p1"
                             : g_str_equal(prev, "policies")    ? "default"
                                                                : "a-nope";
             g_free(parts[i]);

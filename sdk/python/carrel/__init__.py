@@ -43,7 +43,15 @@ from .errors import (  # noqa: E402
     WrongState,
     error_from_reply,
 )
-from .sandbox import AsyncCommands, AsyncFiles, AsyncSandbox, Commands, Files, Sandbox  # noqa: E402
+from .sandbox import (  # noqa: E402
+    AsyncCommands,
+    AsyncFiles,
+    AsyncSandbox,
+    Commands,
+    Files,
+    Process,
+    Sandbox,
+)
 
 __all__ = [
     "__version__",
@@ -55,6 +63,7 @@ __all__ = [
     "AsyncSandbox",
     "Commands",
     "Files",
+    "Process",
     "AsyncCommands",
     "AsyncFiles",
     "CarrelError",

@@ -10,9 +10,10 @@ are ``bytes``, and every error reply raises the :mod:`carrel.errors` class of it
 from __future__ import annotations
 
 import base64
+import json
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generic, Iterable, Mapping, Sequence, TypeVar
+from typing import Any, Callable, Generic, Iterable, Iterator, Mapping, Sequence, TypeVar
 from urllib.parse import quote
 
 import httpx
@@ -352,6 +353,96 @@ class _Api:
             )
         )
 
+    def _exec_body(
+        self,
+        cmd: str | Sequence[str],
+        timeout: int | None,
+        cwd: str | None,
+        env: Mapping[str, str] | None,
+        stdin: str | bytes | None,
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {"argv": argv_of(cmd)}
+        if timeout is not None:
+            body["timeout_s"] = int(timeout)
+        if cwd is not None:
+            body["cwd"] = cwd
+        if env is not None:
+            body["env"] = dict(env)
+        if isinstance(stdin, str):
+            body["stdin"] = stdin
+        elif stdin is not None:
+            body["stdin_base64"] = base64.b64encode(stdin).decode()
+        return body
+
+    # Background processes (``exec`` with ``background``, and ``/processes``).
+    def start_process(
+        self,
+        session: str,
+        cmd: str | Sequence[str],
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        stdin: str | bytes | None = None,
+    ) -> Any:
+        """``POST .../exec`` with ``background``: the process (``handle``, ``pid``, ``state``);
+        it runs on, its input left open (``stdin`` is written first)."""
+        body = self._exec_body(cmd, None, cwd, env, stdin)
+        body["background"] = True
+        return self._call(_Req("POST", f"/v1/sessions/{_seg(session)}/exec", json=body))
+
+    def processes(self, session: str) -> Any:
+        """``GET .../processes``: the session's background processes, oldest first."""
+        return self._call(
+            _Req(
+                "GET",
+                f"/v1/sessions/{_seg(session)}/processes",
+                then=lambda r: r["processes"],
+            )
+        )
+
+    def process_output(
+        self, session: str, handle: str, stdout_offset: int = 0, stderr_offset: int = 0
+    ) -> Any:
+        """``GET .../processes/{handle}``: state, exit code, output from these byte offsets
+        (``stdout``, ``stdout_base64``, ``stdout_next``..., ``more``)."""
+        return self._call(
+            _Req(
+                "GET",
+                f"/v1/sessions/{_seg(session)}/processes/{_seg(handle)}",
+                params={"stdout_offset": stdout_offset, "stderr_offset": stderr_offset},
+            )
+        )
+
+    def kill_process(self, session: str, handle: str, signal: str | int | None = None) -> Any:
+        """``POST .../processes/{handle}/kill``: TERM by default, to its process group."""
+        return self._call(
+            _Req(
+                "POST",
+                f"/v1/sessions/{_seg(session)}/processes/{_seg(handle)}/kill",
+                json=_drop_none({"signal": signal}),
+            )
+        )
+
+    def write_process_stdin(
+        self, session: str, handle: str, data: str | bytes | None = None, close: bool = False
+    ) -> Any:
+        """``POST .../processes/{handle}/stdin``: writes ``data``, then ends the input when
+        ``close``."""
+        body: dict[str, Any] = {}
+        if isinstance(data, str):
+            body["data"] = data
+        elif data is not None:
+            body["data_base64"] = base64.b64encode(data).decode()
+        if close:
+            body["close"] = True
+        return self._call(
+            _Req(
+                "POST",
+                f"/v1/sessions/{_seg(session)}/processes/{_seg(handle)}/stdin",
+                json=body,
+            )
+        )
+
     def read_file(self, session: str, path: str) -> Any:
         """``GET .../files?path=``: the file's bytes (carreld streams up to 1 GiB; this holds
         the reply in memory)."""
@@ -559,6 +650,22 @@ class _Api:
         return self._call(_Req("DELETE", f"/v1/tokens/{_seg(name)}"))
 
 
+_STREAM_KEEP = 1024 * 1024
+
+
+def _sse_events(lines: Iterable[str]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(event, data) of a text/event-stream; data is JSON (an object), other lines ignored."""
+    event = None
+    for raw in lines:
+        line = raw.rstrip("\r\n")  # some httpx versions keep the line's end
+        if line.startswith("event: "):
+            event = line[7:]
+        elif line.startswith("data: ") and event:
+            data = json.loads(line[6:])
+            yield event, data if isinstance(data, dict) else {}
+            event = None
+
+
 def _headers(token: str | None) -> dict[str, str]:
     headers = {"User-Agent": f"carrel-python/{__version__}", "Accept": "application/json"}
     if token:
@@ -665,6 +772,64 @@ class Client(_Base):
         except httpx.HTTPError as exc:
             raise _translate(exc, self.endpoint) from exc
         return _parse(resp, req)
+
+    def exec_stream(
+        self,
+        session: str,
+        cmd: str | Sequence[str],
+        *,
+        timeout: int | None = None,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        stdin: str | bytes | None = None,
+        on_stdout: Callable[[str], None] | None = None,
+        on_stderr: Callable[[str], None] | None = None,
+    ) -> CommandResult:
+        """``POST .../exec`` with ``stream``: calls ``on_stdout``/``on_stderr`` with each chunk
+        as it comes (text), and returns the :class:`CommandResult` (output kept up to 1 MiB a
+        stream). Leaving early (an exception in a callback) closes the stream, which kills the
+        command in the guest."""
+        body = self._exec_body(cmd, timeout, cwd, env, stdin)
+        body["stream"] = True
+        kept = {"stdout": [], "stderr": []}  # type: dict[str, list[str]]
+        sizes = {"stdout": 0, "stderr": 0}
+        end: dict[str, Any] = {}
+        try:
+            with self._http.stream(
+                "POST",
+                f"/v1/sessions/{_seg(session)}/exec",
+                json=body,
+                timeout=max(self.timeout, (timeout or 60) + 60.0),
+            ) as resp:
+                if resp.status_code >= 400:
+                    resp.read()
+                    _parse(resp, _Req("POST", ""))
+                for event, data in _sse_events(resp.iter_lines()):
+                    if event in ("stdout", "stderr"):
+                        text = str(data.get("data", ""))
+                        if sizes[event] < _STREAM_KEEP:
+                            kept[event].append(text)
+                            sizes[event] += len(text)
+                        callback = on_stdout if event == "stdout" else on_stderr
+                        if callback:
+                            callback(text)
+                    elif event == "exit":
+                        end = data
+                        break
+                    elif event == "error":
+                        raise error_from_reply(500, data, resp.headers.get("x-request-id"),
+                                               resp.headers)
+        except httpx.HTTPError as exc:
+            raise _translate(exc, self.endpoint) from exc
+        return CommandResult(
+            exit_code=int(end.get("exit_code", -1) if end.get("exit_code") is not None else -1),
+            stdout="".join(kept["stdout"]),
+            stderr="".join(kept["stderr"]),
+            truncated=bool(end.get("truncated", False))
+            or max(sizes.values()) > _STREAM_KEEP,
+            timed_out=bool(end.get("timed_out", False)),
+            duration_ms=int(end.get("duration_ms", 0)),
+        )
 
     def close(self) -> None:
         """Closes the kept-alive connections."""

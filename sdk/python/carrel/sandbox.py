@@ -8,7 +8,7 @@ twin with the same verbs as coroutines.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, List, Literal, Mapping, Sequence
+from typing import Any, Callable, Iterable, List, Literal, Mapping, Sequence
 
 from .client import AsyncClient, Client, CommandResult
 from .errors import CommandFailed
@@ -78,17 +78,79 @@ class Commands:
         env: Mapping[str, str] | None = None,
         stdin: str | bytes | None = None,
         check: bool = False,
-    ) -> CommandResult:
+        on_stdout: Callable[[str], None] | None = None,
+        on_stderr: Callable[[str], None] | None = None,
+        background: bool = False,
+    ) -> Any:
         """Runs ``cmd`` (a string under ``/bin/sh -c``, or an argv list) as root and waits.
 
         Returns a :class:`CommandResult` with ``stdout``, ``stderr``, ``exit_code``. A
         non-zero exit is not an error unless ``check=True`` (then :class:`CommandFailed`).
         ``timeout`` (seconds, at most 3600) kills the command in the guest.
+
+        ``on_stdout``/``on_stderr``: the output is streamed, each chunk handed to them as it
+        comes. ``background=True``: returns a :class:`Process` at once (no timeout; see
+        :meth:`list`).
         """
-        result = self._sb.client.exec(
-            self._sb.id, cmd, timeout=timeout, cwd=cwd, env=env, stdin=stdin
-        )
+        if background:
+            info = self._sb.client.start_process(self._sb.id, cmd, cwd=cwd, env=env, stdin=stdin)
+            return Process(self._sb, info)
+        if on_stdout or on_stderr:
+            result = self._sb.client.exec_stream(
+                self._sb.id, cmd, timeout=timeout, cwd=cwd, env=env, stdin=stdin,
+                on_stdout=on_stdout, on_stderr=on_stderr,
+            )
+        else:
+            result = self._sb.client.exec(
+                self._sb.id, cmd, timeout=timeout, cwd=cwd, env=env, stdin=stdin
+            )
         return _check(result, cmd) if check else result
+
+    def list(self) -> list["Process"]:
+        """The sandbox's background processes, oldest first."""
+        return [Process(self._sb, p) for p in self._sb.client.processes(self._sb.id)]
+
+
+class Process:
+    """A background process (``commands.run(..., background=True)``): ``handle``, ``pid``,
+    and ``info`` (its last known state)."""
+
+    def __init__(self, sandbox: "Sandbox", info: Mapping[str, Any]) -> None:
+        self._sb = sandbox
+        self.info: dict[str, Any] = dict(info)
+        self.handle: str = self.info["handle"]
+        self.pid: int = int(self.info.get("pid", -1))
+        self._offsets = [0, 0]
+
+    def read(self) -> tuple[str, str]:
+        """The output since the last read (stdout, stderr); updates ``info``."""
+        out, err = [], []
+        while True:
+            r = self._sb.client.process_output(self._sb.id, self.handle, *self._offsets)
+            out.append(r.get("stdout", ""))
+            err.append(r.get("stderr", ""))
+            self._offsets = [int(r.get("stdout_next", 0)), int(r.get("stderr_next", 0))]
+            self.info.update({k: r.get(k) for k in ("state", "exit_code", "pid")})
+            if not r.get("more"):
+                return "".join(out), "".join(err)
+
+    @property
+    def exit_code(self) -> int | None:
+        """None while it runs."""
+        code = self.info.get("exit_code")
+        return None if code is None else int(code)
+
+    def write(self, data: str | bytes) -> None:
+        """Writes to its standard input."""
+        self._sb.client.write_process_stdin(self._sb.id, self.handle, data)
+
+    def close_stdin(self) -> None:
+        """Ends its standard input."""
+        self._sb.client.write_process_stdin(self._sb.id, self.handle, None, close=True)
+
+    def kill(self, signal: str | int = "TERM") -> None:
+        """Signals it and its process group."""
+        self._sb.client.kill_process(self._sb.id, self.handle, signal)
 
 
 class Files:

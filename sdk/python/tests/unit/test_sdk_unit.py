@@ -243,6 +243,65 @@ def test_command_check():
     assert info.value.result.exit_code == 1 and "boom" in info.value.message
 
 
+def test_background_process():
+    c, seen = _recording_client([
+        (201, {"handle": "p1a", "pid": 42, "state": "running", "exit_code": None}),
+        (200, {"handle": "p1a", "pid": 42, "state": "running", "exit_code": None,
+               "stdout": "he", "stderr": "", "stdout_next": 2, "stderr_next": 0, "more": True}),
+        (200, {"handle": "p1a", "pid": 42, "state": "exited", "exit_code": 0,
+               "stdout": "llo", "stderr": "", "stdout_next": 5, "stderr_next": 0,
+               "more": False}),
+        (204, b""),
+        (204, b""),
+        (204, b""),
+        (200, {"processes": [{"handle": "p1a", "pid": 42, "state": "exited", "exit_code": 0}]}),
+    ])
+    sb = carrel.Sandbox(c, {"id": "s-1", "state": "running"})
+    p = sb.commands.run(["cat"], background=True)
+    assert (p.handle, p.pid, p.exit_code) == ("p1a", 42, None)
+    assert p.read() == ("hello", "")
+    assert p.exit_code == 0
+    p.write("x")
+    p.close_stdin()
+    p.kill("KILL")
+    assert [q.handle for q in sb.commands.list()] == ["p1a"]
+    bodies = [json.loads(r.content) if r.content else None for r in seen]
+    assert bodies[0] == {"argv": ["cat"], "background": True}
+    assert seen[1].url.path == "/v1/sessions/s-1/processes/p1a"
+    assert seen[2].url.params["stdout_offset"] == "2"
+    assert (seen[3].url.path, bodies[3]) == ("/v1/sessions/s-1/processes/p1a/stdin", {"data": "x"})
+    assert bodies[4] == {"close": True}
+    assert (seen[5].url.path, bodies[5]) == ("/v1/sessions/s-1/processes/p1a/kill",
+                                            {"signal": "KILL"})
+
+
+def test_streamed_run():
+    events = (
+        b'event: started\ndata: {"handle":"p1a"}\n\n'
+        b'event: stdout\ndata: {"data":"1\\n","data_base64":"MQo="}\n\n'
+        b'event: stderr\ndata: {"data":"e","data_base64":"ZQ=="}\n\n'
+        b'event: stdout\ndata: {"data":"2\\n","data_base64":"Mgo="}\n\n'
+        b'event: exit\ndata: {"handle":"p1a","exit_code":3,"timed_out":false,'
+        b'"truncated":false,"duration_ms":7}\n\n'
+    )
+    c, seen = _recording_client([(200, events)])
+    sb = carrel.Sandbox(c, {"id": "s-1", "state": "running"})
+    got = []
+    r = sb.commands.run("for i in 1 2; do echo $i; done", on_stdout=got.append)
+    assert got == ["1\n", "2\n"]
+    assert (r.exit_code, r.stdout, r.stderr, r.duration_ms) == (3, "1\n2\n", "e", 7)
+    assert json.loads(seen[0].content)["stream"] is True
+
+
+def test_streamed_error_event():
+    events = (b'event: started\ndata: {"handle":"p1a"}\n\n'
+              b'event: error\ndata: {"error":{"code":"timeout","message":"no answer"}}\n\n')
+    c, _ = _recording_client([(200, events)])
+    sb = carrel.Sandbox(c, {"id": "s-1", "state": "running"})
+    with pytest.raises(carrel.Timeout):
+        sb.commands.run("true", on_stdout=print)
+
+
 def test_input_file():
     assert carrel.input_file("/a", "hi", 0o600) == {"path": "/a", "content_base64": "aGk=",
                                                      "mode": "0600"}
