@@ -1,4 +1,5 @@
-/* Desktop helper actions through carrel-guest in the guest (where the template has it). */
+/* Desktop helper actions through carrel-guest in the guest (where the template has it), and the
+ * guest's part of typing text the US keymap cannot (type --stdin, clipboard set --stdin). */
 #include <string.h>
 
 #include "core/core-priv.h"
@@ -17,6 +18,10 @@ helper_argv(const CarrelAction *action, GError **error)
     if (kind == CARREL_ACTION_CLIPBOARD_GET) {
         g_strv_builder_addv(b, (const char *[]){"clipboard", "get", NULL});
     } else if (kind == CARREL_ACTION_CLIPBOARD_SET) {
+        g_strv_builder_addv(b, (const char *[]){"clipboard", "set", "--stdin", NULL});
+    } else if (kind == CARREL_ACTION_TYPE && action->method == CARREL_TYPE_METHOD_GUEST_KEYSYMS) {
+        g_strv_builder_addv(b, (const char *[]){"type", "--stdin", NULL});
+    } else if (kind == CARREL_ACTION_TYPE && action->method == CARREL_TYPE_METHOD_CLIPBOARD) {
         g_strv_builder_addv(b, (const char *[]){"clipboard", "set", "--stdin", NULL});
     } else if (kind == CARREL_ACTION_WINDOWS) {
         g_strv_builder_add(b, "windows");
@@ -67,7 +72,7 @@ carrel_manager_run_helper(CarrelManager *mgr, const char *domain, const CarrelAc
 
     if (!argv)
         return NULL;
-    if (action->kind == CARREL_ACTION_CLIPBOARD_SET)
+    if (action->kind == CARREL_ACTION_CLIPBOARD_SET || action->kind == CARREL_ACTION_TYPE)
         in = g_bytes_new(action->text, strlen(action->text));
     run.argv = (const char *const *)argv;
     run.stdin_bytes = in;

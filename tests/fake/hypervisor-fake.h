@@ -67,6 +67,9 @@ void carrel_hypervisor_fake_set_exec_hang(CarrelHypervisor *hv, gboolean hang);
 /* The argv of the fake's last successful agent_exec (NULL before any); free with g_strfreev. */
 char **carrel_hypervisor_fake_get_exec_argv(CarrelHypervisor *hv);
 
+/* The standard input of the fake's last successful agent_exec (NULL when it had none). */
+GBytes *carrel_hypervisor_fake_get_exec_stdin(CarrelHypervisor *hv);
+
 /* Sets the image (PPM or PNG) the fake's screenshot returns (NULL: the default, a uniformly
  * black 4x3 PPM). It is not validated here, so tests can feed hostile images. */
 void carrel_hypervisor_fake_set_screen(CarrelHypervisor *hv, GBytes *image);
