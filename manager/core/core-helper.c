@@ -6,6 +6,9 @@
 
 #define HELPER_OUTPUT_MAX (256 * 1024)
 #define HELPER_TIMEOUT_S 30
+/* carrel-guest type gives up after its own 60 s (emptying the keycodes it remapped first): the
+ * guest agent's deadline comes after it. 4096 bytes of CJK take about 20 s at its pace. */
+#define HELPER_TYPE_TIMEOUT_S 90
 
 static GStrv
 helper_argv(const CarrelAction *action, GError **error)
@@ -74,6 +77,8 @@ carrel_manager_run_helper(CarrelManager *mgr, const char *domain, const CarrelAc
         return NULL;
     if (action->kind == CARREL_ACTION_CLIPBOARD_SET || action->kind == CARREL_ACTION_TYPE)
         in = g_bytes_new(action->text, strlen(action->text));
+    if (action->kind == CARREL_ACTION_TYPE)
+        run.timeout_s = HELPER_TYPE_TIMEOUT_S;
     run.argv = (const char *const *)argv;
     run.stdin_bytes = in;
     if (!carrel_hypervisor_agent_exec(mgr->hv, domain, &run, &result, error))
