@@ -7,8 +7,10 @@
  *
  * A client decodes a key press with the mapping it fetches when it handles the press, not the
  * one that was current when it was sent: a keycode is therefore never remapped within
- * REUSE_GAP_US of its last press, and spare keycodes are used in turn so that the gap rarely
- * costs a wait.
+ * REUSE_GAP_US of its last press (nor emptied within RESTORE_GAP_US), and spare keycodes are
+ * used in turn so that the gap rarely costs a wait. This narrows the race, it cannot close it: a
+ * client that lags more than the gap behind while a spare is reused decodes a press with the
+ * keysym that followed on that keycode.
  */
 #include <X11/XKBlib.h>
 #include <X11/extensions/XTest.h>
@@ -17,8 +19,13 @@
 
 #include "guest-x11.h"
 
-#define POOL_MAX 16
-#define REUSE_GAP_US (80 * 1000)
+#define POOL_MAX 64
+#define REUSE_GAP_US (150 * 1000)
+/* The last presses are decoded with the mapping too: the spares are emptied this long after. */
+#define RESTORE_GAP_US (300 * 1000)
+/* Before the spares are reused from the first again, the client gets this long to catch up: a
+ * terminal drawing glyphs it has no font for reads slower than XTest sends. */
+#define CYCLE_PAUSE_US (400 * 1000)
 
 typedef struct {
     KeyCode code;
@@ -94,16 +101,16 @@ press(Typer *t, KeyCode code, gboolean shift)
     XSync(dpy, False);
 }
 
-/* Waits until the spare's last press is REUSE_GAP_US old, then maps it to sym (NoSymbol: empty
+/* Waits until the spare's last press is gap_us old, then maps it to sym (NoSymbol: empty
  * again). */
 static gboolean
-remap(Typer *t, Spare *spare, KeySym sym)
+remap(Typer *t, Spare *spare, KeySym sym, gint64 gap_us)
 {
     KeySym syms[2] = {sym, sym};
     gint64 age = g_get_monotonic_time() - spare->pressed_us;
 
-    if (spare->pressed_us && age < REUSE_GAP_US)
-        g_usleep((gulong)(REUSE_GAP_US - age));
+    if (spare->pressed_us && age < gap_us)
+        g_usleep((gulong)(gap_us - age));
     carrel_guest_x11_trap_begin(t->x);
     XChangeKeyboardMapping(t->x->dpy, spare->code, 2, syms, 1);
     if (carrel_guest_x11_trap_end(t->x) != 0)
@@ -133,8 +140,10 @@ type_sym(Typer *t, KeySym sym, GError **error)
             return FALSE;
         }
         spare = &t->spares[t->next];
+        if (t->next == 0 && spare->pressed_us)
+            g_usleep(CYCLE_PAUSE_US);
         t->next = (t->next + 1) % t->n_spares;
-        if (!remap(t, spare, sym)) {
+        if (!remap(t, spare, sym, REUSE_GAP_US)) {
             g_set_error(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_X11,
                         "the X server refused to map keycode %u", spare->code);
             return FALSE;
@@ -152,7 +161,7 @@ restore(Typer *t)
 {
     for (guint i = 0; i < t->n_spares; i++) {
         if (t->spares[i].sym != NoSymbol)
-            remap(t, &t->spares[i], NoSymbol);
+            remap(t, &t->spares[i], NoSymbol, RESTORE_GAP_US);
     }
     XSync(t->x->dpy, False);
 }
@@ -214,5 +223,7 @@ carrel_guest_cmd_type(const CarrelGuestOptions *options, GError **error)
     json_builder_add_int_value(builder, typed);
     json_builder_set_member_name(builder, "remapped");
     json_builder_add_int_value(builder, t.remapped);
+    json_builder_set_member_name(builder, "spares");
+    json_builder_add_int_value(builder, t.n_spares);
     return carrel_guest_json_end(builder);
 }

@@ -7,7 +7,7 @@
 #define HELPER_OUTPUT_MAX (256 * 1024)
 #define HELPER_TIMEOUT_S 30
 /* carrel-guest type gives up after its own 60 s (emptying the keycodes it remapped first): the
- * guest agent's deadline comes after it. 4096 bytes of CJK take about 20 s at its pace. */
+ * guest agent's deadline comes after it. 4096 bytes of distinct CJK take about 30 s. */
 #define HELPER_TYPE_TIMEOUT_S 90
 
 static GStrv
