@@ -29,6 +29,7 @@ static const CommandSpec commands[] = {
     {"windows", NULL, CARREL_GUEST_COMMAND_WINDOWS, OPT_X, 0, 0},
     {"clipboard", "get", CARREL_GUEST_COMMAND_CLIPBOARD_GET, OPT_X | OPT_TIMEOUT, 0, 0},
     {"clipboard", "set", CARREL_GUEST_COMMAND_CLIPBOARD_SET, OPT_X | OPT_TIMEOUT | OPT_STDIN, 0, 1},
+    {"type", NULL, CARREL_GUEST_COMMAND_TYPE, OPT_X | OPT_TIMEOUT | OPT_STDIN, 0, 1},
     {"launch", NULL, CARREL_GUEST_COMMAND_LAUNCH, OPT_X | OPT_USER, 1, CARREL_GUEST_LIMIT_ARGS},
     {"open", NULL, CARREL_GUEST_COMMAND_OPEN, OPT_X | OPT_USER, 1, 1},
     {"set-mac", NULL, CARREL_GUEST_COMMAND_SET_MAC, 0, 1, 1},
@@ -79,6 +80,8 @@ static const char usage_text[] =
     "  windows                      list the top-level application windows\n"
     "  clipboard get [--timeout S]  print the CLIPBOARD text\n"
     "  clipboard set TEXT|--stdin   own CLIPBOARD and PRIMARY (a background process serves them)\n"
+    "  type TEXT|--stdin            type UTF-8 text into the focused window (XTest; characters\n"
+    "                               the keymap lacks go through a spare keycode, remapped)\n"
     "  launch [--user U] APP [ARGS...]  start a program in the desktop session\n"
     "  open [--user U] PATH|URL     open a file or URL with the desktop's default program\n"
     "  set-mac MAC                  give the one network device this MAC (as root)\n"
@@ -103,7 +106,7 @@ static const char usage_text[] =
     "  --display D      X display (default :0)\n"
     "  --xauthority F   X cookie file (default: the session's, found automatically)\n"
     "  --user U         desktop user for launch/open (default: the session's user)\n"
-    "  --timeout S      seconds to wait (ready: 60, clipboard: 5; at most 3600)\n"
+    "  --timeout S      seconds to wait (ready: 60, clipboard: 5, type: 60; at most 3600)\n"
     "  --parents        fs mkdir: create missing parents, and succeed if PATH is a directory\n"
     "  --recursive      fs remove: remove a directory with everything in it\n";
 
@@ -359,7 +362,8 @@ check_args(const CarrelGuestOptions *options, const CommandSpec *spec, guint n_a
     guint min_args = spec->min_args;
     guint max_args = spec->max_args;
 
-    if (spec->command == CARREL_GUEST_COMMAND_CLIPBOARD_SET)
+    if (spec->command == CARREL_GUEST_COMMAND_CLIPBOARD_SET ||
+        spec->command == CARREL_GUEST_COMMAND_TYPE)
         min_args = max_args = options->use_stdin ? 0 : 1;
     if (spec->command == CARREL_GUEST_COMMAND_SET_NET && n_args == 2) {
         g_set_error(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_INVALID_ARG,
@@ -392,13 +396,17 @@ take_args(CarrelGuestOptions *options, GPtrArray *words, guint first, GError **e
         total += strlen(word) + 1;
         g_strv_builder_add(builder, word);
     }
-    if (options->command == CARREL_GUEST_COMMAND_CLIPBOARD_SET && words->len > first) {
+    if ((options->command == CARREL_GUEST_COMMAND_CLIPBOARD_SET ||
+         options->command == CARREL_GUEST_COMMAND_TYPE) &&
+        words->len > first) {
         const char *text = g_ptr_array_index(words, first);
+        gboolean typed = options->command == CARREL_GUEST_COMMAND_TYPE;
+        gsize max = typed ? CARREL_GUEST_LIMIT_TYPE_BYTES : CARREL_GUEST_LIMIT_CLIPBOARD_BYTES;
 
-        if (strlen(text) > CARREL_GUEST_LIMIT_CLIPBOARD_BYTES) {
+        if (strlen(text) > max) {
             g_set_error(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_LIMIT,
-                        "clipboard text is larger than %d bytes",
-                        CARREL_GUEST_LIMIT_CLIPBOARD_BYTES);
+                        "%s text is larger than %" G_GSIZE_FORMAT " bytes",
+                        typed ? "typed" : "clipboard", max);
             return FALSE;
         }
         options->text = g_strdup(text);
@@ -421,6 +429,8 @@ default_timeout(CarrelGuestCommand command)
         command == CARREL_GUEST_COMMAND_FS_STAT || command == CARREL_GUEST_COMMAND_FS_MKDIR ||
         command == CARREL_GUEST_COMMAND_FS_REMOVE || command == CARREL_GUEST_COMMAND_FS_MOVE)
         return CARREL_GUEST_DEFAULT_READY_TIMEOUT_MS;
+    if (command == CARREL_GUEST_COMMAND_TYPE)
+        return CARREL_GUEST_DEFAULT_TYPE_TIMEOUT_MS;
     return CARREL_GUEST_DEFAULT_CLIPBOARD_TIMEOUT_MS;
 }
 

@@ -171,8 +171,8 @@ carrel_guest_cmd_clipboard_get(const CarrelGuestOptions *options, GError **error
     return text_json(text ? text : "", truncated);
 }
 
-static char *
-read_stdin(gsize *ret_len, GError **error)
+char *
+carrel_guest_read_stdin(gsize max, gsize *ret_len, GError **error)
 {
     GString *text = g_string_new(NULL);
     char chunk[65536];
@@ -194,11 +194,10 @@ read_stdin(gsize *ret_len, GError **error)
             *ret_len = text->len;
             return g_string_free(text, FALSE);
         }
-        if (text->len + (gsize)n > CARREL_GUEST_LIMIT_CLIPBOARD_BYTES) {
+        if (text->len + (gsize)n > max) {
             g_string_free(text, TRUE);
             g_set_error(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_LIMIT,
-                        "clipboard text is larger than %d bytes",
-                        CARREL_GUEST_LIMIT_CLIPBOARD_BYTES);
+                        "standard input is larger than %" G_GSIZE_FORMAT " bytes", max);
             return NULL;
         }
         g_string_append_len(text, chunk, n);
@@ -288,7 +287,7 @@ carrel_guest_cmd_clipboard_set(const CarrelGuestOptions *options, GError **error
     gsize len = text ? strlen(text) : 0;
 
     if (options->use_stdin) {
-        input = read_stdin(&len, error);
+        input = carrel_guest_read_stdin(CARREL_GUEST_LIMIT_CLIPBOARD_BYTES, &len, error);
         if (!input)
             return NULL;
         text = input;

@@ -55,6 +55,8 @@ run(const CarrelGuestOptions *options, GError **error)
         return carrel_guest_cmd_clipboard_get(options, error);
     case CARREL_GUEST_COMMAND_CLIPBOARD_SET:
         return carrel_guest_cmd_clipboard_set(options, error);
+    case CARREL_GUEST_COMMAND_TYPE:
+        return carrel_guest_cmd_type(options, error);
     case CARREL_GUEST_COMMAND_LAUNCH:
         return carrel_guest_cmd_launch(options, error);
     case CARREL_GUEST_COMMAND_OPEN:

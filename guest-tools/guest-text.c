@@ -95,3 +95,49 @@ carrel_guest_text_to_latin1(const char *utf8, gsize *ret_len)
     *ret_len = out->len;
     return g_string_free(out, FALSE);
 }
+
+gboolean
+carrel_guest_type_check(const char *text, gsize len, GError **error)
+{
+    const char *end = NULL;
+    guint position = 1;
+
+    if (len > CARREL_GUEST_LIMIT_TYPE_BYTES) {
+        g_set_error(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_LIMIT,
+                    "typed text is larger than %d bytes", CARREL_GUEST_LIMIT_TYPE_BYTES);
+        return FALSE;
+    }
+    /* With an explicit length, a NUL byte counts as invalid. */
+    if (!g_utf8_validate(text, (gssize)len, &end)) {
+        g_set_error(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_INVALID_ARG,
+                    "typed text is not valid UTF-8 (or holds NUL bytes) at byte %" G_GSIZE_FORMAT,
+                    (gsize)(end - text));
+        return FALSE;
+    }
+    for (const char *p = text; p < text + len; p = g_utf8_next_char(p), position++) {
+        gunichar c = g_utf8_get_char(p);
+
+        if (!carrel_guest_type_keysym(c)) {
+            g_set_error(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_INVALID_ARG,
+                        "character %u of the text (U+%04X) cannot be typed: a control character",
+                        position, c);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+gulong
+carrel_guest_type_keysym(gunichar c)
+{
+    if (c == '\n')
+        return 0xff0d; /* XK_Return */
+    if (c == '\t')
+        return 0xff09; /* XK_Tab */
+    if (c > 0x10FFFF || g_unichar_type(c) == G_UNICODE_CONTROL)
+        return 0;
+    /* Latin-1 keysyms are their code points; X11's keysymdef.h maps all other Unicode. */
+    if ((c >= 0x20 && c <= 0x7e) || (c >= 0xa0 && c <= 0xff))
+        return c;
+    return 0x01000000UL | c;
+}

@@ -35,10 +35,12 @@ G_BEGIN_DECLS
  * (carreld reads at most 1 MiB of output); "truncated" says so. */
 #define CARREL_GUEST_LIMIT_FS_ENTRIES 4096
 #define CARREL_GUEST_LIMIT_FS_JSON_BYTES (768 * 1024)
+#define CARREL_GUEST_LIMIT_TYPE_BYTES (64 * 1024)
 
 #define CARREL_GUEST_DEFAULT_DISPLAY ":0"
 #define CARREL_GUEST_DEFAULT_READY_TIMEOUT_MS 60000
 #define CARREL_GUEST_DEFAULT_CLIPBOARD_TIMEOUT_MS 5000
+#define CARREL_GUEST_DEFAULT_TYPE_TIMEOUT_MS 60000
 /* The background clipboard server gives up its selection after this long. */
 #define CARREL_GUEST_CLIPBOARD_SERVE_SECONDS 3600
 
@@ -78,6 +80,7 @@ typedef enum {
     CARREL_GUEST_COMMAND_WINDOWS,
     CARREL_GUEST_COMMAND_CLIPBOARD_GET,
     CARREL_GUEST_COMMAND_CLIPBOARD_SET,
+    CARREL_GUEST_COMMAND_TYPE,
     CARREL_GUEST_COMMAND_LAUNCH,
     CARREL_GUEST_COMMAND_OPEN,
     CARREL_GUEST_COMMAND_SET_MAC,
@@ -110,7 +113,7 @@ typedef struct {
     gboolean use_stdin;
     gboolean parents;   /* fs mkdir --parents */
     gboolean recursive; /* fs remove --recursive */
-    char *text;         /* clipboard set TEXT */
+    char *text;         /* clipboard set TEXT, type TEXT */
     GStrv argv;         /* launch: program and arguments; open: the one target; set-mac: the MAC;
                          * set-net: ADDRESS/PREFIX GATEWAY DNS, or none */
 } CarrelGuestOptions;
@@ -139,6 +142,20 @@ char *carrel_guest_text_to_latin1(const char *utf8, gsize *ret_len);
 
 /* Cuts len so that text[0..len) does not end inside a UTF-8 character; returns the new length. */
 gsize carrel_guest_text_utf8_boundary(const char *text, gsize len, gsize max_bytes);
+
+/* Reads standard input to its end, at most max bytes (LIMIT beyond); what is read is the
+ * caller's to check. */
+char *carrel_guest_read_stdin(gsize max, gsize *ret_len, GError **error);
+
+/* type (guest-type.c): text is valid UTF-8 without NUL or control characters other than newline
+ * and tab, at most CARREL_GUEST_LIMIT_TYPE_BYTES; INVALID_ARG naming the first offending
+ * character (1-based) otherwise. */
+gboolean carrel_guest_type_check(const char *text, gsize len, GError **error);
+
+/* The X keysym that types character c: Return and Tab for newline and tab, the Latin-1 keysym
+ * (the code point) for U+0020..U+007E and U+00A0..U+00FF, 0x01000000 + c for the rest of
+ * Unicode; 0 (NoSymbol) for control characters and values beyond U+10FFFF. */
+gulong carrel_guest_type_keysym(gunichar c);
 
 /* TRUE if target looks like a URL ("scheme:..."), not a file path. */
 gboolean carrel_guest_is_url(const char *target);
@@ -218,6 +235,7 @@ JsonNode *carrel_guest_cmd_ready(const CarrelGuestOptions *options, GError **err
 JsonNode *carrel_guest_cmd_windows(const CarrelGuestOptions *options, GError **error);
 JsonNode *carrel_guest_cmd_clipboard_get(const CarrelGuestOptions *options, GError **error);
 JsonNode *carrel_guest_cmd_clipboard_set(const CarrelGuestOptions *options, GError **error);
+JsonNode *carrel_guest_cmd_type(const CarrelGuestOptions *options, GError **error);
 JsonNode *carrel_guest_cmd_launch(const CarrelGuestOptions *options, GError **error);
 JsonNode *carrel_guest_cmd_open(const CarrelGuestOptions *options, GError **error);
 JsonNode *carrel_guest_cmd_set_mac(const CarrelGuestOptions *options, GError **error);

@@ -1,6 +1,7 @@
 /*
  * libFuzzer harness for carrel-guest's parsers of guest text: /proc environ and cmdline blocks,
- * display names, URLs, and the clipping/conversion of window titles and clipboard bytes.
+ * display names, URLs, the clipping/conversion of window titles and clipboard bytes, and the check
+ * of typed text with its keysyms.
  * Not built by default. By hand, from the source root:
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Iguest-tools \
  *     guest-tools/tests/fuzz-guest-text.c guest-tools/guest-text.c guest-tools/guest-proc.c \
@@ -49,5 +50,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (carrel_guest_display_number(text, &number) && (number < 0 || number > 65535))
         __builtin_trap();
     carrel_guest_is_url(text);
+    /* Accepted typed text is valid UTF-8 whose every character has a keysym. */
+    if (carrel_guest_type_check(block, size, NULL)) {
+        if (!g_utf8_validate(block, (gssize)size, NULL))
+            __builtin_trap();
+        for (const char *p = block; p < block + size; p = g_utf8_next_char(p)) {
+            if (!carrel_guest_type_keysym(g_utf8_get_char(p)))
+                __builtin_trap();
+        }
+    }
     return 0;
 }

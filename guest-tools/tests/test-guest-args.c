@@ -121,6 +121,40 @@ test_clipboard_set(void **state)
 }
 
 static void
+test_type(void **state)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelGuestOptions) text = parse(&error, "type", "na\xc3\xafve \xe4\xb8\xad", NULL);
+    g_autoptr(CarrelGuestOptions) in = parse(&error, "--display", ":1", "type", "--stdin", NULL);
+    g_autofree char *over = g_strnfill(CARREL_GUEST_LIMIT_TYPE_BYTES + 1, 'a');
+    g_autoptr(CarrelGuestOptions) none = NULL;
+    g_autoptr(CarrelGuestOptions) both = NULL;
+    g_autoptr(CarrelGuestOptions) too_big = NULL;
+    g_autoptr(CarrelGuestOptions) user = NULL;
+
+    assert_null(error);
+    assert_int_equal(text->command, CARREL_GUEST_COMMAND_TYPE);
+    assert_string_equal(text->text, "na\xc3\xafve \xe4\xb8\xad");
+    assert_int_equal(text->timeout_ms, CARREL_GUEST_DEFAULT_TYPE_TIMEOUT_MS);
+    assert_true(in->use_stdin);
+    assert_null(in->text);
+    assert_string_equal(in->display, ":1");
+    assert_string_equal(carrel_guest_command_to_string(CARREL_GUEST_COMMAND_TYPE), "type");
+    none = parse(&error, "type", NULL);
+    assert_parse_error(none, error, CARREL_GUEST_ERROR_INVALID_ARG, "type");
+    g_clear_error(&error);
+    both = parse(&error, "type", "--stdin", "text", NULL);
+    assert_parse_error(both, error, CARREL_GUEST_ERROR_INVALID_ARG, NULL);
+    g_clear_error(&error);
+    too_big = parse(&error, "type", over, NULL);
+    assert_parse_error(too_big, error, CARREL_GUEST_ERROR_LIMIT, "typed text is larger");
+    g_clear_error(&error);
+    user = parse(&error, "type", "--user", "bob", "x", NULL);
+    assert_parse_error(user, error, CARREL_GUEST_ERROR_INVALID_ARG, "does not apply to 'type'");
+    assert_non_null(strstr(carrel_guest_usage(), "type TEXT|--stdin"));
+}
+
+static void
 test_clipboard_text_limit(void **state)
 {
     g_autoptr(GError) error = NULL;
@@ -257,6 +291,7 @@ main(void)
         cmocka_unit_test(test_double_dash),
         cmocka_unit_test(test_clipboard_set),
         cmocka_unit_test(test_clipboard_text_limit),
+        cmocka_unit_test(test_type),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_launch_limits),
         cmocka_unit_test(test_set_net),

@@ -285,6 +285,52 @@ test_read_bounded(void **state)
     g_rmdir(dir);
 }
 
+static void
+test_type_keysyms(void **state)
+{
+    (void)state;
+    assert_int_equal(carrel_guest_type_keysym('a'), 0x61);
+    assert_int_equal(carrel_guest_type_keysym('~'), 0x7e);
+    assert_int_equal(carrel_guest_type_keysym(' '), 0x20);
+    assert_int_equal(carrel_guest_type_keysym('\n'), 0xff0d);
+    assert_int_equal(carrel_guest_type_keysym('\t'), 0xff09);
+    assert_int_equal(carrel_guest_type_keysym(0xe9), 0xe9);          /* é: Latin-1 keysym */
+    assert_int_equal(carrel_guest_type_keysym(0xa0), 0xa0);          /* no-break space */
+    assert_int_equal(carrel_guest_type_keysym(0x4e2d), 0x01004e2d);  /* 中 */
+    assert_int_equal(carrel_guest_type_keysym(0x1f600), 0x0101f600); /* 😀 */
+    assert_int_equal(carrel_guest_type_keysym(0x20ac), 0x010020ac);  /* € */
+    assert_int_equal(carrel_guest_type_keysym('\r'), 0);
+    assert_int_equal(carrel_guest_type_keysym(0x1b), 0);
+    assert_int_equal(carrel_guest_type_keysym(0x7f), 0);
+    assert_int_equal(carrel_guest_type_keysym(0x9b), 0);
+    assert_int_equal(carrel_guest_type_keysym(0x110000), 0);
+}
+
+static void
+test_type_check(void **state)
+{
+    g_autoptr(GError) error = NULL;
+    const char ok[] = "na\xc3\xafve \xe4\xb8\xad\xf0\x9f\x98\x80\n\t";
+    g_autofree char *big = g_strnfill(CARREL_GUEST_LIMIT_TYPE_BYTES + 1, 'a');
+
+    (void)state;
+    assert_true(carrel_guest_type_check(ok, strlen(ok), NULL));
+    assert_true(carrel_guest_type_check("", 0, NULL));
+    assert_false(carrel_guest_type_check("a\x1b", 2, &error));
+    assert_true(g_error_matches(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_INVALID_ARG));
+    assert_non_null(strstr(error->message, "character 2 of the text (U+001B)"));
+    g_clear_error(&error);
+    assert_false(carrel_guest_type_check("a\0b", 3, &error)); /* NUL inside */
+    assert_non_null(strstr(error->message, "not valid UTF-8"));
+    g_clear_error(&error);
+    assert_false(carrel_guest_type_check("\xc3", 1, &error)); /* cut character */
+    g_clear_error(&error);
+    assert_false(carrel_guest_type_check("\xc2\x85", 2, &error)); /* C1 NEL */
+    g_clear_error(&error);
+    assert_false(carrel_guest_type_check(big, strlen(big), &error));
+    assert_true(g_error_matches(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_LIMIT));
+}
+
 int
 main(void)
 {
@@ -297,6 +343,8 @@ main(void)
         cmocka_unit_test(test_latin1),
         cmocka_unit_test(test_utf8_boundary),
         cmocka_unit_test(test_display_number),
+        cmocka_unit_test(test_type_keysyms),
+        cmocka_unit_test(test_type_check),
         cmocka_unit_test(test_is_url),
         cmocka_unit_test(test_environ),
         cmocka_unit_test(test_split_and_server_auth),

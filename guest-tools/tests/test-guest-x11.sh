@@ -238,6 +238,38 @@ pgrep -f "$marker" >/dev/null && fail "the clipboard server did not exit after l
 expect '.text == "other"' clipboard get
 ok "the clipboard server exits when another client takes CLIPBOARD"
 
+# --- type ----------------------------------------------------------------------------------
+# A terminal in a UTF-8 locale (session_env has LANG=C.UTF-8; -u8 for xterm's side) running a
+# plain shell: what carrel-guest types must land in the file byte for byte, whether the keymap
+# has the character (ASCII, through its own key and shift) or not (a spare keycode, remapped).
+start_session_process xterm -u8 -name carrel-typing -title typing -geometry 80x10+100+400 \
+	-e bash --norc --noprofile
+wait_window carrel-typing >/dev/null
+typing="$(guest windows | jq -r '.windows[] | select(.instance == "carrel-typing") | .id')"
+xdotool mousemove --window "$typing" 50 50 windowraise "$typing" windowfocus --sync "$typing"
+typed_file="$work/home/typed.txt"
+for text in 'é' 'ß' '中文' '😀' 'naïve café 中文 😀 ok' 'Größe Ελληνικά русский ½ ✓ ~!@#$%^&*()_+{}|:"<>?'; do
+	rm -f "$typed_file"
+	expect '.typed > 0' type "printf %s '$text' > $typed_file"$'\n'
+	for _ in $(seq 1 50); do
+		[ -s "$typed_file" ] && break
+		sleep 0.1
+	done
+	[ "$(cat "$typed_file" 2>/dev/null)" = "$text" ] ||
+		fail "typed '$text', the file holds '$(cat "$typed_file" 2>/dev/null)'"
+done
+rm -f "$typed_file"
+printf '%s\n' "printf %s 'stdin ✓' > $typed_file" | guest type --stdin | jq -e '.typed > 20' \
+	>/dev/null || fail "type --stdin"
+for _ in $(seq 1 50); do
+	[ -s "$typed_file" ] && break
+	sleep 0.1
+done
+[ "$(cat "$typed_file" 2>/dev/null)" = "stdin ✓" ] || fail "type --stdin did not type"
+expect_error invalid_argument type $'a\x1bb'
+expect_error invalid_argument type $'\xff'
+ok "type: Latin-1, CJK, emoji and ASCII land in a UTF-8 terminal byte for byte; controls refused"
+
 # --- launch and open -------------------------------------------------------------------------
 out="$(guest launch xterm -name carrel-launched -title launched -e sleep 300)" ||
 	fail "launch failed: $out"

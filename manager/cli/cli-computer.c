@@ -128,26 +128,72 @@ carrel_cli_click(CarrelCli *cli, int argc, char **argv)
     return send_actions(cli, argv[1], body, output);
 }
 
+/* The method the guest was typed to with, from the reply's first result (NULL if none). */
+static const char *
+typed_method(JsonNode *reply)
+{
+    JsonObject *obj = carrel_cli_json_object(reply, NULL);
+    JsonNode *results = obj ? json_object_get_member(obj, "results") : NULL;
+    JsonArray *list =
+        results && JSON_NODE_HOLDS_ARRAY(results) ? json_node_get_array(results) : NULL;
+    JsonObject *first =
+        list && json_array_get_length(list) ? json_array_get_object_element(list, 0) : NULL;
+    JsonNode *out = first ? json_object_get_member(first, "output") : NULL;
+
+    return out && JSON_NODE_HOLDS_OBJECT(out)
+               ? carrel_cli_json_string(json_node_get_object(out), "method")
+               : NULL;
+}
+
 int
 carrel_cli_type(CarrelCli *cli, int argc, char **argv)
 {
     g_autofree char *output = NULL;
+    g_autofree char *method = NULL;
+    g_autofree char *paste_keys = NULL;
     const GOptionEntry entries[] = {
+        {"method", 'm', 0, G_OPTION_ARG_STRING, &method,
+         "auto (default), keys, guest_keysyms or clipboard", "METHOD"},
+        {"paste-keys", 0, 0, G_OPTION_ARG_STRING, &paste_keys,
+         "Keys that paste, with --method clipboard (default shift+Insert)", "COMBO"},
         {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Save the screenshot after it", "FILE"},
         G_OPTION_ENTRY_NULL,
     };
     JsonObject *action;
     g_autoptr(JsonNode) body = NULL;
+    g_autofree char *path = NULL;
+    g_autoptr(JsonNode) reply = NULL;
+    g_autoptr(GError) error = NULL;
 
-    if (!carrel_cli_parse_options(cli, "type ID TEXT",
-                                  "Types TEXT (printable ASCII, newline, tab) on the keyboard.",
-                                  entries, 2, 2, &argc, &argv))
+    if (!carrel_cli_parse_options(
+            cli, "type ID TEXT",
+            "Types TEXT, any Unicode text (newline and tab too, no other control characters). "
+            "Text the US keymap can type goes as key presses through the hypervisor; other text "
+            "is typed by carrel-guest in the guest (its keysyms through XTest), or pasted with "
+            "--method clipboard. The method used is printed.",
+            entries, 2, 2, &argc, &argv))
         return CARREL_CLI_EXIT_USAGE;
+    if (!(path = carrel_cli_item_path("sessions", argv[1], "computer")))
+        return carrel_cli_usage(cli, "invalid session '%s'", argv[1]);
     action = json_object_new();
     json_object_set_string_member(action, "action", "type");
     json_object_set_string_member(action, "text", argv[2]);
+    if (method)
+        json_object_set_string_member(action, "method", method);
+    if (paste_keys)
+        json_object_set_string_member(action, "paste_keys", paste_keys);
     body = wrap(action, output);
-    return send_actions(cli, argv[1], body, output);
+    if (!carrel_cli_call(cli, "POST", path, body, &reply, &error) ||
+        !take_screenshot(reply, output, &error))
+        return carrel_cli_fail(cli, error);
+    if (cli->json) {
+        carrel_cli_print_json(cli, reply);
+        return CARREL_CLI_EXIT_OK;
+    }
+    g_print("typed with %s\n", typed_method(reply) ? typed_method(reply) : "?");
+    if (output)
+        g_printerr("screenshot saved to %s\n", output);
+    return CARREL_CLI_EXIT_OK;
 }
 
 int

@@ -294,7 +294,7 @@ const CarrelActionAlias carrel_action_carrel_aliases[] = {
     {"left_click_drag", CARREL_ACTION_DRAG, parse_left_click_drag, left_click_drag_members,
      CARREL_ACTION_NO_BUTTON},
     {"scroll", CARREL_ACTION_SCROLL, parse_scroll, scroll_members, CARREL_ACTION_NO_BUTTON},
-    {"type", CARREL_ACTION_TYPE, carrel_action_parse_type, carrel_action_text_members,
+    {"type", CARREL_ACTION_TYPE, carrel_action_parse_type, carrel_action_type_members,
      CARREL_ACTION_NO_BUTTON},
     {"key", CARREL_ACTION_KEY, parse_key, key_members, CARREL_ACTION_NO_BUTTON},
     {"key_down", CARREL_ACTION_KEY_DOWN, parse_key_single, key_members, CARREL_ACTION_NO_BUTTON},

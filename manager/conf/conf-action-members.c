@@ -285,18 +285,5 @@ carrel_action_parse_path(CarrelActionCtx *ctx, GError **error)
     return carrel_action_get_modifiers(ctx, error);
 }
 
-gboolean
-carrel_action_parse_type(CarrelActionCtx *ctx, GError **error)
-{
-    if (!carrel_conf_get_text(ctx->obj, "text", TRUE, CARREL_ACTION_MAX_TEXT, &ctx->action->text,
-                              error))
-        return FALSE;
-    if (!carrel_keymap_check_text(ctx->action->text, error)) {
-        g_prefix_error(error, "'text': ");
-        return FALSE;
-    }
-    return TRUE;
-}
-
 const char *const carrel_action_no_members[] = {NULL};
 const char *const carrel_action_text_members[] = {"text", NULL};

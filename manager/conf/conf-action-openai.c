@@ -89,7 +89,7 @@ const CarrelActionAlias carrel_action_openai_aliases[] = {
      CARREL_ACTION_NO_BUTTON},
     {"scroll", CARREL_ACTION_SCROLL, parse_openai_scroll, openai_scroll_members,
      CARREL_ACTION_NO_BUTTON},
-    {"type", CARREL_ACTION_TYPE, carrel_action_parse_type, carrel_action_text_members,
+    {"type", CARREL_ACTION_TYPE, carrel_action_parse_type, carrel_action_type_members,
      CARREL_ACTION_NO_BUTTON},
     {"wait", CARREL_ACTION_WAIT, parse_openai_wait, openai_wait_members, CARREL_ACTION_NO_BUTTON},
     {NULL, CARREL_ACTION_LAST, NULL, carrel_action_no_members, CARREL_ACTION_NO_BUTTON},

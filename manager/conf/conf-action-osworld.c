@@ -103,7 +103,7 @@ const CarrelActionAlias carrel_action_osworld_aliases[] = {
     {"DRAG_TO", CARREL_ACTION_DRAG, parse_drag_to, osworld_point_members, CARREL_ACTION_NO_BUTTON},
     {"SCROLL", CARREL_ACTION_SCROLL, parse_osworld_scroll, osworld_scroll_members,
      CARREL_ACTION_NO_BUTTON},
-    {"TYPING", CARREL_ACTION_TYPE, carrel_action_parse_type, carrel_action_text_members,
+    {"TYPING", CARREL_ACTION_TYPE, carrel_action_parse_type, carrel_action_type_members,
      CARREL_ACTION_NO_BUTTON},
     {"PRESS", CARREL_ACTION_KEY, parse_osworld_key, osworld_key_members, CARREL_ACTION_NO_BUTTON},
     {"KEY_DOWN", CARREL_ACTION_KEY_DOWN, parse_osworld_key, osworld_key_members,

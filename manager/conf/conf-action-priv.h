@@ -43,9 +43,10 @@ extern const CarrelActionAlias carrel_action_carrel_aliases[];
 extern const CarrelActionAlias carrel_action_openai_aliases[];
 extern const CarrelActionAlias carrel_action_osworld_aliases[];
 
-/* Member lists more than one format uses: none, and "text" alone. */
+/* Member lists more than one format uses: none, "text" alone, and a type action's. */
 extern const char *const carrel_action_no_members[];
 extern const char *const carrel_action_text_members[];
+extern const char *const carrel_action_type_members[];
 
 /* Sets an INVALID_ARG error; returns FALSE for the caller to return. */
 gboolean carrel_action_set_invalid(GError **error, const char *format, ...) G_GNUC_PRINTF(2, 3);

@@ -277,9 +277,9 @@ carrel_keymap_check_text(const char *text, GError **error)
     for (const char *p = text; *p; p = g_utf8_next_char(p), position++) {
         if (!carrel_keymap_from_char(*p, &qcode, &shift)) {
             g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
-                        "character %u of the text (U+%04X) cannot be typed: only printable "
-                        "ASCII, newline and tab can; set other text with clipboard_set and paste "
-                        "it",
+                        "character %u of the text (U+%04X) cannot be typed with method 'keys': "
+                        "only printable ASCII, newline and tab can ('guest_keysyms' or "
+                        "'clipboard' type any text)",
                         position, g_utf8_get_char(p));
             return FALSE;
         }

@@ -51,6 +51,7 @@ typedef struct {
 
 static const char *const encodings[] = {"utf-8", "base64", NULL};
 static const char *const directions[] = {"up", "down", "left", "right", NULL};
+static const char *const type_methods[] = {"auto", "keys", "guest_keysyms", "clipboard", NULL};
 
 static const Param create_params[] = {
     {"template", PARAM_STRING, TRUE,
@@ -96,8 +97,17 @@ static const Param computer_params[] = {
     {"start_coordinate", PARAM_INTEGERS, FALSE, "left_click_drag: [x, y] where the drag starts", 2,
      2, NULL},
     {"text", PARAM_STRING, FALSE,
-     "type: the text (printable ASCII, newline, tab); key: xdotool keys such as 'ctrl+s' or "
-     "'Return'; clicks and scroll: keys held meanwhile",
+     "type: the text (any Unicode; newline and tab, no other control characters); key: xdotool "
+     "keys such as 'ctrl+s' or 'Return'; clicks and scroll: keys held meanwhile",
+     0, 0, NULL},
+    {"method", PARAM_STRING, FALSE,
+     "type: how the text is typed. auto (default): key presses when the US keymap has every "
+     "character, else keysyms typed in the guest; clipboard: pasted (see paste_keys). The result "
+     "says which was used",
+     0, 0, type_methods},
+    {"paste_keys", PARAM_STRING, FALSE,
+     "type with method clipboard: the keys that paste (default 'shift+Insert', which pastes in "
+     "terminals and text fields alike; 'ctrl+v' or 'ctrl+shift+v' for apps that want those)",
      0, 0, NULL},
     {"scroll_direction", PARAM_STRING, FALSE, "scroll: which way", 0, 0, directions},
     {"scroll_amount", PARAM_INTEGER, FALSE, "scroll: wheel notches", 0, 0, NULL},

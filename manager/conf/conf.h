@@ -273,8 +273,8 @@ gboolean carrel_keymap_from_char(char c, const char **ret_qcode, gboolean *ret_s
 /*
  * Checks that text can be typed key by key (carrel_keymap_from_char accepts every byte).
  * Otherwise INVALID_ARG naming the first offending character and its position (1-based, in
- * characters). Non-ASCII text cannot be typed through a keyboard with a fixed layout: it is for
- * the clipboard helper (clipboard_set, then ctrl+v).
+ * characters). Other text cannot be typed through a keyboard with a fixed layout: it is for the
+ * type methods that use the guest (see CarrelTypeMethod).
  */
 gboolean carrel_keymap_check_text(const char *text, GError **error);
 
@@ -373,6 +373,40 @@ const char *carrel_observe_to_string(CarrelObserve observe);
 /* Returns CARREL_OBSERVE_LAST for unknown names. */
 CarrelObserve carrel_observe_from_string(const char *name);
 
+/*
+ * How a type action reaches the guest. keys: QEMU key presses through the hypervisor (US layout,
+ * no guest help); guest_keysyms: carrel-guest types each character as its X keysym through XTest
+ * (any Unicode text); clipboard: carrel-guest sets CLIPBOARD and PRIMARY, then the paste keys are
+ * pressed (shift+Insert unless paste_keys says otherwise). AUTO is only ever asked, never chosen.
+ */
+typedef enum {
+    CARREL_TYPE_METHOD_AUTO,
+    CARREL_TYPE_METHOD_KEYS,
+    CARREL_TYPE_METHOD_GUEST_KEYSYMS,
+    CARREL_TYPE_METHOD_CLIPBOARD,
+    CARREL_TYPE_METHOD_LAST
+} CarrelTypeMethod;
+
+const char *carrel_type_method_to_string(CarrelTypeMethod method);
+/* Returns CARREL_TYPE_METHOD_LAST for unknown names. */
+CarrelTypeMethod carrel_type_method_from_string(const char *name);
+
+/*
+ * Checks text for a type action: valid UTF-8 without control characters (C0, DEL, C1) other
+ * than newline and tab; INVALID_ARG naming the first offending character and its position
+ * (1-based, in characters). The length bound is the caller's (CARREL_ACTION_MAX_TEXT).
+ */
+gboolean carrel_action_check_typed_text(const char *text, GError **error);
+
+/*
+ * The method a type action uses: the one asked for, or for AUTO keys when the US keymap can type
+ * every character (carrel_keymap_check_text) and guest_keysyms otherwise. Never clipboard unless
+ * asked: which keys paste depends on the application. KEYS asked for text the keymap cannot type
+ * is INVALID_ARG.
+ */
+gboolean carrel_action_choose_type_method(const char *text, CarrelTypeMethod asked,
+                                          CarrelTypeMethod *ret_method, GError **error);
+
 /* A pixel position, in the model's space until carrel_action_batch_check_bounds maps it. */
 typedef struct {
     guint x;
@@ -415,14 +449,17 @@ typedef struct {
     int dx;
     int dy;
     /* key: combinations (GStrv each) pressed one after another; key_down, key_up, hold_key:
-     * exactly one */
+     * exactly one; type with method clipboard: the paste keys, exactly one */
     GPtrArray *combos;
-    char *text;            /* type: printable ASCII, '\n', '\t'; clipboard_set: any UTF-8 */
-    guint duration_ms;     /* wait, hold_key: 0..CARREL_ACTION_MAX_DURATION_MS */
-    CarrelPoint region[2]; /* zoom: top-left corner, bottom-right edge (exclusive) */
-    char *app;             /* launch: program name or path */
-    GStrv args;            /* launch: its arguments; NULL = none */
-    char *target;          /* open: URL or path */
+    /* type: UTF-8 without control characters but '\n', '\t' (keys: printable ASCII, '\n', '\t');
+     * clipboard_set: any UTF-8 */
+    char *text;
+    CarrelTypeMethod method; /* type: chosen at parse time, never AUTO */
+    guint duration_ms;       /* wait, hold_key: 0..CARREL_ACTION_MAX_DURATION_MS */
+    CarrelPoint region[2];   /* zoom: top-left corner, bottom-right edge (exclusive) */
+    char *app;               /* launch: program name or path */
+    GStrv args;              /* launch: its arguments; NULL = none */
+    char *target;            /* open: URL or path */
 } CarrelAction;
 
 void carrel_action_free(CarrelAction *action);
@@ -458,7 +495,10 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelActionBatch, carrel_action_batch_free)
  *   "FAIL", "DONE"; its SCROLL dy > 0 scrolls up (pyautogui), so it is negated here.
  * Unknown actions and members are refused; coordinates are integers 0..65535 (the screen bounds
  * are checked by carrel_action_batch_check_bounds), text is valid UTF-8 of at most
- * CARREL_ACTION_MAX_TEXT bytes and typed text printable ASCII (see carrel_keymap_check_text).
+ * CARREL_ACTION_MAX_TEXT bytes, typed text has no control characters but newline and tab (see
+ * carrel_action_check_typed_text); a type action takes "method" (auto|keys|guest_keysyms|
+ * clipboard, see carrel_action_choose_type_method) and, with clipboard, "paste_keys" (one
+ * combination, default "shift+Insert") in every format.
  * Errors are INVALID_ARG naming the member.
  */
 CarrelAction *carrel_action_from_json(JsonNode *node, GError **error);

@@ -1,7 +1,7 @@
 /*
  * Computer use: a batch of actions in any supported format, sent as HID events through the
- * hypervisor (never the guest), with screenshots as observations and every action on the
- * session's timeline.
+ * hypervisor, with screenshots as observations and every action on the session's timeline. Only
+ * the desktop helpers and text the US keymap cannot type go through carrel-guest in the guest.
  */
 
 #include "core/core-priv.h"
@@ -133,6 +133,42 @@ send_hid(Run *run, CarrelHidState *state, const CarrelAction *action, GError **e
     return TRUE;
 }
 
+static JsonNode *
+method_node(CarrelTypeMethod method)
+{
+    JsonNode *node = json_node_init_object(json_node_alloc(), json_object_new());
+
+    json_object_set_string_member(json_node_get_object(node), "method",
+                                  carrel_type_method_to_string(method));
+    return node;
+}
+
+/*
+ * A type action by its method: keys through the hypervisor like any key press; guest_keysyms
+ * by carrel-guest's XTest typing; clipboard by carrel-guest owning the selections, then the
+ * paste keys through the hypervisor. The output says which, so a caller can tell what happened.
+ */
+static gboolean
+type_text(Run *run, CarrelHidState *state, const CarrelAction *action, JsonNode **ret_output,
+          GError **error)
+{
+    g_autoptr(JsonNode) helper = NULL;
+    CarrelAction paste = {.kind = CARREL_ACTION_KEY, .combos = action->combos};
+
+    if (action->method == CARREL_TYPE_METHOD_KEYS) {
+        if (!send_hid(run, state, action, error))
+            return FALSE;
+    } else {
+        if (!(helper = carrel_manager_run_helper(run->mgr, run->domain, action, error)))
+            return FALSE;
+        run->hid_sent = TRUE;
+        if (action->method == CARREL_TYPE_METHOD_CLIPBOARD && !send_hid(run, state, &paste, error))
+            return FALSE;
+    }
+    *ret_output = method_node(action->method);
+    return TRUE;
+}
+
 static gboolean
 is_helper(CarrelActionKind kind)
 {
@@ -168,6 +204,8 @@ perform(Run *run, CarrelHidState *state, const CarrelAction *action, JsonNode **
     /* OSWorld's verdicts: nothing to do but record them. */
     if (kind == CARREL_ACTION_FAIL || kind == CARREL_ACTION_DONE)
         return TRUE;
+    if (kind == CARREL_ACTION_TYPE)
+        return type_text(run, state, action, ret_output, error);
     return send_hid(run, state, action, error);
 }
 

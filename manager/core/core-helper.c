@@ -1,10 +1,14 @@
-/* Desktop helper actions through carrel-guest in the guest (where the template has it). */
+/* Desktop helper actions through carrel-guest in the guest (where the template has it), and the
+ * guest's part of typing text the US keymap cannot (type --stdin, clipboard set --stdin). */
 #include <string.h>
 
 #include "core/core-priv.h"
 
 #define HELPER_OUTPUT_MAX (256 * 1024)
 #define HELPER_TIMEOUT_S 30
+/* carrel-guest type gives up after its own 60 s (emptying the keycodes it remapped first): the
+ * guest agent's deadline comes after it. 4096 bytes of distinct CJK take about 30 s. */
+#define HELPER_TYPE_TIMEOUT_S 90
 
 static GStrv
 helper_argv(const CarrelAction *action, GError **error)
@@ -17,6 +21,10 @@ helper_argv(const CarrelAction *action, GError **error)
     if (kind == CARREL_ACTION_CLIPBOARD_GET) {
         g_strv_builder_addv(b, (const char *[]){"clipboard", "get", NULL});
     } else if (kind == CARREL_ACTION_CLIPBOARD_SET) {
+        g_strv_builder_addv(b, (const char *[]){"clipboard", "set", "--stdin", NULL});
+    } else if (kind == CARREL_ACTION_TYPE && action->method == CARREL_TYPE_METHOD_GUEST_KEYSYMS) {
+        g_strv_builder_addv(b, (const char *[]){"type", "--stdin", NULL});
+    } else if (kind == CARREL_ACTION_TYPE && action->method == CARREL_TYPE_METHOD_CLIPBOARD) {
         g_strv_builder_addv(b, (const char *[]){"clipboard", "set", "--stdin", NULL});
     } else if (kind == CARREL_ACTION_WINDOWS) {
         g_strv_builder_add(b, "windows");
@@ -67,8 +75,10 @@ carrel_manager_run_helper(CarrelManager *mgr, const char *domain, const CarrelAc
 
     if (!argv)
         return NULL;
-    if (action->kind == CARREL_ACTION_CLIPBOARD_SET)
+    if (action->kind == CARREL_ACTION_CLIPBOARD_SET || action->kind == CARREL_ACTION_TYPE)
         in = g_bytes_new(action->text, strlen(action->text));
+    if (action->kind == CARREL_ACTION_TYPE)
+        run.timeout_s = HELPER_TYPE_TIMEOUT_S;
     run.argv = (const char *const *)argv;
     run.stdin_bytes = in;
     if (!carrel_hypervisor_agent_exec(mgr->hv, domain, &run, &result, error))

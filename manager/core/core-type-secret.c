@@ -39,10 +39,12 @@ expand_one(CarrelManager *mgr, const CarrelPolicy *policy, JsonNode *node, char 
                     carrel_util_is_clean_text(name) ? name : "?");
         return NULL;
     }
-    /* The keymap's own message could quote the character: this one says nothing of it. */
-    if (!carrel_keymap_check_text(value, NULL)) {
+    /* The parser's own message could quote the character: this one says nothing of it. The
+     * action carries no method: a secret is typed (keys or guest keysyms), never left on the
+     * clipboard for any program to read. */
+    if (strlen(value) > CARREL_ACTION_MAX_TEXT || !carrel_action_check_typed_text(value, NULL)) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
-                    "secret '%s' holds characters the keyboard cannot type", name);
+                    "secret '%s' holds characters that cannot be typed", name);
         return NULL;
     }
     typed = json_node_init_object(json_node_alloc(), json_object_new());

@@ -6,6 +6,8 @@ set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 # shellcheck source=tests/e2e/computer.sh
 source "$(dirname "$0")/computer.sh"
+# shellcheck source=tests/e2e/unicode.sh
+source "$(dirname "$0")/unicode.sh"
 # shellcheck source=tests/e2e/artifacts.sh
 source "$(dirname "$0")/artifacts.sh"
 # shellcheck source=tests/e2e/files.sh
@@ -181,6 +183,8 @@ check_eq "exec output is capped at 1 MiB and says so" "1048576 true" \
 
 # Computer use on the restored desktop: screenshots, keyboard, mouse, files, the timeline.
 computer_checks "$a"
+# Any Unicode text typed into the terminal: keys, carrel-guest's keysyms, the clipboard.
+unicode_checks "$a"
 
 # What reviewers use: the control lease against agent input, approvals, the named timeline.
 review_checks "$a"

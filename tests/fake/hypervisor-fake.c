@@ -40,6 +40,7 @@ typedef struct {
     char *exec_stderr;
     gboolean exec_hang;
     char **exec_argv;      /* of the last agent_exec */
+    GBytes *exec_stdin;    /* of the last agent_exec; NULL when it had none */
     GBytes *screen;        /* NULL: the default screen */
     GHashTable *files;     /* guest path -> GBytes, shared by every fake domain */
     GBytes *read_fallback; /* what reading any other path gives, or NULL */
@@ -465,6 +466,8 @@ fake_agent_exec(CarrelHypervisor *hv, const char *name, const CarrelGuestExec *r
         return FALSE;
     g_strfreev(be->exec_argv);
     be->exec_argv = g_strdupv((char **)run->argv);
+    g_clear_pointer(&be->exec_stdin, g_bytes_unref);
+    be->exec_stdin = run->stdin_bytes ? g_bytes_ref(run->stdin_bytes) : NULL;
     ret_result->stdout_bytes =
         cut_output(be->exec_hang ? NULL : be->exec_stdout, run->max_output, &truncated);
     ret_result->stderr_bytes =
@@ -704,6 +707,7 @@ fake_close(CarrelHypervisor *hv)
     g_free(be->exec_stdout);
     g_free(be->exec_stderr);
     g_strfreev(be->exec_argv);
+    g_clear_pointer(&be->exec_stdin, g_bytes_unref);
     g_clear_pointer(&be->screen, g_bytes_unref);
     g_mutex_clear(&be->lock);
     g_free(be);
@@ -958,6 +962,17 @@ carrel_hypervisor_fake_get_exec_argv(CarrelHypervisor *hv)
     g_return_val_if_fail(be != NULL, NULL);
     locker = g_mutex_locker_new(&be->lock);
     return g_strdupv(be->exec_argv);
+}
+
+GBytes *
+carrel_hypervisor_fake_get_exec_stdin(CarrelHypervisor *hv)
+{
+    FakeBackend *be = fake_backend_of(hv);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = NULL;
+
+    g_return_val_if_fail(be != NULL, NULL);
+    locker = g_mutex_locker_new(&be->lock);
+    return be->exec_stdin ? g_bytes_ref(be->exec_stdin) : NULL;
 }
 
 void

@@ -75,6 +75,9 @@ void carrel_hypervisor_fake_set_hid_room(CarrelHypervisor *hv, gint room, guint 
 /* Frames sent without room, and (optional) how often the room was asked. */
 guint carrel_hypervisor_fake_get_hid_dropped(CarrelHypervisor *hv, guint *ret_room_calls);
 
+/* The standard input of the fake's last successful agent_exec (NULL when it had none). */
+GBytes *carrel_hypervisor_fake_get_exec_stdin(CarrelHypervisor *hv);
+
 /* Sets the image (PPM or PNG) the fake's screenshot returns (NULL: the default, a uniformly
  * black 4x3 PPM). It is not validated here, so tests can feed hostile images. */
 void carrel_hypervisor_fake_set_screen(CarrelHypervisor *hv, GBytes *image);

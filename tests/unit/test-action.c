@@ -419,7 +419,7 @@ test_refused_limits(void **state)
         assert_non_null(action);
     }
     assert_refused(path_long, "'path' must be an array of 2 to 64 points");
-    assert_refused("{\"action\":\"type\",\"text\":\"caf\xc3\xa9\"}",
+    assert_refused("{\"action\":\"type\",\"text\":\"caf\xc3\xa9\",\"method\":\"keys\"}",
                    "'text': character 4 of the text (U+00E9) cannot be typed");
     assert_refused("{\"action\":\"type\",\"text\":\"a\\rb\"}", "character 2 of the text (U+000D)");
     assert_refused("{\"action\":\"type\"}", "'text' is required");

@@ -282,6 +282,22 @@ test_arguments(void **state)
         CARREL_MCP_TOOL_COMPUTER,
         "{\"session\":\"s\",\"action\":\"scroll\",\"scroll_direction\":\"in\"}",
         "one of: up, down, left, right");
+    /* type's method is one of the four names; any text passes to the action parser. */
+    assert_arguments_refused(CARREL_MCP_TOOL_COMPUTER,
+                             "{\"session\":\"s\",\"action\":\"type\",\"text\":\"\\u00e9\","
+                             "\"method\":\"xdotool\"}",
+                             "one of: auto, keys, guest_keysyms, clipboard");
+    {
+        g_autoptr(JsonObject) typed =
+            arguments(CARREL_MCP_TOOL_COMPUTER,
+                      "{\"session\":\"s\",\"action\":\"type\",\"text\":\"\\u4e2d \\ud83d\\ude00\","
+                      "\"method\":\"clipboard\",\"paste_keys\":\"ctrl+v\"}",
+                      NULL);
+        assert_non_null(typed);
+        assert_string_equal(json_object_get_string_member(typed, "method"), "clipboard");
+        assert_string_equal(json_object_get_string_member(typed, "text"),
+                            "\xe4\xb8\xad \xf0\x9f\x98\x80");
+    }
     assert_arguments_refused(CARREL_MCP_TOOL_COMMAND_RUN, "{\"session\":\"s\",\"argv\":[]}",
                              "number of items");
     assert_arguments_refused(CARREL_MCP_TOOL_FILE_WRITE,

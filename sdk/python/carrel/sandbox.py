@@ -1,7 +1,8 @@
 """``Sandbox``: one carrel session with the verbs of E2B Desktop's ``Sandbox``.
 
 Screen and input verbs go through ``POST /v1/sessions/{id}/computer`` (keyboard and pointer
-events sent by the hypervisor, nothing in the guest takes part); commands and files go through
+events sent by the hypervisor; only text the US keymap cannot type is typed by carrel-guest in
+the guest); commands and files go through
 the guest agent; lifecycle verbs are the session routes. :class:`AsyncSandbox` is the asyncio
 twin with the same verbs as coroutines.
 """
@@ -42,6 +43,26 @@ def _scroll_action(direction: str, amount: int, x: int | None, y: int | None) ->
     act["scroll_direction"] = direction
     act["scroll_amount"] = int(amount)
     return act
+
+
+TypeMethod = Literal["auto", "keys", "guest_keysyms", "clipboard"]
+
+
+def _type_action(
+    text: str, method: TypeMethod | None, paste_keys: str | None
+) -> dict[str, Any]:
+    act: dict[str, Any] = {"action": "type", "text": text}
+    if method is not None:
+        act["method"] = method
+    if paste_keys is not None:
+        act["paste_keys"] = paste_keys
+    return act
+
+
+def _typed_method(reply: Mapping[str, Any]) -> str:
+    """The method a type action's result names ("keys", "guest_keysyms", "clipboard")."""
+    results = reply.get("results") or [{}]
+    return str((results[0].get("output") or {}).get("method", ""))
 
 
 def _drag_action(fr: Point, to: Point) -> dict[str, Any]:
@@ -446,9 +467,17 @@ class Sandbox:
         """Scrolls ``amount`` wheel clicks, at (x, y) or where the pointer is."""
         self._act(_scroll_action(direction, amount, x, y))
 
-    def write(self, text: str) -> None:
-        """Types ``text`` (printable US-layout ASCII, newline and tab)."""
-        self._act({"action": "type", "text": text})
+    def write(
+        self, text: str, *, method: TypeMethod | None = None, paste_keys: str | None = None
+    ) -> str:
+        """Types ``text``: any Unicode, newline and tab but no other control characters.
+
+        Text the US keymap can type goes as key presses through the hypervisor (``"keys"``);
+        other text is typed by carrel-guest in the guest, each character as its keysym
+        (``"guest_keysyms"``), or with ``method="clipboard"`` pasted (``paste_keys``, default
+        ``"shift+Insert"``). Returns the method used.
+        """
+        return _typed_method(self._act(_type_action(text, method, paste_keys)))
 
     def press(self, keys: str | Sequence[str]) -> None:
         """Presses a key or combination: ``"Return"``, ``"ctrl+c"``, ``["ctrl", "c"]``."""
@@ -798,9 +827,11 @@ class AsyncSandbox:
         """See :meth:`Sandbox.scroll`."""
         await self._act(_scroll_action(direction, amount, x, y))
 
-    async def write(self, text: str) -> None:
+    async def write(
+        self, text: str, *, method: TypeMethod | None = None, paste_keys: str | None = None
+    ) -> str:
         """See :meth:`Sandbox.write`."""
-        await self._act({"action": "type", "text": text})
+        return _typed_method(await self._act(_type_action(text, method, paste_keys)))
 
     async def press(self, keys: str | Sequence[str]) -> None:
         """See :meth:`Sandbox.press`."""

@@ -233,6 +233,26 @@ def test_files_operations_build_the_api_requests():
     assert json.loads(seen[6].content) == {"path": "/d", "recursive": False}
 
 
+def test_write_any_text_returns_the_method():
+    def typed(method):
+        return (200, {"results": [{"index": 0, "action": "type", "duration_ms": 1,
+                                   "output": {"method": method}}],
+                      "screenshot": None, "screen": {"width": 1, "height": 1},
+                      "pointer": {"x": 0, "y": 0}, "duration_ms": 1})
+
+    c, seen = _recording_client([typed("keys"), typed("guest_keysyms"), typed("clipboard")])
+    sb = carrel.Sandbox(c, {"id": "s-1", "state": "running"})
+    assert sb.write("ok\n") == "keys"
+    assert sb.write("na\u00efve \u4e2d\u6587 \U0001F600") == "guest_keysyms"
+    assert sb.write("\u00df", method="clipboard", paste_keys="ctrl+v") == "clipboard"
+    actions = [json.loads(r.content)["actions"][0] for r in seen]
+    assert actions == [
+        {"action": "type", "text": "ok\n"},
+        {"action": "type", "text": "na\u00efve \u4e2d\u6587 \U0001F600"},
+        {"action": "type", "text": "\u00df", "method": "clipboard", "paste_keys": "ctrl+v"},
+    ]
+
+
 def test_command_check():
     c, _ = _recording_client([
         (200, {"exit_code": 1, "stdout": "", "stderr": "boom", "truncated": False,
