@@ -112,7 +112,7 @@ carrel_api_post_admin_rotate(CarrelApiRequest *req, GError **error)
 
     if (!token)
         return NULL;
-    node = json_node_init_object(json_node_alloc(), json_object_new());
+    node = carrel_conf_new_object_node();
     json_object_set_string_member(json_node_get_object(node), "name", "admin");
     json_object_set_string_member(json_node_get_object(node), "token", token);
     return carrel_api_reply_ok(node);

@@ -9,6 +9,16 @@
 #include "conf/conf-priv.h"
 
 JsonNode *
+carrel_conf_new_object_node(void)
+{
+    JsonNode *node = json_node_alloc();
+
+    /* json_node_init_object takes a reference of its own: json_object_new()'s must go. */
+    json_node_take_object(json_node_init(node, JSON_NODE_OBJECT), json_object_new());
+    return node;
+}
+
+JsonNode *
 carrel_conf_parse_json(const char *data, gsize len, GError **error)
 {
     g_autoptr(JsonParser) parser = json_parser_new_immutable();

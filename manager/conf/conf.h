@@ -533,6 +533,8 @@ gboolean carrel_conf_check_members(JsonObject *obj, const char *const *allowed, 
 gboolean carrel_conf_get_string_ref(JsonObject *obj, const char *member, gboolean required,
                                     const char **ret_value, GError **error);
 
+/* A new node holding a new, empty object (one reference each: freeing the node frees both). */
+JsonNode *carrel_conf_new_object_node(void);
 /* Parses a JSON text (bounded by the caller) into a node; errors are CARREL_ERROR_INVALID_ARG. */
 JsonNode *carrel_conf_parse_json(const char *data, gsize len, GError **error);
 

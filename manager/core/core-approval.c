@@ -22,8 +22,7 @@ request(CarrelManager *mgr, const CarrelPrincipal *who, const char *session_id, 
     a->id = carrel_util_new_id("ap-");
     a->session_id = g_strdup(session_id);
     a->action = g_strdup(action);
-    a->detail = detail ? json_node_copy(detail)
-                       : json_node_init_object(json_node_alloc(), json_object_new());
+    a->detail = detail ? json_node_copy(detail) : carrel_conf_new_object_node();
     a->requested_by = g_strdup(who->label);
     a->requested_at = carrel_util_now();
     a->state = g_strdup("pending");
@@ -108,7 +107,7 @@ carrel_manager_approval_decide(CarrelManager *mgr, const CarrelPrincipal *who, c
 
     if (!known)
         return NULL;
-    params = json_node_init_object(json_node_alloc(), json_object_new());
+    params = carrel_conf_new_object_node();
     json_object_set_string_member(json_node_get_object(params), "approval", id);
     json_object_set_boolean_member(json_node_get_object(params), "approve", approve);
     /* Decided on its session: the reviewer must be able to see that session. */

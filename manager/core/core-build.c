@@ -313,7 +313,7 @@ carrel_manager_template_build(CarrelManager *mgr, const CarrelPrincipal *who, co
 {
     g_auto(CarrelDoor) door = {0};
     g_autoptr(GError) local = NULL;
-    JsonNode *params = json_node_init_object(json_node_alloc(), json_object_new());
+    JsonNode *params = carrel_conf_new_object_node();
 
     json_object_set_string_member(json_node_get_object(params), "template", name ? name : "");
     /* The audit row says the build started; its outcome is the job's. */

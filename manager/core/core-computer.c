@@ -136,7 +136,7 @@ send_hid(Run *run, CarrelHidState *state, const CarrelAction *action, GError **e
 static JsonNode *
 method_node(CarrelTypeMethod method)
 {
-    JsonNode *node = json_node_init_object(json_node_alloc(), json_object_new());
+    JsonNode *node = carrel_conf_new_object_node();
 
     json_object_set_string_member(json_node_get_object(node), "method",
                                   carrel_type_method_to_string(method));

@@ -120,7 +120,7 @@ poll_asks(gpointer data)
 static JsonNode *
 ask_detail(const CarrelSession *s, const char *destination, CarrelEgressQuery *q)
 {
-    JsonNode *node = json_node_init_object(json_node_alloc(), json_object_new());
+    JsonNode *node = carrel_conf_new_object_node();
     JsonObject *obj = json_node_get_object(node);
 
     json_object_set_string_member(obj, "destination", destination);

@@ -165,7 +165,7 @@ carrel_manager_session_fork(CarrelManager *mgr, const CarrelPrincipal *who, cons
 {
     g_auto(CarrelDoor) door = {0};
     g_autoptr(GError) local = NULL;
-    JsonNode *params = json_node_init_object(json_node_alloc(), json_object_new());
+    JsonNode *params = carrel_conf_new_object_node();
     GPtrArray *forks;
 
     if (snapshot)

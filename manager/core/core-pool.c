@@ -26,7 +26,7 @@ carrel_manager_pool_set(CarrelManager *mgr, const CarrelPrincipal *who, const ch
 {
     g_auto(CarrelDoor) door = {0};
     g_autoptr(GError) local = NULL;
-    JsonNode *params = json_node_init_object(json_node_alloc(), json_object_new());
+    JsonNode *params = carrel_conf_new_object_node();
 
     json_object_set_string_member(json_node_get_object(params), "template", template_name);
     json_object_set_int_member(json_node_get_object(params), "size", size);

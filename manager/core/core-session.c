@@ -313,7 +313,7 @@ check_host_inputs(CarrelDoor *door, const CarrelSessionRequest *req, GError **er
 static JsonNode *
 create_params(const CarrelSessionRequest *req)
 {
-    JsonNode *node = json_node_init_object(json_node_alloc(), json_object_new());
+    JsonNode *node = carrel_conf_new_object_node();
     JsonObject *obj = json_node_get_object(node);
 
     json_object_set_string_member(obj, "template", req->template_name);

@@ -451,7 +451,7 @@ delete_named(CarrelManager *mgr, const char *id_or_name, const char *snapshot,
 static JsonNode *
 snapshot_params(const char *name)
 {
-    JsonNode *node = json_node_init_object(json_node_alloc(), json_object_new());
+    JsonNode *node = carrel_conf_new_object_node();
 
     json_object_set_string_member(json_node_get_object(node), "snapshot", name ? name : "");
     return node;

@@ -207,7 +207,7 @@ carrel_manager_template_import_full(CarrelManager *mgr, const CarrelTemplateImpo
 static JsonNode *
 template_params(const char *name, guint version)
 {
-    JsonNode *node = json_node_init_object(json_node_alloc(), json_object_new());
+    JsonNode *node = carrel_conf_new_object_node();
 
     json_object_set_string_member(json_node_get_object(node), "template", name ? name : "");
     if (version)

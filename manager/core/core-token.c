@@ -178,7 +178,7 @@ void
 carrel_manager_audit_refused_login(CarrelManager *mgr, const char *source, const GError *why)
 {
     g_autoptr(CarrelAuditRecord) rec = carrel_audit_record_new();
-    g_autoptr(JsonNode) params = json_node_init_object(json_node_alloc(), json_object_new());
+    g_autoptr(JsonNode) params = carrel_conf_new_object_node();
 
     json_object_set_string_member(json_node_get_object(params), "source", source);
     rec->ts_us = g_get_real_time();
@@ -268,7 +268,7 @@ carrel_manager_token_create(CarrelManager *mgr, const CarrelPrincipal *who, cons
 {
     g_auto(CarrelDoor) door = {0};
     g_autoptr(GError) local = NULL;
-    JsonNode *params = json_node_init_object(json_node_alloc(), json_object_new());
+    JsonNode *params = carrel_conf_new_object_node();
     char *secret;
 
     /* Name and role only: the secret never reaches the audit log, not even digested. */
@@ -312,7 +312,7 @@ carrel_manager_token_revoke(CarrelManager *mgr, const CarrelPrincipal *who, cons
 {
     g_auto(CarrelDoor) door = {0};
     g_autoptr(GError) local = NULL;
-    JsonNode *params = json_node_init_object(json_node_alloc(), json_object_new());
+    JsonNode *params = carrel_conf_new_object_node();
 
     json_object_set_string_member(json_node_get_object(params), "name", name ? name : "");
     if (!carrel_door_enter(&door, mgr, who, CARREL_OP_TOKEN_REVOKE, NULL, params, error))

@@ -47,7 +47,7 @@ expand_one(CarrelManager *mgr, const CarrelPolicy *policy, JsonNode *node, char 
                     "secret '%s' holds characters that cannot be typed", name);
         return NULL;
     }
-    typed = json_node_init_object(json_node_alloc(), json_object_new());
+    typed = carrel_conf_new_object_node();
     json_object_set_string_member(json_node_get_object(typed), "action", "type");
     json_object_set_string_member(json_node_get_object(typed), "text", value);
     *ret_name = g_strdup(name);

@@ -90,7 +90,7 @@ carrel_manager_upload_file(CarrelManager *mgr, const CarrelPrincipal *who, const
 {
     g_auto(CarrelDoor) door = {0};
     g_autoptr(GError) local = NULL;
-    JsonNode *params = json_node_init_object(json_node_alloc(), json_object_new());
+    JsonNode *params = carrel_conf_new_object_node();
 
     json_object_set_int_member(json_node_get_object(params), "bytes", (gint64)bytes);
     if (!carrel_door_enter(&door, mgr, who, CARREL_OP_UPLOAD_CREATE, NULL, params, error))
@@ -104,7 +104,7 @@ audit_expired(CarrelManager *mgr, const char *name, guint64 bytes, gint64 age_s)
 {
     const CarrelPrincipal *daemon = carrel_principal_daemon();
     g_autoptr(CarrelAuditRecord) rec = carrel_audit_record_new();
-    g_autoptr(JsonNode) params = json_node_init_object(json_node_alloc(), json_object_new());
+    g_autoptr(JsonNode) params = carrel_conf_new_object_node();
     JsonObject *o = json_node_get_object(params);
 
     json_object_set_string_member(o, "upload", name);

@@ -127,7 +127,7 @@ verdict_params(const Verdict *v)
 
     if (!v->code)
         return NULL;
-    node = json_node_init_object(json_node_alloc(), json_object_new());
+    node = carrel_conf_new_object_node();
     json_object_set_string_member(json_node_get_object(node), "reason", v->code);
     json_object_set_string_member(json_node_get_object(node), "detail", v->reason);
     return node;
@@ -139,7 +139,7 @@ record_observed(CarrelManager *mgr, const char *id, CarrelSessionState next, con
 {
     g_auto(CarrelDoor) door = {0};
     g_autoptr(CarrelAuditRecord) audit = NULL;
-    JsonNode *params = json_node_init_object(json_node_alloc(), json_object_new());
+    JsonNode *params = carrel_conf_new_object_node();
 
     json_object_set_string_member(json_node_get_object(params), "state",
                                   carrel_session_state_to_string(next));
