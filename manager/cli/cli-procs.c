@@ -159,7 +159,7 @@ carrel_cli_ps(CarrelCli *cli, int argc, char **argv)
     if (!carrel_cli_parse_options(cli, "ps ID",
                                   "Lists a session's background processes (exec --background), "
                                   "oldest first.",
-                                  NULL, 2, 2, &argc, &argv))
+                                  NULL, 1, 1, &argc, &argv))
         return CARREL_CLI_EXIT_USAGE;
     path = process_path(argv[1], NULL, NULL);
     if (!path)
@@ -197,8 +197,8 @@ carrel_cli_kill(CarrelCli *cli, int argc, char **argv)
     g_autofree char *path = NULL;
 
     if (!carrel_cli_parse_options(cli, "kill ID HANDLE",
-                                  "Signals a background process and what it started.", entries, 3,
-                                  3, &argc, &argv))
+                                  "Signals a background process and what it started.", entries, 2,
+                                  2, &argc, &argv))
         return CARREL_CLI_EXIT_USAGE;
     path = process_path(argv[1], argv[2], "kill");
     if (!path)
@@ -286,7 +286,7 @@ carrel_cli_logs(CarrelCli *cli, int argc, char **argv)
     if (!carrel_cli_parse_options(cli, "logs ID HANDLE",
                                   "Prints a background process's output so far (--json: with "
                                   "its state and exit code).",
-                                  entries, 3, 3, &argc, &argv))
+                                  entries, 2, 2, &argc, &argv))
         return CARREL_CLI_EXIT_USAGE;
     path = process_path(argv[1], argv[2], NULL);
     if (!path)
@@ -325,7 +325,7 @@ carrel_cli_stdin(CarrelCli *cli, int argc, char **argv)
     if (!carrel_cli_parse_options(cli, "stdin ID HANDLE",
                                   "Sends our standard input (up to 256 KiB; none when it is a "
                                   "terminal) to a background process.",
-                                  entries, 3, 3, &argc, &argv))
+                                  entries, 2, 2, &argc, &argv))
         return CARREL_CLI_EXIT_USAGE;
     path = process_path(argv[1], argv[2], "stdin");
     if (!path)

@@ -124,6 +124,7 @@ carrel_manager_proc_spawn(CarrelManager *mgr, const char *domain, const CarrelEx
     g_auto(GStrv) args = NULL;
     g_autoptr(JsonNode) reply = NULL;
     g_autoptr(CarrelProcInfo) info = g_new0(CarrelProcInfo, 1);
+    g_autoptr(GError) local = NULL;
     JsonObject *obj;
     JsonNode *pid;
     JsonNode *handle;
@@ -149,8 +150,13 @@ carrel_manager_proc_spawn(CarrelManager *mgr, const char *domain, const CarrelEx
     info->pid = json_node_get_int(pid);
     info->argv = g_strdupv(req->argv);
     info->started_at = g_get_real_time() / G_USEC_PER_SEC;
-    if (!carrel_manager_proc_feed(mgr, domain, info->handle, req->stdin_bytes, close, error))
-        return NULL;
+    /* A command that ended before its input came (echo, exit 3) needs none: not an error. */
+    if (!carrel_manager_proc_feed(mgr, domain, info->handle, req->stdin_bytes, close, &local)) {
+        if (!g_error_matches(local, CARREL_ERROR, CARREL_ERROR_WRONG_STATE)) {
+            g_propagate_error(error, g_steal_pointer(&local));
+            return NULL;
+        }
+    }
     return g_steal_pointer(&info);
 }
 
