@@ -53,8 +53,12 @@ def test_write_into_the_terminal_then_read_back(sandbox):
     sandbox.press(["ctrl", "u"])
     sandbox.write("echo right > /tmp/sdk-keys\n")
     assert eventually(lambda: cat(sandbox, "/tmp/sdk-keys"), "right") == "right"
+    # Any Unicode text is typed (through the guest when the US keymap cannot); control
+    # characters other than newline and tab are refused.
+    assert sandbox.write("echo h\u00e9llo > /tmp/sdk-utf8\n") == "guest_keysyms"
+    assert eventually(lambda: cat(sandbox, "/tmp/sdk-utf8"), "h\u00e9llo") == "h\u00e9llo"
     with pytest.raises(carrel.InvalidArgument):
-        sandbox.write("héllo")
+        sandbox.write("bell\x07")
     with pytest.raises(carrel.InvalidArgument):
         sandbox.left_click(5000, 10)
 
