@@ -54,15 +54,24 @@ carrel_action_check_typed_text(const char *text, GError **error)
 
 gboolean
 carrel_action_choose_type_method(const char *text, CarrelTypeMethod asked,
-                                 CarrelTypeMethod *ret_method, GError **error)
+                                 CarrelTypeMethod *ret_method, gboolean *ret_keys_fallback,
+                                 GError **error)
 {
     gboolean keys_can = carrel_keymap_check_text(text, NULL);
+    gboolean fallback = FALSE;
 
     if (asked == CARREL_TYPE_METHOD_KEYS && !keys_can)
         return carrel_keymap_check_text(text, error);
-    if (asked == CARREL_TYPE_METHOD_AUTO)
-        asked = keys_can ? CARREL_TYPE_METHOD_KEYS : CARREL_TYPE_METHOD_GUEST_KEYSYMS;
+    if (asked == CARREL_TYPE_METHOD_AUTO && keys_can &&
+        g_utf8_strlen(text, -1) <= CARREL_TYPE_KEYS_AUTO_MAX)
+        asked = CARREL_TYPE_METHOD_KEYS;
+    else if (asked == CARREL_TYPE_METHOD_AUTO) {
+        asked = CARREL_TYPE_METHOD_GUEST_KEYSYMS;
+        fallback = keys_can;
+    }
     *ret_method = asked;
+    if (ret_keys_fallback)
+        *ret_keys_fallback = fallback;
     return TRUE;
 }
 
@@ -117,7 +126,8 @@ carrel_action_parse_type(CarrelActionCtx *ctx, GError **error)
     if (!get_method(ctx, &asked, error))
         return FALSE;
     if (!carrel_action_check_typed_text(ctx->action->text, error) ||
-        !carrel_action_choose_type_method(ctx->action->text, asked, &ctx->action->method, error)) {
+        !carrel_action_choose_type_method(ctx->action->text, asked, &ctx->action->method,
+                                          &ctx->action->keys_fallback, error)) {
         g_prefix_error(error, "'text': ");
         return FALSE;
     }

@@ -399,13 +399,23 @@ CarrelTypeMethod carrel_type_method_from_string(const char *name);
 gboolean carrel_action_check_typed_text(const char *text, GError **error);
 
 /*
+ * AUTO types at most this many characters as key presses. The guest's kernel keeps 64 input
+ * events per reader (evdev), a character takes 4 to 6, and an X server that falls behind (just
+ * restored, under TCG) loses what overflows (SYN_DROPPED in its log): a typed command then runs
+ * garbled. Longer text goes through carrel-guest, whose XTest requests X cannot drop.
+ */
+#define CARREL_TYPE_KEYS_AUTO_MAX 10
+
+/*
  * The method a type action uses: the one asked for, or for AUTO keys when the US keymap can type
- * every character (carrel_keymap_check_text) and guest_keysyms otherwise. Never clipboard unless
- * asked: which keys paste depends on the application. KEYS asked for text the keymap cannot type
- * is INVALID_ARG.
+ * every character (carrel_keymap_check_text) and there are at most CARREL_TYPE_KEYS_AUTO_MAX,
+ * guest_keysyms otherwise; *ret_keys_fallback (optional) is TRUE when that guest_keysyms may
+ * fall back to keys (a guest without carrel-guest). Never clipboard unless asked: which keys
+ * paste depends on the application. KEYS asked for text the keymap cannot type is INVALID_ARG.
  */
 gboolean carrel_action_choose_type_method(const char *text, CarrelTypeMethod asked,
-                                          CarrelTypeMethod *ret_method, GError **error);
+                                          CarrelTypeMethod *ret_method, gboolean *ret_keys_fallback,
+                                          GError **error);
 
 /* A pixel position, in the model's space until carrel_action_batch_check_bounds maps it. */
 typedef struct {
@@ -455,6 +465,7 @@ typedef struct {
      * clipboard_set: any UTF-8 */
     char *text;
     CarrelTypeMethod method; /* type: chosen at parse time, never AUTO */
+    gboolean keys_fallback;  /* type: guest_keysyms chosen by AUTO, keys when the guest lacks it */
     guint duration_ms;       /* wait, hold_key: 0..CARREL_ACTION_MAX_DURATION_MS */
     CarrelPoint region[2];   /* zoom: top-left corner, bottom-right edge (exclusive) */
     char *app;               /* launch: program name or path */

@@ -159,8 +159,21 @@ type_text(Run *run, CarrelHidState *state, const CarrelAction *action, JsonNode 
         if (!send_hid(run, state, action, error))
             return FALSE;
     } else {
-        if (!(helper = carrel_manager_run_helper(run->mgr, run->domain, action, error)))
+        g_autoptr(GError) local = NULL;
+
+        helper = carrel_manager_run_helper(run->mgr, run->domain, action, &local);
+        /* A guest without carrel-guest still gets text the keys can type, as key presses. */
+        if (!helper && action->keys_fallback &&
+            g_error_matches(local, CARREL_ERROR, CARREL_ERROR_UNSUPPORTED)) {
+            if (!send_hid(run, state, action, error))
+                return FALSE;
+            *ret_output = method_node(CARREL_TYPE_METHOD_KEYS);
+            return TRUE;
+        }
+        if (!helper) {
+            g_propagate_error(error, g_steal_pointer(&local));
             return FALSE;
+        }
         run->hid_sent = TRUE;
         if (action->method == CARREL_TYPE_METHOD_CLIPBOARD && !send_hid(run, state, &paste, error))
             return FALSE;

@@ -74,7 +74,9 @@ unicode_checks() {
     for text in 'é' 'ß' '中文' '😀' 'naïve café 中文 😀 ok' 'Größe Ελληνικά русский ½ ✓ "q" $HOME \'; do
         unicode_typed "$s" "$text" guest_keysyms "type '$text'"
     done
-    unicode_typed "$s" 'plain ASCII ~!@#$%^&*()_+{}|:"<>?' keys "ASCII text"
+    # Longer than CARREL_TYPE_KEYS_AUTO_MAX characters: through the guest, unless keys are asked.
+    unicode_typed "$s" 'plain ASCII ~!@#$%^&*()_+{}|:"<>?' guest_keysyms "ASCII text"
+    unicode_typed "$s" 'keys ~!@#$%^&*()_+{}|:"<>?' keys "ASCII text as keys" --method keys
     unicode_typed "$s" 'ascii through the guest' guest_keysyms "ASCII asked through the guest" \
         --method guest_keysyms
     sleep 1

@@ -182,26 +182,43 @@ test_choose(void **state)
     g_autoptr(GError) error = NULL;
 
     (void)state;
-    assert_true(
-        carrel_action_choose_type_method("echo hi\n", CARREL_TYPE_METHOD_AUTO, &method, NULL));
+    assert_true(carrel_action_choose_type_method("echo hi\n", CARREL_TYPE_METHOD_AUTO, &method,
+                                                 NULL, NULL));
     assert_int_equal(method, CARREL_TYPE_METHOD_KEYS);
     assert_true(
-        carrel_action_choose_type_method("\xc3\xa9", CARREL_TYPE_METHOD_AUTO, &method, NULL));
+        carrel_action_choose_type_method("\xc3\xa9", CARREL_TYPE_METHOD_AUTO, &method, NULL, NULL));
     assert_int_equal(method, CARREL_TYPE_METHOD_GUEST_KEYSYMS);
+    /* Typable text past CARREL_TYPE_KEYS_AUTO_MAX characters goes through the guest (the guest's
+     * input buffer could overflow), with keys as the way back; at the bound, keys. */
+    {
+        gboolean fallback = FALSE;
+
+        assert_true(carrel_action_choose_type_method("0123456789", CARREL_TYPE_METHOD_AUTO, &method,
+                                                     &fallback, NULL));
+        assert_int_equal(method, CARREL_TYPE_METHOD_KEYS);
+        assert_false(fallback);
+        assert_true(carrel_action_choose_type_method(
+            "echo hello > /tmp/x\n", CARREL_TYPE_METHOD_AUTO, &method, &fallback, NULL));
+        assert_int_equal(method, CARREL_TYPE_METHOD_GUEST_KEYSYMS);
+        assert_true(fallback);
+        assert_true(carrel_action_choose_type_method("\xc3\xa9", CARREL_TYPE_METHOD_AUTO, &method,
+                                                     &fallback, NULL));
+        assert_false(fallback);
+    }
     /* Long text stays with keysyms: clipboard is only ever asked for. */
     {
         g_autofree char *many = g_strnfill(4000, 'a');
         g_autofree char *mixed = g_strconcat(many, "\xc3\xa9", NULL);
         assert_true(
-            carrel_action_choose_type_method(mixed, CARREL_TYPE_METHOD_AUTO, &method, NULL));
+            carrel_action_choose_type_method(mixed, CARREL_TYPE_METHOD_AUTO, &method, NULL, NULL));
         assert_int_equal(method, CARREL_TYPE_METHOD_GUEST_KEYSYMS);
     }
     assert_true(
-        carrel_action_choose_type_method("abc", CARREL_TYPE_METHOD_CLIPBOARD, &method, NULL));
+        carrel_action_choose_type_method("abc", CARREL_TYPE_METHOD_CLIPBOARD, &method, NULL, NULL));
     assert_int_equal(method, CARREL_TYPE_METHOD_CLIPBOARD);
     method = CARREL_TYPE_METHOD_LAST;
-    assert_false(
-        carrel_action_choose_type_method("\xc3\xa9", CARREL_TYPE_METHOD_KEYS, &method, &error));
+    assert_false(carrel_action_choose_type_method("\xc3\xa9", CARREL_TYPE_METHOD_KEYS, &method,
+                                                  NULL, &error));
     assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG));
     assert_int_equal(method, CARREL_TYPE_METHOD_LAST);
 }

@@ -8,7 +8,8 @@
 static JsonNode *
 type_text(Fixture *fx, const char *id, const char *text, GError **error)
 {
-    g_autofree char *json = g_strdup_printf("{\"action\":\"type\",\"text\":\"%s\"}", text);
+    g_autofree char *json =
+        g_strdup_printf("{\"action\":\"type\",\"text\":\"%s\",\"method\":\"keys\"}", text);
     g_autoptr(JsonNode) body = json_from_string(json, NULL);
 
     assert_non_null(body);

@@ -127,8 +127,19 @@ test_unicode_through_guest(void **state)
     assert_int_equal(hid_count(fx), before);
     g_clear_pointer(&reply, json_node_unref);
 
-    /* A guest without carrel-guest says so; one that fails passes its message on. */
+    /* A guest without carrel-guest says so; one that fails passes its message on. Typable text
+     * that AUTO sent to the guest goes as key presses instead. */
     carrel_hypervisor_fake_set_exec_result(fx->hv, 127, "", "");
+    {
+        guint sent = hid_count(fx);
+
+        reply = computer(fx, s->id, "{\"action\":\"type\",\"text\":\"echo a long line\"}", &error);
+        if (!reply)
+            fail_msg("%s", error->message);
+        assert_string_equal(reply_method(reply), "keys");
+        assert_int_equal(hid_count(fx), sent + 2 * strlen("echo a long line"));
+        g_clear_pointer(&reply, json_node_unref);
+    }
     assert_null(computer(fx, s->id, "{\"action\":\"type\",\"text\":\"\\u00e9\"}", &error));
     assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_UNSUPPORTED));
     assert_non_null(strstr(error->message, "no carrel-guest for 'type'"));
