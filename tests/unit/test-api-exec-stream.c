@@ -57,7 +57,7 @@ api_up(Fixture *fx, Client *c, CarrelSession **ret_session)
     g_autoptr(GError) error = NULL;
     g_autoptr(GInetAddress) lo = g_inet_address_new_loopback(G_SOCKET_FAMILY_IPV4);
     g_autoptr(GSocketAddress) any = g_inet_socket_address_new(lo, 0);
-    g_autoptr(CarrelTemplate) tmpl = import(fx, "tiny");
+    g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = import(fx, "tiny");
     CarrelApi *api;
 
     assert_true(carrel_manager_ensure_admin_token(fx->mgr, TOKEN, &error));
@@ -86,7 +86,7 @@ test_stream_events(void **state)
     Fixture *fx = *state;
     g_autoptr(CarrelSession) s = NULL;
     Client c = {0};
-    g_autoptr(CarrelApi) api = api_up(fx, &c, &s);
+    g_autoptr(CarrelApi) api G_GNUC_UNUSED = api_up(fx, &c, &s);
     GThread *t;
 
     carrel_hypervisor_fake_set_exec_result(fx->hv, 0, exited_reply, "");
@@ -120,7 +120,7 @@ test_client_leaves(void **state)
     Fixture *fx = *state;
     g_autoptr(CarrelSession) s = NULL;
     Client c = {.stop_at_start = TRUE};
-    g_autoptr(CarrelApi) api = api_up(fx, &c, &s);
+    g_autoptr(CarrelApi) api G_GNUC_UNUSED = api_up(fx, &c, &s);
     GThread *t;
     guint rounds = 0;
 

@@ -13,7 +13,7 @@ static const char exited_reply[] =
 static CarrelSession *
 running(Fixture *fx)
 {
-    g_autoptr(CarrelTemplate) tmpl = import(fx, "tiny");
+    g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = import(fx, "tiny");
     g_autoptr(GError) error = NULL;
     CarrelSession *s = create(fx, "procs", &error);
 
