@@ -158,6 +158,43 @@ starts_top_value(char c, gboolean *in_scalar)
     return TRUE;
 }
 
+/* The code unit of \uXXXX at at (which points at the 'u'), or -1. */
+static gint
+unit_at(const char *at, gsize left)
+{
+    gint v = 0;
+
+    if (left < 5 || at[0] != 'u')
+        return -1;
+    for (guint k = 1; k <= 4; k++) {
+        if (!g_ascii_isxdigit(at[k]))
+            return -1;
+        v = v * 16 + g_ascii_xdigit_value(at[k]);
+    }
+    return v;
+}
+
+/*
+ * How many characters the escape after a backslash spans (1, 5, or 11 for a surrogate pair), or
+ * 0 when it is not one of JSON's: an unknown letter, \u without four hex digits, a surrogate
+ * half without its other half.
+ */
+static gsize
+escape_len(const char *at, gsize left)
+{
+    gint v, low;
+
+    if (*at != 'u')
+        return *at != '\0' && strchr("\"\\/bfnrt", *at) ? 1 : 0;
+    v = unit_at(at, left);
+    if (v < 0 || (v >= 0xdc00 && v <= 0xdfff))
+        return 0;
+    if (v < 0xd800 || v > 0xdbff)
+        return 5;
+    low = left > 6 && at[5] == '\\' ? unit_at(at + 6, left - 6) : -1;
+    return low >= 0xdc00 && low <= 0xdfff ? 11 : 0;
+}
+
 gboolean
 carrel_util_json_structure_ok(const char *json, gsize len, guint max_depth)
 {
@@ -170,12 +207,19 @@ carrel_util_json_structure_ok(const char *json, gsize len, guint max_depth)
         if (in_string) {
             if (escaped && c == 'u' && len - i > 4 && memcmp(json + i + 1, "0000", 4) == 0)
                 return FALSE;
-            if (escaped)
+            if (escaped) {
+                /* json-glib 1.6 leaks its string buffer on an escape it cannot read. */
+                gsize span = escape_len(json + i, len - i);
+
+                if (span == 0)
+                    return FALSE;
+                i += span - 1;
                 escaped = FALSE;
-            else if (c == '\\')
+            } else if (c == '\\') {
                 escaped = TRUE;
-            else if (c == '"')
+            } else if (c == '"') {
                 in_string = FALSE;
+            }
             continue;
         }
         /* json-glib 1.6 leaks what it parsed when a second top-level value follows the first. */

@@ -162,9 +162,10 @@ gboolean carrel_util_run_status(const char *const *argv, guint timeout_s, int *r
 
 /*
  * Guards json-glib, which parses recursively without a depth limit (a megabyte of '[' overflows
- * the stack), cuts strings at the escape \u0000 and leaks a document that holds a second
- * top-level value: TRUE when untrusted JSON text nests at most max_depth levels outside string
- * literals, has no \u0000 and at most one top-level value.
+ * the stack), cuts strings at the escape \u0000, leaks a document that holds a second
+ * top-level value and a string whose escape it cannot read: TRUE when untrusted JSON text nests
+ * at most max_depth levels outside string literals, has no \u0000, only JSON's escapes and at
+ * most one top-level value.
  */
 gboolean carrel_util_json_structure_ok(const char *json, gsize len, guint max_depth);
 

@@ -187,6 +187,16 @@ test_json_structure(void **state)
     assert_true(carrel_util_json_structure_ok("[\"[[[[\\\"[[\"]", 12, 1));
     assert_false(carrel_util_json_structure_ok("[\"a\\u0000\"]", 12, 4));
     assert_true(carrel_util_json_structure_ok("[\"a\\u0041\"]", 12, 4));
+    /* Only JSON's escapes: json-glib leaks its buffer on one it cannot read. */
+    assert_true(carrel_util_json_structure_ok("\"\\\"\\\\\\/\\b\\f\\n\\r\\t\\u00e9\"", 24, 1));
+    assert_false(carrel_util_json_structure_ok("\"\\u$de0\"", 8, 1));
+    assert_false(carrel_util_json_structure_ok("\"\\x41\"", 6, 1));
+    assert_false(carrel_util_json_structure_ok("\"\\u12\"", 6, 1));
+    /* Surrogates only in pairs, high then low. */
+    assert_true(carrel_util_json_structure_ok("\"\\uD83D\\uDE00\"", 14, 1));
+    assert_false(carrel_util_json_structure_ok("\"\\uDDDD\"", 8, 1));
+    assert_false(carrel_util_json_structure_ok("\"\\ud83d\\u9587\"", 14, 1));
+    assert_false(carrel_util_json_structure_ok("\"\\uD83D\"", 8, 1));
     /* One top-level value, with whitespace around it: json-glib leaks a second one's contents. */
     assert_true(carrel_util_json_structure_ok(" {\"a\":1}\n", 9, 3));
     assert_true(carrel_util_json_structure_ok("-1.5e3", 6, 3));
