@@ -365,7 +365,11 @@ client_set_api_error(guint status, GBytes *body, GError **error)
     const char *message = err ? client_string_member(err, "message") : NULL;
 
     if (!code || !message) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_FAILED, "HTTP %u from carreld", status);
+        /* libsoup's own refusal of a request it cannot read (a path with "%2F..") has no
+         * envelope: still the caller's request that was wrong. */
+        g_set_error(error, CARREL_ERROR,
+                    status == 400 ? CARREL_ERROR_INVALID_ARG : CARREL_ERROR_FAILED,
+                    "HTTP %u from carreld", status);
         return;
     }
     g_set_error_literal(error, CARREL_ERROR, carrel_error_code_from_string(code), message);

@@ -79,7 +79,8 @@ procs_checks() {
 
     # A client that closes its stream: the process is killed in the guest.
     out="$E2E_DIR/procs-closed.txt"
-    carrel exec "$id" --stream -- sh -c 'echo started; exec sleep 611' >"$out" 2>&1 &
+    # The binary itself, not the carrel function: killing a subshell would leave the client.
+    "$CARREL_BIN" exec "$id" --stream -- sh -c 'echo started; exec sleep 611' >"$out" 2>&1 &
     pid=$!
     for _ in $(seq 1 30); do grep -q started "$out" && break; sleep 1; done
     check "closed stream: the command had started" grep -q started "$out"
