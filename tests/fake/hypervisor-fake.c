@@ -7,7 +7,7 @@
 
 #define CARREL_HYPERVISOR_BACKEND_H_ALLOW
 #include "hypervisor/hypervisor-backend.h"
-#include "tests/fake/hypervisor-fake.h"
+#include "tests/fake/hypervisor-fake-priv.h"
 
 /* What the fake's save images hold: a CPU cookie like libvirt's and a stand-in memory state. */
 #define FAKE_COOKIE                                                                                \
@@ -16,43 +16,6 @@
 /* The fake's default screen: black, 4x3, as PPM. */
 #define FAKE_SCREEN_WIDTH 4
 #define FAKE_SCREEN_HEIGHT 3
-
-typedef struct {
-    char *session_id;
-    char *instance_id;
-    char *xml; /* as defined or restored: what a save writes into the image */
-    CarrelDomainState state;
-    CarrelPauseReason paused_by; /* while state is PAUSED */
-    guint64 allocation;          /* what disk_allocation reports; 0: UNSUPPORTED */
-    gboolean persistent;
-    gint64 run_id; /* a new one at every start, as libvirt's domain id */
-    char *spice_password;
-    gint64 spice_valid_until;
-} FakeDomain;
-
-typedef struct {
-    GMutex lock;
-    GHashTable *domains;   /* name -> FakeDomain */
-    GHashTable *fail_next; /* op names whose next call fails */
-    gboolean agent_silent; /* every guest agent times out, as in a guest without one */
-    int exec_code;         /* the scripted agent_exec result */
-    char *exec_stdout;
-    char *exec_stderr;
-    gboolean exec_hang;
-    char **exec_argv;      /* of the last agent_exec */
-    GBytes *exec_stdin;    /* of the last agent_exec; NULL when it had none */
-    GBytes *screen;        /* NULL: the default screen */
-    GHashTable *files;     /* guest path -> GBytes, shared by every fake domain */
-    GBytes *read_fallback; /* what reading any other path gives, or NULL */
-    GPtrArray *hid_sent;   /* QMP input-send-event commands received, in order */
-    gint hid_room;         /* free input buffers of the guest (both devices); -1: not told */
-    guint hid_room_grow;   /* how many the guest hands back between two looks */
-    guint hid_room_calls;
-    guint hid_dropped;    /* frames sent without room: QEMU would have dropped them */
-    GHashTable *networks; /* name -> XML */
-    guint balloon_calls;
-    gint64 next_run_id;
-} FakeBackend;
 
 static const char *const fake_op_names[] = {
     "define_start",    "start",      "shutdown",       "destroy",
@@ -98,8 +61,8 @@ parse_domain(const char *xml, char **ret_name, GError **error)
 }
 
 /* Called with the lock held: TRUE (and error set) when op was told to fail now. */
-static gboolean
-take_failure(FakeBackend *be, const char *op, GError **error)
+gboolean
+fake_take_failure(FakeBackend *be, const char *op, GError **error)
 {
     if (!g_hash_table_remove(be->fail_next, op))
         return FALSE;
@@ -108,8 +71,8 @@ take_failure(FakeBackend *be, const char *op, GError **error)
 }
 
 /* Called with the lock held. */
-static FakeDomain *
-find_domain(FakeBackend *be, const char *name, GError **error)
+FakeDomain *
+fake_find_domain(FakeBackend *be, const char *name, GError **error)
 {
     FakeDomain *dom = g_hash_table_lookup(be->domains, name);
 
@@ -146,7 +109,7 @@ fake_define_start(CarrelHypervisor *hv, const char *xml, GError **error)
     g_autofree char *name = NULL;
     FakeDomain *dom;
 
-    if (take_failure(be, "define_start", error))
+    if (fake_take_failure(be, "define_start", error))
         return FALSE;
     dom = parse_domain(xml, &name, error);
     if (!dom) {
@@ -171,7 +134,7 @@ fake_start(CarrelHypervisor *hv, const char *name, GError **error)
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
     FakeDomain *dom;
 
-    if (take_failure(be, "start", error) || !(dom = find_domain(be, name, error)))
+    if (fake_take_failure(be, "start", error) || !(dom = fake_find_domain(be, name, error)))
         return FALSE;
     if (dom->state != CARREL_DOMAIN_SHUTOFF && dom->state != CARREL_DOMAIN_CRASHED) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE, "starting: domain is %s",
@@ -189,7 +152,7 @@ fake_shutdown(CarrelHypervisor *hv, const char *name, guint timeout_s, GError **
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
     FakeDomain *dom;
 
-    if (take_failure(be, "shutdown", error) || !(dom = find_domain(be, name, error)))
+    if (fake_take_failure(be, "shutdown", error) || !(dom = fake_find_domain(be, name, error)))
         return FALSE;
     if (dom->state == CARREL_DOMAIN_PAUSED) {
         /* A paused guest cannot react to the request: it times out, as a real one would. */
@@ -209,7 +172,7 @@ fake_destroy(CarrelHypervisor *hv, const char *name, GError **error)
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
     FakeDomain *dom;
 
-    if (take_failure(be, "destroy", error) || !(dom = find_domain(be, name, error)))
+    if (fake_take_failure(be, "destroy", error) || !(dom = fake_find_domain(be, name, error)))
         return FALSE;
     if (dom->state != CARREL_DOMAIN_CRASHED)
         power_off(be, name, dom);
@@ -223,7 +186,7 @@ fake_undefine(CarrelHypervisor *hv, const char *name, GError **error)
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
     FakeDomain *dom;
 
-    if (take_failure(be, "undefine", error))
+    if (fake_take_failure(be, "undefine", error))
         return FALSE;
     dom = g_hash_table_lookup(be->domains, name);
     if (!dom)
@@ -242,7 +205,7 @@ fake_get_state(CarrelHypervisor *hv, const char *name, CarrelDomainState *ret_st
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
     FakeDomain *dom;
 
-    if (take_failure(be, "get_state", error) || !(dom = find_domain(be, name, error)))
+    if (fake_take_failure(be, "get_state", error) || !(dom = fake_find_domain(be, name, error)))
         return FALSE;
     *ret_state = dom->state;
     return TRUE;
@@ -256,7 +219,8 @@ fake_get_pause_reason(CarrelHypervisor *hv, const char *name, CarrelPauseReason 
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
     FakeDomain *dom;
 
-    if (take_failure(be, "get_pause_reason", error) || !(dom = find_domain(be, name, error)))
+    if (fake_take_failure(be, "get_pause_reason", error) ||
+        !(dom = fake_find_domain(be, name, error)))
         return FALSE;
     *ret_reason = dom->state != CARREL_DOMAIN_PAUSED    ? CARREL_PAUSE_NONE
                   : dom->paused_by != CARREL_PAUSE_NONE ? dom->paused_by
@@ -271,7 +235,8 @@ fake_disk_allocation(CarrelHypervisor *hv, const char *name, guint64 *ret_bytes,
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
     FakeDomain *dom;
 
-    if (take_failure(be, "disk_allocation", error) || !(dom = find_domain(be, name, error)))
+    if (fake_take_failure(be, "disk_allocation", error) ||
+        !(dom = fake_find_domain(be, name, error)))
         return FALSE;
     if (dom->state != CARREL_DOMAIN_RUNNING && dom->state != CARREL_DOMAIN_PAUSED) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE, "domain is not running");
@@ -291,7 +256,7 @@ agent_domain(FakeBackend *be, const char *op, const char *name, GError **error)
 {
     FakeDomain *dom;
 
-    if (take_failure(be, op, error) || !(dom = find_domain(be, name, error)))
+    if (fake_take_failure(be, op, error) || !(dom = fake_find_domain(be, name, error)))
         return NULL;
     if (dom->state != CARREL_DOMAIN_RUNNING) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE, "domain is not running");
@@ -321,7 +286,7 @@ fake_define(CarrelHypervisor *hv, const char *xml, GError **error)
     g_autofree char *name = NULL;
     FakeDomain *dom, *old;
 
-    if (take_failure(be, "define", error))
+    if (fake_take_failure(be, "define", error))
         return FALSE;
     dom = parse_domain(xml, &name, error);
     if (!dom) {
@@ -341,7 +306,7 @@ fake_persist(CarrelHypervisor *hv, const char *name, GError **error)
 {
     FakeBackend *be = hv->backend_data;
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
-    FakeDomain *dom = find_domain(be, name, error);
+    FakeDomain *dom = fake_find_domain(be, name, error);
 
     if (!dom)
         return FALSE;
@@ -357,7 +322,7 @@ fake_save(CarrelHypervisor *hv, const char *name, const char *path, GError **err
     g_autoptr(GBytes) memory = g_bytes_new_static(FAKE_MEMORY, strlen(FAKE_MEMORY));
     FakeDomain *dom;
 
-    if (take_failure(be, "save", error) || !(dom = find_domain(be, name, error)))
+    if (fake_take_failure(be, "save", error) || !(dom = fake_find_domain(be, name, error)))
         return FALSE;
     if (dom->state != CARREL_DOMAIN_RUNNING && dom->state != CARREL_DOMAIN_PAUSED) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE, "saving: domain is %s",
@@ -385,7 +350,7 @@ fake_restore(CarrelHypervisor *hv, const char *path, const char *xml, GError **e
     g_autofree char *name = NULL;
     FakeDomain *dom;
 
-    if (take_failure(be, "restore", error))
+    if (fake_take_failure(be, "restore", error))
         return FALSE;
     dom = parse_domain(xml, &name, error);
     if (!dom)
@@ -413,7 +378,7 @@ fake_pause(CarrelHypervisor *hv, const char *name, gboolean pause, GError **erro
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
     FakeDomain *dom;
 
-    if (take_failure(be, "pause", error) || !(dom = find_domain(be, name, error)))
+    if (fake_take_failure(be, "pause", error) || !(dom = fake_find_domain(be, name, error)))
         return FALSE;
     if (dom->state != (pause ? CARREL_DOMAIN_RUNNING : CARREL_DOMAIN_PAUSED)) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE, "the domain is %s",
@@ -498,7 +463,7 @@ fake_screenshot(CarrelHypervisor *hv, const char *name, GBytes **ret_image, GErr
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
     FakeDomain *dom;
 
-    if (take_failure(be, "screenshot", error) || !(dom = find_domain(be, name, error)))
+    if (fake_take_failure(be, "screenshot", error) || !(dom = fake_find_domain(be, name, error)))
         return FALSE;
     if (dom->state != CARREL_DOMAIN_RUNNING && dom->state != CARREL_DOMAIN_PAUSED) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE, "domain is not running");
@@ -556,93 +521,6 @@ fake_file_write(CarrelHypervisor *hv, const char *name, const char *path,
     return TRUE;
 }
 
-/* Events of an input-send-event command plus the frame's SYN, as the guest's queue takes them. */
-static guint
-frame_events(const char *command)
-{
-    g_autoptr(JsonNode) root = json_from_string(command, NULL);
-    JsonObject *args = root && JSON_NODE_HOLDS_OBJECT(root)
-                           ? json_object_get_object_member(json_node_get_object(root), "arguments")
-                           : NULL;
-    JsonArray *events = args ? json_object_get_array_member(args, "events") : NULL;
-
-    return events ? json_array_get_length(events) + 1 : 0;
-}
-
-static gboolean
-fake_hid_send(CarrelHypervisor *hv, const char *name, const char *command, GError **error)
-{
-    FakeBackend *be = hv->backend_data;
-    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
-    FakeDomain *dom;
-
-    if (take_failure(be, "hid_send", error) || !(dom = find_domain(be, name, error)))
-        return FALSE;
-    if (dom->state != CARREL_DOMAIN_RUNNING) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE, "domain is not running");
-        return FALSE;
-    }
-    g_ptr_array_add(be->hid_sent, g_strdup(command));
-    if (be->hid_room >= 0 && frame_events(command) > (guint)be->hid_room)
-        be->hid_dropped++;
-    else if (be->hid_room >= 0)
-        be->hid_room -= (gint)frame_events(command);
-    return TRUE;
-}
-
-static gboolean
-fake_hid_room(CarrelHypervisor *hv, const char *name, CarrelHidDevice device, char **where,
-              guint *ret_free, GError **error)
-{
-    FakeBackend *be = hv->backend_data;
-    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
-
-    if (be->hid_room < 0) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_UNSUPPORTED, "the fake cannot tell");
-        return FALSE;
-    }
-    if (!*where)
-        *where = g_strdup(device == CARREL_HID_KEYBOARD ? "keyboard" : "tablet");
-    *ret_free = (guint)be->hid_room;
-    be->hid_room = MIN(be->hid_room + (gint)be->hid_room_grow, 64);
-    be->hid_room_calls++;
-    return TRUE;
-}
-
-void
-carrel_hypervisor_fake_set_hid_room(CarrelHypervisor *hv, gint room, guint grow, guint wait_ms)
-{
-    FakeBackend *be = hv->backend_data;
-    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
-
-    be->hid_room = room;
-    be->hid_room_grow = grow;
-    hv->hid_wait_ms = wait_ms;
-}
-
-guint
-carrel_hypervisor_fake_get_hid_dropped(CarrelHypervisor *hv, guint *ret_room_calls)
-{
-    FakeBackend *be = hv->backend_data;
-    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
-
-    if (ret_room_calls)
-        *ret_room_calls = be->hid_room_calls;
-    return be->hid_dropped;
-}
-
-GPtrArray *
-carrel_hypervisor_fake_get_hid(CarrelHypervisor *hv)
-{
-    FakeBackend *be = hv->backend_data;
-    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
-    GPtrArray *copy = g_ptr_array_new_with_free_func(g_free);
-
-    for (guint i = 0; i < be->hid_sent->len; i++)
-        g_ptr_array_add(copy, g_strdup(g_ptr_array_index(be->hid_sent, i)));
-    return copy;
-}
-
 static gint
 compare_info(gconstpointer a, gconstpointer b)
 {
@@ -661,7 +539,7 @@ fake_list(CarrelHypervisor *hv, GError **error)
     GHashTableIter iter;
     gpointer key, value;
 
-    if (take_failure(be, "list", error))
+    if (fake_take_failure(be, "list", error))
         return NULL;
     infos = g_ptr_array_new_with_free_func((GDestroyNotify)carrel_domain_info_free);
     g_hash_table_iter_init(&iter, be->domains);
@@ -721,7 +599,7 @@ fake_ensure_network(CarrelHypervisor *hv, const char *name, const char *xml, cha
     FakeBackend *be = hv->backend_data;
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
 
-    if (take_failure(be, "ensure_network", error))
+    if (fake_take_failure(be, "ensure_network", error))
         return FALSE;
     if (!g_hash_table_contains(be->networks, name))
         g_hash_table_insert(be->networks, g_strdup(name), g_strdup(xml));
@@ -737,7 +615,7 @@ fake_set_balloon(CarrelHypervisor *hv, const char *name, guint target_mib, guint
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
     FakeDomain *dom = NULL;
 
-    if (take_failure(be, "set_balloon", error) || !(dom = find_domain(be, name, error)))
+    if (fake_take_failure(be, "set_balloon", error) || !(dom = fake_find_domain(be, name, error)))
         return FALSE;
     if (dom->state != CARREL_DOMAIN_RUNNING) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE, "domain is not running");
@@ -752,7 +630,7 @@ fake_set_balloon(CarrelHypervisor *hv, const char *name, guint target_mib, guint
 static FakeDomain *
 find_live_domain(FakeBackend *be, const char *name, GError **error)
 {
-    FakeDomain *dom = find_domain(be, name, error);
+    FakeDomain *dom = fake_find_domain(be, name, error);
 
     if (dom && dom->state != CARREL_DOMAIN_RUNNING && dom->state != CARREL_DOMAIN_PAUSED) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE, "domain is not running");
@@ -768,7 +646,7 @@ fake_spice_info(CarrelHypervisor *hv, const char *name, CarrelSpiceInfo *ret_inf
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
     FakeDomain *dom = NULL;
 
-    if (take_failure(be, "spice_info", error) || !(dom = find_live_domain(be, name, error)))
+    if (fake_take_failure(be, "spice_info", error) || !(dom = find_live_domain(be, name, error)))
         return FALSE;
     ret_info->port = 5900 + (guint)(dom->run_id % 1000);
     ret_info->run_id = dom->run_id;
@@ -783,7 +661,8 @@ fake_spice_password(CarrelHypervisor *hv, const char *name, const char *password
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
     FakeDomain *dom = NULL;
 
-    if (take_failure(be, "spice_password", error) || !(dom = find_live_domain(be, name, error)))
+    if (fake_take_failure(be, "spice_password", error) ||
+        !(dom = find_live_domain(be, name, error)))
         return FALSE;
     g_free(dom->spice_password);
     dom->spice_password = g_strdup(password);

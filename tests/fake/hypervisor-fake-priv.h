@@ -1,0 +1,56 @@
+/*
+ * What the fake backend's files share (hypervisor-fake.c, hypervisor-fake-input.c): its state and
+ * the lookups every operation starts with. Test code only.
+ */
+#ifndef CARREL_HYPERVISOR_FAKE_PRIV_H
+#define CARREL_HYPERVISOR_FAKE_PRIV_H
+
+#include "tests/fake/hypervisor-fake.h"
+
+typedef struct {
+    char *session_id;
+    char *instance_id;
+    char *xml; /* as defined or restored: what a save writes into the image */
+    CarrelDomainState state;
+    CarrelPauseReason paused_by; /* while state is PAUSED */
+    guint64 allocation;          /* what disk_allocation reports; 0: UNSUPPORTED */
+    gboolean persistent;
+    gint64 run_id; /* a new one at every start, as libvirt's domain id */
+    char *spice_password;
+    gint64 spice_valid_until;
+} FakeDomain;
+
+typedef struct {
+    GMutex lock;
+    GHashTable *domains;   /* name -> FakeDomain */
+    GHashTable *fail_next; /* op names whose next call fails */
+    gboolean agent_silent; /* every guest agent times out, as in a guest without one */
+    int exec_code;         /* the scripted agent_exec result */
+    char *exec_stdout;
+    char *exec_stderr;
+    gboolean exec_hang;
+    char **exec_argv;      /* of the last agent_exec */
+    GBytes *exec_stdin;    /* of the last agent_exec; NULL when it had none */
+    GBytes *screen;        /* NULL: the default screen */
+    GHashTable *files;     /* guest path -> GBytes, shared by every fake domain */
+    GBytes *read_fallback; /* what reading any other path gives, or NULL */
+    GPtrArray *hid_sent;   /* QMP input-send-event commands received, in order */
+    gint hid_room;         /* free input buffers of the guest (both devices); -1: not told */
+    guint hid_room_grow;   /* how many the guest hands back between two looks */
+    guint hid_room_calls;
+    guint hid_dropped;    /* frames sent without room: QEMU would have dropped them */
+    GHashTable *networks; /* name -> XML */
+    guint balloon_calls;
+    gint64 next_run_id;
+} FakeBackend;
+
+/* TRUE (with the error set) when op was told to fail once. Called with be->lock held. */
+gboolean fake_take_failure(FakeBackend *be, const char *op, GError **error);
+/* The domain called name, or NULL with NOT_FOUND. Called with be->lock held. */
+FakeDomain *fake_find_domain(FakeBackend *be, const char *name, GError **error);
+
+gboolean fake_hid_send(CarrelHypervisor *hv, const char *name, const char *command, GError **error);
+gboolean fake_hid_room(CarrelHypervisor *hv, const char *name, CarrelHidDevice device, char **where,
+                       guint *ret_free, GError **error);
+
+#endif
