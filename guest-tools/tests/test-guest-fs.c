@@ -58,8 +58,10 @@ test_parse(void **state)
     g_clear_error(&error);
     mv = parse(&error, "fs", "move", "/a", NULL);
     assert_null(mv);
+    assert_true(g_error_matches(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_INVALID_ARG));
     g_clear_error(&error);
     assert_null(parse(&error, "fs", "chmod", "/a", NULL));
+    assert_true(g_error_matches(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_INVALID_ARG));
     assert_non_null(strstr(error->message, "fs list"));
 }
 
