@@ -425,6 +425,30 @@ carrel_client_call_bytes(CarrelClient *client, const char *method, const char *p
     return TRUE;
 }
 
+/* Sends msg and gives its body's stream once the status is 2xx; otherwise the transport's
+ * error, or the API's read from the body. */
+static GInputStream *
+client_send_ok(CarrelClient *client, SoupMessage *msg, GError **error)
+{
+    g_autoptr(GError) local = NULL;
+    g_autoptr(GInputStream) stream = soup_session_send(client->session, msg, NULL, &local);
+    guint status;
+
+    if (!stream) {
+        client_set_transport_error(client, local, "sending a request to", error);
+        return NULL;
+    }
+    status = soup_message_get_status(msg);
+    if (status < 200 || status > 299) {
+        g_autoptr(GBytes) reply = client_read_reply(client, msg, stream, error);
+
+        if (reply)
+            client_set_api_error(status, reply, error);
+        return NULL;
+    }
+    return g_steal_pointer(&stream);
+}
+
 #define CLIENT_EVENT_MAX (1024 * 1024)
 
 /* Hands one "event: NAME\ndata: JSON" block to func; lines other than these are ignored. */
@@ -501,8 +525,6 @@ carrel_client_call_events(CarrelClient *client, const char *method, const char *
     g_autoptr(SoupMessage) msg = NULL;
     g_autoptr(GInputStream) stream = NULL;
     g_autoptr(GBytes) request = NULL;
-    g_autoptr(GError) local = NULL;
-    guint status;
 
     if (body) {
         char *text = json_to_string(body, FALSE);
@@ -515,17 +537,8 @@ carrel_client_call_events(CarrelClient *client, const char *method, const char *
     if (!msg)
         return FALSE;
     client->reading = FALSE;
-    stream = soup_session_send(client->session, msg, NULL, &local);
-    if (!stream)
-        return client_set_transport_error(client, local, "sending a request to", error);
-    status = soup_message_get_status(msg);
-    if (status < 200 || status > 299) {
-        g_autoptr(GBytes) reply = client_read_reply(client, msg, stream, error);
-
-        if (reply)
-            client_set_api_error(status, reply, error);
+    if (!(stream = client_send_ok(client, msg, error)))
         return FALSE;
-    }
     return client_read_events(stream, func, user_data, error);
 }
 
@@ -609,27 +622,16 @@ carrel_client_download(CarrelClient *client, const char *path, GOutputStream *ou
 {
     g_autoptr(SoupMessage) msg = NULL;
     g_autoptr(GInputStream) stream = NULL;
-    g_autoptr(GError) local = NULL;
     g_autoptr(GChecksum) sha = g_checksum_new(G_CHECKSUM_SHA256);
     const char *header;
     guint64 bytes = 0;
-    guint status;
 
     client->unreachable = FALSE;
     if (!(msg = client_new_message(client, "GET", path, NULL, NULL, error)))
         return FALSE;
     client->reading = TRUE;
-    stream = soup_session_send(client->session, msg, NULL, &local);
-    if (!stream)
-        return client_set_transport_error(client, local, "sending a request to", error);
-    status = soup_message_get_status(msg);
-    if (status < 200 || status > 299) {
-        g_autoptr(GBytes) reply = client_read_reply(client, msg, stream, error);
-
-        if (reply)
-            client_set_api_error(status, reply, error);
+    if (!(stream = client_send_ok(client, msg, error)))
         return FALSE;
-    }
     if (!client_copy_reply(client, msg, stream, out, sha, &bytes, error))
         return FALSE;
     header =
