@@ -40,7 +40,7 @@ static const CommandSpec commands[] = {
     {"fs", "remove", CARREL_GUEST_COMMAND_FS_REMOVE, OPT_RECURSIVE, 1, 1},
     {"fs", "move", CARREL_GUEST_COMMAND_FS_MOVE, 0, 2, 2},
     {"proc", "start", CARREL_GUEST_COMMAND_PROC_START, 0, 1, CARREL_GUEST_LIMIT_ARGS},
-    {"proc", "read", CARREL_GUEST_COMMAND_PROC_READ, 0, 1, 3},
+    {"proc", "read", CARREL_GUEST_COMMAND_PROC_READ, OPT_TIMEOUT, 1, 3},
     {"proc", "write", CARREL_GUEST_COMMAND_PROC_WRITE, OPT_STDIN | OPT_TIMEOUT, 1, 1},
     {"proc", "close", CARREL_GUEST_COMMAND_PROC_CLOSE, 0, 1, 1},
     {"proc", "kill", CARREL_GUEST_COMMAND_PROC_KILL, 0, 1, 2},
@@ -95,7 +95,8 @@ static const char usage_text[] =
     "                               whole tree, symlinks not followed)\n"
     "  fs move SOURCE DEST          rename(2) SOURCE to DEST, which must not exist\n"
     "  proc start -- PROGRAM [ARGS...]  run a program detached, its output spooled (as root)\n"
-    "  proc read HANDLE [OUT [ERR]] its state and new output from these byte offsets (base64)\n"
+    "  proc read HANDLE [OUT [ERR]] its state and new output from these byte offsets (base64);\n"
+    "                               --timeout S waits up to S (at most 10) for output or its end\n"
     "  proc write HANDLE --stdin    pass this program's input on to the process's\n"
     "  proc close HANDLE            end the process's input\n"
     "  proc kill HANDLE [SIGNAL]    signal its process group (default 15, TERM)\n"
@@ -106,7 +107,8 @@ static const char usage_text[] =
     "  --display D      X display (default :0)\n"
     "  --xauthority F   X cookie file (default: the session's, found automatically)\n"
     "  --user U         desktop user for launch/open (default: the session's user)\n"
-    "  --timeout S      seconds to wait (ready: 60, clipboard: 5, type: 60; at most 3600)\n"
+    "  --timeout S      seconds to wait (ready: 60, clipboard: 5, type: 60, proc read: 0;\n"
+    "                   at most 3600)\n"
     "  --parents        fs mkdir: create missing parents, and succeed if PATH is a directory\n"
     "  --recursive      fs remove: remove a directory with everything in it\n";
 
@@ -431,6 +433,9 @@ default_timeout(CarrelGuestCommand command)
         return CARREL_GUEST_DEFAULT_READY_TIMEOUT_MS;
     if (command == CARREL_GUEST_COMMAND_TYPE)
         return CARREL_GUEST_DEFAULT_TYPE_TIMEOUT_MS;
+    /* proc read answers at once unless asked to wait for output. */
+    if (command == CARREL_GUEST_COMMAND_PROC_READ)
+        return 0;
     return CARREL_GUEST_DEFAULT_CLIPBOARD_TIMEOUT_MS;
 }
 

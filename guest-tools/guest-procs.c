@@ -310,8 +310,25 @@ add_stream(JsonBuilder *b, const char *dir, const char *name, gint64 offset, GEr
     return TRUE;
 }
 
-/* proc read HANDLE [STDOUT_OFFSET [STDERR_OFFSET]]: the state first, then the bytes, so that an
- * "exited" reply's sizes are final. */
+/* How often a waiting read looks again: a stat of two files, cheap even under TCG. */
+#define PROC_READ_WAIT_STEP_US (20 * 1000)
+/* The longest a read waits for output, whatever --timeout says: carreld reads again. */
+#define PROC_READ_WAIT_MAX_MS 10000
+
+/* Until there is output past the offsets or the process exited, at most timeout_ms: one guest
+ * call then brings output as soon as it comes, where the host would have to poll blindly. */
+static void
+wait_for_output(const char *dir, gint64 out, gint64 err, gint64 timeout_ms)
+{
+    gint64 end = g_get_monotonic_time() + MIN(timeout_ms, PROC_READ_WAIT_MAX_MS) * 1000;
+
+    while (g_get_monotonic_time() < end && !has_exited(dir, NULL) &&
+           file_size(dir, "stdout") <= out && file_size(dir, "stderr") <= err)
+        g_usleep(PROC_READ_WAIT_STEP_US);
+}
+
+/* proc read HANDLE [STDOUT_OFFSET [STDERR_OFFSET]] [--timeout S]: the state first, then the
+ * bytes, so that an "exited" reply's sizes are final. */
 JsonNode *
 carrel_guest_cmd_proc_read(const CarrelGuestOptions *options, GError **error)
 {
@@ -322,6 +339,8 @@ carrel_guest_cmd_proc_read(const CarrelGuestOptions *options, GError **error)
     if (!dir || !parse_offset(options->argv[1], &out, error) ||
         !parse_offset(options->argv[1] ? options->argv[2] : NULL, &err, error))
         return NULL;
+    if (options->timeout_ms > 0)
+        wait_for_output(dir, out, err, options->timeout_ms);
     b = carrel_guest_json_begin();
     json_builder_set_member_name(b, "handle");
     json_builder_add_string_value(b, options->argv[0]);

@@ -41,8 +41,14 @@ test_defaults(void **state)
     g_autoptr(CarrelGuestOptions) ready = parse(&error, "ready", NULL);
     g_autoptr(CarrelGuestOptions) get = parse(&error, "clipboard", "get", NULL);
     g_autoptr(CarrelGuestOptions) windows = parse(&error, "windows", NULL);
+    g_autoptr(CarrelGuestOptions) read = parse(&error, "proc", "read", "p1", NULL);
+    g_autoptr(CarrelGuestOptions) waiting =
+        parse(&error, "proc", "read", "p1", "0", "0", "--timeout", "1.5", NULL);
 
     assert_null(error);
+    /* A read answers at once unless told to wait. */
+    assert_int_equal(read->timeout_ms, 0);
+    assert_int_equal(waiting->timeout_ms, 1500);
     assert_int_equal(ready->command, CARREL_GUEST_COMMAND_READY);
     assert_string_equal(ready->display, ":0");
     assert_null(ready->xauthority);

@@ -103,6 +103,39 @@ test_output_and_exit(void **state)
     assert_true(g_error_matches(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_WRONG_STATE));
 }
 
+/* One waiting read brings output that came after the call began; a silent process's waiting
+ * read ends empty at its timeout, still running. */
+static void
+test_read_waits(void **state)
+{
+    g_autofree char *late = start((const char *[]){"sh", "-c", "sleep 0.3; echo late", NULL});
+    g_autofree char *quiet = start((const char *[]){"sleep", "600", NULL});
+    g_autoptr(CarrelGuestOptions) options = options_of((const char *[]){late, NULL});
+    g_autoptr(CarrelGuestOptions) silent = options_of((const char *[]){quiet, NULL});
+    g_autoptr(GError) error = NULL;
+    g_autoptr(JsonNode) got = NULL;
+    g_autoptr(JsonNode) none = NULL;
+    g_autoptr(JsonNode) k = NULL;
+    g_autoptr(JsonNode) done = NULL;
+    g_autofree char *text = NULL;
+    g_autofree char *empty = NULL;
+
+    options->timeout_ms = 8000;
+    got = carrel_guest_cmd_proc_read(options, &error);
+    assert_null(error);
+    text = stream_text(got, "stdout");
+    assert_string_equal(text, "late\n");
+    silent->timeout_ms = 100;
+    none = carrel_guest_cmd_proc_read(silent, &error);
+    assert_null(error);
+    empty = stream_text(none, "stdout");
+    assert_string_equal(empty, "");
+    assert_string_equal(json_object_get_string_member(json_node_get_object(none), "state"),
+                        "running");
+    assert_non_null(call(carrel_guest_cmd_proc_kill, (const char *[]){quiet, "9", NULL}, &k, NULL));
+    done = read_until_exited(quiet);
+}
+
 static void
 test_missing_program(void **state)
 {
@@ -215,6 +248,7 @@ main(void)
     g_autofree char *spool = g_build_filename(dir, "procs", NULL);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_output_and_exit),
+        cmocka_unit_test(test_read_waits),
         cmocka_unit_test(test_missing_program),
         cmocka_unit_test(test_kill),
         cmocka_unit_test(test_stdin),

@@ -236,7 +236,10 @@ poll_thread(gpointer data)
             post(st, "keepalive", NULL);
             last_sent = g_get_monotonic_time();
         }
-        /* Output coming: read again soon; none: back off, up to a second. */
+        /* A read that waited in the guest already paused; otherwise: output coming, read
+         * again soon; none: back off, up to a second. */
+        if (carrel_exec_stream_waits(st->core))
+            continue;
         interval = got ? POLL_MIN_MS : MIN(interval * 2, POLL_MAX_MS);
         nap(st, interval);
     }

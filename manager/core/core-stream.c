@@ -11,6 +11,9 @@
 /* Past the deadline the process is killed; reading goes on until the guest says it exited,
  * and gives up this long after the deadline (a stalled guest). */
 #define STREAM_GRACE_US (10 * G_USEC_PER_SEC)
+/* Each read waits in the guest this long for output (carrel-guest proc read --timeout): output
+ * comes back one guest call after it was written, with no blind polling from here. */
+#define STREAM_READ_WAIT "1"
 
 struct _CarrelExecStream {
     CarrelManager *mgr;
@@ -29,6 +32,7 @@ struct _CarrelExecStream {
     gboolean truncated;
     gboolean cancelled;
     gboolean recorded;
+    gboolean no_wait; /* an older carrel-guest, whose reads cannot wait */
 };
 
 void
@@ -110,6 +114,37 @@ stream_kill(CarrelExecStream *st)
         st->mgr, st->domain, (const char *const[]){"kill", st->handle, sig, NULL}, NULL, NULL);
 }
 
+/* A carrel-guest that refuses --timeout on proc read predates it: read without waiting. */
+static JsonNode *
+guest_read(CarrelExecStream *st, const char *out, const char *err, GError **error)
+{
+    g_autoptr(GError) local = NULL;
+    JsonNode *reply;
+
+    if (!st->no_wait) {
+        reply = carrel_manager_guest_proc(
+            st->mgr, st->domain,
+            (const char *const[]){"read", st->handle, out, err, "--timeout", STREAM_READ_WAIT,
+                                  NULL},
+            NULL, &local);
+        if (reply || !g_error_matches(local, CARREL_ERROR, CARREL_ERROR_INVALID_ARG)) {
+            if (local)
+                g_propagate_error(error, g_steal_pointer(&local));
+            return reply;
+        }
+        st->no_wait = TRUE;
+    }
+    return carrel_manager_guest_proc(st->mgr, st->domain,
+                                     (const char *const[]){"read", st->handle, out, err, NULL},
+                                     NULL, error);
+}
+
+gboolean
+carrel_exec_stream_waits(const CarrelExecStream *st)
+{
+    return !st->no_wait;
+}
+
 CarrelProcRead *
 carrel_exec_stream_next(CarrelExecStream *st, GError **error)
 {
@@ -128,9 +163,7 @@ carrel_exec_stream_next(CarrelExecStream *st, GError **error)
                     "process '%s' did not end after it was killed", st->handle);
         return NULL;
     }
-    reply = carrel_manager_guest_proc(st->mgr, st->domain,
-                                      (const char *const[]){"read", st->handle, out, err, NULL},
-                                      NULL, error);
+    reply = guest_read(st, out, err, error);
     if (!reply)
         return NULL;
     read = carrel_proc_read_from_guest(reply, st->stdout_offset, st->stderr_offset, error);

@@ -330,6 +330,8 @@ CarrelExecStream *carrel_manager_exec_stream_start(CarrelManager *mgr, const Car
                                                    const CarrelExecRequest *req, GError **error);
 const char *carrel_exec_stream_handle(const CarrelExecStream *st);
 CarrelProcRead *carrel_exec_stream_next(CarrelExecStream *st, GError **error);
+/* Whether each read waits in the guest for output (then the caller need not pause between). */
+gboolean carrel_exec_stream_waits(const CarrelExecStream *st);
 void carrel_exec_stream_cancel(CarrelExecStream *st);
 JsonNode *carrel_exec_stream_finish(CarrelExecStream *st, const GError *failure);
 void carrel_exec_stream_free(CarrelExecStream *st);

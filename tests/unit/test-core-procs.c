@@ -159,11 +159,43 @@ test_stream(void **state)
     read = carrel_exec_stream_next(st, &error);
     assert_non_null(read);
     assert_true(carrel_proc_read_is_last(read));
+    /* The read waits in the guest for output: no blind polling from the host. */
+    assert_true(carrel_exec_stream_waits(st));
+    {
+        g_auto(GStrv) sent = carrel_hypervisor_fake_get_exec_argv(fx->hv);
+
+        assert_string_equal(sent[2], "read");
+        assert_string_equal(sent[6], "--timeout");
+        assert_non_null(sent[7]);
+        assert_null(sent[8]);
+    }
     end = carrel_exec_stream_finish(st, NULL);
     o = json_node_get_object(end);
     assert_int_equal(json_object_get_int_member(o, "exit_code"), 3);
     assert_int_equal(json_object_get_int_member(o, "stdout_bytes"), 3);
     assert_false(json_object_get_boolean_member(o, "cancelled"));
+
+    /* An older carrel-guest refuses --timeout on read: the stream reads on without it. */
+    {
+        g_autoptr(CarrelExecStream) old = NULL;
+        g_auto(GStrv) sent = NULL;
+
+        old = carrel_manager_exec_stream_start(fx->mgr, ADMIN, s->id, &req, &error);
+        assert_non_null(old);
+        carrel_hypervisor_fake_set_exec_result(
+            fx->hv, 2,
+            "{\"error\":{\"code\":\"invalid_argument\",\"message\":\"--timeout does not "
+            "apply to 'proc read'\"}}",
+            "");
+        assert_null(carrel_exec_stream_next(old, &error));
+        g_clear_error(&error);
+        assert_false(carrel_exec_stream_waits(old));
+        sent = carrel_hypervisor_fake_get_exec_argv(fx->hv);
+        assert_string_equal(sent[2], "read");
+        assert_null(sent[6]);
+        carrel_exec_stream_cancel(old);
+        json_node_unref(carrel_exec_stream_finish(old, NULL));
+    }
 
     /* A guest without carrel-guest: the stream never starts. */
     carrel_hypervisor_fake_set_exec_result(fx->hv, 127, NULL, "");
