@@ -122,11 +122,11 @@ guest_read(CarrelExecStream *st, const char *out, const char *err, GError **erro
     JsonNode *reply;
 
     if (!st->no_wait) {
-        reply = carrel_manager_guest_proc(
-            st->mgr, st->domain,
-            (const char *const[]){"read", st->handle, out, err, "--timeout", STREAM_READ_WAIT,
-                                  NULL},
-            NULL, &local);
+        reply =
+            carrel_manager_guest_proc(st->mgr, st->domain,
+                                      (const char *const[]){"read", st->handle, out, err,
+                                                            "--timeout", STREAM_READ_WAIT, NULL},
+                                      NULL, &local);
         if (reply || !g_error_matches(local, CARREL_ERROR, CARREL_ERROR_INVALID_ARG)) {
             if (local)
                 g_propagate_error(error, g_steal_pointer(&local));
