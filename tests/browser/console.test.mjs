@@ -9,96 +9,12 @@
 //   CHROMIUM           the browser (default /usr/bin/chromium)
 import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
+import { agentOf, canvasStats, env, typeKeys, waitConsole } from './carrel.mjs';
 import { check, fail, launch, outDir, shot, sleep, step, summary, waitFor, watchProblems } from './lib.mjs';
 
-const BASE = (process.env.CARREL_URL || '').replace(/\/$/, '');
-const SID = process.env.CARREL_SESSION;
-if (!BASE || !SID || !process.env.CARREL_TOKEN_FILE) {
-    console.log('not ok - CARREL_URL, CARREL_TOKEN_FILE and CARREL_SESSION must be set');
-    process.exit(1);
-}
-const TOKEN = (await readFile(process.env.CARREL_TOKEN_FILE, 'utf8')).trim();
+const { base: BASE, sid: SID, token: TOKEN } = await env();
 const WS_BASE = BASE.replace(/^http/, 'ws');
-const KEY_DELAY_MS = 60; // MACHINE.md: keys faster than ~50 ms apart get dropped after 8
-
-// The API as an agent would use it: bearer token, no cookie.
-async function agent(method, path, body) {
-    const resp = await fetch(BASE + path, {
-        method,
-        headers: { Authorization: 'Bearer ' + TOKEN, ...(body ? { 'Content-Type': 'application/json' } : {}) },
-        body: body ? JSON.stringify(body) : undefined,
-    });
-    const text = await resp.text();
-    let json = null;
-    try {
-        json = JSON.parse(text);
-    } catch {
-        // not JSON
-    }
-    return { status: resp.status, json, text };
-}
-
-async function guestExec(argv) {
-    const r = await agent('POST', '/v1/sessions/' + SID + '/exec', { argv });
-    if (r.status !== 200)
-        throw new Error('exec ' + argv.join(' ') + ': ' + r.status + ' ' + r.text);
-    return r.json;
-}
-
-async function sessionState() {
-    const r = await agent('GET', '/v1/sessions/' + SID);
-    return r.json && r.json.state;
-}
-
-// Pixel statistics of the SPICE canvas, read in the page.
-async function canvasStats(page) {
-    return page.evaluate(() => {
-        const c = document.querySelector('#spice-screen canvas');
-        if (!c || !c.width || !c.height)
-            return null;
-        const data = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-        const colours = new Set();
-        let hash = 0;
-        let lit = 0;
-        for (let i = 0; i < data.length; i += 4) {
-            const v = (data[i] << 16) | (data[i + 1] << 8) | data[i + 2];
-            if (colours.size < 4096)
-                colours.add(v);
-            if (v !== 0)
-                lit++;
-            hash = (Math.imul(hash, 31) + v) | 0;
-        }
-        return { width: c.width, height: c.height, colours: colours.size, lit, hash };
-    });
-}
-
-// Types text into the focused canvas with real key presses, paced; shifted characters are sent
-// with Shift held (spice-html5 sends scancodes: the key's code, not its character).
-const SHIFTED = { '>': 'Period', '<': 'Comma', '_': 'Minus', '|': 'Backslash', '~': 'Backquote', ':': 'Semicolon',
-    '"': 'Quote', '?': 'Slash', '+': 'Equal', '!': 'Digit1', '@': 'Digit2', '#': 'Digit3', '$': 'Digit4',
-    '%': 'Digit5', '^': 'Digit6', '&': 'Digit7', '*': 'Digit8', '(': 'Digit9', ')': 'Digit0', '{': 'BracketLeft',
-    '}': 'BracketRight' };
-const PLAIN = { ' ': 'Space', '.': 'Period', ',': 'Comma', '-': 'Minus', '/': 'Slash', '=': 'Equal', ';': 'Semicolon',
-    "'": 'Quote', '\\': 'Backslash', '`': 'Backquote', '[': 'BracketLeft', ']': 'BracketRight', '\n': 'Enter' };
-async function typeKeys(page, text) {
-    for (const ch of text) {
-        let key;
-        if (/[a-z]/.test(ch))
-            key = 'Key' + ch.toUpperCase();
-        else if (/[A-Z]/.test(ch))
-            key = 'Shift+Key' + ch;
-        else if (/[0-9]/.test(ch))
-            key = 'Digit' + ch;
-        else if (SHIFTED[ch])
-            key = 'Shift+' + SHIFTED[ch];
-        else if (PLAIN[ch])
-            key = PLAIN[ch];
-        else
-            throw new Error('no key for ' + JSON.stringify(ch));
-        await page.keyboard.press(key, { delay: 20 });
-        await sleep(KEY_DELAY_MS);
-    }
-}
+const { agent, guestExec, sessionState } = agentOf({ base: BASE, sid: SID, token: TOKEN });
 
 // Opens a websocket from inside a page; 'accepted' when it opened and stayed open 3 s,
 // 'refused' when it never opened or was closed within that time.
@@ -138,11 +54,6 @@ async function pageTicket(page) {
             throw new Error('POST .../console gave no ticket: ' + t.status + ' ' + JSON.stringify(t.body));
         return t;
     });
-}
-
-async function waitConsole(page, viewOnly, timeout = 30000) {
-    await page.waitForFunction((vo) => document.body.dataset.console === 'connected' &&
-        document.body.dataset.viewOnly === String(vo), viewOnly, { timeout });
 }
 
 // A second origin for the cross-origin checks: a page on another port of 127.0.0.1.

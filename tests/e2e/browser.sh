@@ -94,6 +94,11 @@ browser_checks() {
         CARREL_TOKEN_FILE="${CARREL_TOKEN_FILE:-$STATE_DIR/admin.token}" CARREL_BIN="${CARREL_BIN:-}" \
         timeout 900 node "$BROWSER_TEST_DIR/console.test.mjs" >"$log" 2>&1
     browser_report "browser" $? "$log"
+    # Take-overs again and again: new browsers closed without releasing, after pause, hibernate.
+    CARREL_URL="$url" CARREL_SESSION="$s" CARREL_TEST_OUT="$out/takeover" \
+        CARREL_TOKEN_FILE="${CARREL_TOKEN_FILE:-$STATE_DIR/admin.token}" \
+        timeout 900 node "$BROWSER_TEST_DIR/takeover.test.mjs" >"$E2E_DIR/browser-takeover.log" 2>&1
+    browser_report "take-over" $? "$E2E_DIR/browser-takeover.log"
     # The same console in Firefox ESR (puppeteer-core over WebDriver BiDi): login, list, desktop.
     CARREL_URL="$url" CARREL_SESSION="$s" CARREL_TEST_OUT="$out/firefox" \
         CARREL_TOKEN_FILE="${CARREL_TOKEN_FILE:-$STATE_DIR/admin.token}" \

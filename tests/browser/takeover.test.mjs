@@ -1,0 +1,141 @@
+// Take-overs in a real browser, again and again: a reviewer opens the session page, takes over,
+// types into the guest's terminal, and closes the browser without releasing; then a new browser
+// does the same, a third time, after a pause and after a hibernate. Each round's typing is read
+// back from the guest with exec. Prints `ok - ...` / `not ok - ...`; exits 1 on any failure.
+//
+// Environment: as console.test.mjs (CARREL_URL, CARREL_TOKEN_FILE, CARREL_SESSION of a running
+// `tiny` session, CARREL_TEST_OUT, CHROMIUM).
+import { agentOf, env, login, typeKeys, waitConsole } from './carrel.mjs';
+import { check, fail, launch, shot, sleep, step, summary, waitFor, watchProblems } from './lib.mjs';
+
+const { base: BASE, sid: SID, token: TOKEN } = await env();
+const { agent, guestExec, sessionState } = agentOf({ base: BASE, sid: SID, token: TOKEN });
+
+async function waitState(want, timeoutMs) {
+    return waitFor(async () => ((await sessionState()) === want ? want : null), timeoutMs, 500);
+}
+
+// The guest's xterm (its frame, in guest pixels) from the computer API's window list.
+async function xtermWindow() {
+    const r = await agent('POST', '/v1/sessions/' + SID + '/computer', { action: 'windows' });
+    const j = r.json || {};
+    const out = j.output || (j.results && j.results[0] && j.results[0].output) || {};
+    const list = out.windows || [];
+    if (!list.length)
+        console.log('# windows: ' + r.status + ' ' + r.text.slice(0, 300));
+    return list.find((w) => /xterm/i.test(w.class || '') || /xterm/i.test(w.instance || '')) || null;
+}
+
+// Where the xterm is, asked once before any take-over (agents' calls wait while a person holds
+// the lease, and the terminal does not move).
+let terminal = null;
+
+// Clicks the middle of the guest's xterm on the page's canvas, as a person would before typing.
+async function clickTerminal(page) {
+    const w = terminal;
+    if (!w)
+        throw new Error('no xterm in the window list');
+    const box = await page.evaluate(() => {
+        const c = document.querySelector('#spice-screen canvas');
+        const r = c.getBoundingClientRect();
+        return { left: r.left, top: r.top, width: r.width, height: r.height, cw: c.width, ch: c.height };
+    });
+    const gx = w.x + w.width / 2;
+    const gy = w.y + w.height / 2;
+    await page.mouse.move(box.left + (gx * box.width) / box.cw, box.top + (gy * box.height) / box.ch, { steps: 5 });
+    await page.mouse.click(box.left + (gx * box.width) / box.cw, box.top + (gy * box.height) / box.ch);
+}
+
+// One reviewer's visit in a browser of its own: log in, open the page, take over (unless the
+// page says the lease is already theirs), click into the terminal, type a command, read its
+// effect back in the guest; then leave as asked: close the browser, or release first.
+async function visit(browser, round, problems, { release = false } = {}) {
+    const context = await browser.newContext({ viewport: { width: 1366, height: 768 } });
+    const page = await context.newPage();
+    watchProblems(page, problems);
+    const file = '/tmp/takeover-' + round;
+    try {
+        await login(page, BASE, TOKEN);
+        await page.goto(BASE + '/session.html?id=' + encodeURIComponent(SID));
+        await step(round + ': the page connects to the desktop', async () => {
+            await page.waitForFunction(() => document.body.dataset.console === 'connected', null, { timeout: 60000 });
+        });
+        await step(round + ': take over: the page says you control the desktop', async () => {
+            if (await page.isVisible('#take-over'))
+                await page.click('#take-over');
+            await page.waitForFunction(() => /You control/.test(document.getElementById('control-badge').textContent),
+                null, { timeout: 15000 });
+            await waitConsole(page, false);
+        });
+        await guestExec(['rm', '-f', file]);
+        await step(round + ': keys typed into the page reach the terminal (read back with exec)', async () => {
+            await clickTerminal(page);
+            await page.locator('#spice-screen canvas').focus();
+            await typeKeys(page, 'echo ' + round + ' > ' + file + '\n');
+            const got = await waitFor(async () => {
+                const r = await guestExec(['cat', file]);
+                return r.exit_code === 0 && r.stdout.trim() ? r.stdout.trim() : null;
+            }, 20000, 500);
+            if (got !== round)
+                throw new Error(file + ' holds ' + JSON.stringify(got));
+        });
+        await shot(page, 'takeover-' + round);
+        if (release) {
+            await step(round + ': release from the page', async () => {
+                await page.click('#release');
+                await page.waitForFunction(() => /^View only$/.test(document.getElementById('control-badge').textContent),
+                    null, { timeout: 15000 });
+            });
+        }
+    } finally {
+        // The browser goes away as a person closes it: no release.
+        await context.close();
+    }
+}
+
+const browser = await launch();
+const problems = [];
+try {
+    if ((await sessionState()) !== 'running')
+        throw new Error('session ' + SID + ' is not running');
+    terminal = await xtermWindow();
+    check('the guest has an xterm to type into', terminal, JSON.stringify(terminal));
+    await visit(browser, 'first', problems);
+    await visit(browser, 'second', problems, { release: true });
+    // A person reopens the browser later than the proxy's grace for the old connections.
+    await sleep(12000);
+    await visit(browser, 'third', problems);
+    await visit(browser, 'fourth', problems, { release: true });
+    await step('pause and resume through the API', async () => {
+        const p = await agent('POST', '/v1/sessions/' + SID + '/pause', {});
+        if (p.status !== 200 && p.status !== 409)
+            throw new Error('pause: ' + p.status + ' ' + p.text);
+        if (!(await waitState('paused', 30000)))
+            throw new Error('not paused: ' + (await sessionState()));
+        const r = await agent('POST', '/v1/sessions/' + SID + '/resume', {});
+        if (r.status !== 200 && r.status !== 202)
+            throw new Error('resume: ' + r.status + ' ' + r.text);
+        return !!(await waitState('running', 60000));
+    });
+    await visit(browser, 'after-pause', problems);
+    await step('hibernate and resume through the API', async () => {
+        const h = await agent('POST', '/v1/sessions/' + SID + '/hibernate', {});
+        if (h.status !== 200 && h.status !== 202)
+            throw new Error('hibernate: ' + h.status + ' ' + h.text);
+        if (!(await waitState('hibernated', 120000)))
+            throw new Error('not hibernated: ' + (await sessionState()));
+        const r = await agent('POST', '/v1/sessions/' + SID + '/resume', {});
+        if (r.status !== 200 && r.status !== 202)
+            throw new Error('resume: ' + r.status + ' ' + r.text);
+        return !!(await waitState('running', 120000));
+    });
+    await visit(browser, 'after-hibernate', problems);
+    const real = problems.filter((p) => !/Failed to load resource|WebSocket connection to/.test(p));
+    check('no script error in the pages', real.length === 0, real.join(' | '));
+} catch (e) {
+    fail('take-over test stopped', e.stack);
+} finally {
+    await agent('POST', '/v1/sessions/' + SID + '/control', { action: 'release' }).catch(() => {});
+    await browser.close();
+}
+process.exit(summary());
