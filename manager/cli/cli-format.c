@@ -244,6 +244,33 @@ format_member(const char *key, JsonNode *node)
 }
 
 char *
+carrel_cli_format_timings(JsonObject *timings)
+{
+    g_autoptr(GList) members = NULL;
+    g_autoptr(GString) phases = g_string_new(NULL);
+    JsonNode *total = timings ? json_object_get_member(timings, "total_ms") : NULL;
+
+    if (!total || json_node_get_value_type(total) != G_TYPE_INT64)
+        return NULL;
+    members = json_object_get_members(timings);
+    for (GList *l = members; l; l = l->next) {
+        const char *name = l->data;
+        JsonNode *ms = json_object_get_member(timings, name);
+        g_autofree char *phase = NULL;
+
+        if (g_str_equal(name, "total_ms") || !g_str_has_suffix(name, "_ms") ||
+            !JSON_NODE_HOLDS_VALUE(ms) || json_node_get_value_type(ms) != G_TYPE_INT64)
+            continue;
+        phase = carrel_cli_clean_text(name);
+        phase[strlen(phase) - 3] = '\0';
+        g_string_append_printf(phases, "%s%s %" G_GINT64_FORMAT " ms", phases->len ? ", " : "",
+                               phase, json_node_get_int(ms));
+    }
+    return g_strdup_printf("took %.2f s%s%s%s", (double)json_node_get_int(total) / 1000,
+                           phases->len ? " (" : "", phases->str, phases->len ? ")" : "");
+}
+
+char *
 carrel_cli_format_fields(JsonObject *obj)
 {
     g_autoptr(GList) members = json_object_get_members(obj);

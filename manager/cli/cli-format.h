@@ -75,6 +75,10 @@ JsonNode *carrel_cli_json_new_object(void);
 /* A scalar JSON value as text ("-" for null, "true", numbers); compact JSON for the rest. */
 char *carrel_cli_format_value(JsonNode *node);
 
+/* A verb's timings ({"restore_ms": 812, ..., "total_ms": 2630}) on one line: "took 2.63 s
+ * (restore 812 ms, agent 640 ms)", the phases in their order; NULL when there are none. */
+char *carrel_cli_format_timings(JsonObject *timings);
+
 /* "key: value" lines of an object's members, keys aligned, values cleaned; "_bytes" humanized. */
 char *carrel_cli_format_fields(JsonObject *obj);
 

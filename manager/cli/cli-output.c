@@ -195,6 +195,7 @@ carrel_cli_print_session(CarrelCli *cli, JsonNode *session)
 {
     g_autoptr(CarrelCliTable) table = NULL;
     g_autofree char *text = NULL;
+    g_autofree char *took = NULL;
 
     if (cli->json) {
         carrel_cli_print_json(cli, session);
@@ -205,6 +206,10 @@ carrel_cli_print_session(CarrelCli *cli, JsonNode *session)
                                  g_get_real_time() / G_USEC_PER_SEC);
     text = carrel_cli_table_render(table);
     carrel_cli_print_text(text);
+    /* Where the verb's time went (create, revert, fork), beside the table, not in it. */
+    took = carrel_cli_format_timings(carrel_cli_json_object(session, "timings"));
+    if (took)
+        g_printerr("%s\n", took);
 }
 
 void

@@ -31,6 +31,8 @@ carrel_session_free(CarrelSession *session)
     g_free(session->owner_label);
     g_free(session->policy);
     g_free(session->egress_ip);
+    if (session->timings)
+        json_node_unref(session->timings);
     g_free(session);
 }
 
@@ -93,6 +95,10 @@ carrel_session_to_json(const CarrelSession *session)
     json_builder_add_string_value(b, created);
     json_builder_set_member_name(b, "updated_at");
     json_builder_add_string_value(b, updated);
+    if (session->timings) {
+        json_builder_set_member_name(b, "timings");
+        json_builder_add_value(b, json_node_copy(session->timings));
+    }
     json_builder_end_object(b);
     return json_builder_get_root(b);
 }
@@ -295,6 +301,8 @@ carrel_snapshot_free(CarrelSnapshot *snap)
     g_free(snap->parent);
     g_free(snap->layer_path);
     g_free(snap->memory_path);
+    if (snap->timings)
+        json_node_unref(snap->timings);
     g_free(snap);
 }
 
@@ -313,6 +321,10 @@ carrel_snapshot_to_json(const CarrelSnapshot *snap)
     json_builder_set_member_name(b, "size_bytes");
     json_builder_add_int_value(b, (gint64)snap->size_bytes);
     carrel_conf_add_optional_string(b, "created_at", created);
+    if (snap->timings) {
+        json_builder_set_member_name(b, "timings");
+        json_builder_add_value(b, json_node_copy(snap->timings));
+    }
     json_builder_end_object(b);
     return json_builder_get_root(b);
 }

@@ -159,6 +159,7 @@ typedef struct {
     char *egress_ip;      /* its address on the egress network, or NULL (no network) */
     gint64 created_at;
     gint64 updated_at;
+    JsonNode *timings; /* the verb that returned it: where its time went (not stored), or NULL */
 } CarrelSession;
 
 CarrelSession *carrel_session_new(void);
@@ -907,6 +908,7 @@ typedef struct {
     char *memory_path;  /* libvirt save image, NULL for a disk-only snapshot */
     guint64 size_bytes; /* layer + memory on disk (filled when listed) */
     gint64 created_at;
+    JsonNode *timings; /* as CarrelSession's: the snapshot that made it (not stored), or NULL */
 } CarrelSnapshot;
 
 CarrelSnapshot *carrel_snapshot_new(void);

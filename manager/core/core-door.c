@@ -29,6 +29,19 @@ carrel_door_clear(CarrelDoor *door)
     g_clear_pointer(&door->session, carrel_session_free);
     g_clear_pointer(&door->params, json_node_unref);
     g_clear_pointer(&door->session_id, g_free);
+    /* A verb that returned early still closes its frame: frames nest, one per open door. */
+    (void)carrel_door_timings(door);
+    g_clear_pointer(&door->timings, json_node_unref);
+}
+
+JsonNode *
+carrel_door_timings(CarrelDoor *door)
+{
+    if (door->timing) {
+        door->timing = FALSE;
+        door->timings = carrel_timings_end();
+    }
+    return door->timings;
 }
 
 CarrelAuditRecord *
@@ -108,6 +121,10 @@ carrel_door_enter(CarrelDoor *door, CarrelManager *mgr, const CarrelPrincipal *w
     } else {
         ok = carrel_policy_authorize(mgr->policy, who, op, NULL, &refusal);
     }
+    if (ok && lifecycle_action(op)) {
+        carrel_timings_begin();
+        door->timing = TRUE;
+    }
     if (ok)
         return TRUE;
     audit_refusal(door, refusal);
@@ -146,6 +163,8 @@ static gboolean
 record_outcome(CarrelDoor *door, const GError *failure, GError **error)
 {
     const char *action = lifecycle_action(door->op);
+    JsonNode *timings = carrel_door_timings(door);
+    g_autoptr(JsonNode) result = NULL;
 
     if (carrel_op_changes_state(door->op) && !door->audited) {
         g_autoptr(CarrelAuditRecord) rec =
@@ -155,8 +174,13 @@ record_outcome(CarrelDoor *door, const GError *failure, GError **error)
     }
     if (!action || !door->session_id || door->quiet)
         return TRUE;
+    /* Where the time went, on the event (its duration is the whole). */
+    if (timings && !failure) {
+        result = carrel_conf_new_object_node();
+        json_object_set_member(json_node_get_object(result), "timings", json_node_copy(timings));
+    }
     return carrel_manager_record(door->mgr, door->session_id, door->who, "lifecycle", action,
-                                 door->params, NULL, failure, door->started_us, NULL, error);
+                                 door->params, result, failure, door->started_us, NULL, error);
 }
 
 gpointer

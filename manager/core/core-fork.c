@@ -51,7 +51,9 @@ bring_up_fork(CarrelManager *mgr, CarrelSession *s, const CarrelSnapshot *snap, 
         return FALSE;
     /* Every fork rewrites the one memory file's header: one restore at a time. */
     carrel_crash_during("fork.restoring", 200);
+    carrel_timings_mark("prepare");
     g_mutex_lock(carrel_manager_file_lock(mgr, snap->memory_path));
+    carrel_timings_mark("lock");
     ok = carrel_manager_restore(mgr, "fork", snap->memory_path, xml, error);
     g_mutex_unlock(carrel_manager_file_lock(mgr, snap->memory_path));
     if (!ok || !carrel_hypervisor_define(mgr->hv, xml, error) ||
@@ -60,7 +62,9 @@ bring_up_fork(CarrelManager *mgr, CarrelSession *s, const CarrelSnapshot *snap, 
         return FALSE;
     carrel_manager_set_clone_mac(mgr, domain, s->mac);
     /* The restored guest still has its origin's address: it gets its own. */
-    return carrel_manager_egress_attach(mgr, s, TRUE, error) &&
+    ok = carrel_manager_egress_attach(mgr, s, TRUE, error);
+    carrel_timings_mark("network");
+    return ok &&
            carrel_store_session_set_state(mgr->store, s->id, CARREL_SESSION_RUNNING, NULL, error);
 }
 
@@ -70,6 +74,8 @@ fork_one(CarrelManager *mgr, const CarrelPrincipal *who, const CarrelSession *or
          const CarrelPolicy *policy, const CarrelSnapshot *snap, GError **error)
 {
     g_autoptr(CarrelSession) s = fork_row(mgr, who, origin, snap);
+    g_autoptr(JsonNode) timings = NULL;
+    CarrelSession *made;
     gboolean ok;
 
     if (!carrel_manager_mark_busy(mgr, s->id, "fork", error))
@@ -78,11 +84,14 @@ fork_one(CarrelManager *mgr, const CarrelPrincipal *who, const CarrelSession *or
         carrel_manager_clear_busy(mgr, s->id);
         return NULL;
     }
+    /* Each fork's own phases, beside the fork verb's (its snapshot). */
+    carrel_timings_begin();
     ok = carrel_manager_ensure_network(mgr, error) &&
          carrel_store_session_insert(mgr->store, s, error);
     if (ok)
         carrel_crash_point("fork.inserted");
     ok = ok && bring_up_fork(mgr, s, snap, error);
+    timings = carrel_timings_end();
     if (!ok) {
         carrel_manager_session_teardown(mgr, s);
         (void)carrel_store_session_delete(mgr->store, s->id, NULL);
@@ -92,7 +101,10 @@ fork_one(CarrelManager *mgr, const CarrelPrincipal *who, const CarrelSession *or
     /* Like a warm clone: its free memory goes back to the host. */
     if (ok)
         carrel_job_unref(carrel_manager_reclaim_restored(mgr, s));
-    return ok ? carrel_store_session_get(mgr->store, s->id, error) : NULL;
+    made = ok ? carrel_store_session_get(mgr->store, s->id, error) : NULL;
+    if (made)
+        made->timings = g_steal_pointer(&timings);
+    return made;
 }
 
 /* The snapshot to fork from: the named one, or a new one taken now. */

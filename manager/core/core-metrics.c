@@ -141,6 +141,7 @@ carrel_manager_restore(CarrelManager *mgr, const char *from, const char *memory,
     if (!carrel_hypervisor_restore(mgr->hv, memory, xml, error))
         return FALSE;
     carrel_manager_observe_since(mgr, "carrel_restore_duration_seconds", from, started);
+    carrel_timings_mark("restore");
     return TRUE;
 }
 

@@ -79,6 +79,16 @@ void carrel_manager_tokens_clear(CarrelManager *mgr);
 CarrelMetrics *carrel_manager_metrics_new(void);
 /* Observes the time since started_us (monotonic) in a duration histogram, with its one label
  * value (NULL for histograms without labels). */
+/*
+ * Per-phase timings of the verb running on this thread (core-timings.c): begin opens a frame,
+ * mark(PHASE) adds the time since the previous mark (or the begin) to PHASE (a string literal),
+ * end closes the frame: {"PHASE_ms": N, ..., "total_ms": T}, or NULL when nothing was marked.
+ * Marks with no frame open count nothing.
+ */
+void carrel_timings_begin(void);
+void carrel_timings_mark(const char *phase);
+JsonNode *carrel_timings_end(void);
+
 void carrel_manager_observe_since(CarrelManager *mgr, const char *histogram, const char *label,
                                   gint64 started_us);
 /* carrel_hypervisor_restore, its time observed by what it restores ("warm", "hibernate",
@@ -293,8 +303,10 @@ typedef struct {
     char *session_id;       /* the session the audit row and timeline name */
     JsonNode *params;       /* digested into the audit row, shown on the timeline (owned) */
     gint64 started_us;
-    gboolean audited; /* the audit row went in already (with the state change it records) */
-    gboolean quiet;   /* no lifecycle event on the timeline (the verb records its own) */
+    gboolean audited;  /* the audit row went in already (with the state change it records) */
+    gboolean quiet;    /* no lifecycle event on the timeline (the verb records its own) */
+    gboolean timing;   /* a timings frame is open for this verb (lifecycle verbs) */
+    JsonNode *timings; /* that frame once closed (carrel_door_timings), or NULL */
 } CarrelDoor;
 
 void carrel_door_clear(CarrelDoor *door);
@@ -333,6 +345,9 @@ gboolean carrel_door_enter(CarrelDoor *door, CarrelManager *mgr, const CarrelPri
 gboolean carrel_door_check(CarrelDoor *door, CarrelOp op, GError **error);
 /* The session the outcome concerns when the verb made it (create). */
 void carrel_door_set_session(CarrelDoor *door, const char *session_id);
+/* Closes the verb's timings frame (once) and gives it (borrowed; NULL for verbs not timed or
+ * when nothing was marked): the verb's reply shows it, the timeline event carries it. */
+JsonNode *carrel_door_timings(CarrelDoor *door);
 /* The audit row of the door's operation with result "ok", "failed" or "denied". */
 CarrelAuditRecord *carrel_door_audit_record(const CarrelDoor *door, const char *result,
                                             const GError *failure);

@@ -191,5 +191,6 @@ carrel_manager_wait_agent(CarrelManager *mgr, const char *domain, gboolean *ret_
         g_usleep(G_USEC_PER_SEC / 2);
     }
     g_clear_pointer(&watch.last, g_bytes_unref);
+    carrel_timings_mark("agent");
     return ok;
 }

@@ -109,9 +109,13 @@ carrel_manager_set_guest_clock(CarrelManager *mgr, const char *domain, GError **
     CarrelGuestExec run = {.argv = argv, .timeout_s = 15, .max_output = 4096};
     g_auto(CarrelExecResult) result = {0};
 
-    if (carrel_hypervisor_agent_exec(mgr->hv, domain, &run, &result, NULL) && result.exit_code == 0)
-        return TRUE;
-    return carrel_hypervisor_set_time(mgr->hv, domain, error);
+    gboolean ok;
+
+    ok = (carrel_hypervisor_agent_exec(mgr->hv, domain, &run, &result, NULL) &&
+          result.exit_code == 0) ||
+         carrel_hypervisor_set_time(mgr->hv, domain, error);
+    carrel_timings_mark("clock");
+    return ok;
 }
 
 /*
@@ -127,6 +131,7 @@ carrel_manager_set_clone_mac(CarrelManager *mgr, const char *domain, const char 
 
     if (mac && !carrel_manager_set_guest_mac(mgr, domain, mac, &local))
         g_warning("%s: the guest keeps the template's MAC: %s", domain, local->message);
+    carrel_timings_mark("mac");
 }
 
 /*
@@ -140,7 +145,9 @@ restore_warm(CarrelManager *mgr, const CarrelWarmState *warm, const char *domain
     gint64 t0 = g_get_monotonic_time(), t1, t2;
     gboolean ok;
 
+    carrel_timings_mark("prepare");
     g_mutex_lock(carrel_manager_file_lock(mgr, warm->memory_path));
+    carrel_timings_mark("lock");
     t1 = g_get_monotonic_time();
     ok = carrel_manager_restore(mgr, "warm", warm->memory_path, xml, error);
     g_mutex_unlock(carrel_manager_file_lock(mgr, warm->memory_path));
@@ -173,9 +180,12 @@ bring_up(CarrelManager *mgr, CarrelSession *session, const CarrelTemplate *tmpl,
     xml = carrel_manager_session_xml(mgr, session, tmpl, error);
     if (!xml || !carrel_manager_ensure_network(mgr, error))
         return FALSE;
+    if (!warm)
+        carrel_timings_mark("prepare");
     if (warm ? !restore_warm(mgr, warm, domain, xml, error)
              : !carrel_hypervisor_define_start(mgr->hv, xml, error))
         return FALSE;
+    carrel_timings_mark(warm ? "define" : "boot");
     carrel_crash_point("create.restored");
     /* The clock stood still since the save: set it once the agent answers (a restored guest
      * under load may need a while). */
@@ -185,6 +195,8 @@ bring_up(CarrelManager *mgr, CarrelSession *session, const CarrelTemplate *tmpl,
     if (warm && inputs && inputs->len &&
         !carrel_manager_inject_by_agent(mgr, session, inputs, error))
         return FALSE;
+    if (warm && inputs && inputs->len)
+        carrel_timings_mark("inputs");
     if (warm)
         carrel_manager_set_clone_mac(mgr, domain, session->mac);
     /* A booted guest whose agent answers may still be drawing its desktop; a restored one was
@@ -192,9 +204,12 @@ bring_up(CarrelManager *mgr, CarrelSession *session, const CarrelTemplate *tmpl,
     if (!warm && !by_screen &&
         !carrel_manager_wait_ready(mgr, NULL, domain, mgr->agent_timeout_s, error))
         return FALSE;
+    if (!warm)
+        carrel_timings_mark("ready");
     /* Its network once its agent can set it up: the path is ready before "running". */
     if (!carrel_manager_egress_attach(mgr, session, TRUE, error))
         return FALSE;
+    carrel_timings_mark("network");
     return carrel_store_session_set_state(
         mgr->store, session->id, CARREL_SESSION_RUNNING,
         by_screen ? "no guest agent answered: ready once the screen settled" : NULL, error);
@@ -257,6 +272,7 @@ carrel_manager_create_into(CarrelManager *mgr, const CarrelPrincipal *who,
     }
     /* A ready member of the template's warm pool: taken at once, refilled later. */
     if (!pool && (result = carrel_manager_pool_take(mgr, who, req, tmpl, policy))) {
+        carrel_timings_mark("pool");
         carrel_manager_observe_since(mgr, "carrel_create_duration_seconds", "pool", started);
         return result;
     }
@@ -340,8 +356,10 @@ carrel_manager_session_create(CarrelManager *mgr, const CarrelPrincipal *who,
         return carrel_door_finish(&door, NULL, &local, error);
     made = carrel_manager_create_into(mgr, who, req, NULL, &local);
     carrel_manager_limits_leave(mgr, who);
-    if (made)
+    if (made) {
         carrel_door_set_session(&door, made->id);
+        made->timings = json_node_copy(carrel_door_timings(&door));
+    }
     return carrel_door_finish_full(&door, made, (GDestroyNotify)carrel_session_free, &local, error);
 }
 

@@ -53,18 +53,22 @@ carrel_manager_restore_onto(CarrelManager *mgr, CarrelSession *session, const ch
     g_autoptr(CarrelTemplate) tmpl = NULL;
     g_autofree char *xml = NULL;
     char *saved = session->overlay_path;
-    gboolean by_screen = FALSE;
+    gboolean by_screen = FALSE, ok;
 
     tmpl = carrel_store_template_get(mgr->store, session->template_name, session->template_version,
                                      error);
     session->overlay_path = (char *)top;
     xml = tmpl ? carrel_manager_session_xml(mgr, session, tmpl, error) : NULL;
     session->overlay_path = saved;
-    return xml && carrel_manager_restore(mgr, "snapshot", memory, xml, error) &&
-           carrel_hypervisor_define(mgr->hv, xml, error) &&
-           carrel_manager_wait_agent(mgr, domain, &by_screen, error) &&
-           (by_screen || carrel_manager_set_guest_clock(mgr, domain, error)) &&
-           carrel_manager_egress_attach(mgr, session, FALSE, error);
+    carrel_timings_mark("prepare");
+    ok = xml && carrel_manager_restore(mgr, "snapshot", memory, xml, error) &&
+         carrel_hypervisor_define(mgr->hv, xml, error);
+    carrel_timings_mark("define");
+    ok = ok && carrel_manager_wait_agent(mgr, domain, &by_screen, error) &&
+         (by_screen || carrel_manager_set_guest_clock(mgr, domain, error)) &&
+         carrel_manager_egress_attach(mgr, session, FALSE, error);
+    carrel_timings_mark("network");
+    return ok;
 }
 
 gboolean
@@ -122,8 +126,10 @@ snapshot_save(CarrelManager *mgr, const CarrelSession *session, const CarrelSnap
     g_autofree char *domain = carrel_session_domain_name(session->id);
 
     carrel_crash_during("snapshot.saving", 300);
+    carrel_timings_mark("prepare");
     if (!carrel_hypervisor_save(mgr->hv, domain, snap->memory_path, error))
         return FALSE;
+    carrel_timings_mark("save");
     *ret_domain_gone = TRUE;
     carrel_crash_point("snapshot.saved");
     if (!carrel_hypervisor_undefine(mgr->hv, domain, error))
@@ -138,6 +144,7 @@ carrel_manager_snapshot_finish(CarrelManager *mgr, CarrelSession *session,
 {
     if (!carrel_disk_freeze(snap->layer_path, error) || !make_top(top, snap->layer_path, error))
         return FALSE;
+    carrel_timings_mark("disk");
     carrel_crash_point("snapshot.top");
     if (snap->memory_path) {
         carrel_crash_during("snapshot.restoring", 200);
@@ -280,6 +287,7 @@ carrel_manager_revert_finish(CarrelManager *mgr, CarrelSession *session, const C
 
     if (!make_top(top, snap->layer_path, error))
         return FALSE;
+    carrel_timings_mark("disk");
     if (snap->memory_path) {
         carrel_crash_during("revert.restoring", 200);
         if (!carrel_manager_restore_onto(mgr, session, snap->memory_path, top, error))
@@ -320,6 +328,7 @@ do_revert(CarrelManager *mgr, CarrelSession *session, const CarrelSnapshot *snap
         g_propagate_error(error, g_steal_pointer(&local));
     if (ok)
         carrel_crash_point("revert.destroyed");
+    carrel_timings_mark("stop");
     ok = ok && carrel_manager_revert_finish(mgr, session, snap, top, old_top, error);
     carrel_manager_intent_end(mgr, session->id);
     return ok;
@@ -463,13 +472,16 @@ carrel_manager_snapshot_create(CarrelManager *mgr, const CarrelPrincipal *who,
 {
     g_auto(CarrelDoor) door = {0};
     g_autoptr(GError) local = NULL;
+    CarrelSnapshot *snap;
 
     if (!carrel_door_enter(&door, mgr, who, CARREL_OP_SNAPSHOT_CREATE, id_or_name,
                            snapshot_params(name), error))
         return NULL;
-    return carrel_door_finish_full(&door,
-                                   carrel_manager_snapshot_take(mgr, door.session_id, name, &local),
-                                   (GDestroyNotify)carrel_snapshot_free, &local, error);
+    snap = carrel_manager_snapshot_take(mgr, door.session_id, name, &local);
+    if (snap)
+        snap->timings = json_node_copy(carrel_door_timings(&door));
+    return carrel_door_finish_full(&door, snap, (GDestroyNotify)carrel_snapshot_free, &local,
+                                   error);
 }
 
 CarrelSession *
@@ -478,12 +490,16 @@ carrel_manager_snapshot_revert(CarrelManager *mgr, const CarrelPrincipal *who,
 {
     g_auto(CarrelDoor) door = {0};
     g_autoptr(GError) local = NULL;
+    CarrelSession *reverted;
 
     if (!carrel_door_enter(&door, mgr, who, CARREL_OP_SNAPSHOT_REVERT, id_or_name,
                            snapshot_params(snapshot), error))
         return NULL;
-    return carrel_door_finish_full(&door, revert(mgr, door.session_id, snapshot, &local),
-                                   (GDestroyNotify)carrel_session_free, &local, error);
+    reverted = revert(mgr, door.session_id, snapshot, &local);
+    if (reverted)
+        reverted->timings = json_node_copy(carrel_door_timings(&door));
+    return carrel_door_finish_full(&door, reverted, (GDestroyNotify)carrel_session_free, &local,
+                                   error);
 }
 
 gboolean

@@ -55,6 +55,22 @@ assert_text(char *text, const char *expected)
     g_free(text);
 }
 
+/* Timings on one line, phases in order; none without a total; odd members skipped. */
+static void
+test_format_timings(void **state)
+{
+    g_autoptr(JsonNode) t = json_from_string(
+        "{\"restore_ms\":812,\"agent_ms\":640,\"odd\":\"x\",\"total_ms\":2630}", NULL);
+    g_autoptr(JsonNode) bare = json_from_string("{\"total_ms\":5}", NULL);
+    g_autoptr(JsonNode) none = json_from_string("{\"restore_ms\":1}", NULL);
+
+    assert_text(carrel_cli_format_timings(json_node_get_object(t)),
+                "took 2.63 s (restore 812 ms, agent 640 ms)");
+    assert_text(carrel_cli_format_timings(json_node_get_object(bare)), "took 0.01 s");
+    assert_null(carrel_cli_format_timings(json_node_get_object(none)));
+    assert_null(carrel_cli_format_timings(NULL));
+}
+
 static void
 test_format_size(void **state)
 {
@@ -383,15 +399,15 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_exit_codes),     cmocka_unit_test(test_format_size),
-        cmocka_unit_test(test_format_age),     cmocka_unit_test(test_clean_text),
-        cmocka_unit_test(test_escape_segment), cmocka_unit_test(test_progress),
-        cmocka_unit_test(test_table),          cmocka_unit_test(test_session_row),
-        cmocka_unit_test(test_template_row),   cmocka_unit_test(test_fields),
-        cmocka_unit_test(test_token_row),      cmocka_unit_test(test_audit_row),
-        cmocka_unit_test(test_audit_path),     cmocka_unit_test(test_audit_verdict),
-        cmocka_unit_test(test_error_hints),    cmocka_unit_test(test_format_error),
-        cmocka_unit_test(test_progress_line),
+        cmocka_unit_test(test_exit_codes),    cmocka_unit_test(test_format_timings),
+        cmocka_unit_test(test_format_size),   cmocka_unit_test(test_format_age),
+        cmocka_unit_test(test_clean_text),    cmocka_unit_test(test_escape_segment),
+        cmocka_unit_test(test_progress),      cmocka_unit_test(test_table),
+        cmocka_unit_test(test_session_row),   cmocka_unit_test(test_template_row),
+        cmocka_unit_test(test_fields),        cmocka_unit_test(test_token_row),
+        cmocka_unit_test(test_audit_row),     cmocka_unit_test(test_audit_path),
+        cmocka_unit_test(test_audit_verdict), cmocka_unit_test(test_error_hints),
+        cmocka_unit_test(test_format_error),  cmocka_unit_test(test_progress_line),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
