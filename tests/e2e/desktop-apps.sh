@@ -8,9 +8,10 @@
 # printed (no assertion on it: under TCG it depends on the host's load).
 # shellcheck shell=bash
 
-# Titles that mean an application asked something instead of opening: Xfce's chooser, and
-# Firefox's first-run, onboarding, post-update, privacy notice, import and restore pages.
-DESK_BAD_TITLES='Preferred Application|Welcome to|Privacy Notice|What.s New|Restore Session|Import (Browser )?Data|Make Firefox|default browser'
+# Titles that mean an application asked something instead of opening: Xfce's chooser,
+# Firefox's first-run, onboarding, post-update, privacy notice, import and restore pages, and
+# "Close Firefox" (a new Firefox that found an old one still running and not answering).
+DESK_BAD_TITLES='Preferred Application|Welcome to|Privacy Notice|What.s New|Restore Session|Import (Browser )?Data|Make Firefox|default browser|Close Firefox|not responding'
 
 desk_x() {
     local s="$1"
@@ -24,15 +25,17 @@ desk_windows() {
 
 # The dock's window: "X Y WIDTH HEIGHT", once it is shown (it hides while a window covers it).
 # It is xfce4-panel's panel-2 (templates/desktop/rootfs/etc/xdg/xfce4/xfconf/
-# xfce-perchannel-xml/xfce4-panel.xml): 48 px high, at the bottom of the screen. carrel-guest's
-# window list leaves panels out, so xdotool finds it in the guest.
+# xfce-perchannel-xml/xfce4-panel.xml): size 48, at the bottom of the screen; its window is a
+# pixel taller and two wider (the panel's border on the sides that do not touch the screen's
+# edge: 354x49 for the template's plugins). carrel-guest's window list leaves panels out, so
+# xdotool finds it in the guest.
 desk_dock() {
     # shellcheck disable=SC2016 # expanded by the guest's shell
     desk_x "$1" sh -c '
         screen_h=$(xdotool getdisplaygeometry | cut -d" " -f2)
         for w in $(xdotool search --onlyvisible --class xfce4-panel); do
             eval "$(xdotool getwindowgeometry --shell "$w")"
-            if [ "$HEIGHT" = 48 ] && [ $((Y + HEIGHT)) = "$screen_h" ]; then
+            if [ "$HEIGHT" -ge 48 ] && [ "$HEIGHT" -le 52 ] && [ $((Y + HEIGHT)) = "$screen_h" ]; then
                 echo "$X $Y $WIDTH $HEIGHT"
                 exit 0
             fi
@@ -59,13 +62,16 @@ desk_wait_dock() {
 
 # desk_launcher_xy "X Y W H" K: the centre of the dock's K-th launcher (0 terminal, 1 file
 # manager, 2 web browser, 3 text editor). The dock's plugins, left to right: show desktop,
-# separator, the four launchers, app finder, separator, folders: seven square buttons as high as
-# the dock and two separators sharing what is left of its width.
+# separator, the four launchers, app finder, separator, folders: seven square 48 px buttons and
+# two separators (8 px each) sharing what is left of its width, borders included (a pixel off
+# at most). Checked with the template's rootfs and xfce4-panel 4.18 under Xvfb: the dock was
+# 354x49 at 463,751 of 1280x800, and clicks at what this gives (544, 592, 640 and 688, y 776)
+# opened the terminal, Thunar, Firefox and Mousepad.
 desk_launcher_xy() {
-    local x y w h k="$2" sep
+    local x y w h k="$2" size=48 sep
     read -r x y w h <<<"$1"
-    sep=$(((w - 7 * h) / 2))
-    echo "$((x + h + sep + k * h + h / 2)) $((y + h / 2))"
+    sep=$(((w - 7 * size) / 2))
+    echo "$((x + size + sep + k * size + size / 2)) $((y + h - size / 2))"
 }
 
 # desk_wait_window SESSION CLASS_RE TITLE_RE BOUND_S: waits for a new window (one not listed in
