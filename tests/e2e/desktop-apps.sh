@@ -112,7 +112,7 @@ desk_close() {
     local s="$1" id pid
     id="$(jq -r .id <<<"$2")"
     pid="$(jq -r '.pid // empty' <<<"$2")"
-    desk_x "$s" xdotool windowactivate --sync "$id" >/dev/null 2>&1
+    desk_x "$s" timeout 10 xdotool windowactivate --sync "$id" >/dev/null 2>&1
     carrel key "$s" alt+F4 >/dev/null 2>&1
     for _ in $(seq 1 15); do
         if desk_windows "$s" | jq -e --arg id "$id" '[.windows[] | select(.id == $id)] | length == 0' \
@@ -131,6 +131,25 @@ desk_close() {
     return 1
 }
 
+# desk_a11y_names SESSION: the names of the applications registered on the session's AT-SPI bus
+# (its registry's children), one a line: what a reader of the accessibility tree would find.
+desk_a11y_names() {
+    # shellcheck disable=SC2016 # expanded by the guest's shell
+    carrel exec "$1" -- runuser -u agent -- env DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/1000/bus sh -c '
+        addr=$(dbus-send --session --print-reply=literal --dest=org.a11y.Bus /org/a11y/bus \
+            org.a11y.Bus.GetAddress | tr -d " ") || exit 1
+        dbus-send --bus="$addr" --print-reply --dest=org.a11y.atspi.Registry \
+            /org/a11y/atspi/accessible/root org.a11y.atspi.Accessible.GetChildren |
+            awk '\''/string "/ { sub(/.*string "/, ""); sub(/"$/, ""); bus = $0 }
+                /object path "/ { sub(/.*object path "/, ""); sub(/"$/, ""); print bus, $0 }'\'' |
+            while read -r bus path; do
+                dbus-send --bus="$addr" --print-reply=literal --dest="$bus" "$path" \
+                    org.freedesktop.DBus.Properties.Get string:org.a11y.atspi.Accessible string:Name |
+                    sed "s/^ *variant *//"
+                echo
+            done' 2>/dev/null
+}
+
 desk_close_all() {
     local w
     while read -r w; do
@@ -141,7 +160,7 @@ desk_close_all() {
 # desk_open_check SESSION NAME CLASS_RE TITLE_RE BOUND_S COMMAND...: runs COMMAND (something
 # that opens a window), then checks the window came, and nothing that asks.
 desk_open_check() {
-    local s="$1" name="$2" class="$3" title="$4" bound="$5" start window
+    local s="$1" name="$2" class="$3" title="$4" bound="$5" start window names
     shift 5
     desk_remember_windows "$s"
     DESK_BAD=""
@@ -157,9 +176,14 @@ desk_open_check() {
             jq -c '[.windows[] | {class, title}]' 2>/dev/null)"
     fi
     # Firefox replaces its first title by the page's once a tab loads: look again a bit later.
+    # It must also have registered with the accessibility bus (at-spi2-core): the tree another
+    # change reads.
     if [ -n "$window" ] && [[ $class == firefox ]]; then
         sleep 5
         desk_wait_window "$s" 'x^' '' 0
+        names="$(desk_a11y_names "$s")"
+        check "$name: Firefox is on the accessibility bus (registered: $(tr '\n' ',' <<<"$names"))" \
+            grep -qi firefox <<<"$names"
     fi
     check_eq "$name: no window asks first (Preferred Application, first-run, welcome...)" "" "$DESK_BAD"
     if [ -n "$window" ]; then
