@@ -153,7 +153,7 @@ desk_a11y_names() {
 desk_close_all() {
     local w
     while read -r w; do
-        [ -n "$w" ] && desk_close "$1" "$w"
+        [ -n "$w" ] && desk_close "$1" "$w" </dev/null
     done < <(desk_windows "$1" | jq -c '.windows[]' 2>/dev/null)
 }
 
