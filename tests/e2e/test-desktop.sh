@@ -1,12 +1,15 @@
 #!/bin/bash
 # Slow tier: build the `desktop` template (Xfce, firefox-esr; several minutes), boot it under
 # TCG, and check the desktop an agent will see; Firefox opens a page of the stand-in internet
-# (standin.sh) through the egress path, and OCR of the screenshot reads its text. Not part of
-# CI's budget: run it with
+# (standin.sh) through the egress path, and OCR of the screenshot reads its text. Then the dock's
+# launchers, xdg-open and a local page open their applications without asking anything
+# (desktop-apps.sh). Not part of CI's budget: run it with
 #   meson test -C build --suite slow --print-errorlogs      (or ./scripts/test --slow)
 set -uo pipefail
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
+# shellcheck source=tests/e2e/desktop-apps.sh
+source "$(dirname "$0")/desktop-apps.sh"
 trap 'finish; exit $?' EXIT
 
 # The stand-in internet, and carreld with a policy that lets sessions reach allowed.test only.
@@ -25,6 +28,8 @@ check "the manifest records the Debian packages with versions" json_true \
 check "...the recipe hash and the image sha256" json_true \
     '(.recipe_hash | length) == 64 and (.sha256 | length) == 64 and .recipe.resolution == "1280x800"' \
     "$manifest"
+check "...and the template's default size: 2 vCPUs, 2048 MiB" json_true \
+    '.recipe.defaults == {"vcpus": 2, "memory_mib": 2048}' "$manifest"
 start=$(date +%s)
 json="$(carrel create --template desktop --name desk --vcpus 2 --memory 2048 --policy web --json)"
 echo "create took $(($(date +%s) - start)) s"
@@ -66,6 +71,9 @@ check "the stand-in web server served the page through the proxy" \
 check "the egress log has allowed.test allowed" json_true \
     '[.egress[] | select(.name == "allowed.test" and .decision == "allowed")] | length >= 1' \
     "$(carrel egress "$id" --json)"
+# The dock, xdg-open (a URL of allowed.test, then a local page): each application opens its
+# window, and nothing asks first.
+desktop_apps_checks "$id" http://allowed.test/page 'stand-in allowed.test'
 check "rm" carrel rm "$id"
 kill "$DAEMON_PID" 2>/dev/null
 wait "$DAEMON_PID" 2>/dev/null
