@@ -14,6 +14,10 @@
 #define CARREL_SPICE_LINK_MESS_SIZE 18 /* before the capabilities */
 #define CARREL_SPICE_LINK_MAX 4096     /* largest link message accepted */
 #define CARREL_SPICE_TICKET_SIZE 128   /* an RSA-1024 encrypted password */
+#define CARREL_SPICE_PUBKEY_SIZE 162   /* the server's RSA key in its link reply (DER) */
+/* A link reply's header and fields up to the end of its key. */
+#define CARREL_SPICE_LINK_REPLY_KEY_END                                                            \
+    (CARREL_SPICE_LINK_HEADER_SIZE + 4 + CARREL_SPICE_PUBKEY_SIZE)
 
 #define CARREL_SPICE_CHANNEL_MAIN 1
 #define CARREL_SPICE_CHANNEL_DISPLAY 2
@@ -56,8 +60,29 @@ gssize carrel_spice_parse_link(const guint8 *data, gsize len, CarrelSpiceLink *r
  */
 gboolean carrel_spice_msg_acts_on_guest(guint8 channel_type, guint16 msg_type);
 
+/*
+ * The server's side of a link: the public key in the first bytes of its link reply
+ * (SpiceLinkHeader, then SpiceLinkReply: error, pub_key[162], ...). Returns 0 while fewer than
+ * CARREL_SPICE_LINK_REPLY_KEY_END bytes are there, CARREL_SPICE_LINK_REPLY_KEY_END once the key
+ * is in ret_key, -1 with an error for anything else (wrong magic or version, an error reply).
+ */
+gssize carrel_spice_parse_link_reply(const guint8 *data, gsize len,
+                                     guint8 ret_key[CARREL_SPICE_PUBKEY_SIZE], GError **error);
+
+/* The SPICE ticket for password: RSA-OAEP (SHA-1, as spice-server decrypts it) of the password
+ * and its terminating NUL under the server's key. INVALID_ARG for a key that is not RSA or a
+ * password too long for it. */
+gboolean carrel_spice_encrypt_ticket(const guint8 key[CARREL_SPICE_PUBKEY_SIZE],
+                                     const char *password,
+                                     guint8 ret_ticket[CARREL_SPICE_TICKET_SIZE], GError **error);
+
 /* Asked when a message that acts on the guest arrives: may it reach the guest? */
 typedef gboolean (*CarrelSpiceMayAct)(gpointer user_data);
+
+/* Asked when the viewer's ticket has arrived: the ticket to send the server in its place. */
+typedef gboolean (*CarrelSpiceMakeTicket)(gpointer user_data,
+                                          guint8 ret_ticket[CARREL_SPICE_TICKET_SIZE],
+                                          GError **error);
 
 typedef struct _CarrelSpiceFilter CarrelSpiceFilter;
 
@@ -75,6 +100,11 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelSpiceFilter, carrel_spice_filter_free)
  * stream is not SPICE as the proxy carries it (then nothing more may be fed). */
 gboolean carrel_spice_filter_feed(CarrelSpiceFilter *filter, const guint8 *data, gsize len,
                                   GByteArray *out, GError **error);
+
+/* From now on the viewer's ticket goes nowhere: make_ticket's is sent in its place (the proxy
+ * authenticates; viewers never hold the SPICE password). */
+void carrel_spice_filter_set_make_ticket(CarrelSpiceFilter *filter,
+                                         CarrelSpiceMakeTicket make_ticket);
 
 /* The link message once the filter has read it, else NULL. */
 const CarrelSpiceLink *carrel_spice_filter_get_link(CarrelSpiceFilter *filter);
@@ -120,9 +150,15 @@ void carrel_console_tickets_free(CarrelConsoleTickets *tickets);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelConsoleTickets, carrel_console_tickets_free)
 
 /* A new random ticket (256 bits, 64 hex characters) for principal's console of a session whose
- * SPICE listens on port. LIMIT when too many are outstanding. Thread-safe, as every call. */
+ * SPICE listens on port with password (kept for the proxy, which authenticates with it; NULL:
+ * none). LIMIT when too many are outstanding. Thread-safe, as every call. */
 char *carrel_console_tickets_issue(CarrelConsoleTickets *tickets, const char *session_id,
-                                   guint port, const char *principal, GError **error);
+                                   guint port, const char *password, const char *principal,
+                                   GError **error);
+
+/* The SPICE password a ticket was issued with, for principal (the errors of check). */
+char *carrel_console_tickets_password(CarrelConsoleTickets *tickets, const char *ticket,
+                                      const char *principal, GError **error);
 
 /*
  * Before the websocket upgrade: may principal open a channel with ticket? NOT_FOUND for an

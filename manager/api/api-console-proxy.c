@@ -152,6 +152,9 @@ typedef struct {
     gboolean grouped;      /* in api->console_upstreams */
     guint link_timeout;
     guint after_main_timeout;
+    GByteArray *reply; /* the SPICE server's link reply, until its key is read */
+    guint8 key[CARREL_SPICE_PUBKEY_SIZE];
+    gboolean have_key;
     GSocket *ws_socket;      /* the viewer's connection, to see what left (flow) */
     CarrelConsoleFlow *flow; /* SPICE -> viewer: what the websocket holds */
     guint drain_timer;       /* reading SPICE waits for the viewer to drain */
@@ -177,6 +180,7 @@ proxy_unref(Proxy *p)
     g_clear_object(&p->tcp);
     g_clear_pointer(&p->filter, carrel_spice_filter_free);
     g_byte_array_unref(p->to_server);
+    g_clear_pointer(&p->reply, g_byte_array_unref);
     g_clear_pointer(&p->writing, g_bytes_unref);
     g_clear_object(&p->ws_socket);
     g_clear_pointer(&p->flow, carrel_console_flow_free);
@@ -436,6 +440,50 @@ read_on_or_wait(Proxy *p)
     read_from_server(p);
 }
 
+/* The server's key, from the first bytes of its link reply (the viewer gets them unchanged). */
+static void
+watch_link_reply(Proxy *p, GBytes *data)
+{
+    g_autoptr(GError) error = NULL;
+    gsize len = 0;
+    const guint8 *bytes = g_bytes_get_data(data, &len);
+    gssize got;
+
+    if (!p->reply)
+        return;
+    g_byte_array_append(p->reply, bytes,
+                        (guint)MIN(len, (gsize)CARREL_SPICE_LINK_REPLY_KEY_END - p->reply->len));
+    got = carrel_spice_parse_link_reply(p->reply->data, p->reply->len, p->key, &error);
+    if (got == 0)
+        return;
+    p->have_key = got > 0;
+    if (!p->have_key)
+        g_message("console: session %s: %s", p->session_id, error->message);
+    g_clear_pointer(&p->reply, g_byte_array_unref);
+}
+
+/* The ticket that goes to SPICE in place of the viewer's: the password only carreld knows. */
+static gboolean
+make_ticket(gpointer user_data, guint8 ret_ticket[CARREL_SPICE_TICKET_SIZE], GError **error)
+{
+    Proxy *p = user_data;
+    g_autofree char *password = NULL;
+    gboolean ok;
+
+    if (!p->have_key) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "the viewer sent its ticket before the SPICE server's key");
+        return FALSE;
+    }
+    password = carrel_console_tickets_password(p->api->console_tickets, p->ticket, p->who->token_id,
+                                               error);
+    if (!password)
+        return FALSE;
+    ok = carrel_spice_encrypt_ticket(p->key, password, ret_ticket, error);
+    memset(password, 0, strlen(password));
+    return ok;
+}
+
 static void
 on_read(GObject *source, GAsyncResult *res, gpointer user_data)
 {
@@ -456,6 +504,7 @@ on_read(GObject *source, GAsyncResult *res, gpointer user_data)
         if (!p->tcp_closed)
             read_from_server(p);
     } else {
+        watch_link_reply(p, data);
         /* libsoup queues what the viewer does not take: the flow bounds that queue. */
         soup_websocket_connection_send_binary(p->ws, g_bytes_get_data(data, NULL),
                                               g_bytes_get_size(data));
@@ -625,6 +674,8 @@ on_websocket(SoupServer *server, SoupServerMessage *msg, const char *path,
     p->session_id = g_steal_pointer(&session_id);
     p->port = port;
     p->filter = carrel_spice_filter_new(may_act, p);
+    carrel_spice_filter_set_make_ticket(p->filter, make_ticket);
+    p->reply = g_byte_array_new();
     p->cancel = g_cancellable_new();
     p->to_server = g_byte_array_new();
     p->flow = carrel_console_flow_new(api->console_flow_bound, (gint64)api->console_stall_ms * 1000,

@@ -1,7 +1,8 @@
 /*
  * api: the console's HTTP routes. POST /v1/sessions/{id}/console issues a ticket for the
- * websocket proxy (api-console-proxy.c); GET /v1/sessions/{id}/console.vv hands the lease holder a
- * remote-viewer file. Neither tickets nor passwords are ever logged.
+ * websocket proxy (api-console-proxy.c), which authenticates to SPICE itself: the SPICE password
+ * stays in carreld. GET /v1/sessions/{id}/console.vv hands the lease holder a remote-viewer file,
+ * the one place a password goes out. Neither tickets nor passwords are ever logged.
  */
 #include <string.h>
 
@@ -19,8 +20,9 @@ carrel_api_post_console(CarrelApiRequest *req, GError **error)
 
     if (!access)
         return NULL;
-    ticket = carrel_console_tickets_issue(req->api->console_tickets, access->session_id,
-                                          access->port, req->who->token_id, error);
+    ticket =
+        carrel_console_tickets_issue(req->api->console_tickets, access->session_id, access->port,
+                                     access->password, req->who->token_id, error);
     if (!ticket)
         return NULL;
     url = g_strconcat(CARREL_CONSOLE_PREFIX "/", ticket, NULL);
@@ -33,8 +35,6 @@ carrel_api_post_console(CarrelApiRequest *req, GError **error)
     json_builder_add_string_value(b, url);
     json_builder_set_member_name(b, "expires_at");
     json_builder_add_string_value(b, expires);
-    json_builder_set_member_name(b, "password");
-    json_builder_add_string_value(b, access->password);
     json_builder_set_member_name(b, "view_only");
     json_builder_add_boolean_value(
         b, !carrel_manager_console_may_act(req->mgr, req->who, access->session_id));

@@ -16,6 +16,7 @@ typedef enum {
 typedef struct {
     char *session_id;
     char *principal;
+    char *password; /* the SPICE password the proxy authenticates with; never leaves carreld */
     guint port;
     TicketState state;
     gint64 issued_at;
@@ -35,6 +36,9 @@ ticket_free(gpointer data)
 
     g_free(t->session_id);
     g_free(t->principal);
+    if (t->password)
+        memset(t->password, 0, strlen(t->password));
+    g_free(t->password);
     g_free(t);
 }
 
@@ -80,7 +84,7 @@ age(CarrelConsoleTickets *tickets, gint64 now)
 
 char *
 carrel_console_tickets_issue(CarrelConsoleTickets *tickets, const char *session_id, guint port,
-                             const char *principal, GError **error)
+                             const char *password, const char *principal, GError **error)
 {
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&tickets->lock);
     gint64 now = tickets->clock();
@@ -97,6 +101,7 @@ carrel_console_tickets_issue(CarrelConsoleTickets *tickets, const char *session_
     t = g_new0(Ticket, 1);
     t->session_id = g_strdup(session_id);
     t->principal = g_strdup(principal);
+    t->password = g_strdup(password);
     t->port = port;
     t->state = TICKET_FRESH;
     t->issued_at = now;
@@ -170,6 +175,19 @@ carrel_console_tickets_link(CarrelConsoleTickets *tickets, const char *ticket,
         return FALSE;
     }
     return TRUE;
+}
+
+char *
+carrel_console_tickets_password(CarrelConsoleTickets *tickets, const char *ticket,
+                                const char *principal, GError **error)
+{
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&tickets->lock);
+    Ticket *t = find(tickets, ticket, principal, error);
+
+    if (t && !t->password)
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_NOT_FOUND,
+                    "the console ticket has no SPICE password");
+    return t && t->password ? g_strdup(t->password) : NULL;
 }
 
 void

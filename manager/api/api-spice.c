@@ -4,6 +4,9 @@
  * client sends is untrusted: sizes are checked before use and nothing is buffered beyond a link
  * message or a message header.
  */
+#include <openssl/evp.h>
+#include <openssl/rsa.h>
+#include <openssl/x509.h>
 #include <string.h>
 
 #include "api/api-console-priv.h"
@@ -100,6 +103,67 @@ carrel_spice_parse_link(const guint8 *data, gsize len, CarrelSpiceLink *ret_link
     return CARREL_SPICE_LINK_HEADER_SIZE + size;
 }
 
+gssize
+carrel_spice_parse_link_reply(const guint8 *data, gsize len,
+                              guint8 ret_key[CARREL_SPICE_PUBKEY_SIZE], GError **error)
+{
+    guint32 code;
+
+    if (memcmp(data, CARREL_SPICE_MAGIC, MIN(len, 4)) != 0) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_HYPERVISOR,
+                    "the SPICE server's link reply has a bad magic");
+        return -1;
+    }
+    if (len < CARREL_SPICE_LINK_REPLY_KEY_END)
+        return 0;
+    code = read_u32(data + CARREL_SPICE_LINK_HEADER_SIZE);
+    if (read_u32(data + 4) != CARREL_SPICE_VERSION_MAJOR || code != 0) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_HYPERVISOR,
+                    "the SPICE server refused the link (version %u, error %u)", read_u32(data + 4),
+                    code);
+        return -1;
+    }
+    memcpy(ret_key, data + CARREL_SPICE_LINK_HEADER_SIZE + 4, CARREL_SPICE_PUBKEY_SIZE);
+    return CARREL_SPICE_LINK_REPLY_KEY_END;
+}
+
+static gboolean
+ticket_failed(EVP_PKEY *key, EVP_PKEY_CTX *ctx, GError **error, const char *why)
+{
+    EVP_PKEY_CTX_free(ctx);
+    EVP_PKEY_free(key);
+    g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "SPICE ticket: %s", why);
+    return FALSE;
+}
+
+gboolean
+carrel_spice_encrypt_ticket(const guint8 key[CARREL_SPICE_PUBKEY_SIZE], const char *password,
+                            guint8 ret_ticket[CARREL_SPICE_TICKET_SIZE], GError **error)
+{
+    const unsigned char *der = key;
+    EVP_PKEY *pkey = d2i_PUBKEY(NULL, &der, CARREL_SPICE_PUBKEY_SIZE);
+    EVP_PKEY_CTX *ctx = NULL;
+    size_t out_len = 0;
+
+    if (!pkey || EVP_PKEY_get_base_id(pkey) != EVP_PKEY_RSA ||
+        EVP_PKEY_get_size(pkey) != CARREL_SPICE_TICKET_SIZE)
+        return ticket_failed(pkey, NULL, error, "the server's key is not RSA-1024");
+    ctx = EVP_PKEY_CTX_new(pkey, NULL);
+    /* OAEP with SHA-1 and MGF1(SHA-1), OpenSSL's defaults: what spice-server decrypts. */
+    if (!ctx || EVP_PKEY_encrypt_init(ctx) <= 0 ||
+        EVP_PKEY_CTX_set_rsa_padding(ctx, RSA_PKCS1_OAEP_PADDING) <= 0 ||
+        EVP_PKEY_encrypt(ctx, NULL, &out_len, (const unsigned char *)password,
+                         strlen(password) + 1) <= 0 ||
+        out_len != CARREL_SPICE_TICKET_SIZE)
+        return ticket_failed(pkey, ctx, error, "cannot set up RSA-OAEP");
+    if (EVP_PKEY_encrypt(ctx, ret_ticket, &out_len, (const unsigned char *)password,
+                         strlen(password) + 1) <= 0)
+        return ticket_failed(pkey, ctx, error, "the password does not fit the server's key");
+    EVP_PKEY_CTX_free(ctx);
+    EVP_PKEY_free(pkey);
+    return TRUE;
+}
+
 gboolean
 carrel_spice_msg_acts_on_guest(guint8 channel_type, guint16 msg_type)
 {
@@ -123,6 +187,7 @@ typedef enum {
 struct _CarrelSpiceFilter {
     FilterState state;
     CarrelSpiceMayAct may_act;
+    CarrelSpiceMakeTicket make_ticket;
     gpointer user_data;
     CarrelSpiceLink link;
     gboolean have_link;
@@ -151,6 +216,12 @@ carrel_spice_filter_free(CarrelSpiceFilter *filter)
         return;
     g_byte_array_unref(filter->buf);
     g_free(filter);
+}
+
+void
+carrel_spice_filter_set_make_ticket(CarrelSpiceFilter *filter, CarrelSpiceMakeTicket make_ticket)
+{
+    filter->make_ticket = make_ticket;
 }
 
 const CarrelSpiceLink *
@@ -248,6 +319,25 @@ step_pass(CarrelSpiceFilter *filter, const guint8 *data, gsize len, GByteArray *
     return n;
 }
 
+/* The viewer's ticket is read and dropped; once whole, the proxy's own goes in its place. */
+static gssize
+step_ticket(CarrelSpiceFilter *filter, const guint8 *data, gsize len, GByteArray *out,
+            GError **error)
+{
+    gsize n = (gsize)MIN((guint64)len, filter->remaining);
+    guint8 ticket[CARREL_SPICE_TICKET_SIZE];
+
+    filter->remaining -= n;
+    if (filter->remaining > 0)
+        return (gssize)n;
+    if (!filter->make_ticket(filter->user_data, ticket, error))
+        return -1;
+    g_byte_array_append(out, ticket, sizeof(ticket));
+    memset(ticket, 0, sizeof(ticket));
+    filter->state = FILTER_HEADER;
+    return (gssize)n;
+}
+
 /* One step on data; returns how many bytes it consumed, or -1 on error. */
 static gssize
 filter_step(CarrelSpiceFilter *filter, const guint8 *data, gsize len, GByteArray *out,
@@ -275,6 +365,8 @@ filter_step(CarrelSpiceFilter *filter, const guint8 *data, gsize len, GByteArray
             step_header(filter, out);
         return (gssize)n;
     }
+    if (filter->state == FILTER_TICKET && filter->make_ticket)
+        return step_ticket(filter, data, len, out, error);
     /* FILTER_TICKET or FILTER_BODY */
     n = step_pass(filter, data, len, out);
     if (filter->remaining == 0)

@@ -9,6 +9,8 @@ source "$CARREL_ROOT/scripts/lib/accel.sh"
 # Debian 12 packages: build, run, image building, tests.
 CARREL_PACKAGES=(
     meson ninja-build pkg-config gcc libglib2.0-dev libjson-glib-dev libsoup-3.0-dev
+    # libssl-dev: libcrypto's RSA-OAEP, with which the console proxy authenticates to SPICE
+    libssl-dev
     libsqlite3-dev libvirt-dev libcmocka-dev libpng-dev libjpeg62-turbo-dev libarchive-dev
     # libguestfs through its C API: task inputs, artifacts, diffs
     libguestfs-dev

@@ -203,7 +203,7 @@ export function createMock() {
             return send(res, 200, s.control || { holder: null });
         }
         if (sub === 'console')
-            return send(res, 200, { ticket: 'mock-ticket', url: '/v1/console/mock-ticket', password: 'pw',
+            return send(res, 200, { ticket: 'mock-ticket', url: '/v1/console/mock-ticket',
                 expires_at: new Date(Date.now() + 10e3).toISOString(), view_only: !s.control });
         if (sub === 'events') {
             const after = Number(url.searchParams.get('after') || 0);

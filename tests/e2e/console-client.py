@@ -3,14 +3,20 @@
 
 It speaks to carreld like the web console does: log in for the cookie, ask for a console ticket,
 open WS /v1/console/TICKET (subprotocol "binary", same Origin) and send SPICE messages, one per
-websocket message as spice-html5 does. SPICE authentication is done for real: the password is
-RSA-OAEP encrypted with the server's key from the link reply.
+websocket message as spice-html5 does. The viewer holds no SPICE password (carreld's proxy
+authenticates in its place): it sends a ticket of an empty password, RSA-OAEP encrypted with
+the server's key from the link reply, as spice-html5 does with none; tcp_channel does the same
+with a real password straight to QEMU.
 
 usage: console-client.py URL TOKEN SESSION SCENARIO
   link     main link + auth, a display channel on the same ticket, a second main link (refused),
            then the ticket after its main closed; prints key=value words
   expired  a ticket left unused for 11 s; prints the handshake status
-  badpw    main link + auth with a wrong password; prints SPICE's auth result
+  badpw    main link + auth with a wrong password; prints SPICE's auth result (0: the proxy
+           replaced the viewer's ticket)
+  direct P straight to QEMU's SPICE port P with every string of a console reply as the password
+           (each refused), then with the domain's password from libvirt (accepted); prints
+           secret=yes|no refused=N/M control=AUTH
   abrupt   display channels closed right after their authentication; prints auth results
   orders   all channels closed in several orders (main first, last, mixed, mid-frame)
   refusals handshakes without cookie, with a foreign origin, with an unknown ticket
@@ -28,14 +34,18 @@ import hashlib
 import json
 import os
 import random
+import re
 import socket
 import struct
+import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
 
 SPICE_CHANNEL_MAIN, SPICE_CHANNEL_DISPLAY, SPICE_CHANNEL_INPUTS, SPICE_CHANNEL_CURSOR = 1, 2, 3, 4
+# What a viewer of carreld's console encrypts: it holds no SPICE password (the proxy does).
+VIEWER_PASSWORD = ""
 SPICE_MSGC_INPUTS_KEY_DOWN, SPICE_MSGC_INPUTS_KEY_UP = 101, 102
 # PC/AT set 1 scancodes of what `type` can send.
 SCANCODES = dict(zip("1234567890-", range(0x02, 0x0d)))
@@ -295,16 +305,16 @@ def scenario_link(api, session):
     out = {}
     t = api.ticket(session)
     out["view_only"] = str(t["view_only"]).lower()
-    main, stream, out["link"], out["auth"] = spice_channel(api, t["ticket"], t["password"],
+    main, stream, out["link"], out["auth"] = spice_channel(api, t["ticket"], VIEWER_PASSWORD,
                                                            SPICE_CHANNEL_MAIN)
     if out["link"] == "0" and out["auth"] == 0:
         conn_id = main_init_session(main, stream)
         disp, disp_stream, out["display_link"], out["display_auth"] = spice_channel(
-            api, t["ticket"], t["password"], SPICE_CHANNEL_DISPLAY, conn_id)
+            api, t["ticket"], VIEWER_PASSWORD, SPICE_CHANNEL_DISPLAY, conn_id)
         if out["display_auth"] == 0:
             out["display"] = display_start(disp, disp_stream)
         disp.close()
-        again, _, out["reuse"], _ = spice_channel(api, t["ticket"], t["password"],
+        again, _, out["reuse"], _ = spice_channel(api, t["ticket"], VIEWER_PASSWORD,
                                                   SPICE_CHANNEL_MAIN)
         again.close()
     main.close()
@@ -322,7 +332,7 @@ def scenario_abrupt(api, session):
     results = []
     for i in range(4):
         t = api.ticket(session)
-        main, stream, link, auth = spice_channel(api, t["ticket"], t["password"],
+        main, stream, link, auth = spice_channel(api, t["ticket"], VIEWER_PASSWORD,
                                                  SPICE_CHANNEL_MAIN)
         if i % 2:
             conn_id = main_init_session(main, stream)
@@ -332,7 +342,7 @@ def scenario_abrupt(api, session):
                 if msg_type == 103:
                     conn_id = struct.unpack("<I", body[:4])[0]
                     break
-        disp, _, _, disp_auth = spice_channel(api, t["ticket"], t["password"],
+        disp, _, _, disp_auth = spice_channel(api, t["ticket"], VIEWER_PASSWORD,
                                               SPICE_CHANNEL_DISPLAY, conn_id)
         disp.close()
         main.close()
@@ -349,11 +359,11 @@ def scenario_orders(api, session):
     results = []
     for order in ("main-last", "main-first", "shuffle", "frame-main-last", "frame-main-first"):
         t = api.ticket(session)
-        main, stream, _, auth = spice_channel(api, t["ticket"], t["password"], SPICE_CHANNEL_MAIN)
+        main, stream, _, auth = spice_channel(api, t["ticket"], VIEWER_PASSWORD, SPICE_CHANNEL_MAIN)
         conn_id = main_init_session(main, stream)
         others = []
         for channel_type in (SPICE_CHANNEL_DISPLAY, SPICE_CHANNEL_CURSOR, SPICE_CHANNEL_INPUTS):
-            ws, st, _, other_auth = spice_channel(api, t["ticket"], t["password"], channel_type,
+            ws, st, _, other_auth = spice_channel(api, t["ticket"], VIEWER_PASSWORD, channel_type,
                                                   conn_id)
             others.append((ws, st, other_auth))
         if order.startswith("frame"):
@@ -381,10 +391,41 @@ def scenario_orders(api, session):
 
 
 def scenario_badpw(api, session):
+    """The viewer's own ticket never reaches SPICE: the proxy sends one with the password only
+    carreld holds, so whatever the viewer encrypted, SPICE accepts the link (0)."""
     t = api.ticket(session)
     ws, _, link, auth = spice_channel(api, t["ticket"], "not-the-password", SPICE_CHANNEL_MAIN)
     ws.close()
     print(auth if link == "0" else "link=" + link)
+
+
+def domain_password(session):
+    """The domain's SPICE password, as root reads it from libvirt (never from carreld's API)."""
+    xml = subprocess.run(["virsh", "-q", "-c", "qemu:///system", "dumpxml", "--security-info",
+                          "carrel-" + session], check=True, capture_output=True, text=True).stdout
+    found = re.search(r"<graphics type='spice'[^>]*passwd='([^']*)'", xml)
+    return found.group(1) if found else ""
+
+
+def scenario_direct(api, session, port):
+    """Straight to QEMU's SPICE port with what carreld's replies held (every string of a
+    console reply, and no password): each must be refused. Then, as a control, the domain's own
+    password (from libvirt as root) must be accepted there, so the refusals are SPICE's."""
+    t = api.ticket(session)
+    words = ["secret=%s" % ("yes" if any(k in t for k in ("password", "passwd")) else "no")]
+    candidates = [""] + [v for v in t.values() if isinstance(v, str)]
+    refused = 0
+    for pw in candidates:
+        conn, _, link, auth = tcp_channel("127.0.0.1", port, pw, SPICE_CHANNEL_MAIN)
+        conn.close()
+        refused += link == "0" and auth != 0
+        time.sleep(0.3)
+    words.append("refused=%d/%d" % (refused, len(candidates)))
+    conn, _, link, auth = tcp_channel("127.0.0.1", port, domain_password(session),
+                                      SPICE_CHANNEL_MAIN)
+    conn.close()
+    words.append("control=%s" % (auth if link == "0" else "link" + link))
+    print(" ".join(words))
 
 
 def scenario_expired(api, session):
@@ -414,11 +455,11 @@ def scenario_type(api, session, text):
     out = {}
     t = api.ticket(session)
     out["view_only"] = str(t["view_only"]).lower()
-    main, stream, out["link"], out["auth"] = spice_channel(api, t["ticket"], t["password"],
+    main, stream, out["link"], out["auth"] = spice_channel(api, t["ticket"], VIEWER_PASSWORD,
                                                            SPICE_CHANNEL_MAIN)
     conn_id = main_init_session(main, stream)
     inputs, _, out["inputs_link"], out["inputs_auth"] = spice_channel(
-        api, t["ticket"], t["password"], SPICE_CHANNEL_INPUTS, conn_id)
+        api, t["ticket"], VIEWER_PASSWORD, SPICE_CHANNEL_INPUTS, conn_id)
     for char in text:
         send_key(inputs, SCANCODES[char])
     time.sleep(1)
@@ -434,11 +475,11 @@ def scenario_stuck(api, session, seconds):
     the viewer once it took nothing for its stall time (30 s)."""
     out = {}
     t = api.ticket(session)
-    main, stream, out["link"], out["auth"] = spice_channel(api, t["ticket"], t["password"],
+    main, stream, out["link"], out["auth"] = spice_channel(api, t["ticket"], VIEWER_PASSWORD,
                                                            SPICE_CHANNEL_MAIN)
     conn_id = main_init_session(main, stream)
     disp, disp_stream, _, out["display_auth"] = spice_channel(
-        api, t["ticket"], t["password"], SPICE_CHANNEL_DISPLAY, conn_id)
+        api, t["ticket"], VIEWER_PASSWORD, SPICE_CHANNEL_DISPLAY, conn_id)
     out["display"] = display_start(disp, disp_stream)
     disp.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     out["closed"] = "no"
@@ -464,6 +505,9 @@ def main():
         return
     if scenario == "stuck":
         scenario_stuck(api, session, float(sys.argv[5]))
+        return
+    if scenario == "direct":
+        scenario_direct(api, session, int(sys.argv[5]))
         return
     {"link": scenario_link, "expired": scenario_expired, "badpw": scenario_badpw, "abrupt": scenario_abrupt,
      "orders": scenario_orders, "refusals": scenario_refusals}[scenario](api, session)

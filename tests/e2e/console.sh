@@ -87,7 +87,7 @@ console_stuck() {
 
 # console_checks SESSION_ID
 console_checks() {
-    local s="$1" out vv
+    local s="$1" out vv display
     if [ -z "${E2E_URL:-}" ]; then
         fail "console checks need carreld on TCP (E2E_URL)"
         return
@@ -96,7 +96,8 @@ console_checks() {
     echo "console link: $out"
     check "a ticket without the lease is view-only" grep -qw 'view_only=true' <<<"$out"
     check "SPICE link reply (REDQ, no error) through the proxy" grep -qw 'link=0' <<<"$out"
-    check "SPICE authentication with the short-lived password" grep -qw 'auth=0' <<<"$out"
+    check "SPICE authentication through the proxy (the viewer holds no password)" \
+        grep -qw 'auth=0' <<<"$out"
     check "a display channel on the same ticket while main is open, drawing" \
         grep -qw 'display=shown' <<<"$out"
     check "a second main link with the same ticket is refused (1008)" \
@@ -104,8 +105,20 @@ console_checks() {
     check "the ticket is gone once its main channel closed (410)" \
         grep -qw 'after_close=410' <<<"$out"
     check_eq "an expired ticket is refused (410)" "410" "$(console_client "$s" expired 2>&1)"
-    check_eq "SPICE itself refuses a wrong password (7: permission denied)" "7" \
+    check_eq "the viewer's own ticket never reaches SPICE: the proxy authenticates (0)" "0" \
         "$(console_client "$s" badpw 2>&1)"
+    display="$("${VIRSH[@]}" domdisplay "carrel-$s" 2>/dev/null)"
+    if [[ "$display" =~ ^spice://127\.0\.0\.1:([0-9]+) ]]; then
+        out="$(console_client "$s" direct "${BASH_REMATCH[1]}" 2>&1)"
+        echo "console direct: $out"
+        check "no console reply holds a SPICE password" grep -qw 'secret=no' <<<"$out"
+        check "straight to QEMU's SPICE port, every string of a console reply is refused" \
+            grep -Eqw 'refused=([0-9]+)/\1' <<<"$out"
+        check "...while the domain's own password (libvirt, as root) is accepted there" \
+            grep -qw 'control=0' <<<"$out"
+    else
+        fail "no SPICE on 127.0.0.1 for carrel-$s: '$display'"
+    fi
     check_eq "no cookie 401, foreign or missing Origin 403, unknown ticket 404" \
         "nocookie=401 foreign=403 noorigin=403 unknown=404" "$(console_client "$s" refusals 2>&1)"
     check "the proxy never logs tickets" bash -c "! grep -Eq 'console/[0-9a-f]{64}' '$DAEMON_LOG'"

@@ -227,7 +227,8 @@ test_proxy_backpressure(void **state)
     spice_addr = g_socket_get_local_address(flood.listener, &error);
     viewer.ticket = carrel_console_tickets_issue(
         api->console_tickets, "s-000000000001",
-        g_inet_socket_address_get_port(G_INET_SOCKET_ADDRESS(spice_addr)), who->token_id, &error);
+        g_inet_socket_address_get_port(G_INET_SOCKET_ADDRESS(spice_addr)), "pw", who->token_id,
+        &error);
     assert_non_null(viewer.ticket);
     set_cookie = carrel_api_cookie_login(api, who);
     viewer.cookie = g_strndup(set_cookie, strcspn(set_cookie, ";"));

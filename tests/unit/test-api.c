@@ -385,8 +385,8 @@ test_tickets_expiry(void **state)
 {
     g_autoptr(CarrelConsoleTickets) t = carrel_console_tickets_new(fake_clock);
     g_autoptr(GError) error = NULL;
-    g_autofree char *a = carrel_console_tickets_issue(t, "s-1", 5900, "alice", &error);
-    g_autofree char *b = carrel_console_tickets_issue(t, "s-1", 5900, "alice", &error);
+    g_autofree char *a = carrel_console_tickets_issue(t, "s-1", 5900, "pw", "alice", &error);
+    g_autofree char *b = carrel_console_tickets_issue(t, "s-1", 5900, "pw", "alice", &error);
     g_autofree char *sid = NULL;
     guint port = 0;
 
@@ -420,7 +420,7 @@ test_tickets_main_once(void **state)
 {
     g_autoptr(CarrelConsoleTickets) t = carrel_console_tickets_new(fake_clock);
     g_autoptr(GError) error = NULL;
-    g_autofree char *a = carrel_console_tickets_issue(t, "s-2", 5901, "alice", NULL);
+    g_autofree char *a = carrel_console_tickets_issue(t, "s-2", 5901, "pw", "alice", NULL);
 
     /* Sub-channels need the main connection first. */
     assert_false(carrel_console_tickets_link(t, a, "alice", CARREL_SPICE_CHANNEL_DISPLAY, &error));
@@ -451,15 +451,15 @@ test_tickets_limit(void **state)
     g_autoptr(GError) error = NULL;
 
     for (guint i = 0; i < CARREL_CONSOLE_TICKETS_MAX; i++) {
-        g_autofree char *ticket = carrel_console_tickets_issue(t, "s-3", 5902, "a", NULL);
+        g_autofree char *ticket = carrel_console_tickets_issue(t, "s-3", 5902, "pw", "a", NULL);
         assert_non_null(ticket);
     }
-    assert_null(carrel_console_tickets_issue(t, "s-3", 5902, "a", &error));
+    assert_null(carrel_console_tickets_issue(t, "s-3", 5902, "pw", "a", &error));
     assert_code(&error, CARREL_ERROR_LIMIT);
     /* Expired ones are forgotten in time and make room again. */
     fake_now += CARREL_CONSOLE_TICKET_TTL_US + CARREL_CONSOLE_TICKET_GONE_US;
     {
-        g_autofree char *ticket = carrel_console_tickets_issue(t, "s-3", 5902, "a", NULL);
+        g_autofree char *ticket = carrel_console_tickets_issue(t, "s-3", 5902, "pw", "a", NULL);
         assert_non_null(ticket);
     }
 }
