@@ -10,6 +10,8 @@ source "$CARREL_ROOT/scripts/lib/accel.sh"
 CARREL_PACKAGES=(
     meson ninja-build pkg-config gcc libglib2.0-dev libjson-glib-dev libsoup-3.0-dev
     libsqlite3-dev libvirt-dev libcmocka-dev libpng-dev libjpeg62-turbo-dev libarchive-dev
+    # evidence bundles: the host key (Ed25519) and its signatures
+    libgnutls28-dev
     # libguestfs through its C API: task inputs, artifacts, diffs
     libguestfs-dev
     libvirt-daemon-system libvirt-clients qemu-system-x86 qemu-utils
