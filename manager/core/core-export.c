@@ -154,7 +154,7 @@ add_screenshots(CarrelEvidenceWriter *w, const CarrelSession *session, GError **
     const char *entry;
 
     while (d && (entry = g_dir_read_name(d)))
-        if (carrel_evidence_check_name(entry, NULL))
+        if (carrel_manager_shot_name_ok(entry))
             g_ptr_array_add(names, g_strdup(entry));
     g_ptr_array_sort(names, compare_names);
     for (guint i = 0; i < names->len; i++) {

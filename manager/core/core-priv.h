@@ -300,6 +300,8 @@ typedef struct {
 } CarrelDoor;
 
 void carrel_door_clear(CarrelDoor *door);
+/* A kept screenshot's name ("shot-" id, .png or .jpg): temporary files never match. */
+gboolean carrel_manager_shot_name_ok(const char *name);
 /* <state_dir>/host-key.pem, created at the first start (0600; core-export.c). */
 CarrelEvidenceKey *carrel_manager_load_host_key(const char *state_dir, GError **error);
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(CarrelDoor, carrel_door_clear)
