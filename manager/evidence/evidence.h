@@ -106,8 +106,8 @@ gboolean carrel_evidence_audit_check(const char *text, gsize len, const char *se
 
 /*
  * Writer: the bundle tar, written to fd (not closed) as members are added, each hashed as it
- * passes. Members are regular files 0644 owned by 0:0 with mtime 0 except the given time, so
- * the same contents give the same tar.
+ * passes. Members are regular files 0644 owned by 0:0, all with the given mtime (the export's
+ * time), so the same contents at the same time give the same tar.
  */
 typedef struct _CarrelEvidenceWriter CarrelEvidenceWriter;
 
