@@ -217,6 +217,20 @@ test_key(void **state)
     assert_int_equal(error->code, CARREL_ERROR_INVALID_ARG);
     g_clear_error(&error);
 
+    /* A symlink where the key should be is neither followed nor replaced. */
+    {
+        g_autofree char *link = g_build_filename(f->root, "link.pem", NULL);
+        g_autofree char *target = g_build_filename(f->root, "elsewhere.pem", NULL);
+
+        assert_int_equal(symlink(target, link), 0);
+        assert_null(carrel_evidence_key_load_or_create(link, &error));
+        g_clear_error(&error);
+        assert_false(g_file_test(target, G_FILE_TEST_EXISTS));
+        assert_int_equal(symlink(f->key_path, target), 0);
+        assert_null(carrel_evidence_key_load_or_create(target, &error));
+        g_clear_error(&error);
+    }
+
     /* A key file others may read is refused, never used. */
     assert_int_equal(g_chmod(f->key_path, 0644), 0);
     assert_null(carrel_evidence_key_load_or_create(f->key_path, &error));
