@@ -48,6 +48,27 @@ carrel_api_get_session_file(CarrelApiRequest *req, GError **error)
 }
 
 CarrelApiReply *
+carrel_api_get_session_export(CarrelApiRequest *req, GError **error)
+{
+    g_auto(CarrelTransfer) t = {0};
+    g_autofree char *name = NULL;
+    CarrelApiReply *reply;
+
+    if (!carrel_manager_session_export(req->mgr, req->who, carrel_api_param(req, 0), &t, error))
+        return NULL;
+    /* Sent from disk chunk by chunk: a bundle carries every artifact. */
+    reply = carrel_api_reply_new_file(SOUP_STATUS_OK, t.host_path, "application/x-tar", error);
+    (void)g_unlink(t.host_path);
+    if (!reply)
+        return NULL;
+    name = g_strdup_printf("%s.tar", carrel_api_param(req, 0));
+    carrel_api_reply_set_attachment(reply, name);
+    carrel_api_reply_add_header(reply, "X-Carrel-Host-Key",
+                                carrel_manager_get_host_fingerprint(req->mgr));
+    return reply;
+}
+
+CarrelApiReply *
 carrel_api_put_session_file(CarrelApiRequest *req, GError **error)
 {
     const char *path = query_path(req, error);

@@ -325,6 +325,8 @@ CarrelApiReply *carrel_api_post_admin_rotate(CarrelApiRequest *req, GError **err
 /* api-files.c: a guest's files: streamed transfers (sha256 in X-Carrel-Sha256) and the
  * operations of carrel-guest fs. */
 CarrelApiReply *carrel_api_get_session_file(CarrelApiRequest *req, GError **error);
+/* GET /v1/sessions/{id}/export: the session's signed evidence bundle (a tar), from disk. */
+CarrelApiReply *carrel_api_get_session_export(CarrelApiRequest *req, GError **error);
 CarrelApiReply *carrel_api_put_session_file(CarrelApiRequest *req, GError **error);
 CarrelApiReply *carrel_api_get_session_fs(CarrelApiRequest *req, GError **error);
 CarrelApiReply *carrel_api_get_session_fs_stat(CarrelApiRequest *req, GError **error);

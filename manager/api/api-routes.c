@@ -30,6 +30,16 @@ get_version(CarrelApiRequest *req, GError **error)
     json_builder_add_string_value(b, carrel_hypervisor_get_uri(hv));
     json_builder_set_member_name(b, "hypervisor");
     json_builder_add_string_value(b, describe);
+    /* The key that signs evidence bundles: auditors pin it (carrel verify --key). */
+    json_builder_set_member_name(b, "host_key");
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "algorithm");
+    json_builder_add_string_value(b, "ed25519");
+    json_builder_set_member_name(b, "public_key");
+    json_builder_add_string_value(b, carrel_manager_get_host_key(req->mgr));
+    json_builder_set_member_name(b, "fingerprint");
+    json_builder_add_string_value(b, carrel_manager_get_host_fingerprint(req->mgr));
+    json_builder_end_object(b);
     json_builder_set_member_name(b, "web_url");
     if (req->api->web_url)
         json_builder_add_string_value(b, req->api->web_url);
@@ -657,6 +667,8 @@ const CarrelApiRoute carrel_api_routes[] = {
     {"GET", "/v1/sessions/*/artifacts", get_session_artifacts, CARREL_OP_SESSION_READ, 0, NULL},
     {"GET", "/v1/artifacts/*", get_artifact, CARREL_OP_ARTIFACT_READ, 0, NULL},
     {"GET", "/v1/sessions/*/diff", get_session_diff, CARREL_OP_SESSION_DIFF, 0, NULL},
+    {"GET", "/v1/sessions/*/export", carrel_api_get_session_export, CARREL_OP_SESSION_EXPORT, 0,
+     NULL},
     {"POST", "/mcp", carrel_api_mcp_post, CARREL_OP_LAST, CARREL_API_ROUTE_RAW_BODY, NULL},
     /* The console (api-console-routes.c); WS /v1/console/{ticket} is api-console-proxy.c's. */
     {"POST", "/v1/sessions/*/console", carrel_api_post_console, CARREL_OP_CONSOLE_VIEW, 0, NULL},

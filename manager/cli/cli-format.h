@@ -20,6 +20,8 @@ G_BEGIN_DECLS
  *   7  timeout: carreld, the guest or a tool did not answer in time
  *   8  invalid argument refused by carreld (invalid_argument, limit_exceeded)
  *   9  audit log broken: `carrel audit verify` found a row that breaks the hash chain
+ *  10  evidence bundle broken: `carrel verify` found a file changed, missing or extra, a bad
+ *      signature or a broken audit chain
  */
 typedef enum {
     CARREL_CLI_EXIT_OK = 0,
@@ -32,6 +34,7 @@ typedef enum {
     CARREL_CLI_EXIT_TIMEOUT = 7,
     CARREL_CLI_EXIT_INVALID = 8,
     CARREL_CLI_EXIT_AUDIT_BROKEN = 9,
+    CARREL_CLI_EXIT_BUNDLE_BROKEN = 10,
 } CarrelCliExit;
 
 /* Exit code of an error in CARREL_ERROR (other domains: FAILED). */

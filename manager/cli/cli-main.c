@@ -81,6 +81,10 @@ static const char cli_help[] =
     "  artifacts ID                   list what was extracted (asked for or on exit)\n"
     "  artifact AID -o FILE           download one extracted file\n"
     "  diff ID [--path P]             files added, changed, removed against the template\n"
+    "  export ID -o FILE|-            a signed evidence bundle: audit rows, timeline,\n"
+    "                                 screenshots, artifacts, egress log, policy (a tar)\n"
+    "  verify BUNDLE [--key KEY]      check a bundle offline (no daemon): signature, every\n"
+    "                                 file, the audit chain; KEY pins the host key\n"
     "  screenshot ID -o FILE [--format png|jpeg] [--scale F | --max-edge N] [--region X,Y,W,H]\n"
     "                                 save the screen, taken by the hypervisor\n"
     "  click ID X Y [--button B] [--count N] [--modifiers ctrl+shift] [-o FILE]\n"
@@ -125,11 +129,12 @@ static const char cli_help[] =
     "  3 not found         4 conflict (wrong state, busy, exists, retry later)\n"
     "  5 denied (unauthorized, forbidden, policy)           6 carreld unreachable\n"
     "  7 timeout           8 invalid argument refused by carreld\n"
-    "  9 audit log broken (audit verify)\n";
+    "  9 audit log broken (audit verify)                    10 bundle broken (verify)\n";
 
 typedef struct {
     const char *name;
     CarrelCliVerbFunc func;
+    gboolean offline; /* needs neither carreld nor a token */
 } CliVerb;
 
 static const CliVerb cli_verbs[] = {
@@ -159,6 +164,8 @@ static const CliVerb cli_verbs[] = {
     {"diff", carrel_cli_diff},
     {"artifacts", carrel_cli_artifacts},
     {"artifact", carrel_cli_artifact},
+    {"export", carrel_cli_export},
+    {"verify", carrel_cli_verify, TRUE},
     {"screenshot", carrel_cli_screenshot},
     {"click", carrel_cli_click},
     {"type", carrel_cli_type},
@@ -376,6 +383,9 @@ main(int argc, char **argv)
     verb = verb_find(name);
     if (!verb)
         return carrel_cli_usage(&cli, "unknown command '%s' (see 'carrel --help')", name);
+    /* An auditor checks a bundle anywhere: no token file is read, no carreld is needed. */
+    if (verb->offline)
+        return verb->func(&cli, (int)args->len - 1, (char **)args->pdata);
     client = client_open(&cli, &globals, &token_path, &exit_code);
     if (!client)
         return exit_code;

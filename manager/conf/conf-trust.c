@@ -67,6 +67,7 @@ static const OpInfo ops[CARREL_OP_LAST] = {
     [CARREL_OP_INPUT_HOST_PATH] = {"input.host_path", TRUE},
     [CARREL_OP_SESSION_OBSERVE] = {"session.observe", TRUE},
     [CARREL_OP_AUTH_LOGIN] = {"auth.login", TRUE},
+    [CARREL_OP_SESSION_EXPORT] = {"session.export", TRUE},
 };
 
 const char *

@@ -106,6 +106,7 @@ typedef enum {
     CARREL_OP_INPUT_HOST_PATH, /* a create whose inputs name files on the host */
     CARREL_OP_SESSION_OBSERVE, /* carreld found a guest stopped or crashed (the watcher) */
     CARREL_OP_AUTH_LOGIN,      /* a login or a refused credential: audited, never authorized */
+    CARREL_OP_SESSION_EXPORT,  /* a signed evidence bundle of a session: audited */
     CARREL_OP_LAST
 } CarrelOp;
 

@@ -133,6 +133,9 @@ carrel_manager_new(const CarrelManagerConfig *config, CarrelHypervisor *hv, GErr
     mgr->instance_id = load_instance_id(mgr->state_dir, error);
     if (!mgr->instance_id)
         return NULL;
+    mgr->host_key = carrel_manager_load_host_key(mgr->state_dir, error);
+    if (!mgr->host_key)
+        return NULL;
     carrel_manager_disk_init(mgr, config->disk_reserve_mib ? config->disk_reserve_mib : 64,
                              config->disk_low_mib);
     /* A full disk at start is no reason not to start: the reserve comes once there is room. */
@@ -187,6 +190,7 @@ carrel_manager_free(CarrelManager *mgr)
     g_free(mgr->guest_tool);
     g_free(mgr->guest_tool_src);
     g_free(mgr->instance_id);
+    carrel_evidence_key_free(mgr->host_key);
     g_free(mgr->accel_reason);
     carrel_metrics_free(mgr->metrics);
     g_free(mgr->reserve_path);

@@ -3,6 +3,7 @@
 
 #include "core/core.h"
 #include "egress/egress.h"
+#include "evidence/evidence.h"
 #include "policy/policy.h"
 #include "store/store.h"
 
@@ -19,6 +20,7 @@ struct _CarrelManager {
     char *guest_tool;
     char *guest_tool_src;
     char *instance_id;
+    CarrelEvidenceKey *host_key; /* signs evidence bundles (core-export.c) */
     CarrelAccel accel;
     char *accel_reason;
     guint agent_timeout_s;
@@ -310,6 +312,10 @@ typedef struct {
 } CarrelDoor;
 
 void carrel_door_clear(CarrelDoor *door);
+/* A kept screenshot's name ("shot-" id, .png or .jpg): temporary files never match. */
+gboolean carrel_manager_shot_name_ok(const char *name);
+/* <state_dir>/host-key.pem, created at the first start (0600; core-export.c). */
+CarrelEvidenceKey *carrel_manager_load_host_key(const char *state_dir, GError **error);
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(CarrelDoor, carrel_door_clear)
 
 /* Named policies (core-policy.c). load: every NAME.policy of dir (NULL: none), default_path

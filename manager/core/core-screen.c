@@ -60,8 +60,8 @@ carrel_manager_screen_encode(GBytes *ppm, const CarrelScreenshotRequest *req, GE
 }
 
 /* A kept screenshot's name: "shot-" id, then .png or .jpg; nothing that could leave the folder. */
-static gboolean
-shot_name_ok(const char *name)
+gboolean
+carrel_manager_shot_name_ok(const char *name)
 {
     gsize len = strlen(name);
 
@@ -112,7 +112,7 @@ kept_shots(const char *dir)
         GStatBuf st;
         KeptShot shot;
 
-        if (!shot_name_ok(name))
+        if (!carrel_manager_shot_name_ok(name))
             continue;
         path = g_build_filename(dir, name, NULL);
         if (g_lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
@@ -258,7 +258,7 @@ carrel_manager_session_kept_screenshot(CarrelManager *mgr, const CarrelPrincipal
     if (!carrel_door_enter(&door, mgr, who, CARREL_OP_SESSION_READ, id_or_name, NULL, error))
         return NULL;
     session = door.session;
-    if (!shot_name_ok(name)) {
+    if (!carrel_manager_shot_name_ok(name)) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "malformed screenshot name");
         return NULL;
     }

@@ -370,6 +370,21 @@ gboolean carrel_manager_session_file_download(CarrelManager *mgr, const CarrelPr
                                               CarrelTransfer *ret_transfer, GError **error);
 
 /*
+ * A signed evidence bundle of a session in any state (a destroyed one too, while its records
+ * are kept): record, audit rows, timeline, kept screenshots, artifacts, egress log and policy,
+ * with manifest.json and the host key's manifest.sig (see evidence.h). Written to a new spool
+ * file (ret_transfer->host_path, bytes; the caller removes it). Audited as session.export; the
+ * bundle holds the rows before that one.
+ */
+gboolean carrel_manager_session_export(CarrelManager *mgr, const CarrelPrincipal *who,
+                                       const char *id_or_name, CarrelTransfer *ret_transfer,
+                                       GError **error);
+/* The host key that signs bundles: its public key (base64 of the 32 raw bytes) and its
+ * fingerprint ("sha256:<hex>"), for auditors to pin. */
+const char *carrel_manager_get_host_key(CarrelManager *mgr);
+const char *carrel_manager_get_host_fingerprint(CarrelManager *mgr);
+
+/*
  * Streams the spool file spool_path (bytes long, from carrel_manager_upload_spool) into the
  * guest file path (created or truncated, as root), chunk by chunk; *ret_transfer gets bytes and
  * sha256 of what was sent. Audited as "file_write". The spool file stays the caller's.

@@ -12,6 +12,8 @@ CARREL_PACKAGES=(
     # libssl-dev: libcrypto's RSA-OAEP, with which the console proxy authenticates to SPICE
     libssl-dev
     libsqlite3-dev libvirt-dev libcmocka-dev libpng-dev libjpeg62-turbo-dev libarchive-dev
+    # evidence bundles: the host key (Ed25519) and its signatures
+    libgnutls28-dev
     # libguestfs through its C API: task inputs, artifacts, diffs
     libguestfs-dev
     libvirt-daemon-system libvirt-clients qemu-system-x86 qemu-utils

@@ -126,6 +126,7 @@ static const Row rows[] = {
     {"GET", "/v1/sessions/*/artifacts", NULL, SESSION_READ},
     {"GET", "/v1/artifacts/*", NULL, EVERYONE},
     {"GET", "/v1/sessions/*/diff", NULL, SESSION_READ},
+    {"GET", "/v1/sessions/*/export", NULL, SESSION_READ},
     {"POST", "/mcp", "$M", EVERYONE},
     {"POST", "/v1/sessions/*/console", NULL, SESSION_READ},
     {"GET", "/v1/sessions/*/console.vv", NULL, SESSION_READ},

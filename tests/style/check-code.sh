@@ -15,7 +15,7 @@ if grep -nE '\b(system|popen|sprintf|vsprintf|strcpy|strcat|gets|strtok|tmpnam)\
 fi
 
 # Library modules return errors; only core, api, daemon and cli log.
-for m in util conf policy store disk image archive hypervisor net; do
+for m in util conf policy store disk image archive evidence hypervisor net; do
     if grep -nE '\bg_(message|warning|info|critical|print|printerr)\s*\(' "manager/$m"/*.c; then
         echo "module '$m' logs: return a GError instead"
         bad=1
