@@ -25,8 +25,7 @@ gboolean
 carrel_screen_size_check(guint width, guint height, GError **error)
 {
     if (width < CARREL_SCREEN_MIN_WIDTH || width > CARREL_SCREEN_MAX_WIDTH ||
-        height < CARREL_SCREEN_MIN_HEIGHT || height > CARREL_SCREEN_MAX_HEIGHT ||
-        width % 8 != 0) {
+        height < CARREL_SCREEN_MIN_HEIGHT || height > CARREL_SCREEN_MAX_HEIGHT || width % 8 != 0) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
                     "screen '%ux%u' is out of range: %dx%d to %dx%d, the width a multiple of 8",
                     width, height, CARREL_SCREEN_MIN_WIDTH, CARREL_SCREEN_MIN_HEIGHT,
@@ -95,8 +94,8 @@ gboolean
 carrel_template_defaults_from_recipe(JsonNode *recipe, CarrelTemplate *tmpl, GError **error)
 {
     static const char *const allowed[] = {"vcpus", "memory_mib", "screen", NULL};
-    JsonObject *obj = recipe && JSON_NODE_HOLDS_OBJECT(recipe) ? json_node_get_object(recipe)
-                                                               : NULL;
+    JsonObject *obj =
+        recipe && JSON_NODE_HOLDS_OBJECT(recipe) ? json_node_get_object(recipe) : NULL;
     JsonNode *node = obj ? json_object_get_member(obj, "defaults") : NULL;
     JsonObject *defaults;
     guint vcpus = 0, memory_mib = 0, width = 0, height = 0;
@@ -130,10 +129,10 @@ carrel_session_resolve_shape(const CarrelSessionRequest *req, const CarrelTempla
 {
     gboolean own_screen = req->screen_width != 0;
 
-    ret_shape->vcpus = req->vcpus           ? req->vcpus
+    ret_shape->vcpus = req->vcpus            ? req->vcpus
                        : tmpl->default_vcpus ? tmpl->default_vcpus
                                              : CARREL_DEFAULT_VCPUS;
-    ret_shape->memory_mib = req->memory_mib           ? req->memory_mib
+    ret_shape->memory_mib = req->memory_mib            ? req->memory_mib
                             : tmpl->default_memory_mib ? tmpl->default_memory_mib
                                                        : CARREL_DEFAULT_MEMORY_MIB;
     ret_shape->vcpus_explicit = req->vcpus != 0;

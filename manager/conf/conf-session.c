@@ -235,10 +235,9 @@ get_inputs(JsonObject *obj, GPtrArray **ret_inputs, GError **error)
 CarrelSessionRequest *
 carrel_session_request_from_json(JsonNode *node, GError **error)
 {
-    static const char *const allowed[] = {"template",   "name",           "policy",    "vcpus",
-                                          "memory_mib", "cold",           "artifacts", "inputs",
-                                          "ttl_s",      "idle_timeout_s", "on_expiry", "screen",
-                                          NULL};
+    static const char *const allowed[] = {
+        "template", "name",  "policy",         "vcpus",     "memory_mib", "cold", "artifacts",
+        "inputs",   "ttl_s", "idle_timeout_s", "on_expiry", "screen",     NULL};
     g_autoptr(CarrelSessionRequest) req = g_new0(CarrelSessionRequest, 1);
     const char *ref = NULL;
     JsonObject *obj;

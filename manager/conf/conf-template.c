@@ -26,7 +26,8 @@ carrel_template_free(CarrelTemplate *tmpl)
     g_free(tmpl);
 }
 
-/* {vcpus?, memory_mib?, screen?}: what a create without those gets; {} when the recipe said none. */
+/* {vcpus?, memory_mib?, screen?}: what a create without those gets; {} when the recipe said none.
+ */
 static void
 add_defaults(JsonBuilder *b, const CarrelTemplate *tmpl)
 {

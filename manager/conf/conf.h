@@ -207,12 +207,12 @@ typedef struct {
     guint memory_mib;       /* 0 = default */
     guint screen_width;     /* "screen": "WxH"; 0 = the template's default */
     guint screen_height;
-    gboolean cold;          /* boot even when the template is warm */
-    GStrv exit_paths;       /* "artifacts": collected when the session ends */
-    GPtrArray *inputs;      /* CarrelInput, or NULL */
-    guint ttl_s;            /* time limit from creation, 0 = the policy's */
-    guint idle_timeout_s;   /* 0 = the policy's */
-    char *expiry_action;    /* NULL = the policy's ("destroy" by default) */
+    gboolean cold;        /* boot even when the template is warm */
+    GStrv exit_paths;     /* "artifacts": collected when the session ends */
+    GPtrArray *inputs;    /* CarrelInput, or NULL */
+    guint ttl_s;          /* time limit from creation, 0 = the policy's */
+    guint idle_timeout_s; /* 0 = the policy's */
+    char *expiry_action;  /* NULL = the policy's ("destroy" by default) */
 } CarrelSessionRequest;
 
 void carrel_session_request_free(CarrelSessionRequest *req);

@@ -17,8 +17,8 @@ check_reply(const CarrelSession *s, const CarrelExecResult *result, GError **err
     reply = !result->truncated && len ? carrel_conf_parse_json(data, len, NULL) : NULL;
     obj = reply && JSON_NODE_HOLDS_OBJECT(reply) ? json_node_get_object(reply) : NULL;
     if (result->exit_code != 0 || !obj) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_FAILED,
-                    "carrel-guest screen exited %d%s%s", result->exit_code,
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_FAILED, "carrel-guest screen exited %d%s%s",
+                    result->exit_code,
                     result->exit_code == 127 ? " (this guest has no carrel-guest)" : "",
                     result->timed_out ? " (timed out)" : "");
         return FALSE;
@@ -40,8 +40,8 @@ carrel_manager_apply_screen(CarrelManager *mgr, const CarrelSession *session, gb
     g_autofree char *domain = carrel_session_domain_name(session->id);
     g_autofree char *size = NULL;
     const char *argv[] = {CARREL_GUEST_TOOL_PATH, "screen", NULL, NULL};
-    CarrelGuestExec run = {.argv = argv, .timeout_s = SCREEN_TIMEOUT_S,
-                           .max_output = SCREEN_OUTPUT_MAX};
+    CarrelGuestExec run = {
+        .argv = argv, .timeout_s = SCREEN_TIMEOUT_S, .max_output = SCREEN_OUTPUT_MAX};
     g_auto(CarrelExecResult) result = {0};
 
     if (!session->screen_width)

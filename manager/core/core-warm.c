@@ -39,7 +39,7 @@ warm_session(CarrelManager *mgr, const CarrelTemplate *tmpl, const char *dir)
     s->name = g_strdup(s->id);
     s->template_name = g_strdup(tmpl->name);
     s->template_version = tmpl->version;
-    /* The shape a create without a size gets (the template's defaults), so that it restores. */
+    /* The shape of a create that names no size (the template's defaults), so that it restores. */
     s->vcpus = tmpl->default_vcpus ? tmpl->default_vcpus : CARREL_DEFAULT_VCPUS;
     s->memory_mib = tmpl->default_memory_mib ? tmpl->default_memory_mib : CARREL_DEFAULT_MEMORY_MIB;
     s->dir = g_strdup(dir);

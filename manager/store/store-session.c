@@ -152,11 +152,11 @@ insert_session(CarrelStore *store, const CarrelSession *session, GError **error)
     if (session->state != CARREL_SESSION_DESTROYED &&
         !template_exists(store, session->template_name, session->template_version, error))
         return FALSE;
-    stmt = carrel_store_prepare(
-        store,
-        "INSERT INTO sessions (" SESSION_COLUMNS ") "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        error);
+    stmt = carrel_store_prepare(store,
+                                "INSERT INTO sessions (" SESSION_COLUMNS ") "
+                                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                                "?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                error);
     return stmt && bind_session(store, stmt, session, error) &&
            carrel_store_step_done(store, stmt, &conflict, "inserting session", error);
 }

@@ -11,7 +11,7 @@
 /* carrel-guest screen WxH, as the guest would answer it: the domain's screen takes the size. */
 gboolean
 fake_guest_screen(FakeBackend *be, FakeDomain *dom, const CarrelGuestExec *run,
-             CarrelExecResult *ret_result)
+                  CarrelExecResult *ret_result)
 {
     guint width = 0, height = 0;
     g_autofree char *reply = NULL;

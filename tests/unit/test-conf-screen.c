@@ -17,11 +17,8 @@ test_parse_accepts(void **state)
         const char *text;
         guint width, height;
     } cases[] = {
-        {"640x480", 640, 480},
-        {"800x600", 800, 600},
-        {"1280x800", 1280, 800},
-        {"1024x768", 1024, 768},
-        {"1920x1200", 1920, 1200},
+        {"640x480", 640, 480},   {"800x600", 800, 600},     {"1280x800", 1280, 800},
+        {"1024x768", 1024, 768}, {"1920x1200", 1920, 1200},
     };
 
     (void)state;
@@ -44,11 +41,11 @@ static void
 test_parse_refuses(void **state)
 {
     static const char *const bad[] = {
-        "",          "x",          "1280",      "1280x",      "x800",       "1280X800",
-        "1280*800",  " 1280x800",  "1280x800 ", "+1280x800",  "-640x480",   "01280x800",
-        "1280x0800", "1280x800x2", "0x0",       "1280x800\n", "12800000x8", "10x10",
-        "100000x100", "639x480",   "640x479",   "1921x1200",  "1920x1201",  "1284x800",
-        "4096x2160", "99999x99999",
+        "",           "x",           "1280",      "1280x",      "x800",       "1280X800",
+        "1280*800",   " 1280x800",   "1280x800 ", "+1280x800",  "-640x480",   "01280x800",
+        "1280x0800",  "1280x800x2",  "0x0",       "1280x800\n", "12800000x8", "10x10",
+        "100000x100", "639x480",     "640x479",   "1921x1200",  "1920x1201",  "1284x800",
+        "4096x2160",  "99999x99999",
     };
 
     (void)state;
@@ -96,7 +93,8 @@ test_request_screen(void **state)
     assert_non_null(strstr(error->message, "'screen'"));
     assert_non_null(strstr(error->message, "640x480 to 1920x1200"));
     g_clear_error(&error);
-    assert_null(request("{\"template\":\"tiny\",\"screen\":{\"width\":800,\"height\":600}}", &error));
+    assert_null(
+        request("{\"template\":\"tiny\",\"screen\":{\"width\":800,\"height\":600}}", &error));
     assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG));
 }
 
