@@ -4,13 +4,14 @@
 #include "conf/conf.h"
 #include "conf/conf-priv.h"
 
-/* Digits only, no sign, no leading zero, at most 5 of them (the range check does the rest). */
+/* Digits only, no sign, no leading zero, at most 9 of them (no overflow; the range check says
+ * what is too large). */
 static gboolean
 parse_dimension(const char *text, gsize len, guint *ret_value)
 {
     guint value = 0;
 
-    if (len == 0 || len > 5 || text[0] == '0')
+    if (len == 0 || len > 9 || text[0] == '0')
         return FALSE;
     for (gsize i = 0; i < len; i++) {
         if (!g_ascii_isdigit(text[i]))
@@ -41,7 +42,7 @@ carrel_screen_size_parse(const char *text, guint *ret_width, guint *ret_height, 
     const char *x = text ? strchr(text, 'x') : NULL;
     guint width = 0, height = 0;
 
-    if (!x || strlen(text) > 11 || !parse_dimension(text, (gsize)(x - text), &width) ||
+    if (!x || strlen(text) > 19 || !parse_dimension(text, (gsize)(x - text), &width) ||
         !parse_dimension(x + 1, strlen(x + 1), &height)) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
                     "screen must be WIDTHxHEIGHT in pixels (e.g. 1280x800), not '%.32s'",

@@ -577,6 +577,8 @@ static void
 refuse_screens(void)
 {
     static const char *const bad[] = {"10x10", "100000x100", "1280x", "1281x800", "big"};
+    static const char *const cli_bad[] = {"create", "tiny", "--screen", "100000x100", NULL};
+    g_autofree char *err = NULL;
     guint before = count_sessions();
 
     for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
@@ -587,6 +589,10 @@ refuse_screens(void)
         assert_string_equal(error_code(body), "invalid_argument");
         assert_non_null(strstr(error_message(body), "screen"));
     }
+    assert_int_equal(count_sessions(), before);
+    /* The CLI sends the text as given: carreld's one check, exit 8 (invalid argument). */
+    assert_int_equal(run_cli(cli_bad, &err), 8);
+    assert_non_null(strstr(err, "out of range"));
     assert_int_equal(count_sessions(), before);
 }
 

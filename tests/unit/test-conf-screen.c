@@ -60,6 +60,14 @@ test_parse_refuses(void **state)
         assert_int_equal(h, 9);
     }
     assert_null(carrel_screen_size_format(0, 600));
+    /* Too large is a range error, whatever the number of digits. */
+    {
+        g_autoptr(GError) error = NULL;
+        guint w = 0, h = 0;
+
+        assert_false(carrel_screen_size_parse("100000x100", &w, &h, &error));
+        assert_non_null(strstr(error->message, "out of range"));
+    }
 }
 
 static CarrelSessionRequest *
