@@ -194,6 +194,9 @@ gboolean carrel_manager_ensure_network(CarrelManager *mgr, GError **error);
  */
 gboolean carrel_manager_apply_screen(CarrelManager *mgr, const CarrelSession *session,
                                      gboolean by_screen, GError **error);
+/* The same after a boot whose desktop may still be starting: waits until it is ready first. */
+gboolean carrel_manager_apply_screen_after_boot(CarrelManager *mgr, const CarrelSession *session,
+                                                gboolean by_screen, GError **error);
 gboolean carrel_manager_set_guest_mac(CarrelManager *mgr, const char *domain, const char *mac,
                                       GError **error);
 

@@ -61,3 +61,17 @@ carrel_manager_apply_screen(CarrelManager *mgr, const CarrelSession *session, gb
     }
     return TRUE;
 }
+
+gboolean
+carrel_manager_apply_screen_after_boot(CarrelManager *mgr, const CarrelSession *session,
+                                       gboolean by_screen, GError **error)
+{
+    g_autofree char *domain = carrel_session_domain_name(session->id);
+
+    /* The desktop's own start-up may set its mode (desktop's xsession does): the session's
+     * size comes once the desktop is up, so that it is the last word. */
+    if (session->screen_width && !by_screen &&
+        !carrel_manager_wait_ready(mgr, NULL, domain, mgr->agent_timeout_s, error))
+        return FALSE;
+    return carrel_manager_apply_screen(mgr, session, by_screen, error);
+}
