@@ -88,19 +88,19 @@ fits(const CarrelSessionRequest *req, const CarrelTemplate *tmpl, const CarrelPo
            (!req->memory_mib || req->memory_mib == m->memory_mib);
 }
 
-/* The member becomes the request's session: running, clock set, named, limits and inputs. */
+/* The member becomes the request's session: running, clock and screen set, named, limits and
+ * inputs. */
 static gboolean
 hand_over(CarrelManager *mgr, const CarrelPrincipal *who, CarrelSession *m,
           const CarrelSessionRequest *req, const CarrelTemplate *tmpl, const CarrelPolicy *policy,
           GError **error)
 {
-    CarrelSessionShape shape = {0};
-
     g_autofree char *domain = carrel_session_domain_name(m->id);
+    CarrelSessionShape shape = {0};
     guint ttl_s = 0, idle_s = 0;
     const char *action = NULL;
 
-    /* Members keep the image's screen: the request's (or the template's) is set on taking. */
+    /* A member has its template's screen: the request's own, if any, is set on taking. */
     carrel_session_resolve_shape(req, tmpl, &shape);
     m->screen_width = shape.screen_width;
     m->screen_height = shape.screen_height;
