@@ -34,6 +34,7 @@ static const CommandSpec commands[] = {
     {"open", NULL, CARREL_GUEST_COMMAND_OPEN, OPT_X | OPT_USER, 1, 1},
     {"set-mac", NULL, CARREL_GUEST_COMMAND_SET_MAC, 0, 1, 1},
     {"set-net", NULL, CARREL_GUEST_COMMAND_SET_NET, 0, 1, 3},
+    {"screen", NULL, CARREL_GUEST_COMMAND_SCREEN, OPT_X | OPT_TIMEOUT, 1, 1},
     {"fs", "list", CARREL_GUEST_COMMAND_FS_LIST, 0, 1, 1},
     {"fs", "stat", CARREL_GUEST_COMMAND_FS_STAT, 0, 1, 1},
     {"fs", "mkdir", CARREL_GUEST_COMMAND_FS_MKDIR, OPT_PARENTS, 1, 1},
@@ -88,6 +89,8 @@ static const char usage_text[] =
     "  set-net ADDR/PREFIX GATEWAY DNS  give it this IPv4 address, default route and name\n"
     "                               server (as root)\n"
     "  set-net none                 take its IPv4 addresses, default route and name server away\n"
+    "  screen WxH [--timeout S]     set the display's size (XRandR; a CVT mode is added when the\n"
+    "                               output has none of that size)\n"
     "  fs list PATH                 list a directory (lstat of every entry, sorted by name)\n"
     "  fs stat PATH                 lstat one path\n"
     "  fs mkdir [--parents] PATH    create a directory (--parents: and missing parents)\n"
@@ -107,8 +110,8 @@ static const char usage_text[] =
     "  --display D      X display (default :0)\n"
     "  --xauthority F   X cookie file (default: the session's, found automatically)\n"
     "  --user U         desktop user for launch/open (default: the session's user)\n"
-    "  --timeout S      seconds to wait (ready: 60, clipboard: 5, type: 60, proc read: 0;\n"
-    "                   at most 3600)\n"
+    "  --timeout S      seconds to wait (ready: 60, clipboard: 5, type: 60, screen: 20,\n"
+    "                   proc read: 0; at most 3600)\n"
     "  --parents        fs mkdir: create missing parents, and succeed if PATH is a directory\n"
     "  --recursive      fs remove: remove a directory with everything in it\n";
 
@@ -423,6 +426,43 @@ take_args(CarrelGuestOptions *options, GPtrArray *words, guint first, GError **e
     return TRUE;
 }
 
+/* One dimension: 1-5 digits, no leading zero. */
+static gboolean
+parse_dimension(const char *text, gsize len, guint *ret_value)
+{
+    guint value = 0;
+
+    if (len == 0 || len > 5 || text[0] == '0')
+        return FALSE;
+    for (gsize i = 0; i < len; i++) {
+        if (!g_ascii_isdigit(text[i]))
+            return FALSE;
+        value = value * 10 + (guint)(text[i] - '0');
+    }
+    *ret_value = value;
+    return TRUE;
+}
+
+gboolean
+carrel_guest_screen_parse(const char *text, guint *ret_width, guint *ret_height, GError **error)
+{
+    const char *x = strchr(text, 'x');
+    guint width = 0, height = 0;
+
+    if (!x || !parse_dimension(text, (gsize)(x - text), &width) ||
+        !parse_dimension(x + 1, strlen(x + 1), &height) || width < CARREL_GUEST_SCREEN_MIN ||
+        height < CARREL_GUEST_SCREEN_MIN || width > CARREL_GUEST_SCREEN_MAX ||
+        height > CARREL_GUEST_SCREEN_MAX) {
+        g_set_error(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_INVALID_ARG,
+                    "screen size must be WIDTHxHEIGHT, each %d to %d", CARREL_GUEST_SCREEN_MIN,
+                    CARREL_GUEST_SCREEN_MAX);
+        return FALSE;
+    }
+    *ret_width = width;
+    *ret_height = height;
+    return TRUE;
+}
+
 static gint64
 default_timeout(CarrelGuestCommand command)
 {
@@ -436,6 +476,8 @@ default_timeout(CarrelGuestCommand command)
     /* proc read answers at once unless asked to wait for output. */
     if (command == CARREL_GUEST_COMMAND_PROC_READ)
         return 0;
+    if (command == CARREL_GUEST_COMMAND_SCREEN)
+        return CARREL_GUEST_DEFAULT_SCREEN_TIMEOUT_MS;
     return CARREL_GUEST_DEFAULT_CLIPBOARD_TIMEOUT_MS;
 }
 

@@ -65,6 +65,8 @@ run(const CarrelGuestOptions *options, GError **error)
         return carrel_guest_cmd_set_mac(options, error);
     case CARREL_GUEST_COMMAND_SET_NET:
         return carrel_guest_cmd_set_net(options, error);
+    case CARREL_GUEST_COMMAND_SCREEN:
+        return carrel_guest_cmd_screen(options, error);
     case CARREL_GUEST_COMMAND_FS_LIST:
     case CARREL_GUEST_COMMAND_FS_STAT:
     case CARREL_GUEST_COMMAND_FS_MKDIR:

@@ -41,6 +41,11 @@ G_BEGIN_DECLS
 #define CARREL_GUEST_DEFAULT_READY_TIMEOUT_MS 60000
 #define CARREL_GUEST_DEFAULT_CLIPBOARD_TIMEOUT_MS 5000
 #define CARREL_GUEST_DEFAULT_TYPE_TIMEOUT_MS 60000
+/* screen: how long it waits for the display to accept clients (a boot's X may be starting). */
+#define CARREL_GUEST_DEFAULT_SCREEN_TIMEOUT_MS 20000
+/* screen: sizes it accepts at all (carreld allows a narrower range, see its README). */
+#define CARREL_GUEST_SCREEN_MIN 200
+#define CARREL_GUEST_SCREEN_MAX 8192
 /* The background clipboard server gives up its selection after this long. */
 #define CARREL_GUEST_CLIPBOARD_SERVE_SECONDS 3600
 
@@ -85,6 +90,7 @@ typedef enum {
     CARREL_GUEST_COMMAND_OPEN,
     CARREL_GUEST_COMMAND_SET_MAC,
     CARREL_GUEST_COMMAND_SET_NET,
+    CARREL_GUEST_COMMAND_SCREEN,
     CARREL_GUEST_COMMAND_FS_LIST,
     CARREL_GUEST_COMMAND_FS_STAT,
     CARREL_GUEST_COMMAND_FS_MKDIR,
@@ -240,6 +246,26 @@ JsonNode *carrel_guest_cmd_launch(const CarrelGuestOptions *options, GError **er
 JsonNode *carrel_guest_cmd_open(const CarrelGuestOptions *options, GError **error);
 JsonNode *carrel_guest_cmd_set_mac(const CarrelGuestOptions *options, GError **error);
 JsonNode *carrel_guest_cmd_set_net(const CarrelGuestOptions *options, GError **error);
+JsonNode *carrel_guest_cmd_screen(const CarrelGuestOptions *options, GError **error);
+
+/* screen (guest-screen.c, guest-args.c). */
+
+/* Parses "WIDTHxHEIGHT" (decimal, no sign or leading zero), each within CARREL_GUEST_SCREEN_MIN
+ * and CARREL_GUEST_SCREEN_MAX; INVALID_ARG otherwise. */
+gboolean carrel_guest_screen_parse(const char *text, guint *ret_width, guint *ret_height,
+                                   GError **error);
+
+/* A video mode's timings, as XRandR's mode info takes them (clock in Hz). */
+typedef struct {
+    guint width, height;
+    gulong clock_hz;
+    guint hsync_start, hsync_end, htotal;
+    guint vsync_start, vsync_end, vtotal;
+} CarrelGuestTiming;
+
+/* The VESA CVT reduced-blanking timing of width x height at 60 Hz (what "cvt -r" prints): a
+ * mode a virtual output accepts for any size. Pure. */
+void carrel_guest_cvt_rb(guint width, guint height, CarrelGuestTiming *ret_timing);
 JsonNode *carrel_guest_cmd_fs(const CarrelGuestOptions *options, GError **error);
 
 /* fs (guest-fs.c). */

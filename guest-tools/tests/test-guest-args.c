@@ -270,6 +270,58 @@ test_set_net(void **state)
 }
 
 static void
+test_screen(void **state)
+{
+    static const char *const bad[] = {"",         "x",         "1280",      "1280x",   "x800",
+                                      "1280X800", "01280x800", "-640x480",  "199x480", "640x199",
+                                      "8193x800", "800x8193",  "1280x800x", "12a0x800"};
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelGuestOptions) ok = parse(&error, "screen", "1280x800", NULL);
+    guint w = 0, h = 0;
+
+    assert_null(error);
+    assert_int_equal(ok->command, CARREL_GUEST_COMMAND_SCREEN);
+    assert_string_equal(ok->argv[0], "1280x800");
+    assert_int_equal(ok->timeout_ms, CARREL_GUEST_DEFAULT_SCREEN_TIMEOUT_MS);
+    assert_true(carrel_guest_screen_parse("1280x800", &w, &h, &error));
+    assert_int_equal(w, 1280);
+    assert_int_equal(h, 800);
+    assert_true(carrel_guest_screen_parse("8192x200", &w, &h, &error));
+    for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_autoptr(GError) local = NULL;
+
+        if (carrel_guest_screen_parse(bad[i], &w, &h, &local))
+            fail_msg("'%s' was accepted", bad[i]);
+        assert_true(g_error_matches(local, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_INVALID_ARG));
+    }
+    assert_null(parse(&error, "screen", NULL));
+    g_clear_error(&error);
+    assert_null(parse(&error, "screen", "800x600", "1x1", NULL));
+    g_clear_error(&error);
+    assert_string_equal(carrel_guest_command_to_string(CARREL_GUEST_COMMAND_SCREEN), "screen");
+    assert_non_null(strstr(carrel_guest_usage(), "screen WxH"));
+}
+
+/* The CVT reduced-blanking timings "cvt -r W H" prints (X.Org's cvt, VESA CVT 1.2). */
+static void
+test_cvt_rb(void **state)
+{
+    static const CarrelGuestTiming expected[] = {
+        {1280, 800, 71000000, 1328, 1360, 1440, 803, 809, 823},
+        {1920, 1200, 154000000, 1968, 2000, 2080, 1203, 1209, 1235},
+        {800, 600, 35500000, 848, 880, 960, 603, 607, 618},
+        {1920, 1080, 138500000, 1968, 2000, 2080, 1083, 1088, 1111},
+    };
+
+    for (gsize i = 0; i < G_N_ELEMENTS(expected); i++) {
+        CarrelGuestTiming t = {0};
+
+        carrel_guest_cvt_rb(expected[i].width, expected[i].height, &t);
+        assert_memory_equal(&t, &expected[i], sizeof(t));
+    }
+}
+
+static void
 test_help_and_names(void **state)
 {
     g_autoptr(GError) error = NULL;
@@ -301,6 +353,8 @@ main(void)
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_launch_limits),
         cmocka_unit_test(test_set_net),
+        cmocka_unit_test(test_screen),
+        cmocka_unit_test(test_cvt_rb),
         cmocka_unit_test(test_help_and_names),
     };
 

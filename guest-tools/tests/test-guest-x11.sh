@@ -312,4 +312,21 @@ expect '.ready and .wm == "twm"' ready --timeout 5
 expect '[.windows[].instance] | index("carrel-launched") != null' windows
 ok "EWMH: wm name, _NET_CLIENT_LIST_STACKING order, _NET_ACTIVE_WINDOW, docks left out"
 
+# --- screen: the display's size through XRandR, a CVT mode added when the output has none ----
+expect '.width == 800 and .height == 600 and .previous.width == 1280 and .previous.height == 800' \
+	screen 800x600
+[ "$(xdotool getdisplaygeometry)" = "800 600" ] || fail "screen 800x600: $(xdotool getdisplaygeometry)"
+# The pointer is held inside the new size: clicks at the last pixel land on it.
+xdotool mousemove 5000 5000
+[[ $(xdotool getmouselocation) == "x:799 y:599 "* ]] || fail "pointer: $(xdotool getmouselocation)"
+expect '.width == 1000 and .height == 700 and .mode_created' screen 1000x700
+[ "$(xdotool getdisplaygeometry)" = "1000 700" ] || fail "screen 1000x700: $(xdotool getdisplaygeometry)"
+expect '.width == 1000 and .previous.width == 1000' screen 1000x700
+expect_error invalid_argument screen 100x100
+expect_error invalid_argument screen 9000x100
+expect_error invalid_argument screen 1280
+expect '.width == 1280 and .height == 800' screen 1280x800
+[ "$(xdotool getdisplaygeometry)" = "1280 800" ] || fail "screen back: $(xdotool getdisplaygeometry)"
+ok "screen shrinks, grows (new CVT mode), keeps the pointer inside, refuses bad sizes"
+
 echo "# $passed checks passed"

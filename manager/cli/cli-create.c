@@ -11,6 +11,7 @@ typedef struct {
     char *policy;     /* NULL: carreld's default (or the token's only policy) */
     int vcpus;        /* -1: not given */
     int memory_mib;   /* -1: not given */
+    char *screen;     /* "WxH", checked by carreld; NULL: the template's */
     gboolean cold;    /* boot even from a warm template */
     char **inputs;    /* LOCAL:GUEST_PATH */
     char **artifacts; /* guest paths collected on exit */
@@ -123,6 +124,10 @@ create_body(const CreateArgs *args)
         json_builder_set_member_name(builder, "memory_mib");
         json_builder_add_int_value(builder, args->memory_mib);
     }
+    if (args->screen) {
+        json_builder_set_member_name(builder, "screen");
+        json_builder_add_string_value(builder, args->screen);
+    }
     if (args->cold) {
         json_builder_set_member_name(builder, "cold");
         json_builder_add_boolean_value(builder, TRUE);
@@ -196,9 +201,14 @@ carrel_cli_create(CarrelCli *cli, int argc, char **argv)
         {"name", 'n', 0, G_OPTION_ARG_STRING, &args.name, "Name of the session", "NAME"},
         {"policy", 'p', 0, G_OPTION_ARG_STRING, &args.policy,
          "Named policy the session runs under (default: default; carrel policy ls)", "NAME"},
-        {"vcpus", 0, 0, G_OPTION_ARG_INT, &args.vcpus, "Virtual CPUs (default 1)", "N"},
-        {"memory", 'm', 0, G_OPTION_ARG_INT, &args.memory_mib, "Memory in MiB (default 1024)",
-         "MIB"},
+        {"vcpus", 0, 0, G_OPTION_ARG_INT, &args.vcpus,
+         "Virtual CPUs (default: the template's, else 1)", "N"},
+        {"memory", 'm', 0, G_OPTION_ARG_INT, &args.memory_mib,
+         "Memory in MiB (default: the template's, else 1024)", "MIB"},
+        {"screen", 0, 0, G_OPTION_ARG_STRING, &args.screen,
+         "Screen size, 640x480 to 1920x1200 with a width a multiple of 8 (default: the "
+         "template's)",
+         "WxH"},
         {"cold", 0, 0, G_OPTION_ARG_NONE, &args.cold,
          "Boot, even when the template is warm (default: restore the warm state)", NULL},
         {"input", 'i', 0, G_OPTION_ARG_FILENAME_ARRAY, &args.inputs,
@@ -248,5 +258,6 @@ carrel_cli_create(CarrelCli *cli, int argc, char **argv)
     g_strfreev(args.artifacts);
     g_free(args.upload);
     g_free(args.on_expiry);
+    g_free(args.screen);
     return exit_code;
 }

@@ -29,7 +29,7 @@ static const char cli_help[] =
     "                                 then restore instead of booting\n"
     "  template rm NAME[@VERSION]     delete one version, or every version (once unused)\n"
     "  create [--template] TEMPLATE [--name NAME] [--policy P] [--vcpus N] [--memory MIB]\n"
-    "         [--cold]\n"
+    "         [--screen WxH] [--cold]\n"
     "         [--input LOCAL:GUEST_PATH]... [--artifact GUEST_PATH]...\n"
     "         [--ttl S] [--idle S] [--on-expiry destroy|stop|hibernate|pause]\n"
     "                                 create a session and wait for its desktop; inputs are\n"

@@ -60,9 +60,14 @@ static const Param create_params[] = {
      "A unique name for the sandbox: 1-63 of [a-z0-9._-], not starting with 's-'", 0, 0, NULL},
     {"policy", PARAM_STRING, FALSE,
      "The named policy it runs under (default 'default'; GET /v1/policies lists them)", 0, 0, NULL},
-    {"vcpus", PARAM_INTEGER, FALSE, "Virtual CPUs (default 1)", 1, CARREL_LIMIT_VCPUS, NULL},
-    {"memory_mib", PARAM_INTEGER, FALSE, "Memory in MiB (default 1024)",
+    {"vcpus", PARAM_INTEGER, FALSE, "Virtual CPUs (default: the template's, else 1)", 1,
+     CARREL_LIMIT_VCPUS, NULL},
+    {"memory_mib", PARAM_INTEGER, FALSE, "Memory in MiB (default: the template's, else 1024)",
      CARREL_LIMIT_MIN_MEMORY_MIB, CARREL_LIMIT_MEMORY_MIB, NULL},
+    {"screen", PARAM_STRING, FALSE,
+     "Screen size WIDTHxHEIGHT, 640x480 to 1920x1200, the width a multiple of 8 (default: the "
+     "template's)",
+     0, 0, NULL},
     PARAM_END,
 };
 

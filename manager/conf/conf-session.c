@@ -49,6 +49,8 @@ carrel_session_to_json(const CarrelSession *session)
     g_autofree char *created = carrel_util_format_time(session->created_at);
     g_autofree char *updated = carrel_util_format_time(session->updated_at);
     g_autofree char *domain = carrel_session_domain_name(session->id);
+    g_autofree char *screen =
+        carrel_screen_size_format(session->screen_width, session->screen_height);
 
     json_builder_begin_object(b);
     json_builder_set_member_name(b, "id");
@@ -66,6 +68,11 @@ carrel_session_to_json(const CarrelSession *session)
     json_builder_add_int_value(b, session->vcpus);
     json_builder_set_member_name(b, "memory_mib");
     json_builder_add_int_value(b, session->memory_mib);
+    json_builder_set_member_name(b, "screen");
+    if (session->screen_width)
+        json_builder_add_string_value(b, screen);
+    else
+        json_builder_add_null_value(b);
     json_builder_set_member_name(b, "origin");
     json_builder_add_string_value(b, session->from_warm ? "warm" : "cold");
     carrel_conf_add_optional_string(b, "mac", session->mac);
@@ -234,9 +241,9 @@ get_inputs(JsonObject *obj, GPtrArray **ret_inputs, GError **error)
 CarrelSessionRequest *
 carrel_session_request_from_json(JsonNode *node, GError **error)
 {
-    static const char *const allowed[] = {"template",   "name",           "policy",    "vcpus",
-                                          "memory_mib", "cold",           "artifacts", "inputs",
-                                          "ttl_s",      "idle_timeout_s", "on_expiry", NULL};
+    static const char *const allowed[] = {
+        "template", "name",  "policy",         "vcpus",     "memory_mib", "cold", "artifacts",
+        "inputs",   "ttl_s", "idle_timeout_s", "on_expiry", "screen",     NULL};
     g_autoptr(CarrelSessionRequest) req = g_new0(CarrelSessionRequest, 1);
     const char *ref = NULL;
     JsonObject *obj;
@@ -253,6 +260,7 @@ carrel_session_request_from_json(JsonNode *node, GError **error)
         !carrel_conf_get_uint(obj, "vcpus", 1, CARREL_LIMIT_VCPUS, &req->vcpus, error) ||
         !carrel_conf_get_uint(obj, "memory_mib", CARREL_LIMIT_MIN_MEMORY_MIB,
                               CARREL_LIMIT_MEMORY_MIB, &req->memory_mib, error) ||
+        !carrel_conf_get_screen(obj, "screen", &req->screen_width, &req->screen_height, error) ||
         !carrel_conf_get_bool(obj, "cold", &req->cold, error) ||
         !carrel_conf_get_string_array(obj, "artifacts", CARREL_LIMIT_EXTRACT_PATHS,
                                       &req->exit_paths, error) ||

@@ -26,6 +26,31 @@ carrel_template_free(CarrelTemplate *tmpl)
     g_free(tmpl);
 }
 
+/* {vcpus?, memory_mib?, screen?}: what a create without those gets; {} when the recipe said none.
+ */
+static void
+add_defaults(JsonBuilder *b, const CarrelTemplate *tmpl)
+{
+    g_autofree char *screen =
+        carrel_screen_size_format(tmpl->default_screen_width, tmpl->default_screen_height);
+
+    json_builder_set_member_name(b, "defaults");
+    json_builder_begin_object(b);
+    if (tmpl->default_vcpus) {
+        json_builder_set_member_name(b, "vcpus");
+        json_builder_add_int_value(b, tmpl->default_vcpus);
+    }
+    if (tmpl->default_memory_mib) {
+        json_builder_set_member_name(b, "memory_mib");
+        json_builder_add_int_value(b, tmpl->default_memory_mib);
+    }
+    if (screen) {
+        json_builder_set_member_name(b, "screen");
+        json_builder_add_string_value(b, screen);
+    }
+    json_builder_end_object(b);
+}
+
 JsonNode *
 carrel_template_to_json(const CarrelTemplate *tmpl, guint sessions_using)
 {
@@ -55,6 +80,7 @@ carrel_template_to_json(const CarrelTemplate *tmpl, guint sessions_using)
     carrel_conf_add_optional_string(b, "initrd", tmpl->initrd_path);
     carrel_conf_add_optional_string(b, "cmdline", tmpl->cmdline);
     carrel_conf_add_optional_string(b, "recipe_hash", tmpl->recipe_hash);
+    add_defaults(b, tmpl);
     json_builder_set_member_name(b, "created_at");
     json_builder_add_string_value(b, created);
     json_builder_set_member_name(b, "sessions");
@@ -113,6 +139,7 @@ carrel_template_import_free(CarrelTemplateImport *req)
     g_free(req->kernel);
     g_free(req->initrd);
     g_free(req->cmdline);
+    carrel_template_free(req->defaults);
     g_free(req);
 }
 

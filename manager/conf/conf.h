@@ -68,6 +68,11 @@ typedef struct {
     char *initrd_path;
     char *cmdline;
     char *recipe_hash; /* NULL for imported disks */
+    /* The recipe's "defaults" (0 = none: carreld's own defaults, the image's own screen). */
+    guint default_vcpus;
+    guint default_memory_mib;
+    guint default_screen_width;
+    guint default_screen_height;
     gint64 created_at;
 } CarrelTemplate;
 
@@ -96,6 +101,7 @@ typedef struct {
     char *kernel;
     char *initrd;
     char *cmdline;
+    CarrelTemplate *defaults; /* a built recipe's defaults (default_* members only), or NULL */
 } CarrelTemplateImport;
 
 void carrel_template_import_free(CarrelTemplateImport *req);
@@ -157,6 +163,8 @@ typedef struct {
     char *owner_label;    /* that principal's name */
     char *policy;         /* the named policy it was created under ("default") */
     char *egress_ip;      /* its address on the egress network, or NULL (no network) */
+    guint screen_width;   /* set in the guest after every boot and restore; 0 = the image's own */
+    guint screen_height;
     gint64 created_at;
     gint64 updated_at;
     JsonNode *timings; /* the verb that returned it: where its time went (not stored), or NULL */
@@ -189,7 +197,7 @@ typedef struct {
 void carrel_input_free(CarrelInput *input);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelInput, carrel_input_free)
 
-/* A request to create a session: {template, name?, policy?, vcpus?, memory_mib?, cold?,
+/* A request to create a session: {template, name?, policy?, vcpus?, memory_mib?, screen?, cold?,
  * artifacts?, inputs?, ttl_s?, idle_timeout_s?, on_expiry?}. */
 typedef struct {
     char *template_name;
@@ -198,12 +206,14 @@ typedef struct {
     char *policy;           /* a named policy; NULL = "default" (or the token's only one) */
     guint vcpus;            /* 0 = default */
     guint memory_mib;       /* 0 = default */
-    gboolean cold;          /* boot even when the template is warm */
-    GStrv exit_paths;       /* "artifacts": collected when the session ends */
-    GPtrArray *inputs;      /* CarrelInput, or NULL */
-    guint ttl_s;            /* time limit from creation, 0 = the policy's */
-    guint idle_timeout_s;   /* 0 = the policy's */
-    char *expiry_action;    /* NULL = the policy's ("destroy" by default) */
+    guint screen_width;     /* "screen": "WxH"; 0 = the template's default */
+    guint screen_height;
+    gboolean cold;        /* boot even when the template is warm */
+    GStrv exit_paths;     /* "artifacts": collected when the session ends */
+    GPtrArray *inputs;    /* CarrelInput, or NULL */
+    guint ttl_s;          /* time limit from creation, 0 = the policy's */
+    guint idle_timeout_s; /* 0 = the policy's */
+    char *expiry_action;  /* NULL = the policy's ("destroy" by default) */
 } CarrelSessionRequest;
 
 void carrel_session_request_free(CarrelSessionRequest *req);
@@ -552,6 +562,48 @@ JsonNode *carrel_conf_parse_json(const char *data, gsize len, GError **error);
 
 #define CARREL_DEFAULT_VCPUS 1
 #define CARREL_DEFAULT_MEMORY_MIB 1024
+
+/*
+ * Screen sizes (conf-screen.c). The range is what the templates' QXL device holds with room to
+ * spare (16 MiB of video memory: 32-bit frames up to 4 Mpixels); CVT modes have widths in
+ * multiples of 8.
+ */
+#define CARREL_SCREEN_MIN_WIDTH 640
+#define CARREL_SCREEN_MIN_HEIGHT 480
+#define CARREL_SCREEN_MAX_WIDTH 1920
+#define CARREL_SCREEN_MAX_HEIGHT 1200
+
+/* INVALID_ARG unless width x height is in the range above (the width a multiple of 8). */
+gboolean carrel_screen_size_check(guint width, guint height, GError **error);
+/* Parses "WIDTHxHEIGHT" (decimal, no sign, no leading zero, no spaces) and checks its range. */
+gboolean carrel_screen_size_parse(const char *text, guint *ret_width, guint *ret_height,
+                                  GError **error);
+/* "WxH", or NULL when either is 0. */
+char *carrel_screen_size_format(guint width, guint height);
+/* An optional "WxH" string member; absent or null leaves the outputs untouched. */
+gboolean carrel_conf_get_screen(JsonObject *obj, const char *member, guint *ret_width,
+                                guint *ret_height, GError **error);
+
+/*
+ * A template's defaults from its recipe.json (the object a build left, NULL = none): the member
+ * "defaults": {vcpus?, memory_mib?, screen?: "WxH"}, bounded like a create request. Fields that
+ * are absent stay 0. INVALID_ARG for anything else.
+ */
+gboolean carrel_template_defaults_from_recipe(JsonNode *recipe, CarrelTemplate *tmpl,
+                                              GError **error);
+
+/* A new session's machine: what the request says, else the template's default, else carreld's. */
+typedef struct {
+    guint vcpus;
+    guint memory_mib;
+    gboolean vcpus_explicit; /* given by the request (policy maximums refuse, never lower it) */
+    gboolean memory_explicit;
+    guint screen_width; /* 0 = the image's own */
+    guint screen_height;
+} CarrelSessionShape;
+
+void carrel_session_resolve_shape(const CarrelSessionRequest *req, const CarrelTemplate *tmpl,
+                                  CarrelSessionShape *ret_shape);
 
 /*
  * One entry of a session's timeline: an action, a command, a file transfer or a lifecycle step,

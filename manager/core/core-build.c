@@ -225,6 +225,10 @@ import_cached(CarrelManager *mgr, const char *name, const char *cached, const ch
     }
     req->initrd = g_build_filename(cached, "initrd.img", NULL);
     req->cmdline = g_strdup(g_strstrip(cmdline));
+    /* Checked before the import: a recipe with bad defaults makes no template. */
+    req->defaults = carrel_manager_recipe_defaults(cached, error);
+    if (!req->defaults)
+        return NULL;
     return carrel_manager_template_import_full(mgr, req, hash, error);
 }
 

@@ -21,6 +21,8 @@ fork_row(CarrelManager *mgr, const CarrelPrincipal *who, const CarrelSession *or
     s->state = CARREL_SESSION_CREATING;
     s->vcpus = origin->vcpus;
     s->memory_mib = origin->memory_mib;
+    s->screen_width = origin->screen_width;
+    s->screen_height = origin->screen_height;
     s->dir = g_build_filename(mgr->state_dir, "sessions", s->id, NULL);
     s->overlay_path = g_build_filename(s->dir, "disk.qcow2", NULL);
     s->from_warm = TRUE;
@@ -61,6 +63,8 @@ bring_up_fork(CarrelManager *mgr, CarrelSession *s, const CarrelSnapshot *snap, 
         (!by_screen && !carrel_manager_set_guest_clock(mgr, domain, error)))
         return FALSE;
     carrel_manager_set_clone_mac(mgr, domain, s->mac);
+    if (!carrel_manager_apply_screen(mgr, s, by_screen, error))
+        return FALSE;
     /* The restored guest still has its origin's address: it gets its own. */
     ok = carrel_manager_egress_attach(mgr, s, TRUE, error);
     carrel_timings_mark("network");

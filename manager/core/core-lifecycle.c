@@ -75,6 +75,7 @@ do_start(CarrelManager *mgr, CarrelSession *session, gpointer data, GError **err
         if (state != CARREL_DOMAIN_RUNNING && !carrel_hypervisor_start(mgr->hv, domain, error))
             return FALSE;
         return carrel_manager_wait_agent(mgr, domain, &by_screen, error) &&
+               carrel_manager_apply_screen_after_boot(mgr, session, by_screen, error) &&
                carrel_manager_egress_attach(mgr, session, TRUE, error);
     }
     if (!g_error_matches(local, CARREL_ERROR, CARREL_ERROR_NOT_FOUND)) {
@@ -89,6 +90,7 @@ do_start(CarrelManager *mgr, CarrelSession *session, gpointer data, GError **err
     xml = tmpl ? carrel_manager_session_xml(mgr, session, tmpl, error) : NULL;
     return xml && carrel_hypervisor_define_start(mgr->hv, xml, error) &&
            carrel_manager_wait_agent(mgr, domain, &by_screen, error) &&
+           carrel_manager_apply_screen_after_boot(mgr, session, by_screen, error) &&
            carrel_manager_egress_attach(mgr, session, TRUE, error);
 }
 
@@ -267,6 +269,7 @@ wake(CarrelManager *mgr, CarrelSession *session, const char *domain, GError **er
     (void)g_unlink(path);
     return carrel_manager_wait_agent(mgr, domain, &by_screen, error) &&
            (by_screen || carrel_manager_set_guest_clock(mgr, domain, error)) &&
+           carrel_manager_apply_screen(mgr, session, by_screen, error) &&
            carrel_manager_egress_attach(mgr, session, FALSE, error);
 }
 

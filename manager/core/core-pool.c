@@ -88,15 +88,22 @@ fits(const CarrelSessionRequest *req, const CarrelTemplate *tmpl, const CarrelPo
            (!req->memory_mib || req->memory_mib == m->memory_mib);
 }
 
-/* The member becomes the request's session: running, clock set, named, limits and inputs. */
+/* The member becomes the request's session: running, clock and screen set, named, limits and
+ * inputs. */
 static gboolean
 hand_over(CarrelManager *mgr, const CarrelPrincipal *who, CarrelSession *m,
-          const CarrelSessionRequest *req, const CarrelPolicy *policy, GError **error)
+          const CarrelSessionRequest *req, const CarrelTemplate *tmpl, const CarrelPolicy *policy,
+          GError **error)
 {
     g_autofree char *domain = carrel_session_domain_name(m->id);
+    CarrelSessionShape shape = {0};
     guint ttl_s = 0, idle_s = 0;
     const char *action = NULL;
 
+    /* A member has its template's screen: the request's own, if any, is set on taking. */
+    carrel_session_resolve_shape(req, tmpl, &shape);
+    m->screen_width = shape.screen_width;
+    m->screen_height = shape.screen_height;
     g_free(m->name);
     m->name = g_strdup(req->name ? req->name : m->id);
     g_strfreev(m->exit_paths);
@@ -122,6 +129,7 @@ hand_over(CarrelManager *mgr, const CarrelPrincipal *who, CarrelSession *m,
     carrel_crash_point("pool.taken");
     return carrel_hypervisor_pause(mgr->hv, domain, FALSE, error) &&
            carrel_manager_set_guest_clock(mgr, domain, error) &&
+           carrel_manager_apply_screen(mgr, m, FALSE, error) &&
            carrel_store_session_set_state(mgr->store, m->id, CARREL_SESSION_RUNNING, NULL, error) &&
            (!req->inputs || !req->inputs->len ||
             carrel_manager_inject_by_agent(mgr, m, req->inputs, error));
@@ -150,7 +158,7 @@ carrel_manager_pool_take(CarrelManager *mgr, const CarrelPrincipal *who,
             continue;
         fresh = carrel_store_session_get(mgr->store, m->id, NULL);
         ok = fresh && fresh->pool && fits(req, tmpl, policy, fresh) &&
-             hand_over(mgr, who, fresh, req, policy, &error);
+             hand_over(mgr, who, fresh, req, tmpl, policy, &error);
         carrel_manager_intent_end(mgr, m->id);
         carrel_manager_clear_busy(mgr, m->id);
         if (ok) {

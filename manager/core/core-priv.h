@@ -199,6 +199,16 @@ gboolean carrel_manager_ensure_network(CarrelManager *mgr, GError **error);
  * Sets the MAC of the guest's NIC from inside (carrel-guest set-mac). A restored clone needs it:
  * QEMU's virtio-net state in the save image carries the MAC the template was saved with.
  */
+/*
+ * Sets the session's own screen size in its guest (carrel-guest screen WxH), after a boot or any
+ * restore (a restored image has the size it was saved with). Nothing to do for a session that
+ * keeps the image's own size; FAILED when the guest cannot (by_screen: no agent answered).
+ */
+gboolean carrel_manager_apply_screen(CarrelManager *mgr, const CarrelSession *session,
+                                     gboolean by_screen, GError **error);
+/* The same after a boot whose desktop may still be starting: waits until it is ready first. */
+gboolean carrel_manager_apply_screen_after_boot(CarrelManager *mgr, const CarrelSession *session,
+                                                gboolean by_screen, GError **error);
 gboolean carrel_manager_set_guest_mac(CarrelManager *mgr, const char *domain, const char *mac,
                                       GError **error);
 
@@ -391,6 +401,9 @@ guint carrel_manager_count_kept_shots(CarrelManager *mgr, const CarrelSession *s
 
 /* Rewrites a built template's manifest.json with what its recipe recorded in build_dir:
  * recipe.json (as "recipe") and packages.txt (as "packages": {name: version}), when present. */
+/* The defaults a build's recipe.json declares (see carrel_template_defaults_from_recipe), in the
+ * default_* members of a new template record; all 0 without a recipe.json. */
+CarrelTemplate *carrel_manager_recipe_defaults(const char *build_dir, GError **error);
 gboolean carrel_manager_template_record_build(const CarrelTemplate *tmpl, const char *build_dir,
                                               GError **error);
 

@@ -115,6 +115,17 @@ domain_gone(CarrelManager *mgr, const char *session_id)
     (void)carrel_hypervisor_undefine(mgr->hv, domain, NULL);
 }
 
+/* A restore the dead daemon left shows the size it was saved with: the session's is set again;
+ * a guest that cannot take it keeps running, said in the log (recovery never destroys work). */
+static void
+recover_screen(CarrelManager *mgr, const CarrelSession *session)
+{
+    g_autoptr(GError) local = NULL;
+
+    if (!carrel_manager_apply_screen(mgr, session, FALSE, &local))
+        g_warning("session %s keeps the image's screen size: %s", session->id, local->message);
+}
+
 /* A restored domain that the dead daemon did not get to define: defined now, on top. */
 static gboolean
 keep_restored(CarrelManager *mgr, CarrelSession *session, const CarrelDomainInfo *info,
@@ -127,6 +138,7 @@ keep_restored(CarrelManager *mgr, CarrelSession *session, const CarrelDomainInfo
         return FALSE;
     /* It stood still while carreld was away; a failed clock set costs nothing lasting. */
     (void)carrel_manager_set_guest_clock(mgr, domain, NULL);
+    recover_screen(mgr, session);
     return TRUE;
 }
 
@@ -286,6 +298,7 @@ recover_wake(CarrelManager *mgr, CarrelSession *session, JsonObject *data, GErro
         return FALSE;
     (void)g_unlink(path);
     (void)carrel_manager_set_guest_clock(mgr, domain, NULL);
+    recover_screen(mgr, session);
     return carrel_store_session_set_state(mgr->store, session->id, CARREL_SESSION_RUNNING, NULL,
                                           error);
 }
@@ -303,6 +316,7 @@ recover_claim(CarrelManager *mgr, CarrelSession *session, JsonObject *data, GErr
         !carrel_hypervisor_pause(mgr->hv, domain, FALSE, error))
         return FALSE;
     (void)carrel_manager_set_guest_clock(mgr, domain, NULL);
+    recover_screen(mgr, session);
     return carrel_store_session_set_state(mgr->store, session->id, CARREL_SESSION_RUNNING, NULL,
                                           error);
 }

@@ -64,6 +64,28 @@ set_time_limits(const CarrelPolicy *policy, const CarrelSessionRequest *req, Car
     session->expiry_action = g_strdup(action);
 }
 
+/*
+ * The machine and screen: the request's, else the template's defaults, else carreld's. A
+ * template's default above the policy's maximum is lowered to it (nobody asked for that much);
+ * a request above it is refused later by carrel_policy_check_resources.
+ */
+static void
+apply_shape(CarrelSession *session, const CarrelSessionRequest *req, const CarrelTemplate *tmpl,
+            const CarrelPolicy *policy)
+{
+    CarrelSessionShape shape = {0};
+    guint vcpus, memory_mib;
+
+    carrel_session_resolve_shape(req, tmpl, &shape);
+    vcpus = shape.vcpus;
+    memory_mib = shape.memory_mib;
+    carrel_policy_clamp_resources(policy, &vcpus, &memory_mib);
+    session->vcpus = shape.vcpus_explicit ? shape.vcpus : vcpus;
+    session->memory_mib = shape.memory_explicit ? shape.memory_mib : memory_mib;
+    session->screen_width = shape.screen_width;
+    session->screen_height = shape.screen_height;
+}
+
 static CarrelSession *
 session_from_request(CarrelManager *mgr, const CarrelPrincipal *owner,
                      const CarrelSessionRequest *req, const CarrelTemplate *tmpl,
@@ -82,8 +104,7 @@ session_from_request(CarrelManager *mgr, const CarrelPrincipal *owner,
     session->template_name = g_strdup(tmpl->name);
     session->template_version = tmpl->version;
     session->state = CARREL_SESSION_CREATING;
-    session->vcpus = req->vcpus ? req->vcpus : CARREL_DEFAULT_VCPUS;
-    session->memory_mib = req->memory_mib ? req->memory_mib : CARREL_DEFAULT_MEMORY_MIB;
+    apply_shape(session, req, tmpl, policy);
     session->dir = g_build_filename(mgr->state_dir, "sessions", session->id, NULL);
     session->overlay_path = g_build_filename(session->dir, "disk.qcow2", NULL);
     session->mac = carrel_net_new_mac();
@@ -200,12 +221,17 @@ bring_up(CarrelManager *mgr, CarrelSession *session, const CarrelTemplate *tmpl,
     if (warm)
         carrel_manager_set_clone_mac(mgr, domain, session->mac);
     /* A booted guest whose agent answers may still be drawing its desktop; a restored one was
-     * saved ready, and a guest found ready by its screen is so already. */
+     * saved ready, and a guest found ready by its screen is so already. Its screen size comes
+     * after (X must be up) and before "running": no screenshot of the image's size is ever
+     * taken for the session's. */
     if (!warm && !by_screen &&
         !carrel_manager_wait_ready(mgr, NULL, domain, mgr->agent_timeout_s, error))
         return FALSE;
     if (!warm)
         carrel_timings_mark("ready");
+    if (!carrel_manager_apply_screen(mgr, session, by_screen, error))
+        return FALSE;
+    carrel_timings_mark("screen");
     /* Its network once its agent can set it up: the path is ready before "running". */
     if (!carrel_manager_egress_attach(mgr, session, TRUE, error))
         return FALSE;
@@ -231,9 +257,11 @@ create_while_busy(CarrelManager *mgr, CarrelSession *session, const CarrelTempla
     return carrel_store_session_get(mgr->store, session->id, error);
 }
 
-/* The warm state to restore, unless the request wants a cold boot or another machine size. */
+/* The warm state to restore, unless the request wants a cold boot or another machine size, or
+ * the policy allows less than the warm machine has (the session then boots at its own size). */
 static CarrelWarmState *
-pick_warm(CarrelManager *mgr, const CarrelSessionRequest *req, const CarrelTemplate *tmpl)
+pick_warm(CarrelManager *mgr, const CarrelSessionRequest *req, const CarrelTemplate *tmpl,
+          const CarrelPolicy *policy)
 {
     g_autoptr(CarrelWarmState) warm = NULL;
 
@@ -244,7 +272,8 @@ pick_warm(CarrelManager *mgr, const CarrelSessionRequest *req, const CarrelTempl
      * revision (until the template is warmed again), has to boot. */
     if (!warm || warm->machine_revision != CARREL_HYPERVISOR_MACHINE_REVISION ||
         (req->vcpus && req->vcpus != warm->vcpus) ||
-        (req->memory_mib && req->memory_mib != warm->memory_mib))
+        (req->memory_mib && req->memory_mib != warm->memory_mib) ||
+        !carrel_policy_check_resources(policy, warm->vcpus, warm->memory_mib, NULL))
         return NULL;
     return g_steal_pointer(&warm);
 }
@@ -278,7 +307,7 @@ carrel_manager_create_into(CarrelManager *mgr, const CarrelPrincipal *who,
     }
     session = session_from_request(mgr, who, req, tmpl, policy);
     session->pool = g_strdup(pool);
-    warm = pick_warm(mgr, req, tmpl);
+    warm = pick_warm(mgr, req, tmpl, policy);
     if (warm) {
         session->vcpus = warm->vcpus;
         session->memory_mib = warm->memory_mib;

@@ -66,7 +66,9 @@ carrel_manager_restore_onto(CarrelManager *mgr, CarrelSession *session, const ch
     carrel_timings_mark("define");
     ok = ok && carrel_manager_wait_agent(mgr, domain, &by_screen, error) &&
          (by_screen || carrel_manager_set_guest_clock(mgr, domain, error)) &&
-         carrel_manager_egress_attach(mgr, session, FALSE, error);
+         carrel_manager_apply_screen(mgr, session, by_screen, error);
+    carrel_timings_mark("screen");
+    ok = ok && carrel_manager_egress_attach(mgr, session, FALSE, error);
     carrel_timings_mark("network");
     return ok;
 }

@@ -103,6 +103,24 @@ carrel_manager_template_record_build(const CarrelTemplate *tmpl, const char *bui
     return write_manifest_full(tmpl, recipe, packages, error);
 }
 
+CarrelTemplate *
+carrel_manager_recipe_defaults(const char *build_dir, GError **error)
+{
+    g_autoptr(GError) local = NULL;
+    g_autoptr(JsonNode) recipe = read_recipe(build_dir, &local);
+    g_autoptr(CarrelTemplate) defaults = carrel_template_new();
+
+    if (local) {
+        g_propagate_error(error, g_steal_pointer(&local));
+        return NULL;
+    }
+    if (!carrel_template_defaults_from_recipe(recipe, defaults, error)) {
+        g_prefix_error(error, "'%s/recipe.json': ", build_dir);
+        return NULL;
+    }
+    return g_steal_pointer(&defaults);
+}
+
 static gboolean
 copy_boot_file(const char *src, const char *dir, const char *name, char **ret_path, GError **error)
 {
@@ -171,6 +189,12 @@ import_while_busy(CarrelManager *mgr, const CarrelTemplateImport *req, const cha
     tmpl->boot = req->boot;
     tmpl->cmdline = g_strdup(req->cmdline);
     tmpl->recipe_hash = g_strdup(recipe_hash);
+    if (req->defaults) {
+        tmpl->default_vcpus = req->defaults->default_vcpus;
+        tmpl->default_memory_mib = req->defaults->default_memory_mib;
+        tmpl->default_screen_width = req->defaults->default_screen_width;
+        tmpl->default_screen_height = req->defaults->default_screen_height;
+    }
     tmpl->created_at = carrel_util_now();
     tmpl->version = carrel_store_template_next_version(mgr->store, req->name, error);
     if (tmpl->version == 0)

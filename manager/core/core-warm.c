@@ -39,8 +39,9 @@ warm_session(CarrelManager *mgr, const CarrelTemplate *tmpl, const char *dir)
     s->name = g_strdup(s->id);
     s->template_name = g_strdup(tmpl->name);
     s->template_version = tmpl->version;
-    s->vcpus = CARREL_DEFAULT_VCPUS;
-    s->memory_mib = CARREL_DEFAULT_MEMORY_MIB;
+    /* The shape of a create that names no size (the template's defaults), so that it restores. */
+    s->vcpus = tmpl->default_vcpus ? tmpl->default_vcpus : CARREL_DEFAULT_VCPUS;
+    s->memory_mib = tmpl->default_memory_mib ? tmpl->default_memory_mib : CARREL_DEFAULT_MEMORY_MIB;
     s->dir = g_strdup(dir);
     s->overlay_path = g_build_filename(dir, "disk.qcow2", NULL);
     /* Clones restore the device set saved here: the NIC must be part of it. */

@@ -180,6 +180,13 @@ carrel_policy_check_resources(const CarrelPolicy *policy, guint vcpus, guint mem
     return TRUE;
 }
 
+void
+carrel_policy_clamp_resources(const CarrelPolicy *policy, guint *vcpus, guint *memory_mib)
+{
+    *vcpus = MIN(*vcpus, policy->max_vcpus);
+    *memory_mib = MIN(*memory_mib, policy->max_memory_mib);
+}
+
 guint64
 carrel_policy_max_disk_bytes(const CarrelPolicy *policy)
 {

@@ -117,6 +117,9 @@ const CarrelLimits *carrel_policy_limits(const CarrelPolicy *policy);
 /* Decides whether a session of that size may be created; POLICY_DENIED says which limit. */
 gboolean carrel_policy_check_resources(const CarrelPolicy *policy, guint vcpus, guint memory_mib,
                                        GError **error);
+/* Lowers *vcpus and *memory_mib to the policy's maximums (for sizes nobody asked for, such as a
+ * template's defaults: an explicit request above a maximum is refused instead). */
+void carrel_policy_clamp_resources(const CarrelPolicy *policy, guint *vcpus, guint *memory_mib);
 
 /* A session's time limits: the request's where given, else the policy's ([timeouts] ttl_s,
  * idle_timeout_s, on_expiry; 0 = none); the action defaults to "destroy". */

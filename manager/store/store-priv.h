@@ -53,6 +53,9 @@ sqlite3_stmt *carrel_store_prepare(CarrelStore *store, const char *sql, GError *
 /* Binds text (NULL binds SQL NULL) or an integer; FALSE with an error on failure. */
 gboolean carrel_store_bind_text(CarrelStore *store, sqlite3_stmt *stmt, int index,
                                 const char *value, GError **error);
+/* 0 is bound as NULL (no limit, no default); read back as 0 by sqlite3_column_int64. */
+gboolean carrel_store_bind_int_or_null(CarrelStore *store, sqlite3_stmt *stmt, int index,
+                                       gint64 value, GError **error);
 gboolean carrel_store_bind_int64(CarrelStore *store, sqlite3_stmt *stmt, int index, gint64 value,
                                  GError **error);
 

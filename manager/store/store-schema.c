@@ -343,6 +343,15 @@ static const StoreMigration migrations[] = {
      "  created_at INTEGER NOT NULL"
      ") STRICT;",
      FALSE},
+    /* v11: a session's screen size (NULL: the image's own) and a template's defaults from its
+     * recipe (NULL: none; screen as "WxH"). */
+    {"ALTER TABLE sessions ADD COLUMN screen_width INTEGER;"
+     "ALTER TABLE sessions ADD COLUMN screen_height INTEGER;"
+     "ALTER TABLE templates ADD COLUMN default_vcpus INTEGER;"
+     "ALTER TABLE templates ADD COLUMN default_memory_mib INTEGER;"
+     "ALTER TABLE templates ADD COLUMN default_screen_width INTEGER;"
+     "ALTER TABLE templates ADD COLUMN default_screen_height INTEGER;",
+     FALSE},
 };
 
 int

@@ -5,7 +5,7 @@
     "id, name, template_name, template_version, state, state_reason, vcpus, memory_mib, dir, "     \
     "overlay_path, created_at, updated_at, origin, exit_paths, head_snapshot, origin_session, "    \
     "expires_at, idle_timeout_s, expiry_action, mac, pool, from_pool, owner_id, owner_label, "     \
-    "policy, egress_ip"
+    "policy, egress_ip, screen_width, screen_height"
 
 /* exit_paths as a JSON array of strings (NULL when there are none). */
 static char *
@@ -42,19 +42,6 @@ paths_from_text(const char *text)
     return g_strv_builder_end(builder);
 }
 
-/* 0 is stored as NULL: no limit. */
-static gboolean
-bind_int_or_null(CarrelStore *store, sqlite3_stmt *stmt, int index, gint64 value, GError **error)
-{
-    if (value)
-        return carrel_store_bind_int64(store, stmt, index, value, error);
-    if (sqlite3_bind_null(stmt, index) != SQLITE_OK) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_STORE, "binding a null value");
-        return FALSE;
-    }
-    return TRUE;
-}
-
 static gboolean
 bind_session(CarrelStore *store, sqlite3_stmt *stmt, const CarrelSession *s, GError **error)
 {
@@ -77,8 +64,8 @@ bind_session(CarrelStore *store, sqlite3_stmt *stmt, const CarrelSession *s, GEr
            carrel_store_bind_text(store, stmt, 14, exit_paths, error) &&
            carrel_store_bind_text(store, stmt, 15, s->head_snapshot, error) &&
            carrel_store_bind_text(store, stmt, 16, s->origin_session, error) &&
-           bind_int_or_null(store, stmt, 17, s->expires_at, error) &&
-           bind_int_or_null(store, stmt, 18, s->idle_timeout_s, error) &&
+           carrel_store_bind_int_or_null(store, stmt, 17, s->expires_at, error) &&
+           carrel_store_bind_int_or_null(store, stmt, 18, s->idle_timeout_s, error) &&
            carrel_store_bind_text(store, stmt, 19, s->expiry_action, error) &&
            carrel_store_bind_text(store, stmt, 20, s->mac, error) &&
            carrel_store_bind_text(store, stmt, 21, s->pool, error) &&
@@ -86,7 +73,9 @@ bind_session(CarrelStore *store, sqlite3_stmt *stmt, const CarrelSession *s, GEr
            carrel_store_bind_text(store, stmt, 23, s->owner_id, error) &&
            carrel_store_bind_text(store, stmt, 24, s->owner_label, error) &&
            carrel_store_bind_text(store, stmt, 25, s->policy ? s->policy : "default", error) &&
-           carrel_store_bind_text(store, stmt, 26, s->egress_ip, error);
+           carrel_store_bind_text(store, stmt, 26, s->egress_ip, error) &&
+           carrel_store_bind_int_or_null(store, stmt, 27, s->screen_width, error) &&
+           carrel_store_bind_int_or_null(store, stmt, 28, s->screen_height, error);
 }
 
 static CarrelSession *
@@ -121,6 +110,8 @@ session_from_row(sqlite3_stmt *stmt, GError **error)
     s->owner_label = carrel_store_column_dup(stmt, 23);
     s->policy = carrel_store_column_dup(stmt, 24);
     s->egress_ip = carrel_store_column_dup(stmt, 25);
+    s->screen_width = (guint)sqlite3_column_int64(stmt, 26);
+    s->screen_height = (guint)sqlite3_column_int64(stmt, 27);
     if (s->state == CARREL_SESSION_LAST) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_STORE,
                     "session '%s' has an unknown state '%s'", s->id, state ? state : "");
@@ -161,11 +152,11 @@ insert_session(CarrelStore *store, const CarrelSession *session, GError **error)
     if (session->state != CARREL_SESSION_DESTROYED &&
         !template_exists(store, session->template_name, session->template_version, error))
         return FALSE;
-    stmt = carrel_store_prepare(
-        store,
-        "INSERT INTO sessions (" SESSION_COLUMNS ") "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        error);
+    stmt = carrel_store_prepare(store,
+                                "INSERT INTO sessions (" SESSION_COLUMNS ") "
+                                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                                "?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                error);
     return stmt && bind_session(store, stmt, session, error) &&
            carrel_store_step_done(store, stmt, &conflict, "inserting session", error);
 }
@@ -452,18 +443,21 @@ carrel_store_session_adopt_member(CarrelStore *store, const CarrelSession *s, GE
         store,
         "UPDATE sessions SET pool = NULL, from_pool = 1, name = ?2, exit_paths = ?3, "
         "expires_at = ?4, idle_timeout_s = ?5, expiry_action = ?6, updated_at = ?7, "
-        "owner_id = ?8, owner_label = ?9, policy = ?10 WHERE id = ?1 AND pool IS NOT NULL",
+        "owner_id = ?8, owner_label = ?9, policy = ?10, screen_width = ?11, screen_height = ?12 "
+        "WHERE id = ?1 AND pool IS NOT NULL",
         error);
     if (!stmt || !carrel_store_bind_text(store, stmt, 1, s->id, error) ||
         !carrel_store_bind_text(store, stmt, 2, s->name, error) ||
         !carrel_store_bind_text(store, stmt, 3, exit_paths, error) ||
-        !bind_int_or_null(store, stmt, 4, s->expires_at, error) ||
-        !bind_int_or_null(store, stmt, 5, s->idle_timeout_s, error) ||
+        !carrel_store_bind_int_or_null(store, stmt, 4, s->expires_at, error) ||
+        !carrel_store_bind_int_or_null(store, stmt, 5, s->idle_timeout_s, error) ||
         !carrel_store_bind_text(store, stmt, 6, s->expiry_action, error) ||
         !carrel_store_bind_int64(store, stmt, 7, carrel_util_now(), error) ||
         !carrel_store_bind_text(store, stmt, 8, s->owner_id, error) ||
         !carrel_store_bind_text(store, stmt, 9, s->owner_label, error) ||
         !carrel_store_bind_text(store, stmt, 10, s->policy ? s->policy : "default", error) ||
+        !carrel_store_bind_int_or_null(store, stmt, 11, s->screen_width, error) ||
+        !carrel_store_bind_int_or_null(store, stmt, 12, s->screen_height, error) ||
         !carrel_store_step_done(store, stmt, &conflict, "adopting a pool member", error))
         return FALSE;
     if (sqlite3_changes(store->db) == 0) {

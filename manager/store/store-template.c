@@ -3,7 +3,8 @@
 
 #define TEMPLATE_COLUMNS                                                                           \
     "name, version, sha256, format, size_bytes, virtual_size_bytes, boot, dir, disk_path, "        \
-    "kernel_path, initrd_path, cmdline, recipe_hash, created_at"
+    "kernel_path, initrd_path, cmdline, recipe_hash, created_at, default_vcpus, "                  \
+    "default_memory_mib, default_screen_width, default_screen_height"
 
 /* "tiny" for version 0 (any or latest), else "tiny@3": the form users type. */
 static char *
@@ -30,7 +31,11 @@ bind_template(CarrelStore *store, sqlite3_stmt *stmt, const CarrelTemplate *t, G
            carrel_store_bind_text(store, stmt, 11, t->initrd_path, error) &&
            carrel_store_bind_text(store, stmt, 12, t->cmdline, error) &&
            carrel_store_bind_text(store, stmt, 13, t->recipe_hash, error) &&
-           carrel_store_bind_int64(store, stmt, 14, t->created_at, error);
+           carrel_store_bind_int64(store, stmt, 14, t->created_at, error) &&
+           carrel_store_bind_int_or_null(store, stmt, 15, t->default_vcpus, error) &&
+           carrel_store_bind_int_or_null(store, stmt, 16, t->default_memory_mib, error) &&
+           carrel_store_bind_int_or_null(store, stmt, 17, t->default_screen_width, error) &&
+           carrel_store_bind_int_or_null(store, stmt, 18, t->default_screen_height, error);
 }
 
 static CarrelTemplate *
@@ -53,6 +58,10 @@ template_from_row(sqlite3_stmt *stmt, GError **error)
     t->cmdline = carrel_store_column_dup(stmt, 11);
     t->recipe_hash = carrel_store_column_dup(stmt, 12);
     t->created_at = sqlite3_column_int64(stmt, 13);
+    t->default_vcpus = (guint)sqlite3_column_int64(stmt, 14);
+    t->default_memory_mib = (guint)sqlite3_column_int64(stmt, 15);
+    t->default_screen_width = (guint)sqlite3_column_int64(stmt, 16);
+    t->default_screen_height = (guint)sqlite3_column_int64(stmt, 17);
     if (t->boot == CARREL_BOOT_LAST) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_STORE,
                     "template '%s@%u' has an unknown boot mode '%s'", t->name, t->version,
@@ -73,7 +82,7 @@ insert_rows(CarrelStore *store, const CarrelTemplate *tmpl, GError **error)
 
     ins = carrel_store_prepare(store,
                                "INSERT INTO templates (" TEMPLATE_COLUMNS
-                               ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                               ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                                error);
     if (!ins || !bind_template(store, ins, tmpl, error) ||
         !carrel_store_step_done(store, ins, &conflict, "inserting template", error))

@@ -167,6 +167,19 @@ carrel_store_bind_text(CarrelStore *store, sqlite3_stmt *stmt, int index, const 
 }
 
 gboolean
+carrel_store_bind_int_or_null(CarrelStore *store, sqlite3_stmt *stmt, int index, gint64 value,
+                              GError **error)
+{
+    if (value)
+        return carrel_store_bind_int64(store, stmt, index, value, error);
+    if (sqlite3_bind_null(stmt, index) != SQLITE_OK) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_STORE, "binding a null value");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
 carrel_store_bind_int64(CarrelStore *store, sqlite3_stmt *stmt, int index, gint64 value,
                         GError **error)
 {

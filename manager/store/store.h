@@ -191,7 +191,8 @@ GHashTable *carrel_store_pool_list(CarrelStore *store, GError **error);
 /* A pool's members that are not destroyed (any state: creating ones count too). */
 GPtrArray *carrel_store_pool_members(CarrelStore *store, const char *template_name, GError **error);
 /* Hands a pool member to a create: pool cleared, from_pool set, and the request's name, exit
- * paths, time limits and owner (from s) stored. NOT_FOUND when another create adopted it already.
+ * paths, time limits, owner and screen size (from s) stored. NOT_FOUND when another create adopted
+ * it already.
  */
 gboolean carrel_store_session_adopt_member(CarrelStore *store, const CarrelSession *s,
                                            GError **error);

@@ -27,8 +27,9 @@ CARREL_PACKAGES=(
     shellcheck clang-format curl jq libxml2-utils
     # twm on the host (guest tier) needs the fonts behind its default fontset "variable"
     # (helvetica, from xfonts-75dpi) or it exits at once
-    # (libxtst-dev: carrel-guest's type command sends its key events with XTest)
-    libx11-dev libxtst-dev xvfb xauth x11-utils twm xterm xdotool xclip xfonts-base xfonts-75dpi
+    # (libxtst-dev: carrel-guest's type command sends its key events with XTest; libxrandr-dev:
+    # its screen command sets a session's screen size with XRandR)
+    libx11-dev libxtst-dev libxrandr-dev xvfb xauth x11-utils twm xterm xdotool xclip xfonts-base xfonts-75dpi
     # the man pages carrel(1) and carreld(8) are made with scdoc; the install test renders them
     # with man
     scdoc man-db

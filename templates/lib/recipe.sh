@@ -284,7 +284,9 @@ recipe_vmlinux() {
 }
 
 # recipe_json [JQ_OPTION...] FIELDS: $work/recipe.json, one line: name, boot, format and cmdline,
-# then the jq object FIELDS (built from the --arg/--argjson options' values).
+# then the jq object FIELDS (built from the --arg/--argjson options' values).  FIELDS may hold
+# "defaults": {vcpus, memory_mib, screen: "WxH"} (each optional): what carrel create gives a
+# session of this template when the request does not say; carreld checks them at import.
 recipe_json() {
 	local fields=${!#}
 	jq -n -c --arg name "$recipe" --arg cmdline "$cmdline" "${@:1:$#-1}" \

@@ -46,6 +46,8 @@ source "$(dirname "$0")/fairness.sh"
 source "$(dirname "$0")/procs.sh"
 # shellcheck source=tests/e2e/bundle.sh
 source "$(dirname "$0")/bundle.sh"
+# shellcheck source=tests/e2e/screen.sh
+source "$(dirname "$0")/screen.sh"
 trap 'disk_cleanup; finish; exit $?' EXIT
 
 start_daemon || exit 1
@@ -215,6 +217,9 @@ fsops_checks
 procs_checks
 # Evidence bundles: export, verify pinned to the host key, tampered copies named.
 bundle_checks
+
+# Sessions of their own screen sizes: screenshots, pointer mapping, a revert, refused sizes.
+screen_checks
 
 # Pause, resume, hibernate across a carreld restart; snapshots with memory and revert.
 lifecycle_checks

@@ -18,6 +18,8 @@ typedef struct {
     gint64 run_id; /* a new one at every start, as libvirt's domain id */
     char *spice_password;
     gint64 spice_valid_until;
+    guint screen_width; /* set by carrel-guest screen; 0: the image's own (again at every run) */
+    guint screen_height;
 } FakeDomain;
 
 typedef struct {
@@ -42,6 +44,8 @@ typedef struct {
     GHashTable *networks; /* name -> XML */
     guint balloon_calls;
     gint64 next_run_id;
+    gboolean screen_refused; /* carrel-guest screen fails, as in a guest whose X cannot */
+    guint screen_calls;      /* carrel-guest screen commands answered */
 } FakeBackend;
 
 /* TRUE (with the error set) when op was told to fail once. Called with be->lock held. */
@@ -52,5 +56,12 @@ FakeDomain *fake_find_domain(FakeBackend *be, const char *name, GError **error);
 gboolean fake_hid_send(CarrelHypervisor *hv, const char *name, const char *command, GError **error);
 gboolean fake_hid_room(CarrelHypervisor *hv, const char *name, CarrelHidDevice device, char **where,
                        guint *ret_free, GError **error);
+
+/* Answers exec run when it is carrel-guest screen (TRUE), setting dom's screen; FALSE for any
+ * other command. Called with be->lock held. */
+gboolean fake_guest_screen(FakeBackend *be, FakeDomain *dom, const CarrelGuestExec *run,
+                           CarrelExecResult *ret_result);
+/* A drawn PPM of width x height. */
+GBytes *fake_sized_screen(guint width, guint height);
 
 #endif

@@ -99,6 +99,8 @@ run(FakeBackend *be, FakeDomain *dom)
     dom->run_id = ++be->next_run_id;
     g_clear_pointer(&dom->spice_password, g_free);
     dom->spice_valid_until = 0;
+    /* A boot or a restore shows the image's size until carrel-guest screen sets another. */
+    dom->screen_width = dom->screen_height = 0;
 }
 
 static gboolean
@@ -426,13 +428,16 @@ fake_agent_exec(CarrelHypervisor *hv, const char *name, const CarrelGuestExec *r
     FakeBackend *be = hv->backend_data;
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
     gboolean truncated = FALSE;
+    FakeDomain *dom;
 
-    if (!agent_domain(be, "agent_exec", name, error))
+    if (!(dom = agent_domain(be, "agent_exec", name, error)))
         return FALSE;
     g_strfreev(be->exec_argv);
     be->exec_argv = g_strdupv((char **)run->argv);
     g_clear_pointer(&be->exec_stdin, g_bytes_unref);
     be->exec_stdin = run->stdin_bytes ? g_bytes_ref(run->stdin_bytes) : NULL;
+    if (fake_guest_screen(be, dom, run, ret_result))
+        return TRUE;
     ret_result->stdout_bytes =
         cut_output(be->exec_hang ? NULL : be->exec_stdout, run->max_output, &truncated);
     ret_result->stderr_bytes =
@@ -469,7 +474,10 @@ fake_screenshot(CarrelHypervisor *hv, const char *name, GBytes **ret_image, GErr
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE, "domain is not running");
         return FALSE;
     }
-    *ret_image = be->screen ? g_bytes_ref(be->screen) : default_screen();
+    if (dom->screen_width)
+        *ret_image = fake_sized_screen(dom->screen_width, dom->screen_height);
+    else
+        *ret_image = be->screen ? g_bytes_ref(be->screen) : default_screen();
     return TRUE;
 }
 

@@ -96,4 +96,13 @@ guint carrel_hypervisor_fake_get_balloon_calls(CarrelHypervisor *hv);
 /* A copy of the QMP commands the fake received so far (GPtrArray of strings, in order). */
 GPtrArray *carrel_hypervisor_fake_get_hid(CarrelHypervisor *hv);
 
+/* Makes the fake's carrel-guest screen fail (exit 1, an error object) or answer again. Without
+ * this, "carrel-guest screen WxH" sets the domain's screen: its screenshots are then WxH until
+ * its next start or restore. */
+void carrel_hypervisor_fake_set_screen_refused(CarrelHypervisor *hv, gboolean refused);
+/* The screen size carrel-guest screen set on domain name (0x0: the image's own, or no such
+ * domain); returns how many carrel-guest screen commands the fake answered in all. */
+guint carrel_hypervisor_fake_get_screen(CarrelHypervisor *hv, const char *name, guint *ret_width,
+                                        guint *ret_height);
+
 G_END_DECLS

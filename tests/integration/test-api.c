@@ -562,6 +562,40 @@ test_file_routes(void **state)
     }
 }
 
+static guint
+count_sessions(void)
+{
+    g_autoptr(JsonNode) body = NULL;
+
+    assert_int_equal(raw(fx.client, "GET", "/v1/sessions", NULL, &body, NULL), 200);
+    return json_array_get_length(
+        json_object_get_array_member(json_node_get_object(body), "sessions"));
+}
+
+/* A screen size out of range (or not WxH) is invalid_argument before anything is made. */
+static void
+refuse_screens(void)
+{
+    static const char *const bad[] = {"10x10", "100000x100", "1280x", "1281x800", "big"};
+    static const char *const cli_bad[] = {"create", "tiny", "--screen", "100000x100", NULL};
+    g_autofree char *err = NULL;
+    guint before = count_sessions();
+
+    for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_autofree char *req = g_strdup_printf("{\"template\":\"tiny\",\"screen\":\"%s\"}", bad[i]);
+        g_autoptr(JsonNode) body = NULL;
+
+        assert_int_equal(raw(fx.client, "POST", "/v1/sessions", req, &body, NULL), 400);
+        assert_string_equal(error_code(body), "invalid_argument");
+        assert_non_null(strstr(error_message(body), "screen"));
+    }
+    assert_int_equal(count_sessions(), before);
+    /* The CLI sends the text as given: carreld's one check, exit 8 (invalid argument). */
+    assert_int_equal(run_cli(cli_bad, &err), 8);
+    assert_non_null(strstr(err, "out of range"));
+    assert_int_equal(count_sessions(), before);
+}
+
 static void
 test_create_refusals(void **state)
 {
@@ -578,6 +612,8 @@ test_create_refusals(void **state)
     assert_int_equal(
         raw(fx.client, "POST", "/v1/sessions", "{\"template\":\"tiny\",\"cpus\":1}", &body, NULL),
         400);
+    g_clear_pointer(&body, json_node_unref);
+    refuse_screens();
 }
 
 /* NAME@VERSION is read by one parser: the CLI and every API route refuse "a@b@3" alike. */

@@ -226,6 +226,7 @@ class _Api:
         policy: str | None = None,
         vcpus: int | None = None,
         memory_mib: int | None = None,
+        screen: str | None = None,
         cold: bool | None = None,
         ttl_s: int | None = None,
         idle_timeout_s: int | None = None,
@@ -236,7 +237,9 @@ class _Api:
         """``POST /v1/sessions``: a new session, returned once its desktop is ready.
 
         ``inputs`` are the API's ``{path, content_base64, mode?}``/``{path, upload}`` objects;
-        :func:`carrel.input_file` builds the first kind.
+        :func:`carrel.input_file` builds the first kind. ``screen`` is ``"WIDTHxHEIGHT"``
+        (640x480 to 1920x1200, the width a multiple of 8); ``vcpus``, ``memory_mib`` and
+        ``screen`` default to the template's ``defaults``.
         """
         body = _drop_none(
             {
@@ -245,6 +248,7 @@ class _Api:
                 "policy": policy,
                 "vcpus": vcpus,
                 "memory_mib": memory_mib,
+                "screen": screen,
                 "cold": cold,
                 "ttl_s": ttl_s,
                 "idle_timeout_s": idle_timeout_s,

@@ -250,6 +250,7 @@ class Sandbox:
         on_expiry: str | None = None,
         vcpus: int | None = None,
         memory_mib: int | None = None,
+        screen: str | None = None,
         cold: bool | None = None,
         artifacts: Sequence[str] | None = None,
         inputs: Sequence[Mapping[str, Any]] | None = None,
@@ -259,7 +260,8 @@ class Sandbox:
         """A new session of ``template``, returned once its desktop is ready.
 
         ``ttl``/``idle_timeout`` are seconds; ``on_expiry`` is ``destroy`` (default),
-        ``stop``, ``hibernate`` or ``pause``. Without ``client``, one is opened from
+        ``stop``, ``hibernate`` or ``pause``; ``screen`` is ``"WIDTHxHEIGHT"`` (default: the
+        template's). Without ``client``, one is opened from
         ``client_options`` (``url``, ``socket``, ``token``, ...) and closed by :meth:`kill`
         or :meth:`close`.
         """
@@ -275,6 +277,7 @@ class Sandbox:
                 on_expiry=on_expiry,
                 vcpus=vcpus,
                 memory_mib=memory_mib,
+                screen=screen,
                 cold=cold,
                 artifacts=artifacts,
                 inputs=inputs,
@@ -626,6 +629,7 @@ class AsyncSandbox:
         on_expiry: str | None = None,
         vcpus: int | None = None,
         memory_mib: int | None = None,
+        screen: str | None = None,
         cold: bool | None = None,
         artifacts: Sequence[str] | None = None,
         inputs: Sequence[Mapping[str, Any]] | None = None,
@@ -645,6 +649,7 @@ class AsyncSandbox:
                 on_expiry=on_expiry,
                 vcpus=vcpus,
                 memory_mib=memory_mib,
+                screen=screen,
                 cold=cold,
                 artifacts=artifacts,
                 inputs=inputs,

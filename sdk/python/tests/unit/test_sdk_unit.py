@@ -200,6 +200,15 @@ def test_sandbox_verbs_build_the_api_requests():
     assert bodies[15] == {"snapshot": "x"}
 
 
+def test_create_with_screen_and_size():
+    session = {"id": "s-2", "name": "w", "state": "running", "screen": "1280x800"}
+    c, seen = _recording_client([(201, session)])
+    sb = carrel.Sandbox.create(template="desktop", screen="1280x800", vcpus=2, client=c)
+    assert sb.info["screen"] == "1280x800"
+    assert json.loads(seen[0].content) == {"template": "desktop", "vcpus": 2,
+                                           "screen": "1280x800"}
+
+
 def test_files_operations_build_the_api_requests():
     entry = {"name": "a", "type": "file", "size": 1, "mode": "0644", "mtime": 5}
     c, seen = _recording_client([
