@@ -6,17 +6,28 @@
 
 /* AT-SPI's AtspiStateType, in its order (atspi-constants.h): bit n of GetState is state n. */
 static const char *const state_names[] = {
-    "invalid",    "active",         "armed",        "busy",
-    "checked",    "collapsed",      "defunct",      "editable",
-    "enabled",    "expandable",     "expanded",     "focusable",
-    "focused",    "has-tooltip",    "horizontal",   "iconified",
-    "modal",      "multi-line",     "multiselectable", "opaque",
-    "pressed",    "resizable",      "selectable",   "selected",
-    "sensitive",  "showing",        "single-line",  "stale",
-    "transient",  "vertical",       "visible",      "manages-descendants",
-    "indeterminate", "required",    "truncated",    "animated",
-    "invalid-entry", "supports-autocompletion", "selectable-text", "is-default",
-    "visited",    "checkable",      "has-popup",    "read-only",
+    "invalid",         "active",
+    "armed",           "busy",
+    "checked",         "collapsed",
+    "defunct",         "editable",
+    "enabled",         "expandable",
+    "expanded",        "focusable",
+    "focused",         "has-tooltip",
+    "horizontal",      "iconified",
+    "modal",           "multi-line",
+    "multiselectable", "opaque",
+    "pressed",         "resizable",
+    "selectable",      "selected",
+    "sensitive",       "showing",
+    "single-line",     "stale",
+    "transient",       "vertical",
+    "visible",         "manages-descendants",
+    "indeterminate",   "required",
+    "truncated",       "animated",
+    "invalid-entry",   "supports-autocompletion",
+    "selectable-text", "is-default",
+    "visited",         "checkable",
+    "has-popup",       "read-only",
 };
 
 #define STATE_ACTIVE 1
@@ -100,15 +111,15 @@ carrel_guest_a11y_resolve(const CarrelGuestA11yOps *ops, gpointer source, const 
 char *
 carrel_guest_a11y_find_active(const CarrelGuestA11yOps *ops, gpointer source, GError **error)
 {
-    g_autoptr(GPtrArray) apps = ops->children(source, NULL, CARREL_GUEST_LIMIT_A11Y_CHILDREN, error);
+    g_autoptr(GPtrArray) apps =
+        ops->children(source, NULL, CARREL_GUEST_LIMIT_A11Y_CHILDREN, error);
 
     if (!apps)
         return NULL;
     for (guint a = 0; a < apps->len; a++) {
         g_autoptr(GError) local = NULL;
-        g_autoptr(GPtrArray) windows =
-            ops->children(source, g_ptr_array_index(apps, a), CARREL_GUEST_LIMIT_A11Y_CHILDREN,
-                          &local);
+        g_autoptr(GPtrArray) windows = ops->children(source, g_ptr_array_index(apps, a),
+                                                     CARREL_GUEST_LIMIT_A11Y_CHILDREN, &local);
 
         /* An application that went away meanwhile is skipped, not an error. */
         for (guint w = 0; windows && w < windows->len; w++) {
@@ -148,10 +159,10 @@ carrel_guest_a11y_node_to_json(const char *id, const CarrelGuestA11yInfo *info)
     JsonNode *node = json_node_new(JSON_NODE_OBJECT);
     JsonObject *o = json_object_new();
     JsonArray *states = json_array_new();
-    g_autofree char *role = carrel_guest_text_clip(info->role, -1,
-                                                   CARREL_GUEST_LIMIT_A11Y_ROLE_CHARS);
-    g_autofree char *name = carrel_guest_text_clip(info->name, -1,
-                                                   CARREL_GUEST_LIMIT_A11Y_NAME_CHARS);
+    g_autofree char *role =
+        carrel_guest_text_clip(info->role, -1, CARREL_GUEST_LIMIT_A11Y_ROLE_CHARS);
+    g_autofree char *name =
+        carrel_guest_text_clip(info->name, -1, CARREL_GUEST_LIMIT_A11Y_NAME_CHARS);
     g_autofree char *action =
         info->action ? carrel_guest_text_clip(info->action, -1, CARREL_GUEST_LIMIT_A11Y_ROLE_CHARS)
                      : NULL;
@@ -239,9 +250,9 @@ expand(Walk *walk, Pending *p)
     JsonArray *list = json_object_get_array_member(p->obj, "children");
     guint room = walk->max_nodes - walk->count;
     gboolean at_limit = p->level >= walk->depth || room == 0;
-    g_autoptr(GPtrArray) children = walk->ops->children(
-        walk->source, p->element, at_limit ? 1 : MIN(room + 1, CARREL_GUEST_LIMIT_A11Y_CHILDREN),
-        NULL);
+    g_autoptr(GPtrArray) children =
+        walk->ops->children(walk->source, p->element,
+                            at_limit ? 1 : MIN(room + 1, CARREL_GUEST_LIMIT_A11Y_CHILDREN), NULL);
 
     if (!children || children->len == 0)
         return;

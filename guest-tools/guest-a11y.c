@@ -126,8 +126,8 @@ static void
 get_extents(Source *source, const Ref *ref, CarrelGuestA11yInfo *info)
 {
     g_autoptr(GVariant) reply =
-        call(source, ref, IFACE_COMPONENT, "GetExtents", g_variant_new("(u)", ATSPI_COORD_TYPE_SCREEN),
-             G_VARIANT_TYPE("((iiii))"), NULL);
+        call(source, ref, IFACE_COMPONENT, "GetExtents",
+             g_variant_new("(u)", ATSPI_COORD_TYPE_SCREEN), G_VARIANT_TYPE("((iiii))"), NULL);
 
     if (!reply)
         return;
@@ -146,13 +146,12 @@ get_action(Source *source, const Ref *ref, CarrelGuestA11yInfo *info)
 }
 
 static gboolean
-source_describe(gpointer data, gconstpointer element, CarrelGuestA11yInfo *ret_info,
-                GError **error)
+source_describe(gpointer data, gconstpointer element, CarrelGuestA11yInfo *ret_info, GError **error)
 {
     Source *source = data;
     const Ref *ref = element;
-    g_autoptr(GVariant) role = call(source, ref, IFACE_ACCESSIBLE, "GetRoleName", NULL,
-                                    G_VARIANT_TYPE("(s)"), error);
+    g_autoptr(GVariant) role =
+        call(source, ref, IFACE_ACCESSIBLE, "GetRoleName", NULL, G_VARIANT_TYPE("(s)"), error);
     g_autoptr(GVariant) ifaces = NULL;
     g_autofree const char **names = NULL;
 
@@ -161,8 +160,8 @@ source_describe(gpointer data, gconstpointer element, CarrelGuestA11yInfo *ret_i
     g_variant_get(role, "(s)", &ret_info->role);
     ret_info->name = get_name(source, ref);
     ret_info->states = get_states(source, ref);
-    ifaces = call(source, ref, IFACE_ACCESSIBLE, "GetInterfaces", NULL, G_VARIANT_TYPE("(as)"),
-                  NULL);
+    ifaces =
+        call(source, ref, IFACE_ACCESSIBLE, "GetInterfaces", NULL, G_VARIANT_TYPE("(as)"), NULL);
     if (ifaces)
         g_variant_get(ifaces, "(^a&s)", &names);
     if (names && g_strv_contains(names, IFACE_COMPONENT))
@@ -199,11 +198,11 @@ address_from_x(const CarrelGuestOptions *options)
 static char *
 address_from_session_bus(const char *session_address, GError **error)
 {
-    g_autoptr(GDBusConnection) bus = g_dbus_connection_new_for_address_sync(
-        session_address,
-        G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
-            G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
-        NULL, NULL, error);
+    g_autoptr(GDBusConnection) bus =
+        g_dbus_connection_new_for_address_sync(session_address,
+                                               G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
+                                                   G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
+                                               NULL, NULL, error);
     g_autoptr(GVariant) reply = NULL;
     char *address = NULL;
 
@@ -277,11 +276,10 @@ connect_bus(const CarrelGuestOptions *options, GError **error)
                     options->display, local ? ": " : "", local ? local->message : "");
         return NULL;
     }
-    bus = g_dbus_connection_new_for_address_sync(
-        address,
-        G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
-            G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
-        NULL, NULL, &local);
+    bus = g_dbus_connection_new_for_address_sync(address,
+                                                 G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
+                                                     G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
+                                                 NULL, NULL, &local);
     if (!bus)
         g_set_error(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_DISPLAY,
                     "cannot connect to the accessibility bus: %s", local->message);

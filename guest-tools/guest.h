@@ -342,8 +342,8 @@ gboolean carrel_guest_net_write_resolv_conf(const char *path, const CarrelGuestN
 
 /* What the tree shows of one element. */
 typedef struct {
-    char *role;  /* "push button" */
-    char *name;  /* may be "" */
+    char *role;     /* "push button" */
+    char *name;     /* may be "" */
     guint64 states; /* bit n: AT-SPI state n (see carrel_guest_a11y_state_name) */
     gboolean has_bounds;
     int x, y, width, height; /* screen pixels */
@@ -374,8 +374,7 @@ gpointer carrel_guest_a11y_resolve(const CarrelGuestA11yOps *ops, gpointer sourc
 
 /* The id of the focused window: the first top-level element (a child of an application) with
  * state active, else NULL. */
-char *carrel_guest_a11y_find_active(const CarrelGuestA11yOps *ops, gpointer source,
-                                    GError **error);
+char *carrel_guest_a11y_find_active(const CarrelGuestA11yOps *ops, gpointer source, GError **error);
 
 /* {"root": NODE|null, "scope": "focused"|"desktop", "count": N, "truncated": bool}: the tree
  * under root_id (NULL: the desktop, whose node has role "desktop frame"), depth levels below

@@ -41,8 +41,7 @@ fake_children(gpointer source, gconstpointer element, guint max, GError **error)
 }
 
 static gboolean
-fake_describe(gpointer source, gconstpointer element, CarrelGuestA11yInfo *ret_info,
-              GError **error)
+fake_describe(gpointer source, gconstpointer element, CarrelGuestA11yInfo *ret_info, GError **error)
 {
     const FakeNode *node = element;
 
@@ -70,27 +69,27 @@ no_free(gpointer data)
 static const CarrelGuestA11yOps fake_ops = {fake_children, fake_describe, no_free};
 
 #define ST(n) (G_GUINT64_CONSTANT(1) << (n))
-static FakeNode increment = {"push button", "Increment", ST(8) | ST(11) | ST(24) | ST(39), TRUE,
-                             10, 40, 80, 30, "click", NULL, FALSE};
-static FakeNode reset = {"push button", "Reset", ST(8), TRUE, 100, 40, 60, 30, "click", NULL,
-                         FALSE};
+static FakeNode increment = {
+    "push button", "Increment", ST(8) | ST(11) | ST(24) | ST(39), TRUE, 10, 40, 80, 30, "click",
+    NULL,          FALSE};
+static FakeNode reset = {"push button", "Reset", ST(8), TRUE, 100, 40, 60, 30,
+                         "click",       NULL,    FALSE};
 static FakeNode label = {"label", "Count: 0", 0, TRUE, 10, 80, 90, 20, NULL, NULL, FALSE};
 static FakeNode ghost = {"label", "ghost", 0, FALSE, 0, 0, 0, 0, NULL, NULL, TRUE};
 static FakeNode *const panel_children[] = {&increment, &reset, &ghost, &label, NULL};
 static FakeNode panel = {"panel", "", 0, TRUE, 0, 30, 200, 100, NULL, panel_children, FALSE};
 static FakeNode *const frame_children[] = {&panel, NULL};
-static FakeNode frame = {"frame", "carrel demo", ST(1) | ST(8), TRUE, 0, 0, 200, 130, NULL,
-                         frame_children, FALSE};
-static FakeNode other_frame = {"frame", "xterm", ST(8), TRUE, 300, 0, 100, 100, NULL, NULL,
-                               FALSE};
+static FakeNode frame = {"frame", "carrel demo", ST(1) | ST(8), TRUE,           0,    0,
+                         200,     130,           NULL,          frame_children, FALSE};
+static FakeNode other_frame = {"frame", "xterm", ST(8), TRUE, 300, 0, 100, 100, NULL, NULL, FALSE};
 static FakeNode *const app0_children[] = {&other_frame, NULL};
 static FakeNode *const app1_children[] = {&frame, NULL};
 static FakeNode app0 = {"application", "xterm", 0, FALSE, 0, 0, 0, 0, NULL, app0_children, FALSE};
-static FakeNode app1 = {"application", "carrel-demo", 0, FALSE, 0, 0, 0, 0, NULL, app1_children,
-                        FALSE};
+static FakeNode app1 = {"application", "carrel-demo", 0,    FALSE, 0, 0, 0, 0,
+                        NULL,          app1_children, FALSE};
 static FakeNode *const desktop_children[] = {&app0, &app1, NULL};
-static FakeNode desktop = {"desktop frame", "main", 0, FALSE, 0, 0, 0, 0, NULL, desktop_children,
-                           FALSE};
+static FakeNode desktop = {"desktop frame",  "main", 0, FALSE, 0, 0, 0, 0, NULL,
+                           desktop_children, FALSE};
 
 static JsonObject *
 child(JsonObject *node, guint i)
@@ -125,9 +124,8 @@ test_desktop_tree(void **state)
     assert_string_equal(json_object_get_string_member(button, "name"), "Increment");
     assert_string_equal(json_object_get_string_member(button, "role"), "push button");
     assert_string_equal(json_object_get_string_member(button, "action"), "click");
-    assert_int_equal(json_object_get_int_member(
-                         json_object_get_object_member(button, "bounds"), "width"),
-                     80);
+    assert_int_equal(
+        json_object_get_int_member(json_object_get_object_member(button, "bounds"), "width"), 80);
     states = json_object_get_array_member(button, "states");
     assert_int_equal(json_array_get_length(states), 4);
     assert_string_equal(json_array_get_string_element(states, 0), "enabled");
@@ -190,8 +188,9 @@ test_resolve_and_active(void **state)
 static void
 test_id_parse(void **state)
 {
-    static const char *const bad[] = {"", ".", "1.", ".1", "1..2", "-1", "+1", "01", "1.a",
-                                      "4096", "1 ", " 1", "0x1", "99999999999999999999"};
+    static const char *const bad[] = {
+        "",   ".",   "1.",   ".1", "1..2", "-1",  "+1",
+        "01", "1.a", "4096", "1 ", " 1",   "0x1", "99999999999999999999"};
     g_autoptr(GError) error = NULL;
     g_autoptr(GArray) ok = carrel_guest_a11y_id_parse("2.0.13", &error);
     g_autoptr(GString) deep = g_string_new("0");
@@ -216,8 +215,8 @@ static void
 test_node_json_clips(void **state)
 {
     g_autofree char *long_name = g_strnfill(2000, 'n');
-    CarrelGuestA11yInfo info = {.role = g_strdup("label"), .name = g_strdup(long_name),
-                                .states = ST(63) | ST(12)};
+    CarrelGuestA11yInfo info = {
+        .role = g_strdup("label"), .name = g_strdup(long_name), .states = ST(63) | ST(12)};
     g_autoptr(JsonNode) node = carrel_guest_a11y_node_to_json("3", &info);
     JsonObject *o = json_node_get_object(node);
 
@@ -254,10 +253,14 @@ test_options(void **state)
         parse(&error, "a11y", "tree", "--window", "all", "--depth=3", "--max-nodes", "7", NULL);
     g_autoptr(CarrelGuestOptions) act = parse(&error, "a11y", "action", "1.0.2", NULL);
     static const char *const refused[][5] = {
-        {"a11y", "tree", "--window", "some", NULL},  {"a11y", "tree", "--depth", "65", NULL},
-        {"a11y", "tree", "--max-nodes", "0", NULL},  {"a11y", "tree", "--max-nodes", "5001", NULL},
-        {"a11y", "action", NULL},                     {"a11y", "node", "--depth", "1", "1"},
-        {"a11y", "tree", "x", NULL},                  {"a11y", "poke", NULL},
+        {"a11y", "tree", "--window", "some", NULL},
+        {"a11y", "tree", "--depth", "65", NULL},
+        {"a11y", "tree", "--max-nodes", "0", NULL},
+        {"a11y", "tree", "--max-nodes", "5001", NULL},
+        {"a11y", "action", NULL},
+        {"a11y", "node", "--depth", "1", "1"},
+        {"a11y", "tree", "x", NULL},
+        {"a11y", "poke", NULL},
     };
 
     assert_null(error);
@@ -274,9 +277,8 @@ test_options(void **state)
                         "a11y action");
     for (guint i = 0; i < G_N_ELEMENTS(refused); i++) {
         g_autoptr(GError) e = NULL;
-        g_autoptr(CarrelGuestOptions) o =
-            parse(&e, refused[i][0], refused[i][1], refused[i][2], refused[i][3], refused[i][4],
-                  NULL);
+        g_autoptr(CarrelGuestOptions) o = parse(&e, refused[i][0], refused[i][1], refused[i][2],
+                                                refused[i][3], refused[i][4], NULL);
 
         if (o)
             fail_msg("case %u accepted", i);
@@ -288,9 +290,9 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_desktop_tree),      cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_desktop_tree),       cmocka_unit_test(test_limits),
         cmocka_unit_test(test_resolve_and_active), cmocka_unit_test(test_id_parse),
-        cmocka_unit_test(test_node_json_clips),   cmocka_unit_test(test_options),
+        cmocka_unit_test(test_node_json_clips),    cmocka_unit_test(test_options),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
