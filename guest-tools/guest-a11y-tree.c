@@ -200,8 +200,12 @@ typedef struct {
     guint count;
     guint depth;
     guint max_nodes;
+    gsize bytes; /* of JSON so far, estimated from above */
     gboolean truncated;
 } Walk;
+
+/* JSON of a node beside its name, role and action: members, states, bounds, escapes. */
+#define NODE_JSON_OVERHEAD 640
 
 static void
 pending_free(Walk *walk, Pending *p)
@@ -210,6 +214,13 @@ pending_free(Walk *walk, Pending *p)
         walk->ops->element_free(p->element);
     g_free(p->id);
     g_free(p);
+}
+
+/* The bytes of text once clipped to max_chars characters (at most 4 bytes each). */
+static gsize
+text_bytes(const char *text, gsize max_chars)
+{
+    return text ? MIN(strlen(text), max_chars * 4) : 0;
 }
 
 static char *
@@ -228,6 +239,18 @@ add_child(Walk *walk, Pending *parent, JsonArray *list, gpointer element, guint 
     JsonNode *node;
 
     if (!walk->ops->describe(walk->source, element, &info, NULL)) {
+        walk->ops->element_free(element);
+        return;
+    }
+    /* Escaping may grow text six-fold (\u00XX); the reply must stay within the byte budget. */
+    walk->bytes += NODE_JSON_OVERHEAD + strlen(id) +
+                   6 * (text_bytes(info.name, CARREL_GUEST_LIMIT_A11Y_NAME_CHARS) +
+                        text_bytes(info.role, CARREL_GUEST_LIMIT_A11Y_ROLE_CHARS) +
+                        text_bytes(info.action, CARREL_GUEST_LIMIT_A11Y_ROLE_CHARS));
+    if (walk->bytes > CARREL_GUEST_LIMIT_A11Y_JSON_BYTES) {
+        walk->truncated = TRUE;
+        walk->max_nodes = walk->count; /* no more elements */
+        carrel_guest_a11y_info_clear(&info);
         walk->ops->element_free(element);
         return;
     }

@@ -166,6 +166,31 @@ test_limits(void **state)
     assert_string_equal(json_object_get_string_member(o, "scope"), "focused");
 }
 
+/* Many elements with long names: the reply stops short of carreld's 1 MiB, saying so. */
+static void
+test_byte_budget(void **state)
+{
+    g_autofree char *name = g_strnfill(CARREL_GUEST_LIMIT_A11Y_NAME_CHARS, 'n');
+    FakeNode leaf = {"label", name, 0, TRUE, 1, 1, 1, 1, NULL, NULL, FALSE};
+    g_autofree FakeNode **many = g_new0(FakeNode *, 4001);
+    FakeNode root = {"desktop frame", "main", 0, FALSE, 0, 0, 0, 0, NULL, NULL, FALSE};
+    Fake fake = {&root, 0};
+    g_autoptr(GError) error = NULL;
+    g_autoptr(JsonNode) tree = NULL;
+    g_autofree char *text = NULL;
+
+    for (guint i = 0; i < 4000; i++)
+        many[i] = &leaf;
+    root.children = many;
+    tree =
+        carrel_guest_a11y_tree(&fake_ops, &fake, NULL, 12, CARREL_GUEST_LIMIT_A11Y_NODES, &error);
+    assert_non_null(tree);
+    text = carrel_guest_json_to_string(tree);
+    assert_true(strlen(text) <= CARREL_GUEST_LIMIT_A11Y_JSON_BYTES);
+    assert_true(json_object_get_boolean_member(json_node_get_object(tree), "truncated"));
+    assert_true(json_object_get_int_member(json_node_get_object(tree), "count") > 100);
+}
+
 static void
 test_resolve_and_active(void **state)
 {
@@ -290,9 +315,13 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_desktop_tree),       cmocka_unit_test(test_limits),
-        cmocka_unit_test(test_resolve_and_active), cmocka_unit_test(test_id_parse),
-        cmocka_unit_test(test_node_json_clips),    cmocka_unit_test(test_options),
+        cmocka_unit_test(test_desktop_tree),
+        cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_resolve_and_active),
+        cmocka_unit_test(test_id_parse),
+        cmocka_unit_test(test_byte_budget),
+        cmocka_unit_test(test_node_json_clips),
+        cmocka_unit_test(test_options),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

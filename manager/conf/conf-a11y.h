@@ -18,7 +18,8 @@ G_BEGIN_DECLS
 #define CARREL_A11Y_MAX_STATES 64
 #define CARREL_A11Y_MAX_ID_LEN 256
 #define CARREL_A11Y_MAX_COORDINATE (1 << 20)
-#define CARREL_A11Y_MAX_OUTPUT_BYTES (4 * 1024 * 1024)
+/* What guest-exec returns at most; carrel-guest stops its tree at 768 KiB of JSON. */
+#define CARREL_A11Y_MAX_OUTPUT_BYTES (1024 * 1024)
 
 /* GET /v1/sessions/{id}/accessibility: the focused window or the whole desktop, how deep and how
  * many elements; model_width/height (both or neither) scale the bounds as a batch's
