@@ -274,7 +274,6 @@ client_thread(gpointer data)
 
         p = g_subprocess_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE, NULL,
                              cli, "--url", c->url, "a11y", c->session, "--desktop", NULL);
-        g_setenv("CARREL_TOKEN", TOKEN, TRUE);
         if (p && g_subprocess_communicate_utf8(p, NULL, NULL, &c->cli_out, &cli_err, NULL))
             c->cli_status = g_subprocess_get_exit_status(p);
     }
