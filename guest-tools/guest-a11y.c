@@ -259,15 +259,18 @@ connect_bus(const CarrelGuestOptions *options, GError **error)
         session = carrel_guest_proc_find_session(number);
     if (!become_user(session, error))
         return NULL;
-    if (!address && session) {
+    if (!address) {
         g_autofree char *session_address = NULL;
 
-        for (guint i = 0; session->env && session->env[i]; i++) {
+        for (guint i = 0; session && session->env && session->env[i]; i++) {
             if (g_str_has_prefix(session->env[i], "DBUS_SESSION_BUS_ADDRESS="))
                 session_address = g_strdup(strchr(session->env[i], '=') + 1);
         }
-        if (session_address)
-            address = address_from_session_bus(session_address, &local);
+        /* The address a systemd user session (and tiny's) uses, when the session's oldest
+         * process started before its bus. */
+        if (!session_address)
+            session_address = g_strdup_printf("unix:path=/run/user/%u/bus", (guint)getuid());
+        address = address_from_session_bus(session_address, &local);
     }
     if (!address) {
         g_set_error(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_NOT_FOUND,

@@ -40,7 +40,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-for tool in Xvfb xauth mcookie jq setpriv dbus-daemon "$launcher"; do
+for tool in Xvfb xauth mcookie xprop jq setpriv dbus-daemon "$launcher"; do
 	command -v "$tool" >/dev/null || fail "'$tool' is missing (scripts/test installs it)"
 done
 /usr/bin/python3 -c 'import gi; gi.require_version("Gtk", "3.0"); from gi.repository import Gtk' ||
@@ -156,4 +156,11 @@ ok "a malformed id is invalid_argument"
 out="$(run_guest a11y node "$label")"
 [ "$(jq -r .node.name <<<"$out")" = "Count: 1" ] || fail "nothing else was clicked: $out"
 ok "...and nothing was done"
+
+# Without the root window's property, the bus is found through the session bus (org.a11y.Bus),
+# whose address the session's processes carry.
+DISPLAY="$display" XAUTHORITY="$work/xauth" xprop -root -remove AT_SPI_BUS
+out="$(run_guest a11y node "$label")"
+[ "$(jq -r .node.name <<<"$out")" = "Count: 1" ] || fail "through the session bus: $out"
+ok "without AT_SPI_BUS the session bus gives the accessibility bus"
 echo "# $passed checks passed"
