@@ -29,7 +29,7 @@ cleanup() {
 	local p
 	if [ -n "$work" ]; then
 		for p in /proc/[0-9]*; do
-			if tr '\0' '\n' <"$p/environ" 2>/dev/null | grep -qxF "CARREL_A11Y_TEST=$work"; then
+			if tr '\0' '\n' 2>/dev/null <"$p/environ" | grep -qxF "CARREL_A11Y_TEST=$work"; then
 				kill "${p#/proc/}" 2>/dev/null || true
 			fi
 		done
