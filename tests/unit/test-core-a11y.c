@@ -254,10 +254,10 @@ typedef struct {
     gint done;
 } Client;
 
-static gpointer
-client_thread(gpointer data)
+/* The three calls; the client and the CLI are gone (their connections closed) on return. */
+static void
+client_calls(Client *c)
 {
-    Client *c = data;
     g_autoptr(CarrelClient) client = carrel_client_new(NULL, c->url, TOKEN, 30, NULL);
     g_autofree char *call = g_strdup_printf(
         "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":"
@@ -277,6 +277,14 @@ client_thread(gpointer data)
         if (p && g_subprocess_communicate_utf8(p, NULL, NULL, &c->cli_out, &cli_err, NULL))
             c->cli_status = g_subprocess_get_exit_status(p);
     }
+}
+
+static gpointer
+client_thread(gpointer data)
+{
+    Client *c = data;
+
+    client_calls(c);
     g_atomic_int_set(&c->done, 1);
     return NULL;
 }
@@ -308,6 +316,12 @@ test_route_mcp_cli(void **state)
     while (!g_atomic_int_get(&c.done))
         g_main_context_iteration(NULL, TRUE);
     g_thread_join(t);
+    /* The server's side of the connections the client closed: seen before the API goes. */
+    for (guint i = 0; i < 20; i++) {
+        while (g_main_context_iteration(NULL, FALSE))
+            ;
+        g_usleep(1000);
+    }
     if (!c.route)
         fail_msg("%s", c.route_error ? c.route_error->message : "no reply");
     assert_string_equal(json_object_get_string_member(json_node_get_object(c.route), "scope"),
