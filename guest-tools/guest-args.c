@@ -11,6 +11,9 @@ typedef enum {
     OPT_STDIN = 1 << 4,
     OPT_PARENTS = 1 << 5,
     OPT_RECURSIVE = 1 << 6,
+    OPT_WINDOW = 1 << 7,
+    OPT_DEPTH = 1 << 8,
+    OPT_MAX_NODES = 1 << 9,
 } OptionBit;
 
 #define OPT_X (OPT_DISPLAY | OPT_XAUTHORITY)
@@ -46,6 +49,10 @@ static const CommandSpec commands[] = {
     {"proc", "close", CARREL_GUEST_COMMAND_PROC_CLOSE, 0, 1, 1},
     {"proc", "kill", CARREL_GUEST_COMMAND_PROC_KILL, 0, 1, 2},
     {"proc", "list", CARREL_GUEST_COMMAND_PROC_LIST, 0, 0, 0},
+    {"a11y", "tree", CARREL_GUEST_COMMAND_A11Y_TREE,
+     OPT_X | OPT_TIMEOUT | OPT_WINDOW | OPT_DEPTH | OPT_MAX_NODES, 0, 0},
+    {"a11y", "node", CARREL_GUEST_COMMAND_A11Y_NODE, OPT_X | OPT_TIMEOUT, 1, 1},
+    {"a11y", "action", CARREL_GUEST_COMMAND_A11Y_ACTION, OPT_X | OPT_TIMEOUT, 1, 1},
     {"version", NULL, CARREL_GUEST_COMMAND_VERSION, 0, 0, 0},
     {"help", NULL, CARREL_GUEST_COMMAND_HELP, 0, 0, 0},
 };
@@ -62,6 +69,9 @@ static const struct {
     {"stdin", OPT_STDIN, FALSE},
     {"parents", OPT_PARENTS, FALSE},
     {"recursive", OPT_RECURSIVE, FALSE},
+    {"window", OPT_WINDOW, TRUE},
+    {"depth", OPT_DEPTH, TRUE},
+    {"max-nodes", OPT_MAX_NODES, TRUE},
 };
 
 typedef struct {
@@ -104,6 +114,10 @@ static const char usage_text[] =
     "  proc close HANDLE            end the process's input\n"
     "  proc kill HANDLE [SIGNAL]    signal its process group (default 15, TERM)\n"
     "  proc list                    the handles, oldest first\n"
+    "  a11y tree [--window focused|all] [--depth N] [--max-nodes N]  the accessibility\n"
+    "                               (AT-SPI) tree of the focused window or the whole desktop\n"
+    "  a11y node ID                 one element of that tree, without its children\n"
+    "  a11y action ID               run the element's default action (AT-SPI DoAction 0)\n"
     "  version                      print the version\n"
     "\n"
     "Options:\n"
@@ -113,7 +127,10 @@ static const char usage_text[] =
     "  --timeout S      seconds to wait (ready: 60, clipboard: 5, type: 60, screen: 20,\n"
     "                   proc read: 0; at most 3600)\n"
     "  --parents        fs mkdir: create missing parents, and succeed if PATH is a directory\n"
-    "  --recursive      fs remove: remove a directory with everything in it\n";
+    "  --recursive      fs remove: remove a directory with everything in it\n"
+    "  --window W       a11y tree: focused (default) or all\n"
+    "  --depth N        a11y tree: levels below the root (default 12, at most 64)\n"
+    "  --max-nodes N    a11y tree: elements in the reply (default 500, at most 5000)\n";
 
 const char *
 carrel_guest_usage(void)
@@ -141,6 +158,9 @@ carrel_guest_command_to_string(CarrelGuestCommand command)
         {CARREL_GUEST_COMMAND_PROC_CLOSE, "proc close"},
         {CARREL_GUEST_COMMAND_PROC_KILL, "proc kill"},
         {CARREL_GUEST_COMMAND_PROC_LIST, "proc list"},
+        {CARREL_GUEST_COMMAND_A11Y_TREE, "a11y tree"},
+        {CARREL_GUEST_COMMAND_A11Y_NODE, "a11y node"},
+        {CARREL_GUEST_COMMAND_A11Y_ACTION, "a11y action"},
     };
 
     for (guint i = 0; i < G_N_ELEMENTS(two_words); i++) {
@@ -200,6 +220,20 @@ parse_timeout(const char *value, gint64 *ret_ms, GError **error)
 }
 
 static gboolean
+parse_count(const char *value, guint min, guint max, guint *ret_value, GError **error)
+{
+    guint64 n = 0;
+
+    if (!g_ascii_string_to_unsigned(value, 10, min, max, &n, NULL)) {
+        g_set_error(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_INVALID_ARG,
+                    "invalid count '%s': expected %u to %u", value, min, max);
+        return FALSE;
+    }
+    *ret_value = (guint)n;
+    return TRUE;
+}
+
+static gboolean
 set_option(Parser *parser, OptionBit bit, const char *value, GError **error)
 {
     CarrelGuestOptions *options = parser->options;
@@ -231,6 +265,15 @@ set_option(Parser *parser, OptionBit bit, const char *value, GError **error)
     case OPT_RECURSIVE:
         options->recursive = TRUE;
         return TRUE;
+    case OPT_WINDOW:
+        if (!g_str_equal(value, "focused") && !g_str_equal(value, "all"))
+            break;
+        options->a11y_all = g_str_equal(value, "all");
+        return TRUE;
+    case OPT_DEPTH:
+        return parse_count(value, 0, CARREL_GUEST_LIMIT_A11Y_DEPTH, &options->depth, error);
+    case OPT_MAX_NODES:
+        return parse_count(value, 1, CARREL_GUEST_LIMIT_A11Y_NODES, &options->max_nodes, error);
     }
     g_set_error(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_INVALID_ARG, "invalid value '%s'",
                 value);
@@ -338,6 +381,9 @@ find_command(GPtrArray *words, guint *ret_first_arg, GError **error)
     else if (g_str_equal(word, "clipboard"))
         g_set_error(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_INVALID_ARG,
                     "expected 'clipboard get' or 'clipboard set'");
+    else if (g_str_equal(word, "a11y"))
+        g_set_error(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_INVALID_ARG,
+                    "expected 'a11y tree', 'a11y node' or 'a11y action'");
     else if (g_str_equal(word, "fs"))
         g_set_error(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_INVALID_ARG,
                     "expected 'fs list', 'fs stat', 'fs mkdir', 'fs remove' or 'fs move'");
@@ -478,6 +524,10 @@ default_timeout(CarrelGuestCommand command)
         return 0;
     if (command == CARREL_GUEST_COMMAND_SCREEN)
         return CARREL_GUEST_DEFAULT_SCREEN_TIMEOUT_MS;
+    /* A large tree is thousands of D-Bus calls; the host waits 30 s in all. */
+    if (command == CARREL_GUEST_COMMAND_A11Y_TREE || command == CARREL_GUEST_COMMAND_A11Y_NODE ||
+        command == CARREL_GUEST_COMMAND_A11Y_ACTION)
+        return CARREL_GUEST_DEFAULT_A11Y_TIMEOUT_MS;
     return CARREL_GUEST_DEFAULT_CLIPBOARD_TIMEOUT_MS;
 }
 
@@ -491,6 +541,8 @@ carrel_guest_options_parse(int argc, char **argv, GError **error)
     guint first = 0;
 
     options->timeout_ms = -1;
+    options->depth = CARREL_GUEST_DEFAULT_A11Y_DEPTH;
+    options->max_nodes = CARREL_GUEST_DEFAULT_A11Y_NODES;
     if (!split_words(&parser, argc, argv, error))
         return NULL;
     if (parser.help) {

@@ -85,6 +85,10 @@ run(const CarrelGuestOptions *options, GError **error)
         return carrel_guest_cmd_proc_kill(options, error);
     case CARREL_GUEST_COMMAND_PROC_LIST:
         return carrel_guest_cmd_proc_list(options, error);
+    case CARREL_GUEST_COMMAND_A11Y_TREE:
+    case CARREL_GUEST_COMMAND_A11Y_NODE:
+    case CARREL_GUEST_COMMAND_A11Y_ACTION:
+        return carrel_guest_cmd_a11y(options, error);
     case CARREL_GUEST_COMMAND_VERSION:
         return version_json();
     case CARREL_GUEST_COMMAND_HELP:

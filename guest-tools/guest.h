@@ -36,6 +36,19 @@ G_BEGIN_DECLS
 #define CARREL_GUEST_LIMIT_FS_ENTRIES 4096
 #define CARREL_GUEST_LIMIT_FS_JSON_BYTES (768 * 1024)
 #define CARREL_GUEST_LIMIT_TYPE_BYTES (64 * 1024)
+/* a11y: levels below the root, elements per reply, characters of a name or role, actions and
+ * states per element, and the D-Bus calls' own timeout. */
+#define CARREL_GUEST_LIMIT_A11Y_DEPTH 64
+#define CARREL_GUEST_LIMIT_A11Y_NODES 5000
+#define CARREL_GUEST_LIMIT_A11Y_NAME_CHARS 512
+#define CARREL_GUEST_LIMIT_A11Y_ROLE_CHARS 64
+#define CARREL_GUEST_LIMIT_A11Y_CHILDREN 4096
+#define CARREL_GUEST_LIMIT_A11Y_ID_LEN 512
+/* carreld reads at most 1 MiB of output: the tree stops short of that ("truncated"). */
+#define CARREL_GUEST_LIMIT_A11Y_JSON_BYTES (768 * 1024)
+#define CARREL_GUEST_DEFAULT_A11Y_DEPTH 12
+#define CARREL_GUEST_DEFAULT_A11Y_TIMEOUT_MS 20000
+#define CARREL_GUEST_DEFAULT_A11Y_NODES 500
 
 #define CARREL_GUEST_DEFAULT_DISPLAY ":0"
 #define CARREL_GUEST_DEFAULT_READY_TIMEOUT_MS 60000
@@ -102,6 +115,9 @@ typedef enum {
     CARREL_GUEST_COMMAND_PROC_CLOSE,
     CARREL_GUEST_COMMAND_PROC_KILL,
     CARREL_GUEST_COMMAND_PROC_LIST,
+    CARREL_GUEST_COMMAND_A11Y_TREE,
+    CARREL_GUEST_COMMAND_A11Y_NODE,
+    CARREL_GUEST_COMMAND_A11Y_ACTION,
     CARREL_GUEST_COMMAND_VERSION,
     CARREL_GUEST_COMMAND_HELP,
     CARREL_GUEST_COMMAND_LAST
@@ -119,6 +135,9 @@ typedef struct {
     gboolean use_stdin;
     gboolean parents;   /* fs mkdir --parents */
     gboolean recursive; /* fs remove --recursive */
+    gboolean a11y_all;  /* a11y tree --window all */
+    guint depth;        /* a11y tree --depth */
+    guint max_nodes;    /* a11y tree --max-nodes */
     char *text;         /* clipboard set TEXT, type TEXT */
     GStrv argv;         /* launch: program and arguments; open: the one target; set-mac: the MAC;
                          * set-net: ADDRESS/PREFIX GATEWAY DNS, or none */
@@ -267,6 +286,7 @@ typedef struct {
  * mode a virtual output accepts for any size. Pure. */
 void carrel_guest_cvt_rb(guint width, guint height, CarrelGuestTiming *ret_timing);
 JsonNode *carrel_guest_cmd_fs(const CarrelGuestOptions *options, GError **error);
+JsonNode *carrel_guest_cmd_a11y(const CarrelGuestOptions *options, GError **error);
 
 /* fs (guest-fs.c). */
 
@@ -343,5 +363,55 @@ JsonNode *carrel_guest_net_config_to_json(const char *nic, const CarrelGuestNetC
  * same folder, then rename. A symlink at path is replaced, not followed. */
 gboolean carrel_guest_net_write_resolv_conf(const char *path, const CarrelGuestNetConfig *config,
                                             GError **error);
+
+/* a11y (guest-a11y-tree.c: pure, over any source of elements; guest-a11y.c: AT-SPI over D-Bus).
+ * An element's id is the path of child indexes from the desktop ("2.0.3": the third
+ * application's first child's fourth child), so a later call finds it again. */
+
+/* What the tree shows of one element. */
+typedef struct {
+    char *role;     /* "push button" */
+    char *name;     /* may be "" */
+    guint64 states; /* bit n: AT-SPI state n (see carrel_guest_a11y_state_name) */
+    gboolean has_bounds;
+    int x, y, width, height; /* screen pixels */
+    char *action;            /* the default action's name, NULL when none */
+} CarrelGuestA11yInfo;
+
+void carrel_guest_a11y_info_clear(CarrelGuestA11yInfo *info);
+
+/* A source of elements: opaque element handles, their children and what they show. */
+typedef struct {
+    /* The children of element (NULL: the desktop) as new handles, at most max; the array frees
+     * them (element_free as its free function). */
+    GPtrArray *(*children)(gpointer source, gconstpointer element, guint max, GError **error);
+    gboolean (*describe)(gpointer source, gconstpointer element, CarrelGuestA11yInfo *ret_info,
+                         GError **error);
+    GDestroyNotify element_free;
+} CarrelGuestA11yOps;
+
+/* AT-SPI's name of state bit n ("focused", "is-default"); NULL beyond the known ones. */
+const char *carrel_guest_a11y_state_name(guint n);
+
+/* Parses an element id ("2.0.3") into child indexes; INVALID_ARG when malformed. */
+GArray *carrel_guest_a11y_id_parse(const char *id, GError **error);
+
+/* The element at id, a new handle (NOT_FOUND when an index is past the children). */
+gpointer carrel_guest_a11y_resolve(const CarrelGuestA11yOps *ops, gpointer source, const char *id,
+                                   GError **error);
+
+/* The id of the focused window: the first top-level element (a child of an application) with
+ * state active, else NULL. */
+char *carrel_guest_a11y_find_active(const CarrelGuestA11yOps *ops, gpointer source, GError **error);
+
+/* {"root": NODE|null, "scope": "focused"|"desktop", "count": N, "truncated": bool}: the tree
+ * under root_id (NULL: the desktop, whose node has role "desktop frame"), depth levels below
+ * it, at most max_nodes elements breadth-first. NODE: {"id", "role", "name", "states": [...],
+ * "bounds": {"x","y","width","height"}|null, "action": NAME|null, "children": [...]}. */
+JsonNode *carrel_guest_a11y_tree(const CarrelGuestA11yOps *ops, gpointer source,
+                                 const char *root_id, guint depth, guint max_nodes, GError **error);
+
+/* One element's NODE without "children". */
+JsonNode *carrel_guest_a11y_node_to_json(const char *id, const CarrelGuestA11yInfo *info);
 
 G_END_DECLS

@@ -187,6 +187,19 @@ tool_screenshot(CarrelApiRequest *req, const CarrelMcpCall *call, GError **error
 }
 
 static JsonNode *
+tool_accessibility(CarrelApiRequest *req, const CarrelMcpCall *call, GError **error)
+{
+    g_autoptr(GError) local = NULL;
+    CarrelA11yRequest a11y = {.desktop = call->a11y_desktop,
+                              .depth = call->a11y_depth,
+                              .max_nodes = call->a11y_max_nodes};
+    g_autoptr(JsonNode) tree =
+        carrel_manager_session_accessibility(req->mgr, req->who, call->session, &a11y, &local);
+
+    return tree ? carrel_mcp_json_result(tree) : carrel_mcp_error_result(local);
+}
+
+static JsonNode *
 tool_command_run(CarrelApiRequest *req, const CarrelMcpCall *call, GError **error)
 {
     g_autoptr(GError) local = NULL;
@@ -336,6 +349,7 @@ static const Tool tool_table[CARREL_MCP_TOOL_LAST] = {
     [CARREL_MCP_TOOL_SNAPSHOT_LIST] = {tool_snapshot_list, CARREL_OP_SESSION_READ},
     [CARREL_MCP_TOOL_COMPUTER] = {tool_computer, CARREL_OP_SESSION_INPUT},
     [CARREL_MCP_TOOL_SCREENSHOT] = {tool_screenshot, CARREL_OP_SESSION_SCREENSHOT},
+    [CARREL_MCP_TOOL_ACCESSIBILITY] = {tool_accessibility, CARREL_OP_SESSION_SCREENSHOT},
     [CARREL_MCP_TOOL_COMMAND_RUN] = {tool_command_run, CARREL_OP_SESSION_EXEC},
     [CARREL_MCP_TOOL_FILE_READ] = {tool_file_read, CARREL_OP_SESSION_FILE_READ},
     [CARREL_MCP_TOOL_FILE_WRITE] = {tool_file_write, CARREL_OP_SESSION_FILE_WRITE},

@@ -463,6 +463,17 @@ get_session_screenshot(CarrelApiRequest *req, GError **error)
                                       shot.jpeg ? "image/jpeg" : "image/png");
 }
 
+static CarrelApiReply *
+get_session_accessibility(CarrelApiRequest *req, GError **error)
+{
+    CarrelA11yRequest a11y;
+
+    if (!carrel_a11y_request_parse(req->query, &a11y, error))
+        return NULL;
+    return carrel_api_reply_ok(carrel_manager_session_accessibility(
+        req->mgr, req->who, carrel_api_param(req, 0), &a11y, error));
+}
+
 /* Artifacts and inputs. */
 
 static CarrelApiReply *
@@ -660,6 +671,8 @@ const CarrelApiRoute carrel_api_routes[] = {
     {"GET", "/v1/sessions/*/screenshot", get_session_screenshot, CARREL_OP_SESSION_SCREENSHOT, 0,
      NULL},
     {"POST", "/v1/sessions/*/computer", post_session_computer, CARREL_OP_SESSION_INPUT, 0, NULL},
+    {"GET", "/v1/sessions/*/accessibility", get_session_accessibility, CARREL_OP_SESSION_SCREENSHOT,
+     0, NULL},
     {"POST", "/v1/uploads", post_upload, CARREL_OP_UPLOAD_CREATE,
      CARREL_API_ROUTE_RAW_BODY | CARREL_API_ROUTE_UPLOAD, NULL},
     {"POST", "/v1/sessions/*/artifacts", post_session_artifacts, CARREL_OP_SESSION_EXTRACT, 0,

@@ -95,6 +95,9 @@ static const char cli_help[] =
     "  scroll ID X Y --dy N [--dx N] [-o FILE]\n"
     "  do ID JSON|- [-o FILE]         raw action JSON (Anthropic, OpenAI, OSWorld or carrel\n"
     "                                 format, or a batch); -o saves the final screenshot\n"
+    "  a11y ID [--desktop] [--depth N] [--max-nodes N]\n"
+    "                                 the accessibility tree of the focused window (--desktop:\n"
+    "                                 every application): ids for the click_element action\n"
     "  console ID [--vv FILE | --viewer]\n"
     "                                 the web console's URL (carreld on TCP); --vv writes a\n"
     "                                 remote-viewer file, --viewer opens remote-viewer (both\n"
@@ -172,6 +175,7 @@ static const CliVerb cli_verbs[] = {
     {"key", carrel_cli_key},
     {"scroll", carrel_cli_scroll},
     {"do", carrel_cli_do},
+    {"a11y", carrel_cli_a11y},
     {"mcp", carrel_cli_mcp},
     {"token", carrel_cli_token},
     {"policy", carrel_cli_policy},

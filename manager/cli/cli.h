@@ -81,6 +81,8 @@ int carrel_cli_type(CarrelCli *cli, int argc, char **argv);
 int carrel_cli_key(CarrelCli *cli, int argc, char **argv);
 int carrel_cli_scroll(CarrelCli *cli, int argc, char **argv);
 int carrel_cli_do(CarrelCli *cli, int argc, char **argv);
+/* The accessibility tree (cli-a11y.c). */
+int carrel_cli_a11y(CarrelCli *cli, int argc, char **argv);
 /* Named tokens: ls, add, revoke, rotate-admin (cli-token.c). */
 int carrel_cli_token(CarrelCli *cli, int argc, char **argv);
 int carrel_cli_policy(CarrelCli *cli, int argc, char **argv);

@@ -239,6 +239,23 @@ parse_open(CarrelActionCtx *ctx, GError **error)
     return get_line(ctx, "target", &ctx->action->target, error);
 }
 
+/* click_element: an accessibility tree id, clicked at its centre or acted on (AT-SPI). */
+static gboolean
+parse_click_element(CarrelActionCtx *ctx, GError **error)
+{
+    const char *mode = NULL;
+
+    if (!carrel_conf_get_text(ctx->obj, "element", TRUE, CARREL_A11Y_MAX_ID_LEN,
+                              &ctx->action->element, error) ||
+        !carrel_a11y_check_id(ctx->action->element, error) ||
+        !carrel_conf_get_string_ref(ctx->obj, "mode", FALSE, &mode, error))
+        return FALSE;
+    if (mode && !g_str_equal(mode, "click") && !g_str_equal(mode, "action"))
+        return carrel_action_set_invalid(error, "'mode' must be 'click' or 'action'");
+    ctx->action->element_action = mode && g_str_equal(mode, "action");
+    return TRUE;
+}
+
 /* The members each action allows, besides the one naming the action. */
 #define POINT_MEMBERS "coordinate", "x", "y"
 static const char *const zoom_members[] = {"region", NULL};
@@ -259,6 +276,7 @@ static const char *const hold_key_members[] = {"text",     "combo",       "keys"
 static const char *const wait_members[] = {"duration", "duration_ms", NULL};
 static const char *const launch_members[] = {"app", "args", NULL};
 static const char *const open_members[] = {"target", NULL};
+static const char *const click_element_members[] = {"element", "mode", NULL};
 
 /* carrel's names and Anthropic's, which share the "action" member. */
 const CarrelActionAlias carrel_action_carrel_aliases[] = {
@@ -308,6 +326,8 @@ const CarrelActionAlias carrel_action_carrel_aliases[] = {
     {"windows", CARREL_ACTION_WINDOWS, NULL, carrel_action_no_members, CARREL_ACTION_NO_BUTTON},
     {"launch", CARREL_ACTION_LAUNCH, parse_launch, launch_members, CARREL_ACTION_NO_BUTTON},
     {"open", CARREL_ACTION_OPEN, parse_open, open_members, CARREL_ACTION_NO_BUTTON},
+    {"click_element", CARREL_ACTION_CLICK_ELEMENT, parse_click_element, click_element_members,
+     CARREL_ACTION_NO_BUTTON},
     {"fail", CARREL_ACTION_FAIL, NULL, carrel_action_no_members, CARREL_ACTION_NO_BUTTON},
     {"done", CARREL_ACTION_DONE, NULL, carrel_action_no_members, CARREL_ACTION_NO_BUTTON},
     {NULL, CARREL_ACTION_LAST, NULL, carrel_action_no_members, CARREL_ACTION_NO_BUTTON},

@@ -30,6 +30,7 @@ static const char *const kind_names[CARREL_ACTION_LAST] = {
     [CARREL_ACTION_WINDOWS] = "windows",
     [CARREL_ACTION_LAUNCH] = "launch",
     [CARREL_ACTION_OPEN] = "open",
+    [CARREL_ACTION_CLICK_ELEMENT] = "click_element",
     [CARREL_ACTION_FAIL] = "fail",
     [CARREL_ACTION_DONE] = "done",
 };
@@ -98,6 +99,7 @@ carrel_action_kind_sends_hid(CarrelActionKind kind)
     case CARREL_ACTION_KEY_UP:
     case CARREL_ACTION_HOLD_KEY:
     case CARREL_ACTION_WAIT:
+    case CARREL_ACTION_CLICK_ELEMENT:
         return TRUE;
     case CARREL_ACTION_SCREENSHOT:
     case CARREL_ACTION_ZOOM:
@@ -128,6 +130,7 @@ carrel_action_free(CarrelAction *action)
     g_free(action->app);
     g_strfreev(action->args);
     g_free(action->target);
+    g_free(action->element);
     g_free(action);
 }
 

@@ -91,6 +91,23 @@ process_members(CarrelMcpCall *call, JsonObject *args, GError **error)
                                &call->stderr_offset, error);
 }
 
+/* accessibility_tree's scope, depth and max_nodes (the schema checked them). */
+static gboolean
+a11y_members(CarrelMcpCall *call, JsonObject *args, GError **error)
+{
+    const char *scope = carrel_conf_peek_string(args, "scope");
+    gint64 depth = CARREL_A11Y_DEFAULT_DEPTH;
+    gint64 nodes = CARREL_A11Y_DEFAULT_NODES;
+
+    if (!carrel_conf_get_int(args, "depth", 0, CARREL_A11Y_MAX_DEPTH, &depth, error) ||
+        !carrel_conf_get_int(args, "max_nodes", 1, CARREL_A11Y_MAX_NODES, &nodes, error))
+        return FALSE;
+    call->a11y_desktop = scope && g_str_equal(scope, "desktop");
+    call->a11y_depth = (guint)depth;
+    call->a11y_max_nodes = (guint)nodes;
+    return TRUE;
+}
+
 /* The members that need more than a copy: a session request, an exec request, file content. */
 static gboolean
 typed_members(CarrelMcpCall *call, JsonObject *args, GError **error)
@@ -112,6 +129,8 @@ typed_members(CarrelMcpCall *call, JsonObject *args, GError **error)
     case CARREL_MCP_TOOL_COMPUTER:
         call->action = computer_action(args);
         return TRUE;
+    case CARREL_MCP_TOOL_ACCESSIBILITY:
+        return a11y_members(call, args, error);
     case CARREL_MCP_TOOL_SANDBOX_LIST:
     case CARREL_MCP_TOOL_SANDBOX_DESTROY:
     case CARREL_MCP_TOOL_SANDBOX_PAUSE:

@@ -52,6 +52,8 @@ typedef struct {
 static const char *const encodings[] = {"utf-8", "base64", NULL};
 static const char *const directions[] = {"up", "down", "left", "right", NULL};
 static const char *const type_methods[] = {"auto", "keys", "guest_keysyms", "clipboard", NULL};
+static const char *const a11y_scopes[] = {"focused", "desktop", NULL};
+static const char *const element_modes[] = {"click", "action", NULL};
 
 static const Param create_params[] = {
     {"template", PARAM_STRING, TRUE,
@@ -96,8 +98,16 @@ static const Param computer_params[] = {
      "screenshot, left_click, right_click, middle_click, double_click, triple_click, "
      "mouse_move, left_click_drag, left_mouse_down, left_mouse_up, scroll, type, key, "
      "hold_key, wait, cursor_position, zoom; also carrel's clipboard_get, clipboard_set, "
-     "windows, launch, open, and batch (with 'actions': [...])",
+     "windows, launch, open, click_element (with 'element' from accessibility_tree), and batch "
+     "(with 'actions': [...])",
      0, 0, NULL},
+    {"element", PARAM_STRING, FALSE,
+     "click_element: the element's id, as accessibility_tree gives it (like '0.0.0.1.0')", 0, 0,
+     NULL},
+    {"mode", PARAM_STRING, FALSE,
+     "click_element: click (default: the pointer clicks the element's centre, looked up again) "
+     "or action (its default accessibility action, without the pointer)",
+     0, 0, element_modes},
     {"coordinate", PARAM_INTEGERS, FALSE, "[x, y] in screenshot pixels", 2, 2, NULL},
     {"start_coordinate", PARAM_INTEGERS, FALSE, "left_click_drag: [x, y] where the drag starts", 2,
      2, NULL},
@@ -204,6 +214,19 @@ static const Param fs_move_params[] = {
     PARAM_END,
 };
 
+static const Param a11y_params[] = {
+    SESSION_PARAM,
+    {"scope", PARAM_STRING, FALSE,
+     "focused (default): the active window's tree (the desktop's when none is active); desktop: "
+     "every application's",
+     0, 0, a11y_scopes},
+    {"depth", PARAM_INTEGER, FALSE, "Levels below the root (default 12)", 0, CARREL_A11Y_MAX_DEPTH,
+     NULL},
+    {"max_nodes", PARAM_INTEGER, FALSE, "Elements at most, breadth first (default 500)", 1,
+     CARREL_A11Y_MAX_NODES, NULL},
+    PARAM_END,
+};
+
 static const Tool tools[CARREL_MCP_TOOL_LAST] = {
     [CARREL_MCP_TOOL_SANDBOX_CREATE] =
         {"sandbox_create", "Create a sandbox",
@@ -298,6 +321,13 @@ static const Tool tools[CARREL_MCP_TOOL_LAST] = {
          "Starts a command in the sandbox and returns at once with its handle (give 'command' "
          "or 'argv'); it runs until it ends or process_kill. Read its output with process_read.",
          command_params, FALSE, FALSE, FALSE},
+    [CARREL_MCP_TOOL_ACCESSIBILITY] =
+        {"accessibility_tree", "Read the accessibility tree of a sandbox's desktop",
+         "The desktop's UI elements as the applications describe them (AT-SPI): each with an id, "
+         "role, name, states, screen bounds, default action and children. Act on one with the "
+         "computer tool's click_element action and its id; ids stay valid while the window keeps "
+         "its shape. Needs applications with accessibility support (GTK, Qt, browsers).",
+         a11y_params, FALSE, TRUE, FALSE},
     [CARREL_MCP_TOOL_PROCESS_LIST] = {"process_list", "List a sandbox's background commands",
                                       "The sandbox's background processes, oldest first: handle, "
                                       "argv, pid, state, exit code, output sizes.",

@@ -347,6 +347,7 @@ typedef enum {
     CARREL_ACTION_WINDOWS,
     CARREL_ACTION_LAUNCH,
     CARREL_ACTION_OPEN,
+    CARREL_ACTION_CLICK_ELEMENT, /* an element of the accessibility tree, by its id */
     CARREL_ACTION_FAIL, /* OSWorld's verdicts: the agent gives up / says the task is done */
     CARREL_ACTION_DONE,
     CARREL_ACTION_LAST
@@ -482,6 +483,8 @@ typedef struct {
     char *app;               /* launch: program name or path */
     GStrv args;              /* launch: its arguments; NULL = none */
     char *target;            /* open: URL or path */
+    char *element;           /* click_element: the element's id in the accessibility tree */
+    gboolean element_action; /* click_element: its default action (mode "action"), not a click */
 } CarrelAction;
 
 void carrel_action_free(CarrelAction *action);
@@ -506,7 +509,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelActionBatch, carrel_action_batch_free)
  *   modifiers (["ctrl", ...] or "ctrl+shift"), path ([[x, y], ...] or [{x, y}, ...]), dx, dy,
  *   direction (up|down|left|right) with amount, text, combo ("ctrl+shift+t", several separated
  *   by spaces), keys (names pressed together), duration_ms, region [x0, y0, x1, y1], app, args,
- *   target;
+ *   target, element (click_element: an accessibility tree id, see carrel_a11y_check_id) with
+ *   mode (click|action, default click);
  * - Anthropic computer tool: {"action": ...} with left_click, right_click, middle_click,
  *   double_click, triple_click, left_click_drag, left_mouse_down, left_mouse_up and coordinate,
  *   start_coordinate, scroll_direction, scroll_amount, text (also the keys held by a click or a
@@ -750,6 +754,7 @@ typedef enum {
     CARREL_MCP_TOOL_PROCESS_LIST,
     CARREL_MCP_TOOL_PROCESS_READ,
     CARREL_MCP_TOOL_PROCESS_KILL,
+    CARREL_MCP_TOOL_ACCESSIBILITY,
     CARREL_MCP_TOOL_LAST
 } CarrelMcpTool;
 
@@ -799,9 +804,12 @@ typedef struct {
     char *handle;                 /* process_read, process_kill */
     gint64 stdout_offset;         /* process_read */
     gint64 stderr_offset;
-    int signal;       /* process_kill: TERM unless given */
-    GBytes *content;  /* file_write: the content, decoded */
-    JsonNode *action; /* computer: the arguments but session (the action) */
+    int signal;            /* process_kill: TERM unless given */
+    GBytes *content;       /* file_write: the content, decoded */
+    JsonNode *action;      /* computer: the arguments but session (the action) */
+    gboolean a11y_desktop; /* accessibility_tree: scope desktop */
+    guint a11y_depth;      /* accessibility_tree: CARREL_A11Y_DEFAULT_DEPTH unless given */
+    guint a11y_max_nodes;  /* accessibility_tree: CARREL_A11Y_DEFAULT_NODES unless given */
 } CarrelMcpCall;
 
 void carrel_mcp_call_free(CarrelMcpCall *call);
@@ -1037,4 +1045,6 @@ G_END_DECLS
 #include "conf/conf-fsops.h"
 /* Background processes in a guest. */
 #include "conf/conf-proc.h"
+/* The accessibility tree of a guest's desktop. */
+#include "conf/conf-a11y.h"
 #undef CARREL_CONF_H_INSIDE

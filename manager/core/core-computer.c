@@ -182,6 +182,46 @@ type_text(Run *run, CarrelHidState *state, const CarrelAction *action, JsonNode 
     return TRUE;
 }
 
+/*
+ * click_element: the element as the accessibility tree has it now (its id looked up again, so a
+ * window that moved is clicked where it is), clicked at its centre through the HID path like any
+ * click; or, with mode "action", its default AT-SPI action run by carrel-guest (no pointer
+ * moves: for elements off the screen or under another window).
+ */
+static gboolean
+click_element(Run *run, CarrelHidState *state, const CarrelAction *action, JsonNode **ret_output,
+              GError **error)
+{
+    g_autoptr(JsonNode) node = NULL;
+    CarrelAction click = {.kind = CARREL_ACTION_CLICK, .has_point = TRUE, .count = 1};
+    JsonObject *out;
+
+    if (action->element_action) {
+        if (!(*ret_output = carrel_manager_a11y_act(run->mgr, run->domain, action->element, error)))
+            return FALSE;
+        json_object_set_string_member(json_node_get_object(*ret_output), "mode", "action");
+        run->hid_sent = TRUE;
+        return TRUE;
+    }
+    if (!(node = carrel_manager_a11y_element(run->mgr, run->domain, action->element, error)) ||
+        !carrel_a11y_node_centre(node, run->width, run->height, &click.point.x, &click.point.y,
+                                 error) ||
+        !send_hid(run, state, &click, error))
+        return FALSE;
+    out = json_node_get_object(node);
+    *ret_output = carrel_conf_new_object_node();
+    json_object_set_string_member(json_node_get_object(*ret_output), "element", action->element);
+    json_object_set_string_member(json_node_get_object(*ret_output), "mode", "click");
+    json_object_set_string_member(json_node_get_object(*ret_output), "role",
+                                  json_object_get_string_member(out, "role"));
+    json_object_set_string_member(json_node_get_object(*ret_output), "name",
+                                  json_object_get_string_member(out, "name"));
+    json_object_set_member(json_node_get_object(*ret_output), "clicked",
+                           xy_node("x", click.point.x * run->model_w / run->width, "y",
+                                   click.point.y * run->model_h / run->height));
+    return TRUE;
+}
+
 static gboolean
 is_helper(CarrelActionKind kind)
 {
@@ -219,6 +259,8 @@ perform(Run *run, CarrelHidState *state, const CarrelAction *action, JsonNode **
         return TRUE;
     if (kind == CARREL_ACTION_TYPE)
         return type_text(run, state, action, ret_output, error);
+    if (kind == CARREL_ACTION_CLICK_ELEMENT)
+        return click_element(run, state, action, ret_output, error);
     return send_hid(run, state, action, error);
 }
 

@@ -164,6 +164,16 @@ CarrelHidState *carrel_manager_hid_state(CarrelManager *mgr, const char *session
 JsonNode *carrel_manager_run_helper(CarrelManager *mgr, const char *domain,
                                     const CarrelAction *action, GError **error);
 
+/* carrel-guest a11y in a domain (core-a11y.c). The element id (checked: carrel_a11y_check_id)
+ * as it is now: {"id", "role", "name", "states", "bounds" (screen pixels), "action"}; NOT_FOUND
+ * when the tree has no such element any more. */
+JsonNode *carrel_manager_a11y_element(CarrelManager *mgr, const char *domain, const char *id,
+                                      GError **error);
+/* Runs the element's default action (AT-SPI DoAction 0): {"element", "action", "done"};
+ * NOT_FOUND as above, INVALID_ARG when it has no action. */
+JsonNode *carrel_manager_a11y_act(CarrelManager *mgr, const char *domain, const char *id,
+                                  GError **error);
+
 /* The lock of one save image: a restore rewrites the image's header, so restores of one image
  * take turns while those of different images (warm states, snapshots) run side by side. */
 GMutex *carrel_manager_file_lock(CarrelManager *mgr, const char *path);

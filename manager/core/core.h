@@ -395,6 +395,18 @@ gboolean carrel_manager_session_file_upload(CarrelManager *mgr, const CarrelPrin
                                             CarrelTransfer *ret_transfer, GError **error);
 
 /*
+ * The accessibility (AT-SPI) tree of a running session's desktop through carrel-guest a11y:
+ * the focused window or the whole desktop, as req bounds it, every element with an id that
+ * click_element takes (carrel_a11y_tree_from_guest: the guest's reply checked as untrusted).
+ * Looking, like a screenshot: the session.screenshot operation; audited as an action
+ * "accessibility" (the request and the tree's size, not the tree). UNSUPPORTED without
+ * carrel-guest in the guest; FAILED when the guest has no accessibility bus.
+ */
+JsonNode *carrel_manager_session_accessibility(CarrelManager *mgr, const CarrelPrincipal *who,
+                                               const char *id_or_name, const CarrelA11yRequest *req,
+                                               GError **error);
+
+/*
  * File operations in a running session's guest through carrel-guest fs (as root, like the file
  * routes), each audited with kind "file" and action fs_list, fs_stat, fs_mkdir, fs_remove or
  * fs_move. Paths must pass carrel_fs_check_path; the guest's reply is checked as untrusted

@@ -347,6 +347,7 @@ plan_action(Plan *plan, const CarrelAction *action)
     case CARREL_ACTION_WINDOWS:
     case CARREL_ACTION_LAUNCH:
     case CARREL_ACTION_OPEN:
+    case CARREL_ACTION_CLICK_ELEMENT:
     case CARREL_ACTION_FAIL:
     case CARREL_ACTION_DONE:
     case CARREL_ACTION_LAST:
@@ -478,6 +479,7 @@ check_action(const CarrelAction *action, guint width, guint height, GError **err
     case CARREL_ACTION_WINDOWS:
     case CARREL_ACTION_LAUNCH:
     case CARREL_ACTION_OPEN:
+    case CARREL_ACTION_CLICK_ELEMENT:
     case CARREL_ACTION_FAIL:
     case CARREL_ACTION_DONE:
         return TRUE;

@@ -30,6 +30,9 @@ CARREL_PACKAGES=(
     # (libxtst-dev: carrel-guest's type command sends its key events with XTest; libxrandr-dev:
     # its screen command sets a session's screen size with XRandR)
     libx11-dev libxtst-dev libxrandr-dev xvfb xauth x11-utils twm xterm xdotool xclip xfonts-base xfonts-75dpi
+    # carrel-guest a11y against a real AT-SPI stack (guest tier): a session bus, the bus launcher
+    # and registry, and the tiny template's carrel-demo (Python, GTK 3)
+    dbus-daemon at-spi2-core python3-gi gir1.2-gtk-3.0
     # the man pages carrel(1) and carreld(8) are made with scdoc; the install test renders them
     # with man
     scdoc man-db

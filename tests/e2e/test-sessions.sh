@@ -48,6 +48,8 @@ source "$(dirname "$0")/procs.sh"
 source "$(dirname "$0")/bundle.sh"
 # shellcheck source=tests/e2e/screen.sh
 source "$(dirname "$0")/screen.sh"
+# shellcheck source=tests/e2e/a11y.sh
+source "$(dirname "$0")/a11y.sh"
 trap 'disk_cleanup; finish; exit $?' EXIT
 
 start_daemon || exit 1
@@ -220,6 +222,9 @@ bundle_checks
 
 # Sessions of their own screen sizes: screenshots, pointer mapping, a revert, refused sizes.
 screen_checks
+
+# The accessibility tree of carrel-demo, click_element in both modes, unknown elements.
+a11y_checks
 
 # Pause, resume, hibernate across a carreld restart; snapshots with memory and revert.
 lifecycle_checks

@@ -27,11 +27,19 @@ typedef struct {
 static Fixture fx;
 
 static const char *const all_tools[] = {
-    "sandbox_create",  "sandbox_list",    "sandbox_destroy",   "sandbox_pause", "sandbox_resume",
-    "snapshot_create", "snapshot_revert", "computer",          "screenshot",    "command_run",
-    "file_read",       "file_write",      "sandbox_hibernate", "sandbox_fork",  "snapshot_list",
-    "file_list",       "file_stat",       "file_mkdir",        "file_remove",   "file_move",
-    "process_start",   "process_list",    "process_read",      "process_kill",  NULL,
+    "sandbox_create",     "sandbox_list",
+    "sandbox_destroy",    "sandbox_pause",
+    "sandbox_resume",     "snapshot_create",
+    "snapshot_revert",    "computer",
+    "screenshot",         "command_run",
+    "file_read",          "file_write",
+    "sandbox_hibernate",  "sandbox_fork",
+    "snapshot_list",      "file_list",
+    "file_stat",          "file_mkdir",
+    "file_remove",        "file_move",
+    "process_start",      "process_list",
+    "process_read",       "process_kill",
+    "accessibility_tree", NULL,
 };
 
 static void

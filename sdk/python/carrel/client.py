@@ -539,6 +539,31 @@ class _Api:
             _Req("GET", f"/v1/sessions/{_seg(session)}/screenshot", params=params, raw=True)
         )
 
+    def accessibility(
+        self,
+        session: str,
+        *,
+        scope: str | None = None,
+        depth: int | None = None,
+        max_nodes: int | None = None,
+        model_screen: tuple[int, int] | None = None,
+    ) -> Any:
+        """``GET .../accessibility``: the AT-SPI tree ``{scope, count, truncated, root}``;
+        every element ``{id, role, name, states, bounds, action, children}``. ``scope`` is
+        ``"focused"`` (default) or ``"desktop"``; ``model_screen`` scales the bounds."""
+        params = _drop_none(
+            {
+                "scope": scope,
+                "depth": depth,
+                "max_nodes": max_nodes,
+                "model_width": model_screen[0] if model_screen else None,
+                "model_height": model_screen[1] if model_screen else None,
+            }
+        )
+        return self._call(
+            _Req("GET", f"/v1/sessions/{_seg(session)}/accessibility", params=params or None)
+        )
+
     def computer(
         self,
         session: str,

@@ -433,6 +433,30 @@ class Sandbox:
         )
         return result
 
+    def accessibility_tree(
+        self,
+        *,
+        desktop: bool = False,
+        depth: int | None = None,
+        max_nodes: int | None = None,
+    ) -> dict[str, Any]:
+        """The accessibility (AT-SPI) tree of the focused window, or of every application
+        with ``desktop``: ``{scope, count, truncated, root}``, each element with an ``id``
+        that :meth:`click_element` takes."""
+        result: dict[str, Any] = self.client.accessibility(
+            self.id, scope="desktop" if desktop else None, depth=depth, max_nodes=max_nodes
+        )
+        return result
+
+    def click_element(self, element: str, *, mode: Literal["click", "action"] = "click") -> Any:
+        """Clicks the element's centre (looked up again), or with ``mode="action"`` runs its
+        default accessibility action; the action's output. An id the tree no longer has
+        raises :class:`NotFound`."""
+        action: dict[str, Any] = {"action": "click_element", "element": element}
+        if mode != "click":
+            action["mode"] = mode
+        return self._act(action)["results"][0].get("output")
+
     def _act(self, action: Mapping[str, Any]) -> dict[str, Any]:
         return self.computer([action], observe="none")
 

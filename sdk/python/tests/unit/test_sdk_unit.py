@@ -361,3 +361,31 @@ def test_package_builds_offline(tmp_path):
     meta = zipfile.ZipFile(wheel).read(
         next(n for n in names if n.endswith("METADATA"))).decode()
     assert "Requires-Python: >=3.11" in meta and "Requires-Dist: httpx" in meta
+
+
+def test_accessibility_tree_and_click_element():
+    tree = {"scope": "desktop", "count": 1, "truncated": False,
+            "root": {"id": "", "role": "desktop frame", "name": "main", "states": [],
+                     "bounds": None, "action": None, "children": []}}
+    acted = {"results": [{"index": 0, "action": "click_element",
+                          "output": {"element": "0.1", "mode": "action", "done": True}}]}
+    c, seen = _recording_client([
+        (200, tree), (200, tree), (200, acted), (200, acted),
+        (404, {"error": {"code": "not_found", "message": "a11y action: no element '0.9'"}}),
+    ])
+    sb = carrel.Sandbox(c, {"id": "s-1", "name": "n", "state": "running"})
+    assert sb.accessibility_tree(desktop=True, depth=3) == tree
+    assert c.accessibility("s-1", model_screen=(640, 480))["count"] == 1
+    assert sb.click_element("0.1", mode="action") == {"element": "0.1", "mode": "action",
+                                                      "done": True}
+    sb.click_element("0.1")
+    with pytest.raises(carrel.NotFound):
+        sb.click_element("0.9")
+    assert seen[0].url.path == "/v1/sessions/s-1/accessibility"
+    assert dict(seen[0].url.params) == {"scope": "desktop", "depth": "3"}
+    assert dict(seen[1].url.params) == {"model_width": "640", "model_height": "480"}
+    assert json.loads(seen[2].content) == {
+        "actions": [{"action": "click_element", "element": "0.1", "mode": "action"}],
+        "observe": "none"}
+    assert json.loads(seen[3].content)["actions"] == [{"action": "click_element",
+                                                       "element": "0.1"}]
