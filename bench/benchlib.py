@@ -4,6 +4,7 @@ object found in its output, the results file of a run, the goals of bench/goals.
 against it, and the side-by-side comparisons each bench reports.
 
   benchlib.py assemble --run-dir DIR --out FILE --goals FILE --date D --commit C [--accel A]
+                       [--accel-probe A]
                        NAME:EXIT_STATUS:SECONDS:ARGS ...
       reads DIR/NAME.log of each bench, writes the results file (see bench/all)
   benchlib.py goals RESULTS.json
@@ -120,9 +121,9 @@ def lookup(obj, path):
     return obj
 
 
-def machine(accel, results):
+def machine(accel, results, probe):
     """This host's figures; the accelerator from carreld when one answered, else from the
-    benches' own reports, else unknown."""
+    benches' own reports, else carreld's probe, else unknown."""
     cpu_model = "unknown"
     mem_kib = 0
     try:
@@ -139,7 +140,7 @@ def machine(accel, results):
         pass
     if not accel:
         reported = {r.get("accel") for r in results if isinstance(r, dict)} - {None}
-        accel = reported.pop() if len(reported) == 1 else "unknown"
+        accel = reported.pop() if len(reported) == 1 else probe or "unknown"
     return {"cpus": os.cpu_count(), "mem_gib": round(mem_kib / 1024 / 1024, 1),
             "kernel": platform.release(), "cpu_model": cpu_model, "accel": accel}
 
@@ -285,7 +286,8 @@ def assemble(args):
     results = {
         "date": args.date,
         "commit": args.commit,
-        "machine": machine(args.accel, [b["result"] for b in benches.values()]),
+        "machine": machine(args.accel, [b["result"] for b in benches.values()],
+                           args.accel_probe),
         "benches": benches,
     }
     results["goals"] = [evaluate(goal, benches) for goal in goals]
@@ -309,7 +311,8 @@ def main():
     a.add_argument("--goals", required=True)
     a.add_argument("--date", required=True)
     a.add_argument("--commit", required=True)
-    a.add_argument("--accel", default="")
+    a.add_argument("--accel", default="", help="carreld's, when one answered")
+    a.add_argument("--accel-probe", default="", help="carreld --probe-accel's")
     a.add_argument("benches", nargs="*")
     g = sub.add_parser("goals")
     g.add_argument("results")

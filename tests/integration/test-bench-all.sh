@@ -6,13 +6,23 @@
 # status and why), bench/report's table against tests/data/bench/report.md
 # (CARREL_TEST_REGENERATE=1 rewrites it), the README block between its markers (the rest kept),
 # and the chart being a PNG (gnuplot is in CARREL_PACKAGES: missing, this fails).
-# Usage: test-bench-all.sh SOURCE_ROOT
+# The machine's accelerator comes from a carreld that answers (one on libvirt's test driver
+# here), else from the benches' reports, else from scripts/lib/accel.sh (CARREL_ACCEL here: no
+# probe boot).
+# Usage: test-bench-all.sh SOURCE_ROOT BUILD_ROOT
 set -uo pipefail
 
 src="$1"
+build="$2"
 data="$src/tests/data/bench"
 tmp="$(mktemp -d --tmpdir carrel-bench-all.XXXXXX)"
-trap '[ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
+pid=""
+cleanup() {
+    [ -z "$pid" ] || kill "$pid" 2>/dev/null
+    [ -z "$pid" ] || wait "$pid" 2>/dev/null
+    [ -n "${KEEP:-}" ] || rm -rf "$tmp"
+}
+trap cleanup EXIT
 fail() {
     printf 'FAIL: %s\n' "$*" >&2
     exit 1
@@ -25,28 +35,38 @@ check() {
 
 # Stand-in benches: each prints its canned output and notes its arguments; sdk exits 1.
 mkdir -p "$tmp/benches"
-for name in warm computer lifecycle exec-stream console api sdk quiet; do
+printf '{"bench":"reporter","accel":"kvm"}\n' >"$tmp/reporter.log"
+for name in warm computer lifecycle exec-stream console api sdk quiet reporter; do
     status=0
     [ "$name" = sdk ] && status=1
     printf '#!/bin/bash\necho "$*" >"%s/args-%s"\ncat "%s/%s.log"\nexit %d\n' \
-        "$tmp" "$name" "$data" "$name" "$status" >"$tmp/benches/$name"
+        "$tmp" "$name" "$([ "$name" = reporter ] && echo "$tmp" || echo "$data")" "$name" "$status" \
+        >"$tmp/benches/$name"
     chmod +x "$tmp/benches/$name"
 done
 printf '# carrel\n\n## Benchmarks\n\nHow to run.\n\n<!-- bench:begin -->\nno run recorded yet\n<!-- bench:end -->\n\nAfter the table.\n' \
     >"$tmp/README.md"
 cp "$tmp/README.md" "$tmp/README.orig"
 
+# run_all NAME [ARGS]: bench/all with the stand-in benches, no carreld at CARREL_SOCKET unless
+# the caller has started one (sock, state), and no carreld to probe the accelerator with
+# (CARREL_ACCEL: accel, or empty).
 run_all() {
-    env -u CARREL_URL CARREL_SOCKET="$tmp/no-carreld.sock" CARREL_BENCH_DIR="$tmp/benches" \
+    env -u CARREL_URL -u CARREL_TOKEN CARREL_SOCKET="${sock:-$tmp/none.sock}" \
+        CARREL_STATE_DIR="${state:-$tmp/none}" CARREL_ACCEL="${accel:-}" \
+        CARRELD_BIN="$tmp/no-carreld" CARREL_BUILD="$build" CARREL_BENCH_DIR="$tmp/benches" \
         CARREL_BENCH_RESULTS="$tmp/$1" CARREL_BENCH_README="$tmp/README.md" \
         "$src/bench/all" "${@:2}" >"$tmp/$1.out" 2>"$tmp/$1.err"
 }
+results_of() {
+    find "$tmp/$1" -maxdepth 1 -name '*.json'
+}
 
 # 1. The quick set with a failing bench and a silent one: exit 1, every bench run.
-run_all results --update-readme warm:3 computer lifecycle:5 exec-stream console api sdk quiet
+accel=kvm run_all results --update-readme warm:3 computer lifecycle:5 exec-stream console api sdk quiet
 status=$?
 [ "$status" -eq 1 ] || { cat "$tmp/results.err"; fail "bench/all exited $status, not 1"; }
-mapfile -t found < <(find "$tmp/results" -maxdepth 1 -name '*.json')
+mapfile -t found < <(results_of results)
 [ "${#found[@]}" -eq 1 ] || fail "expected one results file, found ${#found[@]}"
 res="${found[0]}"
 stamp="$(basename "$res" .json)"
@@ -62,7 +82,7 @@ grep -q '    AssertionError' "$tmp/results.err" || fail "the failed bench's log 
 check "top level" '(.date | test("^[0-9-]+T[0-9:]+Z$")) and (.commit | length > 0)
     and (.benches | keys == ["api","computer","console","exec-stream","lifecycle","quiet","sdk","warm"])' "$res"
 check "machine" '.machine | (.cpus | type == "number") and (.mem_gib > 0) and (.kernel | length > 0)
-    and (.cpu_model | length > 0) and .accel == "unknown"' "$res"
+    and (.cpu_model | length > 0) and .accel == "kvm"' "$res"
 check "results found" '.benches | .warm.result.cold_median_ms == 24097 and .api.result.rps.sessions == 11234
     and .computer.result.exec.carrel_p50_ms == 118.3 and .console.result.first_frame.ratio_p50 == 0.82' "$res"
 check "jq's multi-line object" '.benches."exec-stream" | .ok and .result.ratio == 22.9 and .result.rounds == 10' "$res"
@@ -131,8 +151,22 @@ jq '.benches[].ok = false' "$res" >"$tmp/none.json"
 "$src/bench/chart" "$tmp/none.json" "$tmp/none.png" || fail "bench/chart failed on a run without figures"
 [ "$(head -c 4 "$tmp/none.png" | od -An -tx1 | tr -d ' \n')" = 89504e47 ] || fail "none.png is not a PNG"
 
-# 5. A run where all went well exits 0; goals of benches not run say so.
-run_all one warm || { cat "$tmp/one.err"; fail "bench/all warm failed"; }
+# 5. A run where all went well exits 0; goals of benches not run say so. The accelerator from
+# the carreld that answers, then (none answering) from a bench's report.
+sock="$tmp/carreld.sock"
+"$build/manager/daemon/carreld" --state-dir "$tmp/state" --socket "$sock" \
+    --libvirt-uri test:///default --accel tcg >"$tmp/carreld.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 100); do
+    curl -sf --unix-socket "$sock" http://carrel/v1/healthz >/dev/null 2>&1 && break
+    sleep 0.1
+done
+state="$tmp/state" run_all one warm ||
+    { cat "$tmp/one.err"; fail "bench/all warm failed"; }
 check "not run" '.goals[] | select(.id == "snapshot") | .status == "not measured"
-    and .reason == "bench/lifecycle was not run"' "$(find "$tmp/one" -maxdepth 1 -name '*.json')"
+    and .reason == "bench/lifecycle was not run"' "$(results_of one)"
+check "accel from carreld" '.machine.accel == "tcg"' "$(results_of one)"
+sock=""
+run_all reported reporter || fail "bench/all reporter failed"
+check "accel from a bench" '.machine.accel == "kvm" and .benches.reporter.ok' "$(results_of reported)"
 echo "bench/all, bench/report, bench/chart: ok"
