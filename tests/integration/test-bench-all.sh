@@ -151,6 +151,9 @@ jq '.benches[].ok = false' "$res" >"$tmp/none.json"
 "$src/bench/chart" "$tmp/none.json" "$tmp/none.png" || fail "bench/chart failed on a run without figures"
 [ "$(head -c 4 "$tmp/none.png" | od -An -tx1 | tr -d ' \n')" = 89504e47 ] || fail "none.png is not a PNG"
 
+# A bench that exits 0 without its JSON fails the run.
+run_all silent quiet && fail "bench/all exited 0 when a bench printed no JSON"
+
 # 5. A run where all went well exits 0; goals of benches not run say so. The accelerator from
 # the carreld that answers, then (none answering) from a bench's report.
 sock="$tmp/carreld.sock"
