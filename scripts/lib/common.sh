@@ -54,8 +54,9 @@ CARREL_PACKAGES=(
     # tests and the example agent loops; setuptools, wheel (and venv) for `pip install sdk/python`
     # offline with --no-build-isolation
     python3-httpx python3-pytest python3-setuptools python3-wheel python3-venv
-    # bench/api: requests per second over kept-alive connections
-    wrk
+    # bench/api: requests per second over kept-alive connections; bench/chart draws a run of
+    # bench/all with gnuplot (its integration test needs it)
+    wrk gnuplot-nox
     # the fuzz tier: clang with libFuzzer and its sanitizer runtimes (clang-14 only recommends
     # libclang-rt-14-dev, and recommends are not installed)
     clang libclang-rt-14-dev

@@ -4,8 +4,8 @@ set -euo pipefail
 root="${1:-$(cd "$(dirname "$0")/../.." && pwd)}"
 cd "$root"
 command -v shellcheck >/dev/null || { echo "shellcheck is missing (scripts/test installs it)"; exit 1; }
-# Fuzz seeds are data, whatever their lines look like.
-mapfile -t scripts < <(grep -rlE --exclude-dir=node_modules --exclude-dir=corpus '^#!/bin/(ba)?sh' scripts tests templates bench data .ci 2>/dev/null)
+# Fuzz seeds and recorded bench runs (bench/results) are data, whatever their lines look like.
+mapfile -t scripts < <(grep -rlE --exclude-dir=node_modules --exclude-dir=corpus --exclude-dir=results '^#!/bin/(ba)?sh' scripts tests templates bench data .ci 2>/dev/null)
 # Sourced libraries have no shebang; they say "shellcheck shell=bash".
 mapfile -t libs < <(grep -rl --exclude-dir=node_modules '^# shellcheck shell=bash' scripts tests templates bench data)
 scripts+=("${libs[@]}")
