@@ -83,6 +83,8 @@ run(const CarrelGuestOptions *options, GError **error)
         return carrel_guest_cmd_proc_kill(options, error);
     case CARREL_GUEST_COMMAND_PROC_LIST:
         return carrel_guest_cmd_proc_list(options, error);
+    case CARREL_GUEST_COMMAND_PROC_RESIZE:
+        return carrel_guest_cmd_proc_resize(options, error);
     case CARREL_GUEST_COMMAND_VERSION:
         return version_json();
     case CARREL_GUEST_COMMAND_HELP:

@@ -36,6 +36,8 @@ G_BEGIN_DECLS
 #define CARREL_GUEST_LIMIT_FS_ENTRIES 4096
 #define CARREL_GUEST_LIMIT_FS_JSON_BYTES (768 * 1024)
 #define CARREL_GUEST_LIMIT_TYPE_BYTES (64 * 1024)
+/* proc start --pty and proc resize: rows and columns of the terminal. */
+#define CARREL_GUEST_LIMIT_PTY_SIZE 1000
 
 #define CARREL_GUEST_DEFAULT_DISPLAY ":0"
 #define CARREL_GUEST_DEFAULT_READY_TIMEOUT_MS 60000
@@ -96,6 +98,7 @@ typedef enum {
     CARREL_GUEST_COMMAND_PROC_CLOSE,
     CARREL_GUEST_COMMAND_PROC_KILL,
     CARREL_GUEST_COMMAND_PROC_LIST,
+    CARREL_GUEST_COMMAND_PROC_RESIZE,
     CARREL_GUEST_COMMAND_VERSION,
     CARREL_GUEST_COMMAND_HELP,
     CARREL_GUEST_COMMAND_LAST
@@ -113,6 +116,8 @@ typedef struct {
     gboolean use_stdin;
     gboolean parents;   /* fs mkdir --parents */
     gboolean recursive; /* fs remove --recursive */
+    gboolean pty;       /* proc start --pty: on a pseudo-terminal */
+    guint rows, cols;   /* proc start --pty: its size (0: 24 x 80) */
     char *text;         /* clipboard set TEXT, type TEXT */
     GStrv argv;         /* launch: program and arguments; open: the one target; set-mac: the MAC;
                          * set-net: ADDRESS/PREFIX GATEWAY DNS, or none */
@@ -124,6 +129,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelGuestOptions, carrel_guest_options_free)
 /* Parses the command line (argv[0] is the program).  Options may come before or after the
  * command words; everything after "--", and after launch's program name, is positional. */
 CarrelGuestOptions *carrel_guest_options_parse(int argc, char **argv, GError **error);
+
+/* A terminal's rows or columns: 1 to CARREL_GUEST_LIMIT_PTY_SIZE (INVALID_ARG otherwise). */
+gboolean carrel_guest_pty_size_parse(const char *value, guint *ret_size, GError **error);
 
 /* The usage text printed by "help". */
 const char *carrel_guest_usage(void);
@@ -254,6 +262,7 @@ JsonNode *carrel_guest_cmd_proc_write(const CarrelGuestOptions *options, GError 
 JsonNode *carrel_guest_cmd_proc_close(const CarrelGuestOptions *options, GError **error);
 JsonNode *carrel_guest_cmd_proc_kill(const CarrelGuestOptions *options, GError **error);
 JsonNode *carrel_guest_cmd_proc_list(const CarrelGuestOptions *options, GError **error);
+JsonNode *carrel_guest_cmd_proc_resize(const CarrelGuestOptions *options, GError **error);
 
 /* set-mac (guest-net.c). */
 
