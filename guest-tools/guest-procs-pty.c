@@ -65,8 +65,9 @@ login_env(const char *name, const char *home, const char *shell, uid_t uid)
     g_autofree char *s = g_strconcat("SHELL=", shell, NULL);
 
     g_strv_builder_add_many(b, "TERM=xterm-256color", "LANG=C.UTF-8", h, u, l, s, NULL);
-    g_strv_builder_add(b, uid == 0 ? "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-                                   : "PATH=/usr/local/bin:/usr/bin:/bin:/usr/games");
+    g_strv_builder_add(b, uid == 0
+                              ? "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+                              : "PATH=/usr/local/bin:/usr/bin:/bin:/usr/games");
     return g_strv_builder_end(b);
 }
 

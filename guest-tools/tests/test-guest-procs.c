@@ -292,8 +292,8 @@ test_pty_size_and_exit(void **state)
 {
     g_autofree char *h = start_pty(
         30, 100,
-        (const char *[]){"sh", "-c", "test -t 0 && test -t 1 && stty size; read x; stty size; exit 3",
-                         NULL});
+        (const char *[]){"sh", "-c",
+                         "test -t 0 && test -t 1 && stty size; read x; stty size; exit 3", NULL});
     g_autofree char *first = read_until_output(h, "30 100\r\n");
     g_autofree char *second = NULL;
     g_autoptr(JsonNode) resized = NULL;
@@ -343,12 +343,12 @@ test_pty_refusals(void **state)
     };
 
     /* Not on a terminal, or a size out of range. */
-    assert_null(
-        call(carrel_guest_cmd_proc_resize, (const char *[]){plain, "24", "80", NULL}, &node, &error));
+    assert_null(call(carrel_guest_cmd_proc_resize, (const char *[]){plain, "24", "80", NULL}, &node,
+                     &error));
     assert_true(g_error_matches(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_INVALID_ARG));
     g_clear_error(&error);
-    assert_null(
-        call(carrel_guest_cmd_proc_resize, (const char *[]){plain, "0", "80", NULL}, &node, &error));
+    assert_null(call(carrel_guest_cmd_proc_resize, (const char *[]){plain, "0", "80", NULL}, &node,
+                     &error));
     assert_true(g_error_matches(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_INVALID_ARG));
     g_clear_error(&error);
     assert_non_null(
@@ -365,8 +365,8 @@ test_pty_refusals(void **state)
     }
     /* Without a program, --pty is a login shell. */
     {
-        static const char *const shell[] = {"carrel-guest", "proc", "start", "--pty", "--rows",
-                                            "10", NULL};
+        static const char *const shell[] = {"carrel-guest", "proc", "start", "--pty",
+                                            "--rows",       "10",   NULL};
         g_autoptr(CarrelGuestOptions) options =
             carrel_guest_options_parse(6, (char **)shell, &error);
 
