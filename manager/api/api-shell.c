@@ -150,9 +150,9 @@ control(const char *type, const char *member, gint64 value, const char *text)
 static void
 post_error(Link *link, const GError *error, gushort code)
 {
-    JsonNode *node = control("error", NULL, 0, NULL);
+    JsonNode *node = carrel_api_error_envelope(error);
 
-    json_object_set_member(json_node_get_object(node), "error", carrel_api_error_envelope(error));
+    json_object_set_string_member(json_node_get_object(node), "type", "error");
     post(link, NULL, node, 0, NULL);
     post(link, NULL, NULL, code, "shell error");
 }
@@ -183,7 +183,14 @@ take_input(Link *link, guint ms, GError **error)
     gboolean any = in != NULL;
 
     while (in) {
-        gboolean ok = apply_input(link, in, error);
+        g_autoptr(GError) local = NULL;
+        gboolean ok = apply_input(link, in, &local);
+
+        /* Input to a shell that just ended is dropped: the next read tells its end. */
+        if (!ok && g_error_matches(local, CARREL_ERROR, CARREL_ERROR_WRONG_STATE))
+            ok = TRUE;
+        else if (!ok)
+            g_propagate_error(error, g_steal_pointer(&local));
 
         input_free(in);
         if (!ok)
