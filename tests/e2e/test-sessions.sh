@@ -44,6 +44,8 @@ source "$(dirname "$0")/disk.sh"
 source "$(dirname "$0")/fairness.sh"
 # shellcheck source=tests/e2e/procs.sh
 source "$(dirname "$0")/procs.sh"
+# shellcheck source=tests/e2e/shell.sh
+source "$(dirname "$0")/shell.sh"
 trap 'disk_cleanup; finish; exit $?' EXIT
 
 start_daemon || exit 1
@@ -211,6 +213,8 @@ files_checks
 fsops_checks
 # Streamed and background commands: stdout as it comes, ps, logs, stdin, kill, closed streams.
 procs_checks
+# The interactive terminal: carrel shell from a pipe, its echo and exit code, a client that leaves.
+shell_checks
 
 # Pause, resume, hibernate across a carreld restart; snapshots with memory and revert.
 lifecycle_checks
