@@ -387,6 +387,15 @@ on_closed(SoupWebsocketConnection *ws, gpointer data)
 }
 
 static void
+start_thread(Link *link)
+{
+    g_mutex_lock(&link->all->lock);
+    g_ptr_array_add(link->all->open, link);
+    link->thread = g_thread_new("shell", relay_thread, link);
+    g_mutex_unlock(&link->all->lock);
+}
+
+static void
 on_upgraded(SoupServerMessage *msg, gpointer data)
 {
     Link *link = data;
@@ -394,6 +403,8 @@ on_upgraded(SoupServerMessage *msg, gpointer data)
     SoupMessageHeaders *in = soup_server_message_get_request_headers(msg);
     g_autoptr(GIOStream) stream = soup_server_message_steal_connection(msg);
 
+    /* The message is done with: only the websocket speaks for the shell from now on. */
+    g_signal_handlers_disconnect_matched(msg, G_SIGNAL_MATCH_DATA, 0, 0, NULL, NULL, link);
     link->ws =
         soup_websocket_connection_new(stream, uri, SOUP_WEBSOCKET_CONNECTION_SERVER,
                                       soup_message_headers_get_one(in, "Origin"), NULL, NULL);
@@ -401,10 +412,21 @@ on_upgraded(SoupServerMessage *msg, gpointer data)
     g_signal_connect(link->ws, "message", G_CALLBACK(on_message), link);
     g_signal_connect(link->ws, "closed", G_CALLBACK(on_closed), link);
     post(link, NULL, control("started", "handle", 0, carrel_shell_handle(link->core)), 0, NULL);
-    g_mutex_lock(&link->all->lock);
-    g_ptr_array_add(link->all->open, link);
-    link->thread = g_thread_new("shell", relay_thread, link);
-    g_mutex_unlock(&link->all->lock);
+    start_thread(link);
+}
+
+/* The connection ended before the 101 was written (a stolen one never finishes): the thread
+ * only ends the shell, off the main loop, and the socket's reference goes here. */
+static void
+on_finished(SoupServerMessage *msg, gpointer data)
+{
+    Link *link = data;
+
+    if (link->thread || link->ws)
+        return;
+    g_atomic_int_set(&link->closed, 1);
+    start_thread(link);
+    link_unref(link);
 }
 
 void
@@ -430,6 +452,7 @@ carrel_api_shell_start(CarrelApi *api, SoupServerMessage *msg, const char *token
         return;
     }
     g_signal_connect(msg, "wrote-informational", G_CALLBACK(on_upgraded), link);
+    g_signal_connect(msg, "finished", G_CALLBACK(on_finished), link);
 }
 
 static gboolean
