@@ -21,6 +21,7 @@
 #define SHELL_FRAME_MAX (64 * 1024)
 #define SHELL_QUEUED_MAX (1024 * 1024)
 #define SHELL_RETRY_AFTER_S 5
+#define SHELL_KEEPALIVE_S 30
 
 struct _CarrelApiShells {
     GMutex lock;
@@ -409,6 +410,9 @@ on_upgraded(SoupServerMessage *msg, gpointer data)
         soup_websocket_connection_new(stream, uri, SOUP_WEBSOCKET_CONNECTION_SERVER,
                                       soup_message_headers_get_one(in, "Origin"), NULL, NULL);
     soup_websocket_connection_set_max_incoming_payload_size(link->ws, SHELL_FRAME_MAX);
+    /* Pings keep proxies from closing an idle shell, and a peer that vanished without a word
+     * is found by the failing writes, which close the socket and so kill the shell. */
+    soup_websocket_connection_set_keepalive_interval(link->ws, SHELL_KEEPALIVE_S);
     g_signal_connect(link->ws, "message", G_CALLBACK(on_message), link);
     g_signal_connect(link->ws, "closed", G_CALLBACK(on_closed), link);
     post(link, NULL, control("started", "handle", 0, carrel_shell_handle(link->core)), 0, NULL);

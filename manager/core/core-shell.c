@@ -146,7 +146,8 @@ carrel_shell_start(CarrelShell *sh, guint rows, guint cols, GError **error)
         summary = json_node_copy(reply);
     if (!carrel_manager_record_outcome(sh->mgr, sh->session_id, sh->who, "command", "shell", params,
                                        summary, &local, sh->started_us, NULL, reply != NULL)) {
-        sh->closed = TRUE;
+        /* Not recorded, so not run: a shell that started anyway is killed. */
+        carrel_shell_close(sh);
         g_propagate_prefixed_error(error, g_steal_pointer(&local),
                                    "opening a shell in session '%s': ", sh->session_id);
         return FALSE;
