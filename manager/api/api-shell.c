@@ -311,39 +311,22 @@ cut_off(Link *link, gushort code, const char *reason)
         soup_websocket_connection_close(link->ws, code, reason);
 }
 
-/* A member that is a JSON value of this type, or NULL. */
-static JsonNode *
-member_of(JsonObject *o, const char *name, GType type)
-{
-    JsonNode *m = o ? json_object_get_member(o, name) : NULL;
-
-    return m && JSON_NODE_HOLDS_VALUE(m) && json_node_get_value_type(m) == type ? m : NULL;
-}
-
-/* {"type":"resize","rows":R,"cols":C} or {"type":"eof"}; NULL when it is neither. */
+/* A text frame: a control message (carrel_shell_control_from_json), or NULL. */
 static Input *
 parse_control(const char *text, gsize len)
 {
     g_autoptr(JsonNode) node = carrel_conf_parse_json(text, len, NULL);
-    JsonObject *o = node && JSON_NODE_HOLDS_OBJECT(node) ? json_node_get_object(node) : NULL;
-    JsonNode *type = member_of(o, "type", G_TYPE_STRING);
-    JsonNode *rows = member_of(o, "rows", G_TYPE_INT64);
-    JsonNode *cols = member_of(o, "cols", G_TYPE_INT64);
-    g_autofree Input *in = g_new0(Input, 1);
+    g_autoptr(CarrelShellControl) control =
+        node ? carrel_shell_control_from_json(node, NULL) : NULL;
+    Input *in;
 
-    if (type && g_str_equal(json_node_get_string(type), "eof")) {
-        in->kind = INPUT_EOF;
-        return g_steal_pointer(&in);
-    }
-    if (!type || !g_str_equal(json_node_get_string(type), "resize") || !rows || !cols ||
-        json_node_get_int(rows) < 1 || json_node_get_int(cols) < 1 ||
-        json_node_get_int(rows) > CARREL_SHELL_SIZE_MAX ||
-        json_node_get_int(cols) > CARREL_SHELL_SIZE_MAX)
+    if (!control)
         return NULL;
-    in->kind = INPUT_RESIZE;
-    in->rows = (guint)json_node_get_int(rows);
-    in->cols = (guint)json_node_get_int(cols);
-    return g_steal_pointer(&in);
+    in = g_new0(Input, 1);
+    in->kind = control->eof ? INPUT_EOF : INPUT_RESIZE;
+    in->rows = control->rows;
+    in->cols = control->cols;
+    return in;
 }
 
 static void
