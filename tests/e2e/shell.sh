@@ -31,7 +31,7 @@ shell_checks() {
     # shellcheck disable=SC2016 # the literal text typed
     check "shell: the terminal echoed the typed line" grep -qF 'echo hello-$((6*7))' "$out"
     check "shell: it ran as the desktop user" \
-        bash -c "printf 'id -un\nexit 0\n' | $CARREL_BIN shell $id | grep -q '^user'"
+        bash -c "printf 'id -un\nexit 0\n' | $CARREL_BIN shell $id | tr -d '\r' | grep -qx user"
     check_eq "shell: nothing left running from it" "0" "$(shell_running_handles "$id")"
 
     # A client that leaves: the shell and what it started are killed in the guest.
