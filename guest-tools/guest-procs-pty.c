@@ -71,12 +71,27 @@ login_env(const char *name, const char *home, const char *shell, uid_t uid)
     return g_strv_builder_end(b);
 }
 
-/* Whom the program runs as: spec->user, or CARREL_GUEST_PTY_USER as root, or the caller. */
+/* As root without --user: the desktop session's user (on :0), else "user", else "agent" (the
+ * templates' desktop users). */
+static struct passwd *
+desktop_user(void)
+{
+    g_autoptr(CarrelGuestSession) session = carrel_guest_proc_find_session(0);
+    struct passwd *pw = session && session->uid != 0 ? getpwuid(session->uid) : NULL;
+
+    if (!pw)
+        pw = getpwnam(CARREL_GUEST_PTY_USER);
+    return pw ? pw : getpwnam("agent");
+}
+
+/* Whom the program runs as: spec->user, or as root the desktop's user, or the caller. */
 static gboolean
 pty_identity(const CarrelGuestPtySpec *spec, PtyChild *c, GError **error)
 {
     const char *want = spec->user ? spec->user : geteuid() == 0 ? CARREL_GUEST_PTY_USER : NULL;
-    struct passwd *pw = want ? getpwnam(want) : getpwuid(geteuid());
+    struct passwd *pw = spec->user       ? getpwnam(spec->user)
+                        : geteuid() == 0 ? desktop_user()
+                                         : getpwuid(geteuid());
 
     if (!pw) {
         g_set_error(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_NOT_FOUND,

@@ -22,11 +22,12 @@ const char *carrel_guest_procs_dir(void);
 /* TRUE for a handle this tool would make: "p" and 1 to 16 lowercase hex digits. */
 gboolean carrel_guest_procs_handle_valid(const char *handle);
 
-/* A --pty process runs as this user when carrel-guest runs as root. */
+/* A --pty process runs as the desktop session's user when carrel-guest runs as root, else as
+ * this one (else "agent"). */
 #define CARREL_GUEST_PTY_USER "user"
 
-/* How a --pty process starts: its terminal's size and whom it runs as (NULL: when root,
- * CARREL_GUEST_PTY_USER; otherwise the caller itself, the unit tests' case). */
+/* How a --pty process starts: its terminal's size and whom it runs as (NULL: when root, the
+ * desktop's user; otherwise the caller itself, the unit tests' case). */
 typedef struct {
     guint rows, cols;
     const char *user;

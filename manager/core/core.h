@@ -339,11 +339,11 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelExecStream, carrel_exec_stream_free)
  * An interactive terminal (core-shell.c): a login shell on a pseudo-terminal in the guest
  * (carrel-guest proc start --pty). _open passes the session.shell door: FORBIDDEN unless who
  * holds the session's control lease or is an admin, WRONG_STATE unless it runs; nothing starts
- * yet. _start starts it rows x cols (1..CARREL_SHELL_SIZE_MAX, conf-proc.h) as the session's "command"
- * "shell" event. _read gives the output since the last read (at most CARREL_PROC_CHUNK_MAX) and
- * says when the shell ended and its output is read out, with its exit code. _write is refused
- * (FORBIDDEN) once the lease moved to someone else. _close kills what is left (the guest ends
- * the shell's whole session) and records the end. One thread at a time.
+ * yet. _start starts it rows x cols (1..CARREL_SHELL_SIZE_MAX, conf-proc.h) as the session's
+ * "command" "shell" event. _read gives the output since the last read (at most
+ * CARREL_PROC_CHUNK_MAX) and says when the shell ended and its output is read out, with its exit
+ * code. _write is refused (FORBIDDEN) once the lease moved to someone else. _close kills what is
+ * left (the guest ends the shell's whole session) and records the end. One thread at a time.
  */
 typedef struct _CarrelShell CarrelShell;
 CarrelShell *carrel_manager_shell_open(CarrelManager *mgr, const CarrelPrincipal *who,
