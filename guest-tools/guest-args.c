@@ -14,6 +14,9 @@ typedef enum {
     OPT_WINDOW = 1 << 7,
     OPT_DEPTH = 1 << 8,
     OPT_MAX_NODES = 1 << 9,
+    OPT_PTY = 1 << 10,
+    OPT_ROWS = 1 << 11,
+    OPT_COLS = 1 << 12,
 } OptionBit;
 
 #define OPT_X (OPT_DISPLAY | OPT_XAUTHORITY)
@@ -43,7 +46,8 @@ static const CommandSpec commands[] = {
     {"fs", "mkdir", CARREL_GUEST_COMMAND_FS_MKDIR, OPT_PARENTS, 1, 1},
     {"fs", "remove", CARREL_GUEST_COMMAND_FS_REMOVE, OPT_RECURSIVE, 1, 1},
     {"fs", "move", CARREL_GUEST_COMMAND_FS_MOVE, 0, 2, 2},
-    {"proc", "start", CARREL_GUEST_COMMAND_PROC_START, 0, 1, CARREL_GUEST_LIMIT_ARGS},
+    {"proc", "start", CARREL_GUEST_COMMAND_PROC_START, OPT_PTY | OPT_ROWS | OPT_COLS | OPT_USER, 1,
+     CARREL_GUEST_LIMIT_ARGS},
     {"proc", "read", CARREL_GUEST_COMMAND_PROC_READ, OPT_TIMEOUT, 1, 3},
     {"proc", "write", CARREL_GUEST_COMMAND_PROC_WRITE, OPT_STDIN | OPT_TIMEOUT, 1, 1},
     {"proc", "close", CARREL_GUEST_COMMAND_PROC_CLOSE, 0, 1, 1},
@@ -53,6 +57,7 @@ static const CommandSpec commands[] = {
      OPT_X | OPT_TIMEOUT | OPT_WINDOW | OPT_DEPTH | OPT_MAX_NODES, 0, 0},
     {"a11y", "node", CARREL_GUEST_COMMAND_A11Y_NODE, OPT_X | OPT_TIMEOUT, 1, 1},
     {"a11y", "action", CARREL_GUEST_COMMAND_A11Y_ACTION, OPT_X | OPT_TIMEOUT, 1, 1},
+    {"proc", "resize", CARREL_GUEST_COMMAND_PROC_RESIZE, 0, 3, 3},
     {"version", NULL, CARREL_GUEST_COMMAND_VERSION, 0, 0, 0},
     {"help", NULL, CARREL_GUEST_COMMAND_HELP, 0, 0, 0},
 };
@@ -72,6 +77,9 @@ static const struct {
     {"window", OPT_WINDOW, TRUE},
     {"depth", OPT_DEPTH, TRUE},
     {"max-nodes", OPT_MAX_NODES, TRUE},
+    {"pty", OPT_PTY, FALSE},
+    {"rows", OPT_ROWS, TRUE},
+    {"cols", OPT_COLS, TRUE},
 };
 
 typedef struct {
@@ -118,6 +126,10 @@ static const char usage_text[] =
     "                               (AT-SPI) tree of the focused window or the whole desktop\n"
     "  a11y node ID                 one element of that tree, without its children\n"
     "  a11y action ID               run the element's default action (AT-SPI DoAction 0)\n"
+    "  proc start --pty [--rows R] [--cols C] [--user U] [-- PROGRAM [ARGS...]]\n"
+    "                               the same on a pseudo-terminal, as U (default: user), a\n"
+    "                               login shell (/bin/bash -l) without a program\n"
+    "  proc resize HANDLE ROWS COLS the terminal size of a --pty process\n"
     "  version                      print the version\n"
     "\n"
     "Options:\n"
@@ -161,6 +173,7 @@ carrel_guest_command_to_string(CarrelGuestCommand command)
         {CARREL_GUEST_COMMAND_A11Y_TREE, "a11y tree"},
         {CARREL_GUEST_COMMAND_A11Y_NODE, "a11y node"},
         {CARREL_GUEST_COMMAND_A11Y_ACTION, "a11y action"},
+        {CARREL_GUEST_COMMAND_PROC_RESIZE, "proc resize"},
     };
 
     for (guint i = 0; i < G_N_ELEMENTS(two_words); i++) {
@@ -200,6 +213,21 @@ is_valid_user_name(const char *name)
         if (!g_ascii_isalnum(name[i]) && !strchr("_.-", name[i]))
             return FALSE;
     }
+    return TRUE;
+}
+
+gboolean
+carrel_guest_pty_size_parse(const char *value, guint *ret_size, GError **error)
+{
+    guint64 n = 0;
+
+    if (!g_ascii_string_to_unsigned(value, 10, 1, CARREL_GUEST_LIMIT_PTY_SIZE, &n, NULL)) {
+        g_set_error(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_INVALID_ARG,
+                    "invalid terminal size '%s': expected 1 to %d", value,
+                    CARREL_GUEST_LIMIT_PTY_SIZE);
+        return FALSE;
+    }
+    *ret_size = (guint)n;
     return TRUE;
 }
 
@@ -274,6 +302,13 @@ set_option(Parser *parser, OptionBit bit, const char *value, GError **error)
         return parse_count(value, 0, CARREL_GUEST_LIMIT_A11Y_DEPTH, &options->depth, error);
     case OPT_MAX_NODES:
         return parse_count(value, 1, CARREL_GUEST_LIMIT_A11Y_NODES, &options->max_nodes, error);
+    case OPT_PTY:
+        options->pty = TRUE;
+        return TRUE;
+    case OPT_ROWS:
+        return carrel_guest_pty_size_parse(value, &options->rows, error);
+    case OPT_COLS:
+        return carrel_guest_pty_size_parse(value, &options->cols, error);
     }
     g_set_error(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_INVALID_ARG, "invalid value '%s'",
                 value);
@@ -377,7 +412,7 @@ find_command(GPtrArray *words, guint *ret_first_arg, GError **error)
     }
     if (g_str_equal(word, "proc"))
         g_set_error(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_INVALID_ARG,
-                    "expected 'proc start|read|write|close|kill|list'");
+                    "expected 'proc start|read|write|close|kill|list|resize'");
     else if (g_str_equal(word, "clipboard"))
         g_set_error(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_INVALID_ARG,
                     "expected 'clipboard get' or 'clipboard set'");
@@ -416,6 +451,15 @@ check_args(const CarrelGuestOptions *options, const CommandSpec *spec, guint n_a
     if (spec->command == CARREL_GUEST_COMMAND_CLIPBOARD_SET ||
         spec->command == CARREL_GUEST_COMMAND_TYPE)
         min_args = max_args = options->use_stdin ? 0 : 1;
+    if (spec->command == CARREL_GUEST_COMMAND_PROC_START && options->pty)
+        min_args = 0;
+    /* --rows, --cols and --user describe the terminal's session: without --pty, a mistake. */
+    if (spec->command == CARREL_GUEST_COMMAND_PROC_START && !options->pty &&
+        (options->rows || options->cols || options->user)) {
+        g_set_error(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_INVALID_ARG,
+                    "'--rows', '--cols' and '--user' of 'proc start' need '--pty'");
+        return FALSE;
+    }
     if (spec->command == CARREL_GUEST_COMMAND_SET_NET && n_args == 2) {
         g_set_error(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_INVALID_ARG,
                     "'set-net' takes 'ADDRESS/PREFIX GATEWAY DNS' or 'none'");

@@ -89,6 +89,8 @@ run(const CarrelGuestOptions *options, GError **error)
     case CARREL_GUEST_COMMAND_A11Y_NODE:
     case CARREL_GUEST_COMMAND_A11Y_ACTION:
         return carrel_guest_cmd_a11y(options, error);
+    case CARREL_GUEST_COMMAND_PROC_RESIZE:
+        return carrel_guest_cmd_proc_resize(options, error);
     case CARREL_GUEST_COMMAND_VERSION:
         return version_json();
     case CARREL_GUEST_COMMAND_HELP:

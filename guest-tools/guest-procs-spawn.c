@@ -20,8 +20,8 @@
 
 #include "guest-procs.h"
 
-static void
-null_stdio(void)
+void
+carrel_guest_procs_null_stdio(void)
 {
     int fd = open("/dev/null", O_RDWR);
 
@@ -34,8 +34,8 @@ null_stdio(void)
         close(fd);
 }
 
-static int
-open_in(const char *dir, const char *name, int flags)
+int
+carrel_guest_procs_open_in(const char *dir, const char *name, int flags)
 {
     g_autofree char *path = g_build_filename(dir, name, NULL);
 
@@ -45,8 +45,8 @@ open_in(const char *dir, const char *name, int flags)
 static G_GNUC_NORETURN void
 run_command(const char *dir, char **argv, int in)
 {
-    int out = open_in(dir, "stdout", O_WRONLY | O_CREAT | O_APPEND);
-    int err = open_in(dir, "stderr", O_WRONLY | O_CREAT | O_APPEND);
+    int out = carrel_guest_procs_open_in(dir, "stdout", O_WRONLY | O_CREAT | O_APPEND);
+    int err = carrel_guest_procs_open_in(dir, "stderr", O_WRONLY | O_CREAT | O_APPEND);
     /* A command that prints without end would fill the guest's /run: past this it gets
      * SIGXFSZ, as any program over its file size limit does. */
     struct rlimit fsize = {CARREL_GUEST_PROC_OUTPUT_MAX, CARREL_GUEST_PROC_OUTPUT_MAX};
@@ -79,8 +79,8 @@ run_holder(int fifo)
         pause();
 }
 
-static void
-write_small(const char *dir, const char *name, const char *text)
+void
+carrel_guest_procs_write_small(const char *dir, const char *name, const char *text)
 {
     g_autofree char *path = g_build_filename(dir, name, NULL);
     g_autofree char *tmp = g_strconcat(path, ".new", NULL);
@@ -89,10 +89,10 @@ write_small(const char *dir, const char *name, const char *text)
         g_rename(tmp, path);
 }
 
-static pid_t
-fork_holder(const char *dir)
+pid_t
+carrel_guest_procs_fork_holder(const char *dir)
 {
-    int fifo = open_in(dir, "stdin", O_RDWR);
+    int fifo = carrel_guest_procs_open_in(dir, "stdin", O_RDWR);
     pid_t pid;
 
     if (fifo < 0)
@@ -113,11 +113,11 @@ run_keeper(const char *dir, char **argv, int report)
     g_autofree char *text = NULL;
 
     setsid();
-    null_stdio();
-    holder = fork_holder(dir);
+    carrel_guest_procs_null_stdio();
+    holder = carrel_guest_procs_fork_holder(dir);
     /* The read end is open before anyone hears of the process: input written and closed at
      * once is not lost in a FIFO nobody had open. Non-blocking only for this open. */
-    in = holder > 0 ? open_in(dir, "stdin", O_RDONLY | O_NONBLOCK) : -1;
+    in = holder > 0 ? carrel_guest_procs_open_in(dir, "stdin", O_RDONLY | O_NONBLOCK) : -1;
     child = in >= 0 ? fork() : -1;
     if (child == 0)
         run_command(dir, argv, in);
@@ -127,10 +127,10 @@ run_keeper(const char *dir, char **argv, int report)
     if (child > 0)
         setpgid(child, child);
     text = g_strdup_printf("%d\n", (int)holder);
-    write_small(dir, "holder", text);
+    carrel_guest_procs_write_small(dir, "holder", text);
     g_free(text);
     text = g_strdup_printf("%d\n", (int)child);
-    write_small(dir, "pid", text);
+    carrel_guest_procs_write_small(dir, "pid", text);
     if (write(report, &child, sizeof(child)) != sizeof(child))
         _exit(1);
     close(report);
@@ -143,11 +143,17 @@ run_keeper(const char *dir, char **argv, int report)
     kill(holder, SIGKILL);
     waitpid(holder, NULL, 0);
     g_free(text);
-    text = g_strdup_printf("%d\n", WIFEXITED(status)     ? WEXITSTATUS(status)
+    text = carrel_guest_procs_exit_text(status);
+    carrel_guest_procs_write_small(dir, "exit", text);
+    _exit(0);
+}
+
+char *
+carrel_guest_procs_exit_text(int status)
+{
+    return g_strdup_printf("%d\n", WIFEXITED(status)     ? WEXITSTATUS(status)
                                    : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
                                                          : -1);
-    write_small(dir, "exit", text);
-    _exit(0);
 }
 
 gboolean

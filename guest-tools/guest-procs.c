@@ -4,7 +4,9 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -167,7 +169,7 @@ static void
 remove_handle(const char *dir)
 {
     static const char *const files[] = {"argv",  "started", "pid",    "holder", "exit",
-                                        "stdin", "stdout",  "stderr", "closed"};
+                                        "stdin", "stdout",  "stderr", "closed", "tty"};
 
     for (guint i = 0; i < G_N_ELEMENTS(files); i++) {
         g_autofree char *path = g_build_filename(dir, files[i], NULL);
@@ -225,6 +227,8 @@ carrel_guest_cmd_proc_start(const CarrelGuestOptions *options, GError **error)
     g_autofree char *handle = NULL;
     g_autofree char *dir = NULL;
     gint64 pid = 0;
+    static const char *const login[] = {"/bin/bash", "-l", NULL};
+    CarrelGuestPtySpec pty = {.rows = options->rows, .cols = options->cols, .user = options->user};
 
     if (g_mkdir_with_parents(carrel_guest_procs_dir(), 0700) < 0 || !prune(error)) {
         if (error && !*error)
@@ -244,8 +248,10 @@ carrel_guest_cmd_proc_start(const CarrelGuestOptions *options, GError **error)
                     "cannot make a process folder in '%s'", carrel_guest_procs_dir());
         return NULL;
     }
-    if (!write_argv(dir, options->argv, error) ||
-        !carrel_guest_procs_spawn(dir, options->argv, &pid, error)) {
+    if (!write_argv(dir, options->pty && !options->argv[0] ? (char **)login : options->argv,
+                    error) ||
+        !(options->pty ? carrel_guest_procs_spawn_pty(dir, options->argv, &pty, &pid, error)
+                       : carrel_guest_procs_spawn(dir, options->argv, &pid, error))) {
         remove_handle(dir);
         return NULL;
     }
@@ -495,4 +501,44 @@ carrel_guest_cmd_proc_write(const CarrelGuestOptions *options, GError **error)
     ok = write_all(fd, data, len, options->timeout_ms, error);
     close(fd);
     return ok ? ok_reply(options->argv[0], dir) : NULL;
+}
+
+/* proc resize HANDLE ROWS COLS: the terminal of a --pty process gets this size (its program
+ * gets SIGWINCH), through the slave side the keeper named. */
+JsonNode *
+carrel_guest_cmd_proc_resize(const CarrelGuestOptions *options, GError **error)
+{
+    g_autofree char *dir = running_dir(options->argv[0], error);
+    g_autofree char *path = NULL;
+    g_autofree char *tty = NULL;
+    gsize len = 0;
+    guint rows = 0, cols = 0;
+    struct winsize ws = {0};
+    guint64 n = 0;
+    int fd;
+
+    if (!dir || !carrel_guest_pty_size_parse(options->argv[1], &rows, error) ||
+        !carrel_guest_pty_size_parse(options->argv[2], &cols, error))
+        return NULL;
+    path = g_build_filename(dir, "tty", NULL);
+    if (!carrel_guest_read_bounded(path, 64, &tty, &len, NULL) ||
+        !g_str_has_prefix(tty, "/dev/pts/") ||
+        !g_ascii_string_to_unsigned(tty + 9, 10, 0, G_MAXINT32, &n, NULL)) {
+        g_set_error(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_INVALID_ARG,
+                    "process '%s' is not on a terminal (start it with --pty)", options->argv[0]);
+        return NULL;
+    }
+    ws.ws_row = (unsigned short)rows;
+    ws.ws_col = (unsigned short)cols;
+    fd = open(tty, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0 || ioctl(fd, TIOCSWINSZ, &ws) < 0) {
+        g_set_error(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_WRONG_STATE,
+                    "cannot resize the terminal of process '%s': %s", options->argv[0],
+                    g_strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    close(fd);
+    return ok_reply(options->argv[0], dir);
 }

@@ -49,6 +49,8 @@ G_BEGIN_DECLS
 #define CARREL_GUEST_DEFAULT_A11Y_DEPTH 12
 #define CARREL_GUEST_DEFAULT_A11Y_TIMEOUT_MS 20000
 #define CARREL_GUEST_DEFAULT_A11Y_NODES 500
+/* proc start --pty and proc resize: rows and columns of the terminal. */
+#define CARREL_GUEST_LIMIT_PTY_SIZE 1000
 
 #define CARREL_GUEST_DEFAULT_DISPLAY ":0"
 #define CARREL_GUEST_DEFAULT_READY_TIMEOUT_MS 60000
@@ -118,6 +120,7 @@ typedef enum {
     CARREL_GUEST_COMMAND_A11Y_TREE,
     CARREL_GUEST_COMMAND_A11Y_NODE,
     CARREL_GUEST_COMMAND_A11Y_ACTION,
+    CARREL_GUEST_COMMAND_PROC_RESIZE,
     CARREL_GUEST_COMMAND_VERSION,
     CARREL_GUEST_COMMAND_HELP,
     CARREL_GUEST_COMMAND_LAST
@@ -138,6 +141,8 @@ typedef struct {
     gboolean a11y_all;  /* a11y tree --window all */
     guint depth;        /* a11y tree --depth */
     guint max_nodes;    /* a11y tree --max-nodes */
+    gboolean pty;       /* proc start --pty: on a pseudo-terminal */
+    guint rows, cols;   /* proc start --pty: its size (0: 24 x 80) */
     char *text;         /* clipboard set TEXT, type TEXT */
     GStrv argv;         /* launch: program and arguments; open: the one target; set-mac: the MAC;
                          * set-net: ADDRESS/PREFIX GATEWAY DNS, or none */
@@ -149,6 +154,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelGuestOptions, carrel_guest_options_free)
 /* Parses the command line (argv[0] is the program).  Options may come before or after the
  * command words; everything after "--", and after launch's program name, is positional. */
 CarrelGuestOptions *carrel_guest_options_parse(int argc, char **argv, GError **error);
+
+/* A terminal's rows or columns: 1 to CARREL_GUEST_LIMIT_PTY_SIZE (INVALID_ARG otherwise). */
+gboolean carrel_guest_pty_size_parse(const char *value, guint *ret_size, GError **error);
 
 /* The usage text printed by "help". */
 const char *carrel_guest_usage(void);
@@ -300,6 +308,7 @@ JsonNode *carrel_guest_cmd_proc_write(const CarrelGuestOptions *options, GError 
 JsonNode *carrel_guest_cmd_proc_close(const CarrelGuestOptions *options, GError **error);
 JsonNode *carrel_guest_cmd_proc_kill(const CarrelGuestOptions *options, GError **error);
 JsonNode *carrel_guest_cmd_proc_list(const CarrelGuestOptions *options, GError **error);
+JsonNode *carrel_guest_cmd_proc_resize(const CarrelGuestOptions *options, GError **error);
 
 /* set-mac (guest-net.c). */
 

@@ -4,7 +4,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <errno.h>
 #include <glib/gstdio.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include "guest-procs.h"
@@ -241,6 +243,173 @@ test_list_bound(void **state)
     g_free(start((const char *[]){"true", NULL}));
 }
 
+/* proc start --pty with rows x cols; its handle. */
+static char *
+start_pty(guint rows, guint cols, const char *const *argv)
+{
+    g_autoptr(CarrelGuestOptions) options = options_of(argv);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(JsonNode) node = NULL;
+
+    options->pty = TRUE;
+    options->rows = rows;
+    options->cols = cols;
+    /* Whoever runs the tests (root in a container has no "user"). */
+    options->user = g_strdup(g_get_user_name());
+    node = carrel_guest_cmd_proc_start(options, &error);
+    assert_null(error);
+    return g_strdup(json_object_get_string_member(json_node_get_object(node), "handle"));
+}
+
+static void
+send_input(const char *handle, const char *text)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(JsonNode) node = NULL;
+    int saved = dup(STDIN_FILENO), fds[2];
+
+    assert_int_equal(pipe(fds), 0);
+    assert_int_equal(write(fds[1], text, strlen(text)), (gssize)strlen(text));
+    close(fds[1]);
+    dup2(fds[0], STDIN_FILENO);
+    close(fds[0]);
+    call(carrel_guest_cmd_proc_write, (const char *[]){handle, NULL}, &node, &error);
+    dup2(saved, STDIN_FILENO);
+    close(saved);
+    assert_null(error);
+}
+
+/* Reads the output until it holds want (a bounded number of rounds); the whole output. */
+static char *
+read_until_output(const char *handle, const char *want)
+{
+    for (guint i = 0; i < 500; i++) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(JsonNode) node = NULL;
+        g_autofree char *out = NULL;
+
+        call(carrel_guest_cmd_proc_read, (const char *[]){handle, NULL}, &node, &error);
+        assert_null(error);
+        out = stream_text(node, "stdout");
+        if (strstr(out, want))
+            return g_steal_pointer(&out);
+        g_usleep(20000);
+    }
+    fail_msg("process '%s' never wrote '%s'", handle, want);
+    return NULL;
+}
+
+/* The terminal echoes what is typed (cat then prints it again, with the terminal's CR LF); the
+ * end of input is ^D, which ends cat. */
+static void
+test_pty_echo(void **state)
+{
+    g_autofree char *h = start_pty(0, 0, (const char *[]){"cat", NULL});
+    g_autofree char *out = NULL;
+    g_autoptr(JsonNode) closed = NULL;
+    g_autoptr(JsonNode) done = NULL;
+    g_autoptr(GError) error = NULL;
+
+    send_input(h, "hello\n");
+    out = read_until_output(h, "hello\r\nhello\r\n");
+    assert_string_equal(out, "hello\r\nhello\r\n");
+    assert_non_null(call(carrel_guest_cmd_proc_close, (const char *[]){h, NULL}, &closed, &error));
+    done = read_until_exited(h);
+    assert_int_equal(json_object_get_int_member(json_node_get_object(done), "exit_code"), 0);
+}
+
+/* The program's standard streams are the terminal, of the size asked; proc resize changes it;
+ * its exit code is the handle's. */
+static void
+test_pty_size_and_exit(void **state)
+{
+    g_autofree char *h = start_pty(
+        30, 100,
+        (const char *[]){"sh", "-c",
+                         "test -t 0 && test -t 1 && stty size; read x; stty size; exit 3", NULL});
+    g_autofree char *first = read_until_output(h, "30 100\r\n");
+    g_autofree char *second = NULL;
+    g_autoptr(JsonNode) resized = NULL;
+    g_autoptr(JsonNode) done = NULL;
+    g_autoptr(GError) error = NULL;
+
+    assert_non_null(call(carrel_guest_cmd_proc_resize, (const char *[]){h, "40", "120", NULL},
+                         &resized, &error));
+    send_input(h, "\n");
+    second = read_until_output(h, "40 120\r\n");
+    done = read_until_exited(h);
+    assert_int_equal(json_object_get_int_member(json_node_get_object(done), "exit_code"), 3);
+}
+
+/* A background job in a group of its own (job control on) is killed with the session. */
+static void
+test_pty_session_killed(void **state)
+{
+    g_autofree char *h =
+        start_pty(0, 0, (const char *[]){"sh", "-c", "set -m; sleep 600 & echo \"job=$!.\"", NULL});
+    g_autoptr(JsonNode) done = read_until_exited(h);
+    g_autofree char *out = stream_text(done, "stdout");
+    const char *job = strstr(out, "job=");
+    gint64 pid = job ? g_ascii_strtoll(job + 4, NULL, 10) : 0;
+    guint i;
+
+    assert_true(pid > 1);
+    for (i = 0; i < 500 && kill((pid_t)pid, 0) == 0; i++)
+        g_usleep(20000);
+    assert_int_equal(kill((pid_t)pid, 0), -1);
+    assert_int_equal(errno, ESRCH);
+}
+
+static void
+test_pty_refusals(void **state)
+{
+    g_autofree char *plain = start((const char *[]){"sleep", "600", NULL});
+    g_autoptr(GError) error = NULL;
+    g_autoptr(JsonNode) node = NULL;
+    g_autoptr(JsonNode) killed = NULL;
+    g_autoptr(JsonNode) done = NULL;
+    static const char *const bad_args[][8] = {
+        {"carrel-guest", "proc", "start", "--rows", "5", "--", "sh", NULL},
+        {"carrel-guest", "proc", "start", "--pty", "--rows", "0", NULL},
+        {"carrel-guest", "proc", "start", "--pty", "--cols", "1001", NULL},
+        {"carrel-guest", "proc", "resize", "p1", "24", NULL},
+    };
+
+    /* Not on a terminal, or a size out of range. */
+    assert_null(call(carrel_guest_cmd_proc_resize, (const char *[]){plain, "24", "80", NULL}, &node,
+                     &error));
+    assert_true(g_error_matches(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_INVALID_ARG));
+    g_clear_error(&error);
+    assert_null(call(carrel_guest_cmd_proc_resize, (const char *[]){plain, "0", "80", NULL}, &node,
+                     &error));
+    assert_true(g_error_matches(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_INVALID_ARG));
+    g_clear_error(&error);
+    assert_non_null(
+        call(carrel_guest_cmd_proc_kill, (const char *[]){plain, "9", NULL}, &killed, NULL));
+    done = read_until_exited(plain);
+    for (guint i = 0; i < G_N_ELEMENTS(bad_args); i++) {
+        g_autoptr(CarrelGuestOptions) options = NULL;
+        int argc = (int)g_strv_length((char **)bad_args[i]);
+
+        options = carrel_guest_options_parse(argc, (char **)bad_args[i], &error);
+        assert_null(options);
+        assert_true(g_error_matches(error, CARREL_GUEST_ERROR, CARREL_GUEST_ERROR_INVALID_ARG));
+        g_clear_error(&error);
+    }
+    /* Without a program, --pty is a login shell. */
+    {
+        static const char *const shell[] = {"carrel-guest", "proc", "start", "--pty",
+                                            "--rows",       "10",   NULL};
+        g_autoptr(CarrelGuestOptions) options =
+            carrel_guest_options_parse(6, (char **)shell, &error);
+
+        assert_non_null(options);
+        assert_true(options->pty);
+        assert_int_equal(options->rows, 10);
+        assert_null(options->argv[0]);
+    }
+}
+
 int
 main(void)
 {
@@ -251,6 +420,10 @@ main(void)
         cmocka_unit_test(test_missing_program), cmocka_unit_test(test_kill),
         cmocka_unit_test(test_stdin),           cmocka_unit_test(test_bad_handles),
         cmocka_unit_test(test_list_bound),
+        cmocka_unit_test(test_pty_echo),
+        cmocka_unit_test(test_pty_size_and_exit),
+        cmocka_unit_test(test_pty_session_killed),
+        cmocka_unit_test(test_pty_refusals),
     };
     int failed;
 

@@ -56,6 +56,7 @@ carrel_api_class_of_op(CarrelOp op)
     case CARREL_OP_SESSION_FILE_WRITE:
     case CARREL_OP_SESSION_SCREENSHOT:
     case CARREL_OP_SESSION_INPUT:
+    case CARREL_OP_SESSION_SHELL:
         return CARREL_API_CLASS_EXEC;
     case CARREL_OP_SERVER_READ:
     case CARREL_OP_SESSION_LIST:

@@ -57,6 +57,7 @@ struct _CarrelApi {
     struct _CarrelApiStreams *streams; /* open event streams per principal (api-stream.c) */
     struct _CarrelApiReaper *reaper;   /* closes what clients closed while idle (api-reaper.c) */
     struct _CarrelApiExecStreams *exec_streams; /* streamed commands' threads (api-exec-stream.c) */
+    struct _CarrelApiShells *shells;            /* open shells' threads (api-shell.c) */
 };
 
 /* api-reaper.c: libsoup 3.2 keeps a keep-alive connection its client closed while idle open for
@@ -89,6 +90,8 @@ typedef struct {
     char *request_id;
     char *origin;               /* the Origin header, or NULL (checked by /mcp) */
     char *mcp_protocol_version; /* the MCP-Protocol-Version header, or NULL */
+    gboolean websocket;         /* a valid websocket handshake (any origin) */
+    gboolean same_origin;       /* Origin is the console's own (carrel_api_same_origin) */
 } CarrelApiRequest;
 
 /* libsoup 3.2 has no name for it. */
@@ -103,6 +106,7 @@ typedef enum {
     CARREL_API_REPLY_STREAM,   /* the server-sent event stream (api-stream.c) */
     CARREL_API_REPLY_FILE,     /* a regular file on the host, sent from disk in chunks */
     CARREL_API_REPLY_EXEC,     /* a streamed command's events (api-exec-stream.c) */
+    CARREL_API_REPLY_SHELL,    /* 101: the connection becomes a shell's websocket (api-shell.c) */
     CARREL_API_REPLY_LAST,
 } CarrelApiReplyKind;
 
@@ -122,6 +126,10 @@ CarrelApiReply *carrel_api_reply_new_file(guint status, const char *path, const 
                                           GError **error);
 /* A streamed command's events, taking core (its stream slot of token_id already reserved). */
 CarrelApiReply *carrel_api_reply_new_exec_stream(const char *token_id, CarrelExecStream *core);
+/* The websocket upgrade to a started shell, taking core (its stream slot of token_id already
+ * reserved; the request was checked to be a websocket handshake). */
+CarrelApiReply *carrel_api_reply_new_shell(struct _CarrelApiStreams *streams, const char *token_id,
+                                           CarrelShell *core);
 /* A status without a body (204 No Content, 202 Accepted). */
 CarrelApiReply *carrel_api_reply_new_empty(guint status);
 /* A status (302, 303, 307) that sends the client to location. */
@@ -282,6 +290,16 @@ void carrel_api_exec_streams_free(CarrelApiExecStreams *all);
 /* Starts the events of core on msg and the thread that polls it (main loop only). */
 void carrel_api_exec_stream_start(CarrelApi *api, SoupServerMessage *msg, const char *token_id,
                                   CarrelExecStream *core);
+
+/* api-shell.c: GET /v1/sessions/{id}/shell and the threads of open shells (freeing kills the
+ * shells and joins them). */
+typedef struct _CarrelApiShells CarrelApiShells;
+CarrelApiShells *carrel_api_shells_new(void);
+void carrel_api_shells_free(CarrelApiShells *all);
+CarrelApiReply *carrel_api_get_shell(CarrelApiRequest *req, GError **error);
+/* Answers the handshake of msg and relays core over the websocket (main loop only). */
+void carrel_api_shell_start(CarrelApi *api, SoupServerMessage *msg, const char *token_id,
+                            CarrelShell *core);
 
 /* api-procs.c: background processes and streamed commands. */
 CarrelApiReply *carrel_api_post_exec_detached(CarrelApiRequest *req, GError **error);

@@ -22,17 +22,19 @@ typedef struct {
 struct _CarrelApiReply {
     CarrelApiReplyKind kind;
     guint status;
-    GArray *headers;        /* of Header, in the order added */
-    JsonNode *json;         /* JSON */
-    GBytes *bytes;          /* BYTES; JSON: its text once rendered */
-    char *content_type;     /* BYTES */
-    char *filename;         /* BYTES, FILE: sent as an attachment of this name */
-    int fd;                 /* FILE: the open file (-1 once the writer took it) */
-    guint64 size;           /* FILE: its size when opened, the Content-Length */
-    CarrelPrincipal *who;   /* STREAM: whom the stream shows things to */
-    char *session_id;       /* STREAM: whose timeline, or NULL */
-    char *token_id;         /* EXEC: whose stream slot it holds */
-    CarrelExecStream *exec; /* EXEC: the command (NULL once the writer took it) */
+    GArray *headers;                   /* of Header, in the order added */
+    JsonNode *json;                    /* JSON */
+    GBytes *bytes;                     /* BYTES; JSON: its text once rendered */
+    char *content_type;                /* BYTES */
+    char *filename;                    /* BYTES, FILE: sent as an attachment of this name */
+    int fd;                            /* FILE: the open file (-1 once the writer took it) */
+    guint64 size;                      /* FILE: its size when opened, the Content-Length */
+    CarrelPrincipal *who;              /* STREAM: whom the stream shows things to */
+    char *session_id;                  /* STREAM: whose timeline, or NULL */
+    char *token_id;                    /* EXEC: whose stream slot it holds */
+    CarrelExecStream *exec;            /* EXEC: the command (NULL once the writer took it) */
+    CarrelShell *shell;                /* SHELL: the started shell (NULL once the writer took it) */
+    struct _CarrelApiStreams *streams; /* SHELL: the API's, where its slot is held */
 };
 
 static void
@@ -77,6 +79,12 @@ carrel_api_reply_free(CarrelApiReply *reply)
         carrel_exec_stream_cancel(reply->exec);
         json_node_unref(carrel_exec_stream_finish(reply->exec, NULL));
         carrel_exec_stream_free(reply->exec);
+    }
+    if (reply->shell) {
+        /* Never written: nothing is left running, and its stream slot goes back. */
+        carrel_shell_close(reply->shell);
+        carrel_shell_free(reply->shell);
+        carrel_api_streams_release(reply->streams, reply->token_id);
     }
     g_free(reply);
 }
@@ -167,6 +175,17 @@ carrel_api_reply_new_exec_stream(const char *token_id, CarrelExecStream *core)
 
     reply->token_id = g_strdup(token_id);
     reply->exec = core;
+    return reply;
+}
+
+CarrelApiReply *
+carrel_api_reply_new_shell(CarrelApiStreams *streams, const char *token_id, CarrelShell *core)
+{
+    CarrelApiReply *reply = reply_new(CARREL_API_REPLY_SHELL, SOUP_STATUS_SWITCHING_PROTOCOLS);
+
+    reply->streams = streams;
+    reply->token_id = g_strdup(token_id);
+    reply->shell = core;
     return reply;
 }
 
@@ -373,6 +392,9 @@ carrel_api_reply_write(CarrelApiReply *reply, CarrelApi *api, SoupServerMessage 
         break;
     case CARREL_API_REPLY_EXEC:
         carrel_api_exec_stream_start(api, msg, reply->token_id, g_steal_pointer(&reply->exec));
+        break;
+    case CARREL_API_REPLY_SHELL:
+        carrel_api_shell_start(api, msg, reply->token_id, g_steal_pointer(&reply->shell));
         break;
     case CARREL_API_REPLY_LAST:
     default:

@@ -666,6 +666,8 @@ const CarrelApiRoute carrel_api_routes[] = {
      CARREL_OP_SESSION_EXEC, 0, CARREL_API_BODY(carrel_proc_signal)},
     {"POST", "/v1/sessions/*/processes/*/stdin", carrel_api_post_process_stdin,
      CARREL_OP_SESSION_EXEC, 0, CARREL_API_BODY(carrel_proc_input)},
+    /* The interactive terminal (api-shell.c): a websocket. */
+    {"GET", "/v1/sessions/*/shell", carrel_api_get_shell, CARREL_OP_SESSION_SHELL, 0, NULL},
     {"GET", "/v1/sessions/*/events", get_session_events, CARREL_OP_SESSION_READ, 0, NULL},
     {"GET", "/v1/sessions/*/egress", get_session_egress, CARREL_OP_SESSION_READ, 0, NULL},
     {"GET", "/v1/sessions/*/screenshot", get_session_screenshot, CARREL_OP_SESSION_SCREENSHOT, 0,

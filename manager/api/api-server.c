@@ -88,7 +88,8 @@ send_reply(Exchange *ex)
     g_message("request %s: %s %s -> %u (%" G_GINT64_FORMAT " ms)%s", ex->req->request_id,
               ex->req->method, ex->req->path, carrel_api_reply_get_status(ex->reply), ms,
               carrel_api_reply_get_kind(ex->reply) == CARREL_API_REPLY_STREAM ||
-                      carrel_api_reply_get_kind(ex->reply) == CARREL_API_REPLY_EXEC
+                      carrel_api_reply_get_kind(ex->reply) == CARREL_API_REPLY_EXEC ||
+                      carrel_api_reply_get_kind(ex->reply) == CARREL_API_REPLY_SHELL
                   ? " (stream opened)"
                   : "");
 }
@@ -317,6 +318,8 @@ exchange_new(CarrelApi *api, SoupServerMessage *msg, GHashTable *query)
                           : request_id_ok(started_id) ? g_strdup(started_id)
                                                       : carrel_util_new_id("r-");
     ex->req->origin = g_strdup(soup_message_headers_get_one(headers, "Origin"));
+    ex->req->websocket = soup_websocket_server_check_handshake(msg, NULL, NULL, NULL, NULL);
+    ex->req->same_origin = carrel_api_same_origin(msg);
     ex->req->mcp_protocol_version =
         g_strdup(soup_message_headers_get_one(headers, "MCP-Protocol-Version"));
     ex->req->source = request_source(msg);
@@ -522,6 +525,7 @@ carrel_api_new(CarrelManager *mgr, const char *version_info, GError **error)
     api->login_limiter = carrel_api_limiter_new(LOGIN_FAILURES_MAX, LOGIN_WINDOW_S);
     api->streams = carrel_api_streams_new(0);
     api->exec_streams = carrel_api_exec_streams_new();
+    api->shells = carrel_api_shells_new();
     api->rates = carrel_api_rates_new();
     api->lists = carrel_api_cache_new();
     g_mutex_init(&api->hold_lock);
@@ -548,6 +552,7 @@ carrel_api_free(CarrelApi *api)
         return;
     g_clear_pointer(&api->pools, carrel_api_pools_free);
     g_clear_pointer(&api->exec_streams, carrel_api_exec_streams_free);
+    g_clear_pointer(&api->shells, carrel_api_shells_free);
     carrel_api_reaper_free(api->reaper, api->server);
     soup_server_disconnect(api->server);
     g_clear_object(&api->server);

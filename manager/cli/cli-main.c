@@ -72,6 +72,8 @@ static const char cli_help[] =
     "  logs ID HANDLE [--follow]      a background process's output (--follow: until it ends)\n"
     "  kill ID HANDLE [--signal SIG]  signal a background process (TERM by default)\n"
     "  stdin ID HANDLE [--close]      send our standard input to a background process\n"
+    "  shell ID                       a terminal in the guest (control lease holder or admin);\n"
+    "                                 exits with the shell's code\n"
     "  cp SRC DEST                    copy a file in or out: one side ID:/PATH, the other a\n"
     "                                 local file or '-' (binary-safe, streamed, up to 1 GiB)\n"
     "  fs ID ls|stat|mkdir [-p]|rm [-r]|mv PATH...\n"
@@ -153,6 +155,7 @@ static const CliVerb cli_verbs[] = {
     {"logs", carrel_cli_logs},
     {"kill", carrel_cli_kill},
     {"stdin", carrel_cli_stdin},
+    {"shell", carrel_cli_shell},
     {"rm", carrel_cli_rm},
     {"cp", carrel_cli_cp},
     {"fs", carrel_cli_fs},

@@ -44,6 +44,7 @@ int carrel_cli_ps(CarrelCli *cli, int argc, char **argv);
 int carrel_cli_kill(CarrelCli *cli, int argc, char **argv);
 int carrel_cli_logs(CarrelCli *cli, int argc, char **argv);
 int carrel_cli_stdin(CarrelCli *cli, int argc, char **argv);
+int carrel_cli_shell(CarrelCli *cli, int argc, char **argv);
 /* exec --stream and exec --background: POST body to path (cli-procs.c). */
 int carrel_cli_exec_stream(CarrelCli *cli, const char *path, JsonNode *body);
 int carrel_cli_exec_background(CarrelCli *cli, const char *path, JsonNode *body);

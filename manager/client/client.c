@@ -650,3 +650,57 @@ carrel_client_download_clear(CarrelClientDownload *info)
     g_clear_pointer(&info->sha256, g_free);
     g_clear_pointer(&info->reply_sha256, g_free);
 }
+
+typedef struct {
+    GMainLoop *loop;
+    SoupWebsocketConnection *ws;
+    GError *error;
+} WsConnect;
+
+static void
+on_ws_connected(GObject *source, GAsyncResult *result, gpointer data)
+{
+    WsConnect *c = data;
+
+    c->ws = soup_session_websocket_connect_finish(SOUP_SESSION(source), result, &c->error);
+    g_main_loop_quit(c->loop);
+}
+
+SoupWebsocketConnection *
+carrel_client_websocket(CarrelClient *client, const char *path, GError **error)
+{
+    g_autoptr(GMainContext) context = g_main_context_ref_thread_default();
+    g_autoptr(SoupMessage) msg = client_new_message(client, "GET", path, NULL, NULL, error);
+    WsConnect c = {0};
+    g_autoptr(JsonNode) reply = NULL;
+    guint status;
+
+    if (!msg)
+        return NULL;
+    c.loop = g_main_loop_new(context, FALSE);
+    soup_session_websocket_connect_async(client->session, msg, NULL, NULL, G_PRIORITY_DEFAULT, NULL,
+                                         on_ws_connected, &c);
+    g_main_loop_run(c.loop);
+    g_main_loop_unref(c.loop);
+    if (c.ws) {
+        /* The handshake's timeout is the session's; an interactive shell may stay idle. */
+        soup_websocket_connection_set_keepalive_interval(c.ws, 30);
+        return c.ws;
+    }
+    status = soup_message_get_status(msg);
+    client->unreachable = status == 0;
+    if (status == 0 || status == SOUP_STATUS_SWITCHING_PROTOCOLS) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_FAILED, "cannot open a websocket to %s: %s",
+                    client->endpoint, c.error->message);
+        g_error_free(c.error);
+        return NULL;
+    }
+    g_error_free(c.error);
+    /* A refused handshake has no body to read: the same request without the upgrade gets the
+     * API's error envelope, its reason. */
+    if (!carrel_client_call(client, "GET", path, NULL, &reply, error))
+        return NULL;
+    g_set_error(error, CARREL_ERROR, CARREL_ERROR_FAILED, "carreld refused the websocket (HTTP %u)",
+                status);
+    return NULL;
+}

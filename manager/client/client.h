@@ -2,6 +2,7 @@
 #pragma once
 
 #include <json-glib/json-glib.h>
+#include <libsoup/soup.h>
 
 #include "util/util.h"
 
@@ -98,5 +99,13 @@ typedef gboolean (*CarrelClientEventFunc)(const char *event, JsonNode *data, gpo
 gboolean carrel_client_call_events(CarrelClient *client, const char *method, const char *path,
                                    JsonNode *body, CarrelClientEventFunc func, gpointer user_data,
                                    GError **error);
+
+/*
+ * Opens a websocket to path (GET with the token) on the thread-default main context, which it
+ * runs until the handshake is done; its messages come on that context. A refusal is a GError
+ * like carrel_client_call's (the API's code and message).
+ */
+SoupWebsocketConnection *carrel_client_websocket(CarrelClient *client, const char *path,
+                                                 GError **error);
 
 G_END_DECLS

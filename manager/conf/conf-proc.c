@@ -415,3 +415,37 @@ carrel_proc_signal_from_json(JsonNode *node, GError **error)
     }
     return g_steal_pointer(&sig);
 }
+
+void
+carrel_shell_control_free(CarrelShellControl *control)
+{
+    g_free(control);
+}
+
+CarrelShellControl *
+carrel_shell_control_from_json(JsonNode *node, GError **error)
+{
+    static const char *const allowed[] = {"type", "rows", "cols", NULL};
+    g_autoptr(CarrelShellControl) control = g_new0(CarrelShellControl, 1);
+    g_autofree char *type = NULL;
+    JsonObject *obj;
+
+    if (!node || !JSON_NODE_HOLDS_OBJECT(node)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "expected a JSON object");
+        return NULL;
+    }
+    obj = json_node_get_object(node);
+    if (!carrel_conf_check_members(obj, allowed, error) ||
+        !carrel_conf_get_string(obj, "type", TRUE, &type, error) ||
+        !carrel_conf_get_uint(obj, "rows", 1, CARREL_SHELL_SIZE_MAX, &control->rows, error) ||
+        !carrel_conf_get_uint(obj, "cols", 1, CARREL_SHELL_SIZE_MAX, &control->cols, error))
+        return NULL;
+    control->eof = g_str_equal(type, "eof");
+    if (control->eof ? control->rows || control->cols
+                     : !g_str_equal(type, "resize") || !control->rows || !control->cols) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "expected {\"type\":\"resize\",\"rows\":R,\"cols\":C} or {\"type\":\"eof\"}");
+        return NULL;
+    }
+    return g_steal_pointer(&control);
+}

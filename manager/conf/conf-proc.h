@@ -93,4 +93,18 @@ CarrelProcSignal *carrel_proc_signal_from_json(JsonNode *node, GError **error);
 /* A signal name or number as above; -1 when it is neither. */
 int carrel_proc_signal_parse(const char *text);
 
+/* A terminal's rows and columns at most (the shell's websocket, carrel-guest's own bound). */
+#define CARREL_SHELL_SIZE_MAX 1000
+
+/* A control message of the shell's websocket (a text frame): {"type":"resize","rows":R,
+ * "cols":C} (each 1..CARREL_SHELL_SIZE_MAX) or {"type":"eof"}; nothing else. */
+typedef struct {
+    gboolean eof; /* else a resize */
+    guint rows, cols;
+} CarrelShellControl;
+
+void carrel_shell_control_free(CarrelShellControl *control);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelShellControl, carrel_shell_control_free)
+CarrelShellControl *carrel_shell_control_from_json(JsonNode *node, GError **error);
+
 G_END_DECLS

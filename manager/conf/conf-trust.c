@@ -43,6 +43,7 @@ static const OpInfo ops[CARREL_OP_LAST] = {
     [CARREL_OP_SNAPSHOT_REVERT] = {"snapshot.revert", TRUE},
     [CARREL_OP_ARTIFACT_READ] = {"artifact.read", FALSE},
     [CARREL_OP_CONSOLE_VIEW] = {"console.view", TRUE},
+    [CARREL_OP_SESSION_SHELL] = {"session.shell", TRUE},
     [CARREL_OP_CONTROL_TAKE] = {"control.take", TRUE},
     [CARREL_OP_CONTROL_RELEASE] = {"control.release", TRUE},
     [CARREL_OP_APPROVAL_LIST] = {"approval.list", FALSE},

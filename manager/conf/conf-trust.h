@@ -82,6 +82,7 @@ typedef enum {
     CARREL_OP_SNAPSHOT_REVERT,
     CARREL_OP_ARTIFACT_READ,
     CARREL_OP_CONSOLE_VIEW,
+    CARREL_OP_SESSION_SHELL, /* an interactive terminal in the guest: the lease holder or admin */
     CARREL_OP_CONTROL_TAKE,
     CARREL_OP_CONTROL_RELEASE,
     CARREL_OP_APPROVAL_LIST,

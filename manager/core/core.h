@@ -338,6 +338,30 @@ void carrel_exec_stream_free(CarrelExecStream *st);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelExecStream, carrel_exec_stream_free)
 
 /*
+ * An interactive terminal (core-shell.c): a login shell on a pseudo-terminal in the guest
+ * (carrel-guest proc start --pty). _open passes the session.shell door: FORBIDDEN unless who
+ * holds the session's control lease or is an admin, WRONG_STATE unless it runs; nothing starts
+ * yet. _start starts it rows x cols (1..CARREL_SHELL_SIZE_MAX, conf-proc.h) as the session's
+ * "command" "shell" event. _read gives the output since the last read (at most
+ * CARREL_PROC_CHUNK_MAX) and says when the shell ended and its output is read out, with its exit
+ * code. _write is refused (FORBIDDEN) once the lease moved to someone else. _close kills what is
+ * left (the guest ends the shell's whole session) and records the end. One thread at a time.
+ */
+typedef struct _CarrelShell CarrelShell;
+CarrelShell *carrel_manager_shell_open(CarrelManager *mgr, const CarrelPrincipal *who,
+                                       const char *id_or_name, GError **error);
+gboolean carrel_shell_start(CarrelShell *sh, guint rows, guint cols, GError **error);
+const char *carrel_shell_handle(const CarrelShell *sh);
+GBytes *carrel_shell_read(CarrelShell *sh, gboolean *ret_ended, int *ret_exit_code, GError **error);
+gboolean carrel_shell_write(CarrelShell *sh, GBytes *data, GError **error);
+/* The shell reads the end of its input (^D) after what was written. */
+gboolean carrel_shell_end_input(CarrelShell *sh, GError **error);
+gboolean carrel_shell_resize(CarrelShell *sh, guint rows, guint cols, GError **error);
+void carrel_shell_close(CarrelShell *sh);
+void carrel_shell_free(CarrelShell *sh);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelShell, carrel_shell_free)
+
+/*
  * Reads a file of a running session through the guest agent (at most CARREL_LIMIT_FILE_BYTES;
  * path absolute and clean, see carrel_util_check_guest_path). Recorded as an event by actor.
  */

@@ -52,6 +52,9 @@ static const MatrixRow matrix[] = {
     {CARREL_OP_SNAPSHOT_REVERT, ANY, OWN, NO, LEASE_AGENTS},
     {CARREL_OP_ARTIFACT_READ, ANY, OWN, ANY, LEASE_FREE},
     {CARREL_OP_CONSOLE_VIEW, ANY, OWN, ANY, LEASE_FREE},
+    /* Core also wants the caller to hold the control lease, unless an admin: a person at the
+     * console, never an agent (which has exec). */
+    {CARREL_OP_SESSION_SHELL, ANY, NO, ANY, LEASE_FREE},
     {CARREL_OP_CONTROL_TAKE, ANY, NO, ANY, LEASE_FREE},
     {CARREL_OP_CONTROL_RELEASE, ANY, NO, ANY, LEASE_FREE},
     {CARREL_OP_APPROVAL_LIST, ANY, OWN, ANY, LEASE_FREE},

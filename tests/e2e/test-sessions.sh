@@ -50,6 +50,8 @@ source "$(dirname "$0")/bundle.sh"
 source "$(dirname "$0")/screen.sh"
 # shellcheck source=tests/e2e/a11y.sh
 source "$(dirname "$0")/a11y.sh"
+# shellcheck source=tests/e2e/shell.sh
+source "$(dirname "$0")/shell.sh"
 trap 'disk_cleanup; finish; exit $?' EXIT
 
 start_daemon || exit 1
@@ -225,6 +227,8 @@ screen_checks
 
 # The accessibility tree of carrel-demo, click_element in both modes, unknown elements.
 a11y_checks
+# The interactive terminal: carrel shell from a pipe, its echo and exit code, a client that leaves.
+shell_checks
 
 # Pause, resume, hibernate across a carreld restart; snapshots with memory and revert.
 lifecycle_checks

@@ -22,6 +22,8 @@ typedef struct {
     guint screen_height;
 } FakeDomain;
 
+typedef struct _FakeTerminal FakeTerminal;
+
 typedef struct {
     GMutex lock;
     GHashTable *domains;   /* name -> FakeDomain */
@@ -46,12 +48,19 @@ typedef struct {
     gint64 next_run_id;
     gboolean screen_refused; /* carrel-guest screen fails, as in a guest whose X cannot */
     guint screen_calls;      /* carrel-guest screen commands answered */
+    FakeTerminal *terminal;  /* NULL: proc commands get the scripted result */
 } FakeBackend;
 
 /* TRUE (with the error set) when op was told to fail once. Called with be->lock held. */
 gboolean fake_take_failure(FakeBackend *be, const char *op, GError **error);
 /* The domain called name, or NULL with NOT_FOUND. Called with be->lock held. */
 FakeDomain *fake_find_domain(FakeBackend *be, const char *name, GError **error);
+
+/* Answers a "carrel-guest proc" command for the fake terminal (hypervisor-fake-terminal.c);
+ * FALSE when it is not the terminal's. Called with be->lock held. */
+gboolean fake_terminal_exec(FakeBackend *be, const CarrelGuestExec *run,
+                            CarrelExecResult *ret_result);
+void fake_terminal_free(FakeTerminal *t);
 
 gboolean fake_hid_send(CarrelHypervisor *hv, const char *name, const char *command, GError **error);
 gboolean fake_hid_room(CarrelHypervisor *hv, const char *name, CarrelHidDevice device, char **where,

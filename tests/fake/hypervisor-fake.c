@@ -436,7 +436,7 @@ fake_agent_exec(CarrelHypervisor *hv, const char *name, const CarrelGuestExec *r
     be->exec_argv = g_strdupv((char **)run->argv);
     g_clear_pointer(&be->exec_stdin, g_bytes_unref);
     be->exec_stdin = run->stdin_bytes ? g_bytes_ref(run->stdin_bytes) : NULL;
-    if (fake_guest_screen(be, dom, run, ret_result))
+    if (fake_guest_screen(be, dom, run, ret_result) || fake_terminal_exec(be, run, ret_result))
         return TRUE;
     ret_result->stdout_bytes =
         cut_output(be->exec_hang ? NULL : be->exec_stdout, run->max_output, &truncated);
@@ -593,6 +593,7 @@ fake_close(CarrelHypervisor *hv)
     g_free(be->exec_stdout);
     g_free(be->exec_stderr);
     g_strfreev(be->exec_argv);
+    fake_terminal_free(be->terminal);
     g_clear_pointer(&be->exec_stdin, g_bytes_unref);
     g_clear_pointer(&be->screen, g_bytes_unref);
     g_mutex_clear(&be->lock);

@@ -64,6 +64,15 @@ void carrel_hypervisor_fake_set_exec_result(CarrelHypervisor *hv, int exit_code,
  * 137, no output) at once instead of the scripted result, or stop doing so. */
 void carrel_hypervisor_fake_set_exec_hang(CarrelHypervisor *hv, gboolean hang);
 
+/* Turns the fake's terminal on (a fresh one) or off: while on, carrel-guest's proc commands for
+ * a --pty process are answered by a tiny shell (hypervisor-fake-terminal.c) instead of the
+ * scripted result. */
+void carrel_hypervisor_fake_set_terminal(CarrelHypervisor *hv, gboolean on);
+/* The terminal's process: FALSE before any start; else whether it runs, its exit code and its
+ * size. */
+gboolean carrel_hypervisor_fake_get_terminal(CarrelHypervisor *hv, gboolean *ret_running,
+                                             int *ret_exit_code, guint *ret_rows, guint *ret_cols);
+
 /* The argv of the fake's last successful agent_exec (NULL before any); free with g_strfreev. */
 char **carrel_hypervisor_fake_get_exec_argv(CarrelHypervisor *hv);
 

@@ -1,6 +1,7 @@
 /*
  * libFuzzer harness for the parsers of API request bodies (untrusted client input): session
- * create, exec and template import requests and the typed requests of conf-requests.h, through
+ * create, exec and template import requests, the typed requests of conf-requests.h and the
+ * shell websocket's control messages (conf-proc.h), through
  * carrel_conf_parse_json, and the same bytes
  * as a template reference (NAME@VERSION, a URL path segment).
  * Built with -Dfuzz=true and clang (see tests/fuzz/meson.build), then:
@@ -38,6 +39,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         carrel_snapshot_request_free(carrel_revert_request_from_json(node, NULL));
         carrel_fork_request_free(carrel_fork_request_from_json(node, NULL));
         carrel_stop_request_free(carrel_stop_request_from_json(node, NULL));
+        carrel_shell_control_free(carrel_shell_control_from_json(node, NULL));
     }
     return 0;
 }

@@ -116,6 +116,8 @@ static const Row rows[] = {
     {"POST", "/v1/sessions/*/fs/mkdir", "{\"path\":\"/tmp/d\"}", SESSION_OWN},
     {"POST", "/v1/sessions/*/fs/remove", "{\"path\":\"/tmp/d\"}", SESSION_OWN},
     {"POST", "/v1/sessions/*/fs/move", "{\"from\":\"/tmp/d\",\"to\":\"/tmp/e\"}", SESSION_OWN},
+    /* A shell needs the control lease (reviewers here hold none) or an admin; agents never. */
+    {"GET", "/v1/sessions/*/shell", NULL, {OK, FB, FB, FB, UA}},
     {"GET", "/v1/sessions/*/events", NULL, SESSION_READ},
     {"GET", "/v1/sessions/*/egress", NULL, SESSION_READ},
     {"GET", "/v1/sessions/*/screenshot", NULL, SESSION_READ},

@@ -206,13 +206,53 @@ test_exec_flags(void **state)
     assert_null(carrel_exec_request_from_json(both, NULL));
 }
 
+/* The shell websocket's control messages: resize and eof only, sizes in range, nothing else. */
+static void
+test_shell_control(void **state)
+{
+    static const char *const refused[] = {
+        "[]",
+        "{}",
+        "{\"type\":\"resize\",\"rows\":0,\"cols\":80}",
+        "{\"type\":\"resize\",\"rows\":24,\"cols\":1001}",
+        "{\"type\":\"resize\",\"rows\":24}",
+        "{\"type\":\"resize\",\"rows\":\"24\",\"cols\":80}",
+        "{\"type\":\"eof\",\"rows\":24}",
+        "{\"type\":\"kill\"}",
+        "{\"type\":\"eof\",\"extra\":1}",
+        "{\"type\":7}",
+    };
+    g_autoptr(JsonNode) resize =
+        json_from_string("{\"type\":\"resize\",\"rows\":40,\"cols\":120}", NULL);
+    g_autoptr(JsonNode) eof = json_from_string("{\"type\":\"eof\"}", NULL);
+    g_autoptr(CarrelShellControl) r = carrel_shell_control_from_json(resize, NULL);
+    g_autoptr(CarrelShellControl) e = carrel_shell_control_from_json(eof, NULL);
+
+    assert_non_null(r);
+    assert_false(r->eof);
+    assert_int_equal(r->rows, 40);
+    assert_int_equal(r->cols, 120);
+    assert_non_null(e);
+    assert_true(e->eof);
+    for (guint i = 0; i < G_N_ELEMENTS(refused); i++) {
+        g_autoptr(JsonNode) node = json_from_string(refused[i], NULL);
+        g_autoptr(GError) error = NULL;
+        g_autoptr(CarrelShellControl) c = carrel_shell_control_from_json(node, &error);
+
+        if (c)
+            fail_msg("accepted '%s'", refused[i]);
+        assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG));
+    }
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_read_good),    cmocka_unit_test(test_read_last),
-        cmocka_unit_test(test_read_hostile), cmocka_unit_test(test_list),
-        cmocka_unit_test(test_bodies),       cmocka_unit_test(test_exec_flags),
+        cmocka_unit_test(test_read_good),     cmocka_unit_test(test_read_last),
+        cmocka_unit_test(test_read_hostile),  cmocka_unit_test(test_list),
+        cmocka_unit_test(test_bodies),        cmocka_unit_test(test_exec_flags),
+        cmocka_unit_test(test_shell_control),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,6 +4,7 @@ import {
     seg, setApprovalCount, showError,
 } from './api.js';
 import { ConsoleView } from './console.js';
+import { TerminalPanel } from './terminal.js';
 
 const id = new URLSearchParams(location.search).get('id');
 const base = '/v1/sessions/' + seg(id || '');
@@ -80,6 +81,10 @@ function updateButtons() {
     $('reconnect').disabled = !live;
     const vv = $('download-vv');
     vv.hidden = !mine;
+    // The shell is the lease holder's, like the keyboard: it closes when the lease goes.
+    $('terminal-section').hidden = !(mine && live);
+    if (!(mine && live))
+        terminal.close();
     vv.href = base + '/console.vv';
 }
 
@@ -205,6 +210,10 @@ const actions = {
             applySessionReply(reply);
     },
 };
+
+/* ---------- terminal ---------- */
+
+const terminal = new TerminalPanel($('terminal-screen'), $('terminal-status'), base + '/shell');
 
 /* ---------- console and the control lease ---------- */
 
@@ -446,6 +455,8 @@ async function main() {
     $('take-over').addEventListener('click', takeOver);
     $('release').addEventListener('click', release);
     $('reconnect').addEventListener('click', () => view.connect());
+    $('terminal-open').addEventListener('click', () => terminal.open());
+    $('terminal-close').addEventListener('click', () => terminal.close());
     $('diff-form').addEventListener('submit', runDiff);
     try {
         setSession(await api('GET', base));
@@ -462,7 +473,10 @@ async function main() {
     if (session.state === 'running' || session.state === 'paused')
         view.connect();
     // Leaving the page closes the desktop's websockets instead of letting them break.
-    window.addEventListener('pagehide', () => view.stop());
+    window.addEventListener('pagehide', () => {
+        view.stop();
+        terminal.close();
+    });
     await loadTimeline();
     loadArtifacts();
     const es = openStream('session=' + encodeURIComponent(session.id), {

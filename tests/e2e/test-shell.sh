@@ -1,0 +1,15 @@
+#!/bin/bash
+# e2e, the shell part alone (tests/e2e/shell.sh; test-sessions.sh runs it too): build or reuse
+# `tiny`, then carrel shell on one session. Needs root and qemu:///system.
+set -uo pipefail
+# shellcheck source=tests/e2e/lib.sh
+source "$(dirname "$0")/lib.sh"
+# shellcheck source=tests/e2e/shell.sh
+source "$(dirname "$0")/shell.sh"
+trap 'finish; exit $?' EXIT
+
+start_daemon || exit 1
+E2E_ACCEL="$(carrel version --json | jq -r .server.accel)"
+export CARREL_ACCEL="$E2E_ACCEL" E2E_ACCEL
+check "template build tiny" carrel template build tiny
+shell_checks
