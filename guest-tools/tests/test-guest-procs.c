@@ -416,9 +416,12 @@ main(void)
     g_autofree char *dir = g_dir_make_tmp("carrel-procs-XXXXXX", NULL);
     g_autofree char *spool = g_build_filename(dir, "procs", NULL);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_output_and_exit), cmocka_unit_test(test_read_waits),
-        cmocka_unit_test(test_missing_program), cmocka_unit_test(test_kill),
-        cmocka_unit_test(test_stdin),           cmocka_unit_test(test_bad_handles),
+        cmocka_unit_test(test_output_and_exit),
+        cmocka_unit_test(test_read_waits),
+        cmocka_unit_test(test_missing_program),
+        cmocka_unit_test(test_kill),
+        cmocka_unit_test(test_stdin),
+        cmocka_unit_test(test_bad_handles),
         cmocka_unit_test(test_list_bound),
         cmocka_unit_test(test_pty_echo),
         cmocka_unit_test(test_pty_size_and_exit),
