@@ -11,35 +11,6 @@
 /* carrel-guest's own deadline is 20 s (then its watchdog); the agent's comes after it. */
 #define A11Y_TIMEOUT_S 40
 
-static const struct {
-    const char *name;
-    CarrelErrorCode code;
-} guest_codes[] = {
-    {"not_found", CARREL_ERROR_NOT_FOUND},
-    {"invalid_argument", CARREL_ERROR_INVALID_ARG},
-    {"timeout", CARREL_ERROR_TIMEOUT},
-};
-
-/* The guest's {"error":{"code","message"}} as a GError with the matching code. */
-static void
-set_guest_error(JsonNode *reply, const char *word, GError **error)
-{
-    JsonObject *o = json_node_get_object(reply);
-    JsonNode *e = json_object_get_member(o, "error");
-    JsonObject *eo = e && JSON_NODE_HOLDS_OBJECT(e) ? json_node_get_object(e) : NULL;
-    const char *name = eo ? json_object_get_string_member_with_default(eo, "code", "") : "";
-    const char *msg = eo ? json_object_get_string_member_with_default(eo, "message", "") : "";
-    CarrelErrorCode code = CARREL_ERROR_FAILED;
-    g_autofree char *clean = carrel_util_clean_text(msg, strlen(msg), 512);
-
-    for (guint i = 0; i < G_N_ELEMENTS(guest_codes); i++) {
-        if (g_str_equal(name, guest_codes[i].name))
-            code = guest_codes[i].code;
-    }
-    g_set_error(error, CARREL_ERROR, code, "a11y %s: %s", word,
-                *clean ? clean : "failed in the guest");
-}
-
 /* Runs carrel-guest a11y WORD ARGS... and returns its JSON object (exit 0 only). */
 static JsonNode *
 a11y_exec(CarrelManager *mgr, const char *domain, const char *const *args, GError **error)
@@ -76,7 +47,9 @@ a11y_exec(CarrelManager *mgr, const char *domain, const char *const *args, GErro
         return NULL;
     }
     if (result.exit_code != 0) {
-        set_guest_error(reply, args[0], error);
+        g_autofree char *what = g_strconcat("a11y ", args[0], NULL);
+
+        carrel_manager_guest_error(reply, what, error);
         return NULL;
     }
     return g_steal_pointer(&reply);

@@ -38,15 +38,6 @@ static const struct {
     [FS_MOVE] = {"move", "fs_move", NULL, CARREL_OP_SESSION_FILE_WRITE},
 };
 
-static const struct {
-    const char *name;
-    CarrelErrorCode code;
-} guest_codes[] = {
-    {"not_found", CARREL_ERROR_NOT_FOUND}, {"invalid_argument", CARREL_ERROR_INVALID_ARG},
-    {"exists", CARREL_ERROR_EXISTS},       {"not_empty", CARREL_ERROR_WRONG_STATE},
-    {"forbidden", CARREL_ERROR_FORBIDDEN}, {"limit_exceeded", CARREL_ERROR_LIMIT},
-};
-
 static JsonNode *
 fs_params(const FsCall *call)
 {
@@ -82,26 +73,6 @@ fs_argv(const FsCall *call)
     if (call->verb == FS_MOVE)
         g_strv_builder_add(b, call->to);
     return g_strv_builder_end(b);
-}
-
-/* The guest's {"error":{"code","message"}} as a GError with the matching code. */
-static void
-set_guest_error(JsonNode *reply, const char *word, GError **error)
-{
-    JsonObject *o = json_node_get_object(reply);
-    JsonNode *e = json_object_get_member(o, "error");
-    JsonObject *eo = e && JSON_NODE_HOLDS_OBJECT(e) ? json_node_get_object(e) : NULL;
-    const char *name = eo ? json_object_get_string_member_with_default(eo, "code", "") : "";
-    const char *msg = eo ? json_object_get_string_member_with_default(eo, "message", "") : "";
-    CarrelErrorCode code = CARREL_ERROR_FAILED;
-    g_autofree char *clean = carrel_util_clean_text(msg, strlen(msg), 512);
-
-    for (guint i = 0; i < G_N_ELEMENTS(guest_codes); i++) {
-        if (g_str_equal(name, guest_codes[i].name))
-            code = guest_codes[i].code;
-    }
-    g_set_error(error, CARREL_ERROR, code, "fs %s: %s", word,
-                *clean ? clean : "failed in the guest");
 }
 
 /* The reply of a verb other than list/stat: {"path": P, FLAG: bool}, re-made from ours. */
@@ -187,7 +158,9 @@ fs_exec(CarrelManager *mgr, const char *domain, const FsCall *call, GError **err
         return NULL;
     }
     if (result.exit_code != 0) {
-        set_guest_error(reply, word, error);
+        g_autofree char *what = g_strconcat("fs ", word, NULL);
+
+        carrel_manager_guest_error(reply, what, error);
         return NULL;
     }
     return fs_result(call, reply, error);

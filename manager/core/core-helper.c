@@ -105,3 +105,48 @@ carrel_manager_run_helper(CarrelManager *mgr, const char *domain, const CarrelAc
     }
     return g_steal_pointer(&reply);
 }
+
+/* carrel-guest's error codes (guest-tools/README.md) and what carreld's callers decide on. */
+static const struct {
+    const char *name;
+    CarrelErrorCode code;
+} guest_codes[] = {
+    {"not_found", CARREL_ERROR_NOT_FOUND},     {"invalid_argument", CARREL_ERROR_INVALID_ARG},
+    {"wrong_state", CARREL_ERROR_WRONG_STATE}, {"not_empty", CARREL_ERROR_WRONG_STATE},
+    {"exists", CARREL_ERROR_EXISTS},           {"forbidden", CARREL_ERROR_FORBIDDEN},
+    {"limit_exceeded", CARREL_ERROR_LIMIT},    {"timeout", CARREL_ERROR_TIMEOUT},
+};
+
+/* A string member of o, or NULL when it is missing or anything but a string. */
+static const char *
+string_member(JsonObject *o, const char *name)
+{
+    JsonNode *n = o ? json_object_get_member(o, name) : NULL;
+
+    return n && JSON_NODE_HOLDS_VALUE(n) && json_node_get_value_type(n) == G_TYPE_STRING
+               ? json_node_get_string(n)
+               : NULL;
+}
+
+void
+carrel_manager_guest_error(JsonNode *reply, const char *what, GError **error)
+{
+    JsonNode *e = JSON_NODE_HOLDS_OBJECT(reply)
+                      ? json_object_get_member(json_node_get_object(reply), "error")
+                      : NULL;
+    JsonObject *eo = e && JSON_NODE_HOLDS_OBJECT(e) ? json_node_get_object(e) : NULL;
+    const char *name = string_member(eo, "code");
+    const char *msg = string_member(eo, "message");
+    CarrelErrorCode code = CARREL_ERROR_FAILED;
+
+    for (guint i = 0; name && i < G_N_ELEMENTS(guest_codes); i++) {
+        if (g_str_equal(name, guest_codes[i].name))
+            code = guest_codes[i].code;
+    }
+    /* Guest output is untrusted: a message that is long or not clean text is not repeated. */
+    if (!msg || !*msg)
+        msg = "failed in the guest";
+    else if (strlen(msg) > 512 || !carrel_util_is_clean_text(msg))
+        msg = "(unprintable message)";
+    g_set_error(error, CARREL_ERROR, code, "%s: %s", what, msg);
+}

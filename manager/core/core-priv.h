@@ -10,6 +10,11 @@
 /* Where the shipped templates install carrel-guest (readiness and the desktop helpers). */
 #define CARREL_GUEST_TOOL_PATH "/usr/local/bin/carrel-guest"
 
+/* carrel-guest's {"error":{"code","message"}} reply as a CARREL_ERROR of the matching code
+ * (FAILED for any other), "WHAT: MESSAGE"; every level checked, the message bounded and clean
+ * (core-helper.c). */
+void carrel_manager_guest_error(JsonNode *reply, const char *what, GError **error);
+
 /* The watcher's chores (core-chores.c). */
 typedef enum { CARREL_CHORE_REFILL, CARREL_CHORE_COLLECT, CARREL_CHORE_LAST } CarrelChore;
 

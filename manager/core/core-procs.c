@@ -9,48 +9,6 @@
 /* A read carries at most 2 x 48 KiB of base64 in JSON; a list 32 short items. */
 #define PROC_REPLY_MAX (512 * 1024)
 
-static int
-guest_code(const char *code)
-{
-    static const struct {
-        const char *name;
-        int code;
-    } codes[] = {
-        {"not_found", CARREL_ERROR_NOT_FOUND},
-        {"wrong_state", CARREL_ERROR_WRONG_STATE},
-        {"invalid_argument", CARREL_ERROR_INVALID_ARG},
-        {"limit_exceeded", CARREL_ERROR_LIMIT},
-        {"timeout", CARREL_ERROR_TIMEOUT},
-    };
-
-    for (guint i = 0; code && i < G_N_ELEMENTS(codes); i++) {
-        if (g_str_equal(codes[i].name, code))
-            return codes[i].code;
-    }
-    return CARREL_ERROR_FAILED;
-}
-
-/* The guest's {"error":{code,message}} as a CARREL_ERROR; every level checked. */
-static void
-set_guest_error(JsonNode *reply, const char *what, GError **error)
-{
-    JsonObject *obj = json_node_get_object(reply);
-    JsonNode *e = json_object_get_member(obj, "error");
-    JsonObject *eo = e && JSON_NODE_HOLDS_OBJECT(e) ? json_node_get_object(e) : NULL;
-    JsonNode *c = eo ? json_object_get_member(eo, "code") : NULL;
-    JsonNode *m = eo ? json_object_get_member(eo, "message") : NULL;
-    const char *code = c && JSON_NODE_HOLDS_VALUE(c) && json_node_get_value_type(c) == G_TYPE_STRING
-                           ? json_node_get_string(c)
-                           : NULL;
-    const char *msg = m && JSON_NODE_HOLDS_VALUE(m) && json_node_get_value_type(m) == G_TYPE_STRING
-                          ? json_node_get_string(m)
-                          : "";
-
-    if (strlen(msg) > 512 || !carrel_util_is_clean_text(msg))
-        msg = "(unprintable message)";
-    g_set_error(error, CARREL_ERROR, guest_code(code), "carrel-guest proc %s: %s", what, msg);
-}
-
 JsonNode *
 carrel_manager_guest_proc(CarrelManager *mgr, const char *domain, const char *const *args,
                           GBytes *in, GError **error)
@@ -84,7 +42,9 @@ carrel_manager_guest_proc(CarrelManager *mgr, const char *domain, const char *co
         return NULL;
     }
     if (result.exit_code != 0) {
-        set_guest_error(reply, args[0], error);
+        g_autofree char *what = g_strconcat("carrel-guest proc ", args[0], NULL);
+
+        carrel_manager_guest_error(reply, what, error);
         return NULL;
     }
     return g_steal_pointer(&reply);

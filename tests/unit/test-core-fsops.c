@@ -108,6 +108,13 @@ test_fs_guest_errors(void **state)
     assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_EXISTS));
     assert_null(strchr(error->message, '\x1b')); /* the guest's text is cleaned */
     g_clear_error(&error);
+    /* A code and message of the wrong types are no code and no message, not a crash. */
+    carrel_hypervisor_fake_set_exec_result(fx->hv, 1, "{\"error\":{\"code\":5,\"message\":[1]}}",
+                                           NULL);
+    assert_null(carrel_manager_session_fs_move(fx->mgr, ADMIN, s->id, "/a", "/b", &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_FAILED));
+    assert_non_null(strstr(error->message, "fs move: failed in the guest"));
+    g_clear_error(&error);
     carrel_hypervisor_fake_set_exec_result(fx->hv, 127, NULL, NULL);
     assert_null(carrel_manager_session_fs_mkdir(fx->mgr, ADMIN, s->id, "/a", TRUE, &error));
     assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_UNSUPPORTED));
