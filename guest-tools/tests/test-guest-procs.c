@@ -327,7 +327,7 @@ test_pty_size_and_exit(void **state)
         30, 100,
         (const char *[]){"sh", "-c",
                          "test -t 0 && test -t 1 && stty size; read x; stty size; exit 3", NULL});
-    g_autofree char *first = read_until_output(h, "30 100\r\n");
+    g_autofree char *first G_GNUC_UNUSED = read_until_output(h, "30 100\r\n");
     g_autofree char *second = NULL;
     g_autoptr(JsonNode) resized = NULL;
     g_autoptr(JsonNode) done = NULL;

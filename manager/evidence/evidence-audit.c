@@ -64,7 +64,9 @@ record_from_line(const char *line, guint lineno, GError **error)
     g_autoptr(CarrelAuditRecord) rec = carrel_audit_record_new();
     JsonObject *o, *who;
 
-    if (!json_parser_load_from_data(parser, line, -1, NULL) ||
+    /* A bundle is untrusted: json-glib must not see what it leaks or recurses on. */
+    if (!carrel_util_json_structure_ok(line, strlen(line), CARREL_EVIDENCE_JSON_DEPTH) ||
+        !json_parser_load_from_data(parser, line, -1, NULL) ||
         !JSON_NODE_HOLDS_OBJECT(json_parser_get_root(parser))) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "line %u is not a JSON object",
                     lineno);

@@ -203,6 +203,7 @@ carrel_evidence_manifest_parse(const char *text, gsize len, GError **error)
     JsonNode *files;
 
     if (len > CARREL_EVIDENCE_MAX_MEMORY_MEMBER ||
+        !carrel_util_json_structure_ok(text, len, CARREL_EVIDENCE_JSON_DEPTH) ||
         !json_parser_load_from_data(parser, text, (gssize)len, NULL) ||
         !JSON_NODE_HOLDS_OBJECT(json_parser_get_root(parser))) {
         bad_manifest(error, "not a JSON object");

@@ -19,6 +19,8 @@ G_BEGIN_DECLS
 #define CARREL_EVIDENCE_AUDIT "audit.jsonl"
 /* Bounds a hostile bundle cannot pass: members read into memory, members, names. */
 #define CARREL_EVIDENCE_MAX_MEMORY_MEMBER (G_GUINT64_CONSTANT(64) * 1024 * 1024)
+/* How deep the JSON of a bundle (manifest, audit rows) may nest: a few levels are used. */
+#define CARREL_EVIDENCE_JSON_DEPTH 32
 #define CARREL_EVIDENCE_MAX_MEMBERS 200000
 #define CARREL_EVIDENCE_MAX_NAME 1024
 

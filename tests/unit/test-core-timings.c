@@ -70,7 +70,7 @@ test_verbs(void **state)
 {
     Fixture *fx = *state;
     g_autoptr(GError) error = NULL;
-    g_autoptr(CarrelTemplate) tmpl = import(fx, "tiny");
+    g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = import(fx, "tiny");
     g_autoptr(CarrelSession) s = create(fx, "timed", &error);
     g_autoptr(CarrelSnapshot) snap = NULL;
     g_autoptr(CarrelSession) back = NULL;
