@@ -24,6 +24,7 @@
 struct _CarrelApiExecStreams {
     GMutex lock;
     GPtrArray *open; /* ExecStream, each with a running thread */
+    GPtrArray *live; /* ExecStream whose message has not finished (main loop only) */
 };
 
 typedef struct {
@@ -47,6 +48,8 @@ typedef struct {
     char *data;
 } Post;
 
+static void message_done(ExecStream *st);
+
 CarrelApiExecStreams *
 carrel_api_exec_streams_new(void)
 {
@@ -54,6 +57,7 @@ carrel_api_exec_streams_new(void)
 
     g_mutex_init(&all->lock);
     all->open = g_ptr_array_new();
+    all->live = g_ptr_array_new();
     return all;
 }
 
@@ -88,6 +92,15 @@ carrel_api_exec_streams_free(CarrelApiExecStreams *all)
     /* Each join takes the reference added here; thread_end drops the list's. */
     for (guint i = 0; i < threads->len; i++)
         g_thread_join(g_ptr_array_index(threads, i));
+    /* Replies still being written will never say "finished" to us: let go of them now, while
+     * their messages and the API's stream counts still exist. */
+    while (all->live->len > 0) {
+        ExecStream *st = g_ptr_array_index(all->live, 0);
+
+        g_signal_handlers_disconnect_by_data(st->msg, st);
+        message_done(st);
+    }
+    g_ptr_array_unref(all->live);
     g_ptr_array_unref(all->open);
     g_mutex_clear(&all->lock);
     g_free(all);
@@ -295,18 +308,28 @@ thread_end(gpointer data)
     return ret;
 }
 
+/* The message is done with: it "finished", or the API goes first (a server torn down while the
+ * reply is being written never says "finished"). Drops the message's reference. */
 static void
-on_finished(SoupServerMessage *msg, gpointer data)
+message_done(ExecStream *st)
 {
-    ExecStream *st = data;
-
     g_atomic_int_set(&st->cancelled, 1);
+    g_ptr_array_remove(st->all->live, st);
     st->msg = NULL;
     if (st->timer)
         g_source_remove(st->timer);
     st->timer = 0;
     carrel_api_streams_release(st->api->streams, st->token_id);
     exec_stream_unref(st);
+}
+
+static void
+on_finished(SoupServerMessage *msg, gpointer data)
+{
+    ExecStream *st = data;
+
+    if (st->msg)
+        message_done(st);
 }
 
 void
@@ -333,6 +356,7 @@ carrel_api_exec_stream_start(CarrelApi *api, SoupServerMessage *msg, const char 
     soup_message_body_set_accumulate(soup_server_message_get_response_body(msg), FALSE);
     g_signal_connect(msg, "wrote-body-data", G_CALLBACK(on_wrote_body_data), st);
     g_signal_connect(msg, "finished", G_CALLBACK(on_finished), st);
+    g_ptr_array_add(api->exec_streams->live, st);
     json_builder_begin_object(b);
     json_builder_set_member_name(b, "handle");
     json_builder_add_string_value(b, carrel_exec_stream_handle(core));
