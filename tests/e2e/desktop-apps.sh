@@ -210,6 +210,16 @@ desk_heading_check() { # ID NAME HEADING
         sleep 3
     done
     echo "desktop-apps: $2: heading in the accessibility tree after $((SECONDS - start)) s: '$found'"
+    if [ -z "$found" ]; then
+        # What the tree did hold: its size, whether it was cut, the applications and roles.
+        carrel a11y "$1" --desktop --depth 32 --max-nodes 5000 --json >"$E2E_DIR/a11y-desk.json" \
+            2>"$E2E_DIR/a11y-desk.err"
+        echo "desktop-apps: carrel a11y said: $(head -c 300 "$E2E_DIR/a11y-desk.err")"
+        jq -c '{count, truncated, apps: [.root.children[]? | .name],
+                roles: ([.. | objects | .role? // empty] | group_by(.) |
+                        map({(.[0]): length}) | add)}' "$E2E_DIR/a11y-desk.json" 2>&1 | head -c 1500
+        echo
+    fi
     check "$2: Firefox's accessibility tree holds the page's heading (carrel a11y)" test -n "$found"
 }
 
