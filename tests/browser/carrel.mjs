@@ -106,6 +106,15 @@ export async function typeKeys(page, text) {
     }
 }
 
+// The page problems that are not the page's: failed loads and websocket closes the browser
+// logs, and the bare websocket error Event that spice-html5 throws (report_error) from a
+// display, inputs or cursor channel that has no error handler when its websocket fails while a
+// connection is replaced (take over, release). Any other script error stays a problem.
+export function realProblems(problems) {
+    return problems.filter((p) => !/Failed to load resource|WebSocket connection to/.test(p) &&
+        !/^pageerror: Event \[during: /.test(p));
+}
+
 export async function waitConsole(page, viewOnly, timeout = 30000) {
     await page.waitForFunction((vo) => document.body.dataset.console === 'connected' &&
         document.body.dataset.viewOnly === String(vo), viewOnly, { timeout });

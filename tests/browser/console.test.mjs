@@ -9,7 +9,7 @@
 //   CHROMIUM           the browser (default /usr/bin/chromium)
 import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
-import { agentOf, canvasStats, env, typeKeys, waitConsole } from './carrel.mjs';
+import { agentOf, canvasStats, env, realProblems, typeKeys, waitConsole } from './carrel.mjs';
 import { check, fail, launch, outDir, shot, sleep, step, summary, waitFor, watchProblems } from './lib.mjs';
 
 const { base: BASE, sid: SID, token: TOKEN } = await env();
@@ -473,7 +473,7 @@ try {
         return !!s;
     });
     await shot(page, 'session-end');
-    const real = problems.filter((p) => !/Failed to load resource|WebSocket connection to/.test(p));
+    const real = realProblems(problems);
     check('no CSP violation and no script error in the pages', real.length === 0, real.join(' | '));
 } catch (e) {
     fail('browser test stopped', e.stack);

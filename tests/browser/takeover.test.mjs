@@ -5,7 +5,7 @@
 //
 // Environment: as console.test.mjs (CARREL_URL, CARREL_TOKEN_FILE, CARREL_SESSION of a running
 // `tiny` session, CARREL_TEST_OUT, CHROMIUM).
-import { agentOf, env, login, typeKeys, waitConsole } from './carrel.mjs';
+import { agentOf, env, login, realProblems, typeKeys, waitConsole } from './carrel.mjs';
 import { check, fail, launch, shot, sleep, step, summary, waitFor, watchProblems } from './lib.mjs';
 
 const { base: BASE, sid: SID, token: TOKEN } = await env();
@@ -130,7 +130,7 @@ try {
         return !!(await waitState('running', 120000));
     });
     await visit(browser, 'after-hibernate', problems);
-    const real = problems.filter((p) => !/Failed to load resource|WebSocket connection to/.test(p));
+    const real = realProblems(problems);
     check('no script error in the pages', real.length === 0, real.join(' | '));
 } catch (e) {
     fail('take-over test stopped', e.stack);
