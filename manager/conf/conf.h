@@ -568,48 +568,6 @@ JsonNode *carrel_conf_parse_json(const char *data, gsize len, GError **error);
 #define CARREL_DEFAULT_MEMORY_MIB 1024
 
 /*
- * Screen sizes (conf-screen.c). The range is what the templates' QXL device holds with room to
- * spare (16 MiB of video memory: 32-bit frames up to 4 Mpixels); CVT modes have widths in
- * multiples of 8.
- */
-#define CARREL_SCREEN_MIN_WIDTH 640
-#define CARREL_SCREEN_MIN_HEIGHT 480
-#define CARREL_SCREEN_MAX_WIDTH 1920
-#define CARREL_SCREEN_MAX_HEIGHT 1200
-
-/* INVALID_ARG unless width x height is in the range above (the width a multiple of 8). */
-gboolean carrel_screen_size_check(guint width, guint height, GError **error);
-/* Parses "WIDTHxHEIGHT" (decimal, no sign, no leading zero, no spaces) and checks its range. */
-gboolean carrel_screen_size_parse(const char *text, guint *ret_width, guint *ret_height,
-                                  GError **error);
-/* "WxH", or NULL when either is 0. */
-char *carrel_screen_size_format(guint width, guint height);
-/* An optional "WxH" string member; absent or null leaves the outputs untouched. */
-gboolean carrel_conf_get_screen(JsonObject *obj, const char *member, guint *ret_width,
-                                guint *ret_height, GError **error);
-
-/*
- * A template's defaults from its recipe.json (the object a build left, NULL = none): the member
- * "defaults": {vcpus?, memory_mib?, screen?: "WxH"}, bounded like a create request. Fields that
- * are absent stay 0. INVALID_ARG for anything else.
- */
-gboolean carrel_template_defaults_from_recipe(JsonNode *recipe, CarrelTemplate *tmpl,
-                                              GError **error);
-
-/* A new session's machine: what the request says, else the template's default, else carreld's. */
-typedef struct {
-    guint vcpus;
-    guint memory_mib;
-    gboolean vcpus_explicit; /* given by the request (policy maximums refuse, never lower it) */
-    gboolean memory_explicit;
-    guint screen_width; /* 0 = the image's own */
-    guint screen_height;
-} CarrelSessionShape;
-
-void carrel_session_resolve_shape(const CarrelSessionRequest *req, const CarrelTemplate *tmpl,
-                                  CarrelSessionShape *ret_shape);
-
-/*
  * One entry of a session's timeline: an action, a command, a file transfer or a lifecycle step,
  * with who did it, how it ended and how long it took. Parameters are stored without secrets
  * (typed text is kept, it is what the agent did; tokens never reach here).
@@ -979,61 +937,6 @@ JsonNode *carrel_snapshot_to_json(const CarrelSnapshot *snap);
 /* A snapshot name: like a session name ([a-z0-9._-], 1-63). */
 gboolean carrel_snapshot_check_name(const char *name, GError **error);
 
-/*
- * An action waiting for a reviewer: requested by a policy (or the test hook), decided once by a
- * person with a reason.
- */
-#define CARREL_APPROVAL_REASON_MAX 1000
-typedef struct {
-    char *id; /* "ap-..." */
-    char *session_id;
-    char *action;     /* what waits, e.g. "network.egress", "artifacts.release" */
-    JsonNode *detail; /* an object, shown to the reviewer */
-    char *requested_by;
-    gint64 requested_at; /* unix seconds */
-    char *state;         /* "pending", "approved", "denied" */
-    char *decided_by;
-    gint64 decided_at;
-    char *reason;
-} CarrelApproval;
-
-CarrelApproval *carrel_approval_new(void);
-void carrel_approval_free(CarrelApproval *a);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelApproval, carrel_approval_free)
-/* {id, session_id, action, detail, state, requested_by, requested_at, decided_by, decided_at,
- * reason}; times as RFC 3339 or null. */
-JsonNode *carrel_approval_to_json(const CarrelApproval *a);
-
-/*
- * One attempt of a session to reach the outside (conf-egress.c): a DNS lookup, an HTTP
- * request or a TLS connection, with what the policy decided. decision: "allowed", "denied",
- * "approved" or "refused" (an ask a reviewer decided), "expired" (an ask nobody decided in time).
- */
-typedef struct {
-    gint64 seq;
-    gint64 ts_us;
-    char *session_id;
-    char *name;     /* what the guest asked for: DNS name, Host, SNI (or an address) */
-    char *address;  /* the address it connected to, or NULL (DNS) */
-    guint port;     /* 53 for DNS */
-    char *protocol; /* "dns", "http", "tls" */
-    char *decision;
-    gint64 bytes_out; /* guest to the outside */
-    gint64 bytes_in;
-    gint64 duration_ms;
-} CarrelEgressRecord;
-
-CarrelEgressRecord *carrel_egress_record_new(void);
-void carrel_egress_record_free(CarrelEgressRecord *rec);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelEgressRecord, carrel_egress_record_free)
-/* {seq, time, session, name, address, port, protocol, decision, bytes_out, bytes_in,
- * duration_ms} */
-JsonNode *carrel_egress_record_to_json(const CarrelEgressRecord *rec);
-/* An action name: 1-64 of [A-Za-z0-9._:-]. */
-gboolean carrel_approval_check_action(const char *action, GError **error);
-/* NULL or clean text of at most CARREL_APPROVAL_REASON_MAX bytes. */
-gboolean carrel_approval_check_reason(const char *reason, GError **error);
-
 G_END_DECLS
 
 /* Principals, operations, tokens, audit records. */
@@ -1047,4 +950,8 @@ G_END_DECLS
 #include "conf/conf-proc.h"
 /* The accessibility tree of a guest's desktop. */
 #include "conf/conf-a11y.h"
+/* Screen sizes, template defaults and a new session's machine shape. */
+#include "conf/conf-screen.h"
+/* Approvals and the egress log: what reviewers decide and read. */
+#include "conf/conf-review.h"
 #undef CARREL_CONF_H_INSIDE
