@@ -26,6 +26,10 @@ lifecycle_action(CarrelOp op)
 void
 carrel_door_clear(CarrelDoor *door)
 {
+    if (door->holding) {
+        door->holding = FALSE;
+        carrel_settle_release();
+    }
     g_clear_pointer(&door->session, carrel_session_free);
     g_clear_pointer(&door->params, json_node_unref);
     g_clear_pointer(&door->session_id, g_free);
@@ -83,6 +87,24 @@ audit_refusal(CarrelDoor *door, const GError *refusal)
     carrel_manager_audit(door->mgr, rec);
 }
 
+/* Verbs that act on the guest, its screen or its disk: they wait until what a restore left to
+ * settle after its reply is done (core-settle.c). Reading rows and the timeline does not. */
+static gboolean
+reaches_guest(CarrelOp op)
+{
+    static const CarrelOp rows_only[] = {
+        CARREL_OP_SESSION_LIST,    CARREL_OP_SESSION_READ,    CARREL_OP_ARTIFACT_READ,
+        CARREL_OP_CONSOLE_VIEW,    CARREL_OP_CONTROL_TAKE,    CARREL_OP_CONTROL_RELEASE,
+        CARREL_OP_APPROVAL_LIST,   CARREL_OP_APPROVAL_DECIDE, CARREL_OP_APPROVAL_REQUEST,
+        CARREL_OP_SESSION_OBSERVE, CARREL_OP_SESSION_EXPORT,
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(rows_only); i++)
+        if (rows_only[i] == op)
+            return FALSE;
+    return TRUE;
+}
+
 /* The session as the policy sees it: owner and control lease. */
 static gboolean
 authorize_session(CarrelDoor *door, GError **error)
@@ -112,6 +134,8 @@ carrel_door_enter(CarrelDoor *door, CarrelManager *mgr, const CarrelPrincipal *w
     door->op = op;
     door->params = params;
     door->started_us = g_get_monotonic_time();
+    door->holding = TRUE;
+    carrel_settle_hold();
     if (id_or_name) {
         door->session = carrel_store_session_get(mgr->store, id_or_name, error);
         if (!door->session)
@@ -121,6 +145,8 @@ carrel_door_enter(CarrelDoor *door, CarrelManager *mgr, const CarrelPrincipal *w
     } else {
         ok = carrel_policy_authorize(mgr->policy, who, op, NULL, &refusal);
     }
+    if (ok && door->session && reaches_guest(op))
+        carrel_manager_wait_settled(mgr, door->session->id);
     if (ok && lifecycle_action(op)) {
         carrel_timings_begin();
         door->timing = TRUE;

@@ -59,11 +59,12 @@ bring_up_fork(CarrelManager *mgr, CarrelSession *s, const CarrelSnapshot *snap, 
     ok = carrel_manager_restore(mgr, "fork", snap->memory_path, xml, error);
     g_mutex_unlock(carrel_manager_file_lock(mgr, snap->memory_path));
     if (!ok || !carrel_hypervisor_define(mgr->hv, xml, error) ||
-        !carrel_manager_wait_agent(mgr, domain, &by_screen, error) ||
-        (!by_screen && !carrel_manager_set_guest_clock(mgr, domain, error)))
+        !carrel_manager_wait_agent(mgr, domain, &by_screen, error))
         return FALSE;
-    carrel_manager_set_clone_mac(mgr, domain, s->mac);
-    if (!carrel_manager_apply_screen(mgr, s, by_screen, error))
+    /* Clock, MAC and screen after the reply (core-settle.c); without an agent, none of them. */
+    if (!by_screen)
+        carrel_manager_settle_restored(mgr, s, TRUE);
+    else if (!carrel_manager_apply_screen(mgr, s, by_screen, error))
         return FALSE;
     /* The restored guest still has its origin's address: it gets its own. */
     ok = carrel_manager_egress_attach(mgr, s, TRUE, error);

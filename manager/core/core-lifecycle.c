@@ -267,10 +267,14 @@ wake(CarrelManager *mgr, CarrelSession *session, const char *domain, GError **er
     carrel_crash_point("resume.defined");
     /* The memory is running again: the file is history now. */
     (void)g_unlink(path);
-    return carrel_manager_wait_agent(mgr, domain, &by_screen, error) &&
-           (by_screen || carrel_manager_set_guest_clock(mgr, domain, error)) &&
-           carrel_manager_apply_screen(mgr, session, by_screen, error) &&
-           carrel_manager_egress_attach(mgr, session, FALSE, error);
+    if (!carrel_manager_wait_agent(mgr, domain, &by_screen, error))
+        return FALSE;
+    /* Clock and screen after the reply (core-settle.c); a guest without agent has neither. */
+    if (!by_screen)
+        carrel_manager_settle_restored(mgr, session, FALSE);
+    else if (!carrel_manager_apply_screen(mgr, session, by_screen, error))
+        return FALSE;
+    return carrel_manager_egress_attach(mgr, session, FALSE, error);
 }
 
 static gboolean

@@ -208,18 +208,23 @@ bring_up(CarrelManager *mgr, CarrelSession *session, const CarrelTemplate *tmpl,
         return FALSE;
     carrel_timings_mark(warm ? "define" : "boot");
     carrel_crash_point("create.restored");
-    /* The clock stood still since the save: set it once the agent answers (a restored guest
-     * under load may need a while). */
-    if (!carrel_manager_wait_agent(mgr, domain, &by_screen, error) ||
-        (warm && !carrel_manager_set_guest_clock(mgr, domain, error)))
+    if (!carrel_manager_wait_agent(mgr, domain, &by_screen, error))
         return FALSE;
     if (warm && inputs && inputs->len &&
         !carrel_manager_inject_by_agent(mgr, session, inputs, error))
         return FALSE;
     if (warm && inputs && inputs->len)
         carrel_timings_mark("inputs");
-    if (warm)
-        carrel_manager_set_clone_mac(mgr, domain, session->mac);
+    /* The clock stood still since the save, the NIC has the template's MAC and the screen its
+     * size: set after the reply, before any verb reaches the guest (core-settle.c). */
+    if (warm && !by_screen) {
+        carrel_manager_settle_restored(mgr, session, TRUE);
+        if (!carrel_manager_egress_attach(mgr, session, TRUE, error))
+            return FALSE;
+        carrel_timings_mark("network");
+        return carrel_store_session_set_state(mgr->store, session->id, CARREL_SESSION_RUNNING, NULL,
+                                              error);
+    }
     /* A booted guest whose agent answers may still be drawing its desktop; a restored one was
      * saved ready, and a guest found ready by its screen is so already. Its screen size comes
      * after (X must be up) and before "running": no screenshot of the image's size is ever

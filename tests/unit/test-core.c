@@ -242,7 +242,9 @@ test_warm_start(void **state)
     w = carrel_manager_session_create(fx->mgr, ADMIN, &plain, &error);
     assert_non_null(w);
     assert_true(w->from_warm);
-    /* The clone's guest is given the clone's own MAC after the restore. */
+    /* The clone's guest is given the clone's own MAC after the restore (once settled: the
+     * last guest command). */
+    carrel_manager_wait_settled(fx->mgr, w->id);
     {
         g_auto(GStrv) argv = carrel_hypervisor_fake_get_exec_argv(fx->hv);
         assert_non_null(argv);
