@@ -121,6 +121,76 @@ try {
                 throw new Error('missing "' + want + '" in ' + text);
         return (await page.getAttribute('#timeline img', 'src')) === '/v1/sessions/s-0a1b2c3d4e5f/screenshots/shot-2.png';
     });
+    await step('agents and people side by side, each named; typed text shown redacted', async () => {
+        const person = await page.$$eval('#timeline li.person', (lis) => lis.map((li) => li.innerText));
+        const agentBadge = await page.textContent('#timeline li[data-seq="3"] .who');
+        if (person.length !== 3 || !person.every((t) => t.includes('person · alice')))
+            throw new Error(JSON.stringify(person));
+        if (agentBadge !== 'agent · agent')
+            throw new Error('agent badge: ' + agentBadge);
+        const text = person.join(' | ');
+        for (const want of ['left click at 412, 300', 'ctrl+c', '5 characters typed (redacted by policy)'])
+            if (!text.includes(want))
+                throw new Error('missing "' + want + '" in ' + text);
+    });
+    const visibleSeqs = () => page.$$eval('#timeline li', (lis) => lis.filter((li) => li.offsetParent !== null)
+        .map((li) => Number(li.dataset.seq)));
+    await step('the filter shows people only, agents only, then everyone', async () => {
+        await page.selectOption('#timeline-filter', 'person');
+        const people = await visibleSeqs();
+        await page.selectOption('#timeline-filter', 'agent');
+        const agents = await visibleSeqs();
+        await page.selectOption('#timeline-filter', 'all');
+        const all = await visibleSeqs();
+        if (JSON.stringify(people) !== '[5,6,7]' || agents.some((x) => x >= 5 && x <= 7) || agents.length < 4 ||
+            all.length !== people.length + agents.length)
+            throw new Error(JSON.stringify({ people, agents, all }));
+        return /of/.test(await page.textContent('#timeline-status'));
+    });
+    await step('the recording lists its segments with download links', async () => {
+        await page.waitForSelector('#recording-segments a[download]', { timeout: 5000 });
+        const links = await page.$$eval('#recording-segments a[download]', (as) => as.map((a) => a.getAttribute('href')));
+        return JSON.stringify(links) === JSON.stringify(['/v1/sessions/s-0a1b2c3d4e5f/recording/seg-000001.webm',
+            '/v1/sessions/s-0a1b2c3d4e5f/recording/seg-000002.webm']) && await page.isVisible('#recording-video');
+    });
+    await step('clicking an event loads its segment and seeks to its offset', async () => {
+        await page.click('#timeline li[data-seq="6"] button.seek');
+        await page.waitForFunction(() => document.getElementById('recording-video').dataset.segment === 'seg-000002.webm',
+            null, { timeout: 5000 });
+        const v = await page.evaluate(() => {
+            const video = document.getElementById('recording-video');
+            return { src: video.getAttribute('src'), seekMs: video.dataset.seekMs, time: video.currentTime };
+        });
+        if (v.src !== '/v1/sessions/s-0a1b2c3d4e5f/recording/seg-000002.webm' || v.seekMs !== '12345')
+            throw new Error(JSON.stringify(v));
+        await waitFor(() => state.log.includes('GET /v1/sessions/s-0a1b2c3d4e5f/recording/seg-000002.webm'), 5000);
+        if (!state.log.includes('GET /v1/sessions/s-0a1b2c3d4e5f/recording/seg-000002.webm'))
+            throw new Error('the player never asked for the segment');
+        // Back to the first segment, for an agent's event.
+        await page.click('#timeline li[data-seq="2"] button.seek');
+        await page.waitForFunction(() => document.getElementById('recording-video').dataset.segment === 'seg-000001.webm',
+            null, { timeout: 5000 });
+        return (await page.getAttribute('#recording-video', 'data-seek-ms')) === '1500' &&
+            await page.isVisible('#timeline li[data-seq="2"].playing');
+    });
+    await shot(page, 'session-recording');
+    await step('no recording (404) or recording off: the player says so, the timeline still works', async () => {
+        state.recordingMode = 'absent';
+        await page.reload();
+        await page.waitForSelector('#timeline li', { timeout: 5000 });
+        await page.waitForFunction(() => /no recording/.test(document.getElementById('recording-status').textContent),
+            null, { timeout: 5000 });
+        const absent = await page.isHidden('#recording-video') && (await page.$$('#timeline button.seek')).length === 0;
+        state.recordingMode = 'off';
+        await page.reload();
+        await page.waitForFunction(() => /Recording is off/.test(document.getElementById('recording-status').textContent),
+            null, { timeout: 5000 });
+        const off = await page.isHidden('#recording-video') && (await page.$$('#timeline li')).length >= 7;
+        state.recordingMode = 'on';
+        await page.reload();
+        await page.waitForSelector('#timeline button.seek', { timeout: 5000 });
+        return absent && off;
+    });
     await step('pause from the page: state and timeline follow (with the reviewer)', async () => {
         await page.click('button[data-action=pause]');
         await page.waitForFunction(() => document.getElementById('session-state').textContent === 'paused', null, { timeout: 5000 });
