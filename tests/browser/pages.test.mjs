@@ -150,6 +150,10 @@ try {
     await step('the recording lists its segments with download links', async () => {
         await page.waitForSelector('#recording-segments a[download]', { timeout: 5000 });
         const links = await page.$$eval('#recording-segments a[download]', (as) => as.map((a) => a.getAttribute('href')));
+        // Events the index places have a Play button; older ones it does not place have none.
+        const seekable = await page.$$eval('#timeline button.seek', (bs) => bs.map((b) => Number(b.dataset.seq)));
+        if (JSON.stringify(seekable) !== '[2,5,6,7]')
+            throw new Error('Play buttons on ' + JSON.stringify(seekable));
         return JSON.stringify(links) === JSON.stringify(['/v1/sessions/s-0a1b2c3d4e5f/recording/seg-000001.webm',
             '/v1/sessions/s-0a1b2c3d4e5f/recording/seg-000002.webm']) && await page.isVisible('#recording-video');
     });

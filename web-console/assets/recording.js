@@ -12,6 +12,7 @@ export class RecordingPanel {
         this.segments = segments;
         this.enabled = false;
         this.index = new Map(); // event seq -> {segment, offset_ms}
+        this.newest = 0; // the newest event seq the index had
         this.loading = null;
     }
 
@@ -39,6 +40,7 @@ export class RecordingPanel {
         }
         this.enabled = true;
         this.index = new Map((r.events || []).filter((e) => e && e.segment).map((e) => [e.seq, e]));
+        this.newest = Math.max(0, ...this.index.keys());
         const list = r.segments || [];
         this.segments.replaceChildren(...list.map((s) => el('li', {},
             el('a', { href: this.url(s.name), download: s.name, 'data-segment': s.name }, s.name), ' ',
@@ -74,9 +76,10 @@ export class RecordingPanel {
         return true;
     }
 
-    // TRUE when the event has a place in the recording (as last read).
-    has(seq) {
-        return this.index.has(seq);
+    // TRUE when the event may have a place in the recording: it had one when the index was read,
+    // or it is newer than that (the index is read again when it is chosen).
+    mayHave(seq) {
+        return this.enabled && (this.index.has(seq) || seq > this.newest);
     }
 
     // Loads the event's segment and seeks to its offset; reads the index again for an event

@@ -335,7 +335,7 @@ function renderEvent(ev) {
         el('span', { class: 'who who-' + who }, who + ' · ' + (ev.actor || '?')),
         el('span', { class: 'kind' }, ev.kind || 'event'), ' ', ev.action || '',
         summary ? el('span', { class: 'meta' }, ' · ', summary) : '',
-        recording.enabled ? el('button', { type: 'button', class: 'seek', 'data-seq': ev.seq,
+        recording.mayHave(ev.seq) ? el('button', { type: 'button', class: 'seek', 'data-seq': ev.seq,
             'aria-label': 'Play the recording from event ' + ev.seq }, '▶ Play') : '',
         el('div', { class: 'meta' }, meta.join(' · ')),
         ev.error ? el('div', { class: 'ev-error' }, 'error: ' + ev.error) : '');
