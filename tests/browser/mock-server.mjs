@@ -79,6 +79,7 @@ export function createMock() {
         seq: 7,
         log: [],
         shotQueries: [], // the query of every GET .../screenshot, as carreld would see it
+        webm: null, // the bytes of every recording segment, when a test made a real video
     };
 
     function send(res, status, body, headers = {}) {
@@ -243,10 +244,22 @@ export function createMock() {
         if (m) {
             if (!state.recording.segments.some((x) => x.name === m[1]))
                 return err(res, 404, 'not_found', `no segment '${m[1]}'`);
-            // Not a real video: the page's player is tested by what it asks for and where it seeks.
-            res.writeHead(200, { 'Content-Type': 'video/webm',
-                'Content-Disposition': 'attachment; filename="' + m[1] + '"' });
-            return res.end(Buffer.from([0x1a, 0x45, 0xdf, 0xa3]));
+            // A real WebM when the test made one (state.webm), else only its first bytes: the
+            // page's player is then tested by what it asks for and where it seeks.
+            const bytes = state.webm || Buffer.from([0x1a, 0x45, 0xdf, 0xa3]);
+            const headers = { 'Content-Type': 'video/webm', 'Accept-Ranges': 'bytes',
+                'Content-Disposition': 'attachment; filename="' + m[1] + '"' };
+            // Byte ranges, as a media server answers them: a player seeks only with them.
+            const range = /^bytes=(\d+)-(\d*)$/.exec(req.headers.range || '');
+            if (range && Number(range[1]) < bytes.length) {
+                const from = Number(range[1]);
+                const to = Math.min(range[2] ? Number(range[2]) : bytes.length - 1, bytes.length - 1);
+                res.writeHead(206, { ...headers, 'Content-Length': to - from + 1,
+                    'Content-Range': 'bytes ' + from + '-' + to + '/' + bytes.length });
+                return res.end(bytes.subarray(from, to + 1));
+            }
+            res.writeHead(200, { ...headers, 'Content-Length': bytes.length });
+            return res.end(bytes);
         }
         if (sub === 'snapshots' && req.method === 'GET')
             return send(res, 200, { snapshots: state.snapshots });

@@ -106,6 +106,34 @@ try {
         await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth));
     await shot(page, 'list');
 
+    await step('a real WebM for the session page player: 3 s of a canvas recorded by Chromium (VP8)', async () => {
+        const b64 = await page.evaluate(async () => {
+            const canvas = document.createElement('canvas');
+            canvas.width = 64;
+            canvas.height = 48;
+            const ctx = canvas.getContext('2d');
+            const rec = new MediaRecorder(canvas.captureStream(10), { mimeType: 'video/webm;codecs=vp8' });
+            const parts = [];
+            rec.ondataavailable = (e) => parts.push(e.data);
+            const done = new Promise((r) => { rec.onstop = r; });
+            rec.start();
+            const end = Date.now() + 3000;
+            while (Date.now() < end) {
+                ctx.fillStyle = 'hsl(' + (Date.now() % 360) + ',80%,50%)';
+                ctx.fillRect(0, 0, 64, 48);
+                await new Promise((r) => setTimeout(r, 50));
+            }
+            rec.stop();
+            await done;
+            const buf = new Uint8Array(await new Blob(parts, { type: 'video/webm' }).arrayBuffer());
+            let s = '';
+            for (const x of buf)
+                s += String.fromCharCode(x);
+            return btoa(s);
+        });
+        state.webm = Buffer.from(b64, 'base64');
+        return state.webm.length > 100;
+    });
     await step('a row opens the session page', async () => {
         await page.click('a[href="/session.html?id=s-0a1b2c3d4e5f"]');
         await page.waitForURL(/session\.html\?id=s-0a1b2c3d4e5f/);
@@ -174,6 +202,16 @@ try {
         await page.click('#timeline li[data-seq="2"] button.seek');
         await page.waitForFunction(() => document.getElementById('recording-video').dataset.segment === 'seg-000001.webm',
             null, { timeout: 5000 });
+        // With a real video the player is at the event's offset once the segment loaded.
+        const at = state.webm ? await page.waitForFunction(() => {
+            const v = document.getElementById('recording-video');
+            return v.readyState >= 1 && Math.abs(v.currentTime - 1.5) < 0.05 ? v.currentTime : null;
+        }, null, { timeout: 10000 }).then((h) => h.jsonValue()).catch(() => null) : 1.5;
+        if (at === null)
+            throw new Error('the player is not at 1.5 s: ' + JSON.stringify(await page.evaluate(() => {
+                const v = document.getElementById('recording-video');
+                return { readyState: v.readyState, time: v.currentTime, duration: v.duration, error: v.error && v.error.code };
+            })));
         return (await page.getAttribute('#recording-video', 'data-seek-ms')) === '1500' &&
             await page.isVisible('#timeline li[data-seq="2"].playing');
     });
