@@ -121,6 +121,112 @@ gboolean carrel_spice_filter_append_display_init(CarrelSpiceFilter *filter, GByt
 /* How many messages that act on the guest were dropped so far. */
 guint64 carrel_spice_filter_get_dropped(CarrelSpiceFilter *filter);
 
+/* Called with the bytes of every message that passes the filter after the ticket (header and
+ * body, in order, in any chunking). */
+typedef void (*CarrelSpiceTap)(gpointer user_data, const guint8 *data, gsize len);
+
+/* From now on the messages that pass go to tap as well (the proxy records people's input). */
+void carrel_spice_filter_set_tap(CarrelSpiceFilter *filter, CarrelSpiceTap tap);
+
+/* api-spice-input.c: the client messages of the inputs channel, read as they pass. */
+
+#define CARREL_SPICE_MSGC_INPUTS_KEY_DOWN 101
+#define CARREL_SPICE_MSGC_INPUTS_KEY_UP 102
+#define CARREL_SPICE_MSGC_INPUTS_KEY_MODIFIERS 103
+#define CARREL_SPICE_MSGC_INPUTS_MOUSE_MOTION 111
+#define CARREL_SPICE_MSGC_INPUTS_MOUSE_POSITION 112
+#define CARREL_SPICE_MSGC_INPUTS_MOUSE_PRESS 113
+#define CARREL_SPICE_MSGC_INPUTS_MOUSE_RELEASE 114
+/* The largest body of an inputs message read; a longer one is not SPICE as clients send it. */
+#define CARREL_SPICE_INPUT_BODY_MAX 16
+
+typedef enum {
+    CARREL_SPICE_INPUT_KEY_DOWN,
+    CARREL_SPICE_INPUT_KEY_UP,
+    CARREL_SPICE_INPUT_KEY_MODIFIERS,
+    CARREL_SPICE_INPUT_MOUSE_MOTION,
+    CARREL_SPICE_INPUT_MOUSE_POSITION,
+    CARREL_SPICE_INPUT_MOUSE_PRESS,
+    CARREL_SPICE_INPUT_MOUSE_RELEASE,
+    CARREL_SPICE_INPUT_LAST
+} CarrelSpiceInputType;
+
+/* One client message of the inputs channel. */
+typedef struct {
+    CarrelSpiceInputType type;
+    guint32 code;      /* keys: PC AT scancode as sent (0xE0 | key << 8 for extended keys) */
+    guint16 modifiers; /* KEY_MODIFIERS: scroll, num, caps lock (bits 0, 1, 2) */
+    gint64 x, y;       /* MOUSE_POSITION: display pixels; MOUSE_MOTION: a relative move */
+    guint8 button;     /* MOUSE_PRESS/RELEASE: 1 left, 2 middle, 3 right, 4 and 5 the wheel */
+    guint16 buttons;   /* buttons held after the message */
+} CarrelSpiceInput;
+
+typedef struct _CarrelSpiceInputParser CarrelSpiceInputParser;
+
+/* A parser of the messages of one inputs channel (after its link and ticket); mini_header as
+ * the link negotiated (6-byte headers, else the 18-byte data header). */
+CarrelSpiceInputParser *carrel_spice_input_parser_new(gboolean mini_header);
+void carrel_spice_input_parser_free(CarrelSpiceInputParser *parser);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelSpiceInputParser, carrel_spice_input_parser_free)
+
+/*
+ * Feeds bytes in any chunking; each complete message of the types above is appended to
+ * ret_inputs (GArray of CarrelSpiceInput). Never fails: messages of other types are skipped,
+ * and an input message shorter than its type's body or longer than
+ * CARREL_SPICE_INPUT_BODY_MAX is skipped and counted as refused (its bytes still go to the
+ * server: the parser only reads). Memory stays bounded whatever the sizes say.
+ */
+void carrel_spice_input_parser_feed(CarrelSpiceInputParser *parser, const guint8 *data, gsize len,
+                                    GArray *ret_inputs);
+/* How many input messages were refused so far. */
+guint64 carrel_spice_input_parser_get_refused(const CarrelSpiceInputParser *parser);
+
+/* api-spice-record.c: a person's input as timeline events. */
+
+/* Typed text waits this long for more keys before it becomes an event. */
+#define CARREL_PERSON_TYPE_IDLE_US (1 * G_USEC_PER_SEC)
+/* Most characters of one "type" event: more start the next. */
+#define CARREL_PERSON_TYPE_MAX 1000
+/* Events one console may record: a bucket of this many, refilled at RATE per second. */
+#define CARREL_PERSON_EVENT_BURST 50
+#define CARREL_PERSON_EVENT_RATE 20
+
+/* One event of a person: "click" {x, y, button, modifiers?}, "keys" {combo}, "type" {text}. */
+typedef struct {
+    char *action;
+    JsonNode *params;
+    gint64 started_us; /* monotonic time of its first input */
+} CarrelPersonEvent;
+
+void carrel_person_event_free(CarrelPersonEvent *event);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelPersonEvent, carrel_person_event_free)
+
+typedef struct _CarrelSpiceRecorder CarrelSpiceRecorder;
+
+/* Pure: turns the input of one inputs channel into events, times given by the caller. */
+CarrelSpiceRecorder *carrel_spice_recorder_new(void);
+void carrel_spice_recorder_free(CarrelSpiceRecorder *rec);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelSpiceRecorder, carrel_spice_recorder_free)
+
+/*
+ * One input at now_us (monotonic); the events it completes are appended to ret_events
+ * (GPtrArray of CarrelPersonEvent, owning). Clicks take the position of the latest
+ * MOUSE_POSITION (none after a relative MOUSE_MOTION: x and y are null); a key pressed with
+ * ctrl, alt or super, or a key that types nothing (Enter, Tab, Esc, arrows, F-keys...), is a
+ * "keys" combo; printable keys (US layout, shift and caps lock honoured) gather into "type",
+ * which any other event flushes first. Backspace removes the last character gathered.
+ */
+void carrel_spice_recorder_feed(CarrelSpiceRecorder *rec, const CarrelSpiceInput *input,
+                                gint64 now_us, GPtrArray *ret_events);
+/* Typed text idle for CARREL_PERSON_TYPE_IDLE_US at now_us becomes its event. */
+void carrel_spice_recorder_tick(CarrelSpiceRecorder *rec, gint64 now_us, GPtrArray *ret_events);
+/* Typed text becomes its event now (the channel closes). */
+void carrel_spice_recorder_flush(CarrelSpiceRecorder *rec, GPtrArray *ret_events);
+/* TRUE while typed text waits for its event. */
+gboolean carrel_spice_recorder_pending(const CarrelSpiceRecorder *rec);
+/* Events left out because the console sent more than the rate allows. */
+guint64 carrel_spice_recorder_get_suppressed(const CarrelSpiceRecorder *rec);
+
 /* What a remote-viewer file says. */
 typedef struct {
     const char *title;

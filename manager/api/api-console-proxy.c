@@ -158,6 +158,12 @@ typedef struct {
     GSocket *ws_socket;      /* the viewer's connection, to see what left (flow) */
     CarrelConsoleFlow *flow; /* SPICE -> viewer: what the websocket holds */
     guint drain_timer;       /* reading SPICE waits for the viewer to drain */
+    /* The inputs channel: what the person does, for the timeline. */
+    CarrelSpiceInputParser *input_parser;
+    CarrelSpiceRecorder *recorder;
+    guint typed_timer;         /* typed text waits for more keys */
+    guint64 person_events;     /* recorded */
+    guint64 person_unrecorded; /* refused by core or not written */
 } Proxy;
 
 static void upstreams_remove(Proxy *p);
@@ -184,6 +190,8 @@ proxy_unref(Proxy *p)
     g_clear_pointer(&p->writing, g_bytes_unref);
     g_clear_object(&p->ws_socket);
     g_clear_pointer(&p->flow, carrel_console_flow_free);
+    g_clear_pointer(&p->input_parser, carrel_spice_input_parser_free);
+    g_clear_pointer(&p->recorder, carrel_spice_recorder_free);
     g_free(p->ticket);
     carrel_principal_free(p->who);
     g_free(p->session_id);
@@ -322,6 +330,88 @@ proxy_leave_upstream(Proxy *p)
         after_main(p);
 }
 
+/* ---- people's input on the timeline ---- */
+
+/* Hands events (CarrelPersonEvent) to core, which records those of the lease holder. */
+static void
+report_person(Proxy *p, GPtrArray *events)
+{
+    for (guint i = 0; i < events->len; i++) {
+        const CarrelPersonEvent *ev = g_ptr_array_index(events, i);
+        g_autoptr(GError) error = NULL;
+
+        if (carrel_manager_person_event(p->api->mgr, p->who, p->session_id, ev->action, ev->params,
+                                        ev->started_us, &error)) {
+            p->person_events++;
+            continue;
+        }
+        /* Said once per channel: a flood of refusals must not flood the log. */
+        if (p->person_unrecorded++ == 0)
+            g_message("console: session %s: input of %s not recorded: %s", p->session_id,
+                      p->who->label, error->message);
+    }
+}
+
+static gboolean
+on_typed_timer(gpointer user_data)
+{
+    Proxy *p = user_data;
+    g_autoptr(GPtrArray) events =
+        g_ptr_array_new_with_free_func((GDestroyNotify)carrel_person_event_free);
+
+    carrel_spice_recorder_tick(p->recorder, g_get_monotonic_time(), events);
+    report_person(p, events);
+    if (carrel_spice_recorder_pending(p->recorder))
+        return G_SOURCE_CONTINUE;
+    p->typed_timer = 0;
+    proxy_unref(p);
+    return G_SOURCE_REMOVE;
+}
+
+/* The tap of the inputs channel's filter: messages that reached the guest. */
+static void
+on_input_bytes(gpointer user_data, const guint8 *data, gsize len)
+{
+    Proxy *p = user_data;
+    g_autoptr(GArray) inputs = g_array_new(FALSE, FALSE, sizeof(CarrelSpiceInput));
+    g_autoptr(GPtrArray) events =
+        g_ptr_array_new_with_free_func((GDestroyNotify)carrel_person_event_free);
+    gint64 now = g_get_monotonic_time();
+
+    carrel_spice_input_parser_feed(p->input_parser, data, len, inputs);
+    for (guint i = 0; i < inputs->len; i++)
+        carrel_spice_recorder_feed(p->recorder, &g_array_index(inputs, CarrelSpiceInput, i), now,
+                                   events);
+    report_person(p, events);
+    if (carrel_spice_recorder_pending(p->recorder) && !p->typed_timer)
+        p->typed_timer =
+            g_timeout_add(CARREL_PERSON_TYPE_IDLE_US / 1000 / 4, on_typed_timer, proxy_ref(p));
+}
+
+/* The channel ends: typed text not yet recorded is, now. */
+static void
+person_close(Proxy *p)
+{
+    g_autoptr(GPtrArray) events = NULL;
+
+    if (!p->recorder)
+        return;
+    events = g_ptr_array_new_with_free_func((GDestroyNotify)carrel_person_event_free);
+    carrel_spice_recorder_flush(p->recorder, events);
+    report_person(p, events);
+    if (p->typed_timer) {
+        g_source_remove(p->typed_timer);
+        p->typed_timer = 0;
+        proxy_unref(p); /* the timer's; the caller holds another */
+    }
+    g_message("console: session %s: %" G_GUINT64_FORMAT " events of %s recorded, %" G_GUINT64_FORMAT
+              " not (%" G_GUINT64_FORMAT " over the rate, %" G_GUINT64_FORMAT
+              " malformed input messages)",
+              p->session_id, p->person_events, p->who->label, p->person_unrecorded,
+              carrel_spice_recorder_get_suppressed(p->recorder),
+              carrel_spice_input_parser_get_refused(p->input_parser));
+}
+
 /* Closes both sides once; reason goes to the viewer (never a secret). */
 static void
 proxy_close(Proxy *p, gushort code, const char *reason)
@@ -329,6 +419,7 @@ proxy_close(Proxy *p, gushort code, const char *reason)
     if (p->closed)
         return;
     p->closed = TRUE;
+    person_close(p);
     if (p->link_timeout) {
         g_source_remove(p->link_timeout);
         p->link_timeout = 0;
@@ -582,6 +673,11 @@ accept_link(Proxy *p)
     }
     p->linked = TRUE;
     p->is_main = link->channel_type == CARREL_SPICE_CHANNEL_MAIN;
+    if (link->channel_type == CARREL_SPICE_CHANNEL_INPUTS) {
+        p->input_parser = carrel_spice_input_parser_new(link->mini_header);
+        p->recorder = carrel_spice_recorder_new();
+        carrel_spice_filter_set_tap(p->filter, on_input_bytes);
+    }
     upstreams_add(p);
     if (p->link_timeout) {
         g_source_remove(p->link_timeout);

@@ -188,6 +188,7 @@ struct _CarrelSpiceFilter {
     FilterState state;
     CarrelSpiceMayAct may_act;
     CarrelSpiceMakeTicket make_ticket;
+    CarrelSpiceTap tap;
     gpointer user_data;
     CarrelSpiceLink link;
     gboolean have_link;
@@ -222,6 +223,12 @@ void
 carrel_spice_filter_set_make_ticket(CarrelSpiceFilter *filter, CarrelSpiceMakeTicket make_ticket)
 {
     filter->make_ticket = make_ticket;
+}
+
+void
+carrel_spice_filter_set_tap(CarrelSpiceFilter *filter, CarrelSpiceTap tap)
+{
+    filter->tap = tap;
 }
 
 const CarrelSpiceLink *
@@ -303,6 +310,8 @@ step_header(CarrelSpiceFilter *filter, GByteArray *out)
         filter->dropped++;
     else
         g_byte_array_append(out, h, filter->buf->len);
+    if (!filter->dropping && filter->tap)
+        filter->tap(filter->user_data, h, filter->buf->len);
     g_byte_array_set_size(filter->buf, 0);
     filter->state = FILTER_BODY;
 }
@@ -315,6 +324,9 @@ step_pass(CarrelSpiceFilter *filter, const guint8 *data, gsize len, GByteArray *
 
     if (!filter->dropping)
         g_byte_array_append(out, data, (guint)n);
+    /* Only a message's body: the ticket's bytes never reach the tap. */
+    if (!filter->dropping && filter->tap && filter->state == FILTER_BODY && n > 0)
+        filter->tap(filter->user_data, data, n);
     filter->remaining -= n;
     return n;
 }

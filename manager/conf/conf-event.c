@@ -17,6 +17,7 @@ carrel_event_free(CarrelEvent *event)
     g_free(event->session_id);
     g_free(event->actor);
     g_free(event->actor_id);
+    g_free(event->actor_kind);
     g_free(event->kind);
     g_free(event->action);
     g_clear_pointer(&event->params, json_node_unref);
@@ -44,6 +45,9 @@ add_detail(JsonBuilder *b, const CarrelEvent *event)
     json_builder_set_member_name(b, "duration_ms");
     json_builder_add_int_value(b, event->duration_ms);
     carrel_conf_add_optional_string(b, "screenshot", event->screenshot);
+    /* Only a person's events say it: every other kind is derived from the actor. */
+    if (event->actor_kind)
+        carrel_conf_add_optional_string(b, "actor_kind", event->actor_kind);
 }
 
 static char *
@@ -94,7 +98,19 @@ carrel_event_detail_from_text(CarrelEvent *event, const char *text, GError **err
     event->error = g_strdup(carrel_conf_peek_string(obj, "error"));
     event->duration_ms = json_object_get_int_member_with_default(obj, "duration_ms", 0);
     event->screenshot = g_strdup(carrel_conf_peek_string(obj, "screenshot"));
+    if (g_strcmp0(carrel_conf_peek_string(obj, "actor_kind"), "person") == 0)
+        event->actor_kind = g_strdup("person");
     return TRUE;
+}
+
+const char *
+carrel_event_actor_kind(const CarrelEvent *event)
+{
+    if (event->actor_kind)
+        return event->actor_kind;
+    /* By id where there is one: a token may be named "carreld", but no token's id is that. */
+    return g_strcmp0(event->actor_id ? event->actor_id : event->actor, "carreld") == 0 ? "carreld"
+                                                                                       : "agent";
 }
 
 JsonNode *
@@ -113,6 +129,9 @@ carrel_event_to_json(const CarrelEvent *event)
     carrel_conf_add_optional_string(b, "actor", event->actor);
     carrel_conf_add_optional_string(b, "kind", event->kind);
     add_detail(b, event);
+    /* add_detail wrote actor_kind for a person already; the others' is derived here. */
+    if (!event->actor_kind)
+        carrel_conf_add_optional_string(b, "actor_kind", carrel_event_actor_kind(event));
     json_builder_set_member_name(b, "ok");
     json_builder_add_boolean_value(b, event->error == NULL);
     carrel_conf_add_optional_string(b, "actor_id", event->actor_id);

@@ -578,8 +578,11 @@ typedef struct {
     gint64 ts_us;   /* wall clock, microseconds since the epoch */
     char *actor;    /* the caller's name (its token's label) or "carreld" */
     char *actor_id; /* the caller's token id or "carreld"; NULL in events older than it */
-    char *kind;     /* "action", "command", "file", "lifecycle" */
-    char *action;   /* e.g. "left_click", "exec", "file_write", "stop" */
+    /* "person" for what a person did on the console (kept in the detail); NULL: derived, see
+     * carrel_event_actor_kind */
+    char *actor_kind;
+    char *kind;   /* "action", "command", "file", "lifecycle", "console" */
+    char *action; /* e.g. "left_click", "exec", "file_write", "stop" */
     JsonNode *params;
     JsonNode *result; /* NULL when it failed */
     char *error;      /* NULL when it succeeded */
@@ -595,6 +598,10 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelEvent, carrel_event_free)
  * JSON text, and back (INVALID_ARG on malformed text). */
 char *carrel_event_detail_to_text(const CarrelEvent *event);
 gboolean carrel_event_detail_from_text(CarrelEvent *event, const char *text, GError **error);
+
+/* Who acted, as the timeline shows it: "person" (a person's own input on the console),
+ * "carreld" (the daemon itself) or "agent" (any caller of the API). */
+const char *carrel_event_actor_kind(const CarrelEvent *event);
 
 /* JSON object of an event for the API. */
 JsonNode *carrel_event_to_json(const CarrelEvent *event);

@@ -7,9 +7,8 @@
 #define EVENT_ATTEMPTS 3
 #define EVENT_RETRY_US (50 * 1000)
 
-/* Stores event, a few times if need be; the last error otherwise. */
-static gboolean
-add_event(CarrelManager *mgr, CarrelEvent *event, GError **error)
+gboolean
+carrel_manager_event_add(CarrelManager *mgr, CarrelEvent *event, GError **error)
 {
     for (guint attempt = 1;; attempt++) {
         g_autoptr(GError) local = NULL;
@@ -47,7 +46,7 @@ carrel_manager_record(CarrelManager *mgr, const char *session_id, const CarrelPr
     event->error = failure ? g_strdup(failure->message) : NULL;
     event->duration_ms = started_us ? (g_get_monotonic_time() - started_us) / 1000 : 0;
     event->screenshot = g_strdup(screenshot);
-    return add_event(mgr, event, error);
+    return carrel_manager_event_add(mgr, event, error);
 }
 
 gboolean

@@ -291,6 +291,9 @@ CarrelJob *carrel_job_new(const char *kind, const char *target);
 void carrel_job_run(CarrelJob *job, CarrelJobFunc func, gpointer data, GDestroyNotify free_data);
 void carrel_job_progress(CarrelJob *job, const char *line);
 
+/* Stores a whole event (its seq is set), a few times if need be (see carrel_manager_record). */
+gboolean carrel_manager_event_add(CarrelManager *mgr, CarrelEvent *event, GError **error);
+
 /*
  * Appends an event to a session's timeline (see CarrelEvent): params and result are copied;
  * failure (NULL on success) gives the error text; started_us is the monotonic start (0: no

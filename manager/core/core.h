@@ -595,6 +595,18 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelConsoleAccess, carrel_console_access_free)
  * console send keyboard and mouse (the proxy asks for every message that acts on the guest). */
 gboolean carrel_manager_console_may_act(CarrelManager *mgr, const CarrelPrincipal *who,
                                         const char *session_id);
+/*
+ * What a person did on a session's console, reported by the console proxy: action "click"
+ * {x, y, button, modifiers?}, "keys" {combo} or "type" {text}, its first input at started_us
+ * (monotonic; 0: now). Recorded on the timeline as kind "console" with actor_kind "person" and
+ * who's name, only while who (a token still live) holds the control lease: FORBIDDEN
+ * otherwise, and nothing is recorded. Typed text stays on the timeline only when the session's
+ * policy says [console] record_typed_text=true; else the event holds {redacted: true, chars}.
+ * INVALID_ARG for another action or malformed params.
+ */
+gboolean carrel_manager_person_event(CarrelManager *mgr, const CarrelPrincipal *who,
+                                     const char *session_id, const char *action, JsonNode *params,
+                                     gint64 started_us, GError **error);
 CarrelConsoleAccess *carrel_manager_console_open(CarrelManager *mgr, const CarrelPrincipal *who,
                                                  const char *id_or_name, GError **error);
 

@@ -131,6 +131,30 @@ read_token_limits(GKeyFile *kf, CarrelLimits *limits, GError **error)
                                     error);
 }
 
+static gboolean
+read_console(GKeyFile *kf, CarrelPolicy *policy, GError **error)
+{
+    g_autoptr(GError) local = NULL;
+    gboolean value;
+
+    if (!g_key_file_has_key(kf, "console", "record_typed_text", NULL))
+        return TRUE;
+    value = g_key_file_get_boolean(kf, "console", "record_typed_text", &local);
+    if (local) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "[console] record_typed_text must be true or false");
+        return FALSE;
+    }
+    policy->record_typed_text = value;
+    return TRUE;
+}
+
+gboolean
+carrel_policy_record_typed_text(const CarrelPolicy *policy)
+{
+    return policy->record_typed_text;
+}
+
 const CarrelLimits *
 carrel_policy_limits(const CarrelPolicy *policy)
 {
@@ -154,7 +178,7 @@ carrel_policy_load_data(const char *data, gsize len, GError **error)
                     error) ||
         !read_limit(kf, "max_disk_gib", CARREL_LIMIT_DISK_GIB, &policy->max_disk_gib, error) ||
         !read_exit_paths(kf, policy, error) || !read_timeouts(kf, policy, error) ||
-        !read_token_limits(kf, &policy->limits, error) ||
+        !read_token_limits(kf, &policy->limits, error) || !read_console(kf, policy, error) ||
         !carrel_policy_network_read(kf, policy, error) ||
         !carrel_policy_secrets_read(kf, policy, error) ||
         !carrel_policy_roles_read(kf, policy, error))

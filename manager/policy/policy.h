@@ -19,7 +19,8 @@ CarrelPolicy *carrel_policy_new_default(void);
  * [network] mode=none|allowlist|open, allow=, deny=, ask= (NAME, *.NAME, NAME:PORT, comma-
  * separated), ask_timeout_s=;
  * [roles] agent.OPERATION=yes|own|no, reviewer.OPERATION=... (the role matrix's overrides);
- * [limits] sessions=, creates=, rate=, burst= (per token). */
+ * [limits] sessions=, creates=, rate=, burst= (per token);
+ * [console] record_typed_text=true|false (default false). */
 CarrelPolicy *carrel_policy_load_data(const char *data, gsize len, GError **error);
 
 void carrel_policy_free(CarrelPolicy *policy);
@@ -75,8 +76,13 @@ const CarrelPolicySecret *carrel_policy_secret_for(const CarrelPolicy *policy, c
                                                    guint port);
 const CarrelPolicySecret *carrel_policy_secret_named(const CarrelPolicy *policy, const char *name);
 
+/* [console] record_typed_text: TRUE when what a person types on a session's console is kept on
+ * its timeline as text; FALSE (the default) keeps only how many characters were typed. */
+gboolean carrel_policy_record_typed_text(const CarrelPolicy *policy);
+
 /* {name, resources: {max_vcpus, max_memory_mib, max_disk_gib}, artifacts: {paths}, timeouts:
- * {ttl_s, idle_timeout_s, on_expiry}, network: {mode, allow, deny, ask, ask_timeout_s}}; what
+ * {ttl_s, idle_timeout_s, on_expiry}, network: {mode, allow, deny, ask, ask_timeout_s},
+ * console: {record_typed_text}}; what
  * `carrel policy show` prints. Pure. */
 JsonNode *carrel_policy_to_json(const CarrelPolicy *policy);
 

@@ -43,7 +43,30 @@ export function createMock() {
                 result: { exit_code: 3, stdout: '', stderr: 'x' }, error: null, duration_ms: 55, screenshot: null },
             { seq: 4, time: iso(2800e3), actor: 'agent', kind: 'file', action: 'read', params: { path: '/etc/shadow' },
                 result: null, error: 'permission denied', duration_ms: 9, screenshot: null },
+            // A person's own input on the console (actor_kind person), as carreld records it.
+            { seq: 5, time: iso(2700e3), actor: 'alice', actor_kind: 'person', kind: 'console', action: 'click',
+                params: { x: 412, y: 300, button: 'left' }, result: null, error: null, duration_ms: 0, screenshot: null },
+            { seq: 6, time: iso(2690e3), actor: 'alice', actor_kind: 'person', kind: 'console', action: 'keys',
+                params: { combo: 'ctrl+c' }, result: null, error: null, duration_ms: 0, screenshot: null },
+            { seq: 7, time: iso(2680e3), actor: 'alice', actor_kind: 'person', kind: 'console', action: 'type',
+                params: { redacted: true, chars: 5 }, result: null, error: null, duration_ms: 800, screenshot: null },
         ],
+        // The recording of the first session: 'on', 'off' (enabled false) or 'absent' (404).
+        recordingMode: 'on',
+        recording: {
+            enabled: true, fps: 2, dropped: 0,
+            segments: [
+                { name: 'seg-000001.webm', started_ms: 0, ended_ms: 60000, duration_ms: 60000, frames: 120, bytes: 48213,
+                    sha256: 'aa'.repeat(32) },
+                { name: 'seg-000002.webm', started_ms: 60000, ended_ms: 75000, duration_ms: 15000, frames: 30, bytes: 9120,
+                    sha256: 'bb'.repeat(32), open: true },
+            ],
+            events: [
+                { seq: 2, segment: 'seg-000001.webm', offset_ms: 1500 },
+                { seq: 5, segment: 'seg-000001.webm', offset_ms: 40250 },
+                { seq: 6, segment: 'seg-000002.webm', offset_ms: 12345 },
+            ],
+        },
         extractions: [],
         approvals: [
             { id: 'a-1', session_id: 's-0a1b2c3d4e5f', action: 'file_download', detail: { url: 'https://example.com/x.pdf' },
@@ -53,9 +76,10 @@ export function createMock() {
         ],
         snapshots: [{ id: 'snap-1', name: 'before-login', memory: true, created_at: iso(2000e3) }],
         streams: new Set(),
-        seq: 4,
+        seq: 7,
         log: [],
         shotQueries: [], // the query of every GET .../screenshot, as carreld would see it
+        webm: null, // the bytes of every recording segment, when a test made a real video
     };
 
     function send(res, status, body, headers = {}) {
@@ -208,6 +232,34 @@ export function createMock() {
         if (sub === 'events') {
             const after = Number(url.searchParams.get('after') || 0);
             return send(res, 200, { events: s.id === state.sessions[0].id ? state.events.filter((e) => e.seq > after) : [] });
+        }
+        if (sub === 'recording') {
+            if (s.id !== state.sessions[0].id || state.recordingMode === 'absent')
+                return err(res, 404, 'not_found', `session '${s.id}' has no recording`);
+            if (state.recordingMode === 'off')
+                return send(res, 200, { enabled: false, fps: 0, segments: [], dropped: 0, events: [] });
+            return send(res, 200, state.recording);
+        }
+        m = sub.match(/^recording\/([^/]+)$/);
+        if (m) {
+            if (!state.recording.segments.some((x) => x.name === m[1]))
+                return err(res, 404, 'not_found', `no segment '${m[1]}'`);
+            // A real WebM when the test made one (state.webm), else only its first bytes: the
+            // page's player is then tested by what it asks for and where it seeks.
+            const bytes = state.webm || Buffer.from([0x1a, 0x45, 0xdf, 0xa3]);
+            const headers = { 'Content-Type': 'video/webm', 'Accept-Ranges': 'bytes',
+                'Content-Disposition': 'attachment; filename="' + m[1] + '"' };
+            // Byte ranges, as a media server answers them: a player seeks only with them.
+            const range = /^bytes=(\d+)-(\d*)$/.exec(req.headers.range || '');
+            if (range && Number(range[1]) < bytes.length) {
+                const from = Number(range[1]);
+                const to = Math.min(range[2] ? Number(range[2]) : bytes.length - 1, bytes.length - 1);
+                res.writeHead(206, { ...headers, 'Content-Length': to - from + 1,
+                    'Content-Range': 'bytes ' + from + '-' + to + '/' + bytes.length });
+                return res.end(bytes.subarray(from, to + 1));
+            }
+            res.writeHead(200, { ...headers, 'Content-Length': bytes.length });
+            return res.end(bytes);
         }
         if (sub === 'snapshots' && req.method === 'GET')
             return send(res, 200, { snapshots: state.snapshots });

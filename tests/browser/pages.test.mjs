@@ -106,6 +106,34 @@ try {
         await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth));
     await shot(page, 'list');
 
+    await step('a real WebM for the session page player: 3 s of a canvas recorded by Chromium (VP8)', async () => {
+        const b64 = await page.evaluate(async () => {
+            const canvas = document.createElement('canvas');
+            canvas.width = 64;
+            canvas.height = 48;
+            const ctx = canvas.getContext('2d');
+            const rec = new MediaRecorder(canvas.captureStream(10), { mimeType: 'video/webm;codecs=vp8' });
+            const parts = [];
+            rec.ondataavailable = (e) => parts.push(e.data);
+            const done = new Promise((r) => { rec.onstop = r; });
+            rec.start();
+            const end = Date.now() + 3000;
+            while (Date.now() < end) {
+                ctx.fillStyle = 'hsl(' + (Date.now() % 360) + ',80%,50%)';
+                ctx.fillRect(0, 0, 64, 48);
+                await new Promise((r) => setTimeout(r, 50));
+            }
+            rec.stop();
+            await done;
+            const buf = new Uint8Array(await new Blob(parts, { type: 'video/webm' }).arrayBuffer());
+            let s = '';
+            for (const x of buf)
+                s += String.fromCharCode(x);
+            return btoa(s);
+        });
+        state.webm = Buffer.from(b64, 'base64');
+        return state.webm.length > 100;
+    });
     await step('a row opens the session page', async () => {
         await page.click('a[href="/session.html?id=s-0a1b2c3d4e5f"]');
         await page.waitForURL(/session\.html\?id=s-0a1b2c3d4e5f/);
@@ -120,6 +148,90 @@ try {
             if (!text.includes(want))
                 throw new Error('missing "' + want + '" in ' + text);
         return (await page.getAttribute('#timeline img', 'src')) === '/v1/sessions/s-0a1b2c3d4e5f/screenshots/shot-2.png';
+    });
+    await step('agents and people side by side, each named; typed text shown redacted', async () => {
+        const person = await page.$$eval('#timeline li.person', (lis) => lis.map((li) => li.innerText));
+        const agentBadge = await page.textContent('#timeline li[data-seq="3"] .who');
+        if (person.length !== 3 || !person.every((t) => t.includes('person · alice')))
+            throw new Error(JSON.stringify(person));
+        if (agentBadge !== 'agent · agent')
+            throw new Error('agent badge: ' + agentBadge);
+        const text = person.join(' | ');
+        for (const want of ['left click at 412, 300', 'ctrl+c', '5 characters typed (redacted by policy)'])
+            if (!text.includes(want))
+                throw new Error('missing "' + want + '" in ' + text);
+    });
+    const visibleSeqs = () => page.$$eval('#timeline li', (lis) => lis.filter((li) => li.offsetParent !== null)
+        .map((li) => Number(li.dataset.seq)));
+    await step('the filter shows people only, agents only, then everyone', async () => {
+        await page.selectOption('#timeline-filter', 'person');
+        const people = await visibleSeqs();
+        await page.selectOption('#timeline-filter', 'agent');
+        const agents = await visibleSeqs();
+        await page.selectOption('#timeline-filter', 'all');
+        const all = await visibleSeqs();
+        if (JSON.stringify(people) !== '[5,6,7]' || agents.some((x) => x >= 5 && x <= 7) || agents.length < 4 ||
+            all.length !== people.length + agents.length)
+            throw new Error(JSON.stringify({ people, agents, all }));
+        return /of/.test(await page.textContent('#timeline-status'));
+    });
+    await step('the recording lists its segments with download links', async () => {
+        await page.waitForSelector('#recording-segments a[download]', { timeout: 5000 });
+        const links = await page.$$eval('#recording-segments a[download]', (as) => as.map((a) => a.getAttribute('href')));
+        // Events the index places have a Play button; older ones it does not place have none.
+        const seekable = await page.$$eval('#timeline button.seek', (bs) => bs.map((b) => Number(b.dataset.seq)));
+        if (JSON.stringify(seekable) !== '[2,5,6,7]')
+            throw new Error('Play buttons on ' + JSON.stringify(seekable));
+        return JSON.stringify(links) === JSON.stringify(['/v1/sessions/s-0a1b2c3d4e5f/recording/seg-000001.webm',
+            '/v1/sessions/s-0a1b2c3d4e5f/recording/seg-000002.webm']) && await page.isVisible('#recording-video');
+    });
+    await step('clicking an event loads its segment and seeks to its offset', async () => {
+        await page.click('#timeline li[data-seq="6"] button.seek');
+        await page.waitForFunction(() => document.getElementById('recording-video').dataset.segment === 'seg-000002.webm',
+            null, { timeout: 5000 });
+        const v = await page.evaluate(() => {
+            const video = document.getElementById('recording-video');
+            return { src: video.getAttribute('src'), seekMs: video.dataset.seekMs, time: video.currentTime };
+        });
+        if (v.src !== '/v1/sessions/s-0a1b2c3d4e5f/recording/seg-000002.webm' || v.seekMs !== '12345')
+            throw new Error(JSON.stringify(v));
+        await waitFor(() => state.log.includes('GET /v1/sessions/s-0a1b2c3d4e5f/recording/seg-000002.webm'), 5000);
+        if (!state.log.includes('GET /v1/sessions/s-0a1b2c3d4e5f/recording/seg-000002.webm'))
+            throw new Error('the player never asked for the segment');
+        // Back to the first segment, for an agent's event.
+        await page.click('#timeline li[data-seq="2"] button.seek');
+        await page.waitForFunction(() => document.getElementById('recording-video').dataset.segment === 'seg-000001.webm',
+            null, { timeout: 5000 });
+        // With a real video the player is at the event's offset once the segment loaded.
+        const at = state.webm ? await page.waitForFunction(() => {
+            const v = document.getElementById('recording-video');
+            return v.readyState >= 1 && Math.abs(v.currentTime - 1.5) < 0.05 ? v.currentTime : null;
+        }, null, { timeout: 10000 }).then((h) => h.jsonValue()).catch(() => null) : 1.5;
+        if (at === null)
+            throw new Error('the player is not at 1.5 s: ' + JSON.stringify(await page.evaluate(() => {
+                const v = document.getElementById('recording-video');
+                return { readyState: v.readyState, time: v.currentTime, duration: v.duration, error: v.error && v.error.code };
+            })));
+        return (await page.getAttribute('#recording-video', 'data-seek-ms')) === '1500' &&
+            await page.isVisible('#timeline li[data-seq="2"].playing');
+    });
+    await shot(page, 'session-recording');
+    await step('no recording (404) or recording off: the player says so, the timeline still works', async () => {
+        state.recordingMode = 'absent';
+        await page.reload();
+        await page.waitForSelector('#timeline li', { timeout: 5000 });
+        await page.waitForFunction(() => /no recording/.test(document.getElementById('recording-status').textContent),
+            null, { timeout: 5000 });
+        const absent = await page.isHidden('#recording-video') && (await page.$$('#timeline button.seek')).length === 0;
+        state.recordingMode = 'off';
+        await page.reload();
+        await page.waitForFunction(() => /Recording is off/.test(document.getElementById('recording-status').textContent),
+            null, { timeout: 5000 });
+        const off = await page.isHidden('#recording-video') && (await page.$$('#timeline li')).length >= 7;
+        state.recordingMode = 'on';
+        await page.reload();
+        await page.waitForSelector('#timeline button.seek', { timeout: 5000 });
+        return absent && off;
     });
     await step('pause from the page: state and timeline follow (with the reviewer)', async () => {
         await page.click('button[data-action=pause]');

@@ -1,7 +1,9 @@
 // Take-overs in a real browser, again and again: a reviewer opens the session page, takes over,
 // types into the guest's terminal, and closes the browser without releasing; then a new browser
 // does the same, a third time, after a pause and after a hibernate. Each round's typing is read
-// back from the guest with exec. Prints `ok - ...` / `not ok - ...`; exits 1 on any failure.
+// back from the guest with exec, and the timeline holds the person's click (near where it was
+// made), key combination and redacted typing, named (issue 19). Prints `ok - ...` /
+// `not ok - ...`; exits 1 on any failure.
 //
 // Environment: as console.test.mjs (CARREL_URL, CARREL_TOKEN_FILE, CARREL_SESSION of a running
 // `tiny` session, CARREL_TEST_OUT, CHROMIUM).
@@ -44,6 +46,52 @@ async function clickTerminal(page) {
     const gy = w.y + w.height / 2;
     await page.mouse.move(box.left + (gx * box.width) / box.cw, box.top + (gy * box.height) / box.ch, { steps: 5 });
     await page.mouse.click(box.left + (gx * box.width) / box.cw, box.top + (gy * box.height) / box.ch);
+    return { x: gx, y: gy };
+}
+
+// The newest seq of the session's timeline (paged: a long run has many events).
+async function lastSeq() {
+    let after = 0;
+    for (;;) {
+        const r = await agent('GET', '/v1/sessions/' + SID + '/events?after=' + after + '&limit=1000');
+        const list = (r.json && r.json.events) || [];
+        if (!list.length)
+            return after;
+        after = list[list.length - 1].seq;
+        if (list.length < 1000)
+            return after;
+    }
+}
+
+// The person's own events (actor_kind person) after seq.
+async function personEvents(after) {
+    const r = await agent('GET', '/v1/sessions/' + SID + '/events?after=' + after + '&limit=1000');
+    return ((r.json && r.json.events) || []).filter((e) => e.actor_kind === 'person');
+}
+
+// issue 19: what the person did is on the timeline, named: the click near where it was made,
+// the key combination, and the typed text redacted (the default policy keeps no typed text).
+async function checkPersonTimeline(round, after, clicked, typed) {
+    const me = (await agent('GET', '/v1/whoami')).json || {};
+    await step(round + ': the timeline holds the person\'s click, combination and redacted typing, named', async () => {
+        const list = await waitFor(async () => {
+            const evs = await personEvents(after);
+            return evs.some((e) => e.action === 'type') ? evs : null;
+        }, 10000, 500) || await personEvents(after);
+        const line = JSON.stringify(list).slice(0, 600);
+        const click = list.find((e) => e.kind === 'console' && e.action === 'click' && e.params && e.params.button === 'left');
+        if (!click || Math.abs(click.params.x - clicked.x) > 4 || Math.abs(click.params.y - clicked.y) > 4)
+            throw new Error('no left click near ' + JSON.stringify(clicked) + ': ' + line);
+        if (!list.some((e) => e.action === 'keys' && e.params && e.params.combo === 'ctrl+l'))
+            throw new Error('no keys ctrl+l: ' + line);
+        const type = list.find((e) => e.action === 'type');
+        if (!type || type.params.redacted !== true || type.params.chars !== typed.length || 'text' in type.params)
+            throw new Error('typing not redacted as ' + typed.length + ' characters: ' + line);
+        if (!list.every((e) => e.actor === me.name))
+            throw new Error('not all named ' + me.name + ': ' + line);
+        if (JSON.stringify(list).includes(typed))
+            throw new Error('the typed text is on the timeline: ' + line);
+    });
 }
 
 // One reviewer's visit in a browser of its own: log in, open the page, take over (unless the
@@ -68,10 +116,16 @@ async function visit(browser, round, problems, { release = false } = {}) {
             await waitConsole(page, false);
         });
         await guestExec(['rm', '-f', file]);
+        const after = await lastSeq();
+        let clicked = null;
+        const typed = 'echo ' + round + ' > ' + file;
         await step(round + ': keys typed into the page reach the terminal (read back with exec)', async () => {
-            await clickTerminal(page);
+            clicked = await clickTerminal(page);
             await page.locator('#spice-screen canvas').focus();
-            await typeKeys(page, 'echo ' + round + ' > ' + file + '\n');
+            // A combination first (xterm's clear screen), then the command.
+            await page.keyboard.press('Control+KeyL', { delay: 20 });
+            await sleep(200);
+            await typeKeys(page, typed + '\n');
             const got = await waitFor(async () => {
                 const r = await guestExec(['cat', file]);
                 return r.exit_code === 0 && r.stdout.trim() ? r.stdout.trim() : null;
@@ -79,6 +133,8 @@ async function visit(browser, round, problems, { release = false } = {}) {
             if (got !== round)
                 throw new Error(file + ' holds ' + JSON.stringify(got));
         });
+        if (clicked)
+            await checkPersonTimeline(round, after, clicked, typed);
         await shot(page, 'takeover-' + round);
         if (release) {
             await step(round + ': release from the page', async () => {

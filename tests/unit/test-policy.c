@@ -314,7 +314,8 @@ test_policy_set(void **state)
         "\"max_memory_mib\":8192,\"max_disk_gib\":null},\"artifacts\":{\"paths\":[\"/tmp/out\"]},"
         "\"timeouts\":{\"ttl_s\":60,\"idle_timeout_s\":null,"
         "\"on_expiry\":\"stop\"},\"network\":{\"mode\":\"none\",\"allow\":[],"
-        "\"deny\":[],\"ask\":[],\"ask_timeout_s\":120},\"secrets\":[]}");
+        "\"deny\":[],\"ask\":[],\"ask_timeout_s\":120},\"secrets\":[],\"console\":{\"record_typed_"
+        "text\":false}}");
     /* A file called default takes the built-in one's place, [roles] and all. */
     assert_true(carrel_policy_set_add(set, "default", roles, strlen(roles), &error));
     assert_int_equal(carrel_policy_grant(carrel_policy_set_get_default(set), CARREL_ROLE_AGENT,

@@ -4,6 +4,7 @@ import {
     seg, setApprovalCount, showError,
 } from './api.js';
 import { ConsoleView } from './console.js';
+import { RecordingPanel } from './recording.js';
 import { TerminalPanel } from './terminal.js';
 
 const id = new URLSearchParams(location.search).get('id');
@@ -211,6 +212,14 @@ const actions = {
     },
 };
 
+/* ---------- recording ---------- */
+
+const recording = new RecordingPanel(base, {
+    status: $('recording-status'),
+    video: $('recording-video'),
+    segments: $('recording-segments'),
+});
+
 /* ---------- terminal ---------- */
 
 const terminal = new TerminalPanel($('terminal-screen'), $('terminal-status'), base + '/shell');
@@ -287,9 +296,31 @@ function summarize(ev) {
     return s.length > 160 ? s.slice(0, 157) + '…' : s;
 }
 
+// Who acted: a person on the console, carreld itself, or an agent (any API caller; events of
+// an older carreld without actor_kind count as that).
+function actorKind(ev) {
+    if (ev.actor_kind === 'person' || ev.actor_kind === 'carreld')
+        return ev.actor_kind;
+    return ev.actor === 'carreld' && !ev.actor_kind ? 'carreld' : 'agent';
+}
+
+function personSummary(ev) {
+    const p = ev.params && typeof ev.params === 'object' ? ev.params : {};
+    if (ev.action === 'click')
+        return (p.modifiers && p.modifiers.length ? p.modifiers.join('+') + '+' : '') + (p.button || 'left') +
+            ' click' + (p.x !== null && p.x !== undefined ? ' at ' + p.x + ', ' + p.y : '');
+    if (ev.action === 'keys')
+        return p.combo || '';
+    if (ev.action === 'type')
+        return p.redacted ? p.chars + (p.chars === 1 ? ' character' : ' characters') + ' typed (redacted by policy)'
+            : JSON.stringify(p.text ?? '');
+    return summarize(ev);
+}
+
 function renderEvent(ev) {
     const when = ev.time || ev.ts;
     const r = ev.result && typeof ev.result === 'object' ? ev.result : null;
+    const who = actorKind(ev);
     const meta = [];
     if (ev.actor)
         meta.push('by ' + ev.actor);
@@ -299,9 +330,13 @@ function renderEvent(ev) {
         meta.push('exit code ' + r.exit_code);
     if (r && r.timed_out)
         meta.push('timed out');
+    const summary = who === 'person' ? personSummary(ev) : summarize(ev);
     const what = el('div', { class: 'what' },
+        el('span', { class: 'who who-' + who }, who + ' · ' + (ev.actor || '?')),
         el('span', { class: 'kind' }, ev.kind || 'event'), ' ', ev.action || '',
-        summarize(ev) ? el('span', { class: 'meta' }, ' · ', summarize(ev)) : '',
+        summary ? el('span', { class: 'meta' }, ' · ', summary) : '',
+        recording.mayHave(ev.seq) ? el('button', { type: 'button', class: 'seek', 'data-seq': ev.seq,
+            'aria-label': 'Play the recording from event ' + ev.seq }, '▶ Play') : '',
         el('div', { class: 'meta' }, meta.join(' · ')),
         ev.error ? el('div', { class: 'ev-error' }, 'error: ' + ev.error) : '');
     let shot = el('span');
@@ -310,7 +345,7 @@ function renderEvent(ev) {
         shot = el('a', { href: src, target: '_blank', rel: 'noopener' },
             el('img', { src, alt: 'Screen after ' + (ev.action || ev.kind), loading: 'lazy', width: 128, height: 96 }));
     }
-    return el('li', { 'data-seq': ev.seq, class: ev.error ? 'failed' : '' },
+    return el('li', { 'data-seq': ev.seq, 'data-actor-kind': who, class: who + (ev.error ? ' failed' : '') },
         el('time', { datetime: when || '' }, fmtTime(when)), what, shot);
 }
 
@@ -336,10 +371,36 @@ function addEvents(list) {
     if (fresh[0].seq > shown)
         ol.append(...fresh.map(renderEvent));
     else
-        ol.replaceChildren(...[...events.values()].sort((a, b) => a.seq - b.seq).map(renderEvent));
-    $('timeline-status').textContent = events.size + (events.size === 1 ? ' event' : ' events');
+        redrawTimeline();
+    filterTimeline();
     if (atEnd)
         scroller.scrollTop = scroller.scrollHeight;
+}
+
+function redrawTimeline() {
+    $('timeline').replaceChildren(...[...events.values()].sort((a, b) => a.seq - b.seq).map(renderEvent));
+}
+
+function filterTimeline() {
+    const show = $('timeline-filter').value;
+    const ol = $('timeline');
+    ol.classList.toggle('show-person', show === 'person');
+    ol.classList.toggle('show-agent', show === 'agent');
+    const shown = [...events.values()].filter((ev) => show === 'all' ||
+        (show === 'person') === (actorKind(ev) === 'person')).length;
+    $('timeline-status').textContent = shown + ' of ' + events.size + (events.size === 1 ? ' event' : ' events');
+}
+
+// A click on an event's Play button: its segment, at its offset.
+async function playFrom(target) {
+    const button = target.closest('button.seek');
+    if (!button)
+        return;
+    const seq = Number(button.dataset.seq);
+    for (const li of document.querySelectorAll('#timeline li.playing'))
+        li.classList.remove('playing');
+    if (await recording.seek(seq))
+        button.closest('li').classList.add('playing');
 }
 
 async function loadTimeline() {
@@ -458,6 +519,9 @@ async function main() {
     $('terminal-open').addEventListener('click', () => terminal.open());
     $('terminal-close').addEventListener('click', () => terminal.close());
     $('diff-form').addEventListener('submit', runDiff);
+    $('timeline-filter').addEventListener('change', filterTimeline);
+    $('timeline-filters').addEventListener('submit', (e) => e.preventDefault());
+    $('timeline').addEventListener('click', (e) => playFrom(e.target));
     try {
         setSession(await api('GET', base));
     } catch (e) {
@@ -477,6 +541,8 @@ async function main() {
         view.stop();
         terminal.close();
     });
+    // The recording first: the timeline's rows offer to play from them when it is on.
+    await recording.load();
     await loadTimeline();
     loadArtifacts();
     const es = openStream('session=' + encodeURIComponent(session.id), {
