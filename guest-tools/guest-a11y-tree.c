@@ -184,19 +184,36 @@ carrel_guest_a11y_node_to_json(const char *id, const CarrelGuestA11yInfo *info)
     return node;
 }
 
-/* An element waiting in the breadth-first walk: its handle (NULL: the desktop), id, level and
- * the JSON object its children go into. */
+/* The order in which waiting elements are expanded: breadth first within each rank, a lower
+ * rank first. A web page is the deepest part of the desktop, and menus, toolbars and tab lists
+ * the widest: in plain breadth-first order the budget (elements, bytes, the deadline) went to
+ * the chrome of every application before any page's content was reached (the slow tier's
+ * Firefox heading). Documents and what they hold come first, the insides of the chrome last;
+ * the chrome's containers themselves are still listed where they are. */
+typedef enum {
+    RANK_CONTENT, /* a document ("document web", "document frame", ...) and all below it */
+    RANK_OTHER,
+    RANK_CHROME, /* the insides of menus, menu bars, toolbars, tab lists, status bars */
+    RANK_LAST
+} Rank;
+
+static const char *const chrome_roles[] = {"menu bar",   "menu",          "popup menu", "tool bar",
+                                           "status bar", "page tab list", NULL};
+
+/* An element waiting in the walk: its handle (NULL: the desktop), id, level, rank and the JSON
+ * object its children go into. */
 typedef struct {
     gpointer element;
     char *id;
     guint level;
+    Rank rank;
     JsonObject *obj;
 } Pending;
 
 typedef struct {
     const CarrelGuestA11yOps *ops;
     gpointer source;
-    GQueue queue;
+    GQueue queue[RANK_LAST];
     guint count;
     guint depth;
     guint max_nodes;
@@ -221,6 +238,16 @@ static gsize
 text_bytes(const char *text, gsize max_chars)
 {
     return text ? MIN(strlen(text), max_chars * 4) : 0;
+}
+
+static Rank
+child_rank(Rank parent, const char *role)
+{
+    if (parent == RANK_CONTENT || (role && g_str_has_prefix(role, "document")))
+        return RANK_CONTENT;
+    if (parent == RANK_CHROME || (role && g_strv_contains(chrome_roles, role)))
+        return RANK_CHROME;
+    return RANK_OTHER;
 }
 
 static char *
@@ -255,16 +282,17 @@ add_child(Walk *walk, Pending *parent, JsonArray *list, gpointer element, guint 
         return;
     }
     node = carrel_guest_a11y_node_to_json(id, &info);
+    p = g_new0(Pending, 1);
+    p->rank = child_rank(parent->rank, info.role);
     carrel_guest_a11y_info_clear(&info);
     json_object_set_array_member(json_node_get_object(node), "children", json_array_new());
-    p = g_new0(Pending, 1);
     p->element = element;
     p->id = g_steal_pointer(&id);
     p->level = parent->level + 1;
     p->obj = json_node_get_object(node);
     json_array_add_element(list, node);
     walk->count++;
-    g_queue_push_tail(&walk->queue, p);
+    g_queue_push_tail(&walk->queue[p->rank], p);
 }
 
 static void
@@ -288,6 +316,17 @@ expand(Walk *walk, Pending *p)
             walk->ops->element_free(g_ptr_array_index(children, i));
     }
     g_ptr_array_set_free_func(children, NULL);
+}
+
+/* The next element to expand: the first of the lowest rank waiting. */
+static Pending *
+next_pending(Walk *walk)
+{
+    for (guint r = 0; r < RANK_LAST; r++) {
+        if (!g_queue_is_empty(&walk->queue[r]))
+            return g_queue_pop_head(&walk->queue[r]);
+    }
+    return NULL;
 }
 
 static JsonNode *
@@ -329,10 +368,12 @@ carrel_guest_a11y_tree(const CarrelGuestA11yOps *ops, gpointer source, const cha
     p->element = element;
     p->id = g_strdup(root_id ? root_id : "");
     p->obj = json_node_get_object(root);
+    p->rank = RANK_OTHER;
     walk.count = 1;
-    g_queue_init(&walk.queue);
-    g_queue_push_tail(&walk.queue, p);
-    while ((p = g_queue_pop_head(&walk.queue))) {
+    for (guint r = 0; r < RANK_LAST; r++)
+        g_queue_init(&walk.queue[r]);
+    g_queue_push_tail(&walk.queue[p->rank], p);
+    while ((p = next_pending(&walk))) {
         expand(&walk, p);
         pending_free(&walk, p);
     }

@@ -415,7 +415,8 @@ char *carrel_guest_a11y_find_active(const CarrelGuestA11yOps *ops, gpointer sour
 
 /* {"root": NODE|null, "scope": "focused"|"desktop", "count": N, "truncated": bool}: the tree
  * under root_id (NULL: the desktop, whose node has role "desktop frame"), depth levels below
- * it, at most max_nodes elements breadth-first. NODE: {"id", "role", "name", "states": [...],
+ * it, at most max_nodes elements breadth-first, documents' insides first and those of menus,
+ * toolbars and tab lists last (so a web page is reached before the budget goes). NODE: {"id", "role", "name", "states": [...],
  * "bounds": {"x","y","width","height"}|null, "action": NAME|null, "children": [...]}. */
 JsonNode *carrel_guest_a11y_tree(const CarrelGuestA11yOps *ops, gpointer source,
                                  const char *root_id, guint depth, guint max_nodes, GError **error);
