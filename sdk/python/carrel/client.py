@@ -20,6 +20,8 @@ import httpx
 
 from . import __version__
 from ._config import Endpoint, resolve_endpoint, resolve_token
+from ._shell import Shell, check_size
+from ._websocket import WebSocket
 from .errors import CarrelError, Timeout, Unreachable, error_from_reply
 
 DEFAULT_TIMEOUT = 900.0  # long enough for a cold create under TCG, like the CLI
@@ -776,6 +778,7 @@ class Client(_Base):
         verify: bool | str = True,
     ) -> None:
         base, headers = self._setup(url, socket, token, token_file, state_dir, timeout)
+        self._verify = verify
         transport = (
             httpx.HTTPTransport(uds=self.endpoint.socket, verify=verify)
             if self.endpoint.socket
@@ -859,6 +862,21 @@ class Client(_Base):
             timed_out=bool(end.get("timed_out", False)),
             duration_ms=int(end.get("duration_ms", 0)),
         )
+
+    def shell(self, session: str, *, cols: int = 80, rows: int = 24) -> Shell:
+        """``GET .../shell``: an interactive terminal in the guest (a websocket), for the
+        control lease's holder or an admin. See :class:`carrel.Shell`."""
+        check_size(cols, rows)
+        path = f"/v1/sessions/{_seg(session)}/shell?rows={rows}&cols={cols}"
+        ws = WebSocket.connect(
+            self.endpoint,
+            path,
+            self.token,
+            verify=self._verify,
+            timeout=min(self.timeout, 120.0),
+            user_agent=f"carrel-python/{__version__}",
+        )
+        return Shell(ws)
 
     def close(self) -> None:
         """Closes the kept-alive connections."""

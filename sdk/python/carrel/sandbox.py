@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, List, Literal, Mapping, Sequence
 
+from ._shell import Shell
 from .client import AsyncClient, Client, CommandResult
 from .errors import CommandFailed
 
@@ -447,6 +448,13 @@ class Sandbox:
             self.id, scope="desktop" if desktop else None, depth=depth, max_nodes=max_nodes
         )
         return result
+
+    def shell(self, cols: int = 80, rows: int = 24) -> Shell:
+        """An interactive terminal in the guest (a login shell on a pseudo-terminal, as the
+        desktop user) over a websocket: ``send``, ``recv``, ``read_until``, ``resize``,
+        ``eof``, ``close`` and ``exit_code``. Needs the control lease or an admin token;
+        closing it kills the shell and what it started."""
+        return self.client.shell(self.id, cols=cols, rows=rows)
 
     def click_element(self, element: str, *, mode: Literal["click", "action"] = "click") -> Any:
         """Clicks the element's centre (looked up again), or with ``mode="action"`` runs its
