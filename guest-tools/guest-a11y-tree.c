@@ -217,7 +217,8 @@ typedef struct {
     guint count;
     guint depth;
     guint max_nodes;
-    gsize bytes; /* of JSON so far, estimated from above */
+    gsize bytes;     /* of JSON so far, estimated from above */
+    const char *app; /* NULL, or the one application's name (casefolded) */
     gboolean truncated;
 } Walk;
 
@@ -238,6 +239,14 @@ static gsize
 text_bytes(const char *text, gsize max_chars)
 {
     return text ? MIN(strlen(text), max_chars * 4) : 0;
+}
+
+static gboolean
+is_app(const Walk *walk, const CarrelGuestA11yInfo *info)
+{
+    g_autofree char *name = info->name ? g_utf8_casefold(info->name, -1) : NULL;
+
+    return name && g_str_equal(name, walk->app);
 }
 
 static Rank
@@ -266,6 +275,12 @@ add_child(Walk *walk, Pending *parent, JsonArray *list, gpointer element, guint 
     JsonNode *node;
 
     if (!walk->ops->describe(walk->source, element, &info, NULL)) {
+        walk->ops->element_free(element);
+        return;
+    }
+    /* The desktop's children are the applications: only the one asked for is walked. */
+    if (walk->app && !parent->element && parent->level == 0 && !is_app(walk, &info)) {
+        carrel_guest_a11y_info_clear(&info);
         walk->ops->element_free(element);
         return;
     }
@@ -352,11 +367,16 @@ root_node(Walk *walk, const char *root_id, gpointer *ret_element, GError **error
     return node;
 }
 
-JsonNode *
-carrel_guest_a11y_tree(const CarrelGuestA11yOps *ops, gpointer source, const char *root_id,
-                       guint depth, guint max_nodes, GError **error)
+static JsonNode *
+walk_tree(const CarrelGuestA11yOps *ops, gpointer source, const char *root_id, const char *app,
+          guint depth, guint max_nodes, GError **error)
 {
-    Walk walk = {.ops = ops, .source = source, .depth = depth, .max_nodes = MAX(max_nodes, 1)};
+    g_autofree char *folded = app ? g_utf8_casefold(app, -1) : NULL;
+    Walk walk = {.ops = ops,
+                 .source = source,
+                 .depth = depth,
+                 .max_nodes = MAX(max_nodes, 1),
+                 .app = folded};
     gpointer element = NULL;
     g_autoptr(JsonNode) root = root_node(&walk, root_id, &element, error);
     g_autoptr(JsonBuilder) b = NULL;
@@ -387,4 +407,18 @@ carrel_guest_a11y_tree(const CarrelGuestA11yOps *ops, gpointer source, const cha
     json_builder_set_member_name(b, "truncated");
     json_builder_add_boolean_value(b, walk.truncated);
     return carrel_guest_json_end(b);
+}
+
+JsonNode *
+carrel_guest_a11y_tree(const CarrelGuestA11yOps *ops, gpointer source, const char *root_id,
+                       guint depth, guint max_nodes, GError **error)
+{
+    return walk_tree(ops, source, root_id, NULL, depth, max_nodes, error);
+}
+
+JsonNode *
+carrel_guest_a11y_tree_app(const CarrelGuestA11yOps *ops, gpointer source, const char *app,
+                           guint depth, guint max_nodes, GError **error)
+{
+    return walk_tree(ops, source, NULL, app, depth, max_nodes, error);
 }

@@ -265,6 +265,25 @@ test_content_first(void **state)
                      4);
     assert_int_equal(json_array_get_length(json_object_get_array_member(child(win, 1), "children")),
                      0);
+    /* One application: the other left out, ids as in the desktop's tree. */
+    json_node_unref(g_steal_pointer(&tree));
+    tree = carrel_guest_a11y_tree_app(&fake_ops, &fake, "FIREFOX", 12, 65, &error);
+    o = json_node_get_object(tree);
+    assert_string_equal(json_object_get_string_member(o, "scope"), "desktop");
+    assert_int_equal(json_array_get_length(json_object_get_array_member(
+                         json_object_get_object_member(o, "root"), "children")),
+                     1);
+    assert_string_equal(
+        json_object_get_string_member(child(json_object_get_object_member(o, "root"), 0), "id"),
+        "1");
+    /* The root, Firefox, its window, 3 + the page (3) + 7 menus + 49 of the 50 buttons. */
+    assert_int_equal(json_object_get_int_member(o, "count"), 65);
+    assert_string_equal(find_named(json_object_get_object_member(o, "root"), "launcher"),
+                        "1.0.1.0");
+    json_node_unref(g_steal_pointer(&tree));
+    tree = carrel_guest_a11y_tree_app(&fake_ops, &fake, "Fire", 12, 65, &error);
+    o = json_node_get_object(tree);
+    assert_int_equal(json_object_get_int_member(o, "count"), 1);
     /* With room for everything, everything is there, in its place. */
     json_node_unref(g_steal_pointer(&tree));
     tree = carrel_guest_a11y_tree(&fake_ops, &fake, NULL, 12, 500, &error);
@@ -359,6 +378,7 @@ test_options(void **state)
     g_autoptr(CarrelGuestOptions) all =
         parse(&error, "a11y", "tree", "--window", "all", "--depth=3", "--max-nodes", "7", NULL);
     g_autoptr(CarrelGuestOptions) act = parse(&error, "a11y", "action", "1.0.2", NULL);
+    g_autoptr(CarrelGuestOptions) app = parse(&error, "a11y", "tree", "--app", "Firefox", NULL);
     static const char *const refused[][5] = {
         {"a11y", "tree", "--window", "some", NULL},
         {"a11y", "tree", "--depth", "65", NULL},
@@ -367,6 +387,9 @@ test_options(void **state)
         {"a11y", "action", NULL},
         {"a11y", "node", "--depth", "1", "1"},
         {"a11y", "tree", "x", NULL},
+        {"a11y", "tree", "--app", "", NULL},
+        {"a11y", "tree", "--app", "a\nb", NULL},
+        {"a11y", "node", "--app", "x", "1"},
         {"a11y", "poke", NULL},
     };
 
@@ -379,6 +402,9 @@ test_options(void **state)
     assert_int_equal(all->depth, 3);
     assert_int_equal(all->max_nodes, 7);
     assert_int_equal(act->command, CARREL_GUEST_COMMAND_A11Y_ACTION);
+    assert_string_equal(app->a11y_app, "Firefox");
+    assert_true(app->a11y_all);
+    assert_null(def->a11y_app);
     assert_string_equal(act->argv[0], "1.0.2");
     assert_string_equal(carrel_guest_command_to_string(CARREL_GUEST_COMMAND_A11Y_ACTION),
                         "a11y action");
