@@ -549,13 +549,17 @@ class _Api:
         depth: int | None = None,
         max_nodes: int | None = None,
         model_screen: tuple[int, int] | None = None,
+        app: str | None = None,
     ) -> Any:
         """``GET .../accessibility``: the AT-SPI tree ``{scope, count, truncated, root}``;
         every element ``{id, role, name, states, bounds, action, children}``. ``scope`` is
-        ``"focused"`` (default) or ``"desktop"``; ``model_screen`` scales the bounds."""
+        ``"focused"`` (default) or ``"desktop"``; ``app`` (an application's accessibility
+        name, e.g. ``"Firefox"``) walks the desktop with that application only;
+        ``model_screen`` scales the bounds."""
         params = _drop_none(
             {
                 "scope": scope,
+                "app": app,
                 "depth": depth,
                 "max_nodes": max_nodes,
                 "model_width": model_screen[0] if model_screen else None,

@@ -440,12 +440,18 @@ class Sandbox:
         desktop: bool = False,
         depth: int | None = None,
         max_nodes: int | None = None,
+        app: str | None = None,
     ) -> dict[str, Any]:
         """The accessibility (AT-SPI) tree of the focused window, or of every application
-        with ``desktop``: ``{scope, count, truncated, root}``, each element with an ``id``
-        that :meth:`click_element` takes."""
+        with ``desktop``, or of the desktop with one application with ``app`` (its
+        accessibility name, e.g. ``"Firefox"``): ``{scope, count, truncated, root}``, each
+        element with an ``id`` that :meth:`click_element` takes."""
         result: dict[str, Any] = self.client.accessibility(
-            self.id, scope="desktop" if desktop else None, depth=depth, max_nodes=max_nodes
+            self.id,
+            scope="desktop" if desktop else None,
+            depth=depth,
+            max_nodes=max_nodes,
+            app=app,
         )
         return result
 
