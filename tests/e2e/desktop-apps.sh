@@ -212,10 +212,10 @@ desk_open_check() {
 desk_heading_check() { # ID NAME HEADING
     local tree found="" start=$SECONDS i scope=()
     for i in $(seq 1 20); do
-        # The focused window's tree, and every other round the whole desktop's (if Firefox is
-        # not the window the guest reports as focused).
+        # The focused window's tree, and every other round the desktop's with Firefox alone
+        # (--app: if Firefox is not the window the guest reports as focused).
         scope=()
-        [ $((i % 2)) = 0 ] && scope=(--desktop)
+        [ $((i % 2)) = 0 ] && scope=(--app Firefox)
         tree="$(carrel a11y "$1" "${scope[@]}" --depth 32 --max-nodes 5000 --json 2>/dev/null)"
         found="$(jq -r --arg t "$3" 'first(.. | objects | select(.role? == "heading" and
             ((.name // "") | contains($t))) | .name) // empty' <<<"$tree" 2>/dev/null)"
