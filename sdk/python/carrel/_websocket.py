@@ -34,6 +34,7 @@ MAX_HEADER_BYTES = 16 * 1024
 MAX_ERROR_BODY = 64 * 1024
 MAX_MESSAGE = 16 * 1024 * 1024  # one message, all fragments together
 READ_CHUNK = 64 * 1024
+SEND_TIMEOUT = 60.0  # a write that carreld does not take in this long: the connection is lost
 
 
 class ProtocolError(CarrelError):
@@ -250,6 +251,8 @@ class WebSocket:
         if self.closed:
             raise ProtocolError("the websocket is closed")
         try:
+            # A recv may have left a short timeout on the socket: a write gets its own.
+            self._sock.settimeout(SEND_TIMEOUT)
             self._sock.sendall(encode_frame(opcode, payload))
         except OSError as exc:
             self._drop()
@@ -335,6 +338,7 @@ class WebSocket:
         if self.closed:
             return
         try:
+            self._sock.settimeout(wait)
             self._sock.sendall(
                 encode_frame(OP_CLOSE, struct.pack("!H", code) + reason.encode()[:123])
             )

@@ -11,6 +11,7 @@ import socket
 import struct
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -285,6 +286,8 @@ def test_recv_times_out_and_the_stream_stays_whole(tmp_path):
     def script(srv, conn, buf):
         frame = server_frame(OP_BINARY, b"late output")
         conn.sendall(frame[:3])  # half a frame, then a pause
+        time.sleep(1.0)  # longer than the client's last wait: its write must outlast it
+        srv.expect(conn, buf)  # the large write
         release.wait(10)
         conn.sendall(frame[3:])
         srv.expect(conn, buf)  # the close
@@ -293,10 +296,13 @@ def test_recv_times_out_and_the_stream_stays_whole(tmp_path):
     sh = shell_of(srv, tmp_path)
     with pytest.raises(carrel.Timeout):
         sh.recv(0.3)
+    # A large write after that short wait is not cut by it.
+    sh.send(b"x" * (4 * 1024 * 1024))
     release.set()
     assert sh.recv(5) == b"late output"
     sh.close()
     srv.join()
+    assert srv.received[0][1] == OP_BINARY and len(srv.received[0][3]) == 4 * 1024 * 1024
 
 
 def test_sizes_are_checked_before_connecting():
