@@ -64,6 +64,12 @@ COMPARISONS = {
          "time"),
         ("SDK exec vs curl (kept-alive)", "exec.p50.sdk", "exec.p50.curl", "ms", "time"),
     ],
+    "a11y": [
+        ("accessibility tree (whole desktop) vs one AT-SPI call through exec",
+         "tree_desktop.p50_ms", "atspi_call.p50_ms", "ms", "time"),
+        ("accessibility tree of Firefox's window vs one AT-SPI call through exec",
+         "tree_firefox.p50_ms", "atspi_call.p50_ms", "ms", "time"),
+    ],
     "exec-stream": [
         ("exec streamed first chunk vs whole", "stream_first_p50_ms", "whole_p50_ms", "ms",
          "time"),

@@ -184,23 +184,41 @@ carrel_guest_a11y_node_to_json(const char *id, const CarrelGuestA11yInfo *info)
     return node;
 }
 
-/* An element waiting in the breadth-first walk: its handle (NULL: the desktop), id, level and
- * the JSON object its children go into. */
+/* The order in which waiting elements are expanded: breadth first within each rank, a lower
+ * rank first. A web page is the deepest part of the desktop, and menus, toolbars and tab lists
+ * the widest: in plain breadth-first order the budget (elements, bytes, the deadline) went to
+ * the chrome of every application before any page's content was reached (the slow tier's
+ * Firefox heading). Documents and what they hold come first, the insides of the chrome last;
+ * the chrome's containers themselves are still listed where they are. */
+typedef enum {
+    RANK_CONTENT, /* a document ("document web", "document frame", ...) and all below it */
+    RANK_OTHER,
+    RANK_CHROME, /* the insides of menus, menu bars, toolbars, tab lists, status bars */
+    RANK_LAST
+} Rank;
+
+static const char *const chrome_roles[] = {"menu bar",   "menu",          "popup menu", "tool bar",
+                                           "status bar", "page tab list", NULL};
+
+/* An element waiting in the walk: its handle (NULL: the desktop), id, level, rank and the JSON
+ * object its children go into. */
 typedef struct {
     gpointer element;
     char *id;
     guint level;
+    Rank rank;
     JsonObject *obj;
 } Pending;
 
 typedef struct {
     const CarrelGuestA11yOps *ops;
     gpointer source;
-    GQueue queue;
+    GQueue queue[RANK_LAST];
     guint count;
     guint depth;
     guint max_nodes;
-    gsize bytes; /* of JSON so far, estimated from above */
+    gsize bytes;     /* of JSON so far, estimated from above */
+    const char *app; /* NULL, or the one application's name (casefolded) */
     gboolean truncated;
 } Walk;
 
@@ -223,6 +241,24 @@ text_bytes(const char *text, gsize max_chars)
     return text ? MIN(strlen(text), max_chars * 4) : 0;
 }
 
+static gboolean
+is_app(const Walk *walk, const CarrelGuestA11yInfo *info)
+{
+    g_autofree char *name = info->name ? g_utf8_casefold(info->name, -1) : NULL;
+
+    return name && g_str_equal(name, walk->app);
+}
+
+static Rank
+child_rank(Rank parent, const char *role)
+{
+    if (parent == RANK_CONTENT || (role && g_str_has_prefix(role, "document")))
+        return RANK_CONTENT;
+    if (parent == RANK_CHROME || (role && g_strv_contains(chrome_roles, role)))
+        return RANK_CHROME;
+    return RANK_OTHER;
+}
+
 static char *
 child_id(const char *parent, guint index)
 {
@@ -242,6 +278,12 @@ add_child(Walk *walk, Pending *parent, JsonArray *list, gpointer element, guint 
         walk->ops->element_free(element);
         return;
     }
+    /* The desktop's children are the applications: only the one asked for is walked. */
+    if (walk->app && !parent->element && parent->level == 0 && !is_app(walk, &info)) {
+        carrel_guest_a11y_info_clear(&info);
+        walk->ops->element_free(element);
+        return;
+    }
     /* Escaping may grow text six-fold (\u00XX); the reply must stay within the byte budget. */
     walk->bytes += NODE_JSON_OVERHEAD + strlen(id) +
                    6 * (text_bytes(info.name, CARREL_GUEST_LIMIT_A11Y_NAME_CHARS) +
@@ -255,16 +297,17 @@ add_child(Walk *walk, Pending *parent, JsonArray *list, gpointer element, guint 
         return;
     }
     node = carrel_guest_a11y_node_to_json(id, &info);
+    p = g_new0(Pending, 1);
+    p->rank = child_rank(parent->rank, info.role);
     carrel_guest_a11y_info_clear(&info);
     json_object_set_array_member(json_node_get_object(node), "children", json_array_new());
-    p = g_new0(Pending, 1);
     p->element = element;
     p->id = g_steal_pointer(&id);
     p->level = parent->level + 1;
     p->obj = json_node_get_object(node);
     json_array_add_element(list, node);
     walk->count++;
-    g_queue_push_tail(&walk->queue, p);
+    g_queue_push_tail(&walk->queue[p->rank], p);
 }
 
 static void
@@ -290,6 +333,17 @@ expand(Walk *walk, Pending *p)
     g_ptr_array_set_free_func(children, NULL);
 }
 
+/* The next element to expand: the first of the lowest rank waiting. */
+static Pending *
+next_pending(Walk *walk)
+{
+    for (guint r = 0; r < RANK_LAST; r++) {
+        if (!g_queue_is_empty(&walk->queue[r]))
+            return g_queue_pop_head(&walk->queue[r]);
+    }
+    return NULL;
+}
+
 static JsonNode *
 root_node(Walk *walk, const char *root_id, gpointer *ret_element, GError **error)
 {
@@ -313,11 +367,16 @@ root_node(Walk *walk, const char *root_id, gpointer *ret_element, GError **error
     return node;
 }
 
-JsonNode *
-carrel_guest_a11y_tree(const CarrelGuestA11yOps *ops, gpointer source, const char *root_id,
-                       guint depth, guint max_nodes, GError **error)
+static JsonNode *
+walk_tree(const CarrelGuestA11yOps *ops, gpointer source, const char *root_id, const char *app,
+          guint depth, guint max_nodes, GError **error)
 {
-    Walk walk = {.ops = ops, .source = source, .depth = depth, .max_nodes = MAX(max_nodes, 1)};
+    g_autofree char *folded = app ? g_utf8_casefold(app, -1) : NULL;
+    Walk walk = {.ops = ops,
+                 .source = source,
+                 .depth = depth,
+                 .max_nodes = MAX(max_nodes, 1),
+                 .app = folded};
     gpointer element = NULL;
     g_autoptr(JsonNode) root = root_node(&walk, root_id, &element, error);
     g_autoptr(JsonBuilder) b = NULL;
@@ -329,10 +388,12 @@ carrel_guest_a11y_tree(const CarrelGuestA11yOps *ops, gpointer source, const cha
     p->element = element;
     p->id = g_strdup(root_id ? root_id : "");
     p->obj = json_node_get_object(root);
+    p->rank = RANK_OTHER;
     walk.count = 1;
-    g_queue_init(&walk.queue);
-    g_queue_push_tail(&walk.queue, p);
-    while ((p = g_queue_pop_head(&walk.queue))) {
+    for (guint r = 0; r < RANK_LAST; r++)
+        g_queue_init(&walk.queue[r]);
+    g_queue_push_tail(&walk.queue[p->rank], p);
+    while ((p = next_pending(&walk))) {
         expand(&walk, p);
         pending_free(&walk, p);
     }
@@ -346,4 +407,18 @@ carrel_guest_a11y_tree(const CarrelGuestA11yOps *ops, gpointer source, const cha
     json_builder_set_member_name(b, "truncated");
     json_builder_add_boolean_value(b, walk.truncated);
     return carrel_guest_json_end(b);
+}
+
+JsonNode *
+carrel_guest_a11y_tree(const CarrelGuestA11yOps *ops, gpointer source, const char *root_id,
+                       guint depth, guint max_nodes, GError **error)
+{
+    return walk_tree(ops, source, root_id, NULL, depth, max_nodes, error);
+}
+
+JsonNode *
+carrel_guest_a11y_tree_app(const CarrelGuestA11yOps *ops, gpointer source, const char *app,
+                           guint depth, guint max_nodes, GError **error)
+{
+    return walk_tree(ops, source, NULL, app, depth, max_nodes, error);
 }

@@ -305,8 +305,12 @@ cmd_tree(const CarrelGuestOptions *options, Source *source, GError **error)
             return NULL;
         }
     }
-    reply = carrel_guest_a11y_tree(&dbus_ops, source, active, options->depth, options->max_nodes,
-                                   error);
+    if (options->a11y_app)
+        reply = carrel_guest_a11y_tree_app(&dbus_ops, source, options->a11y_app, options->depth,
+                                           options->max_nodes, error);
+    else
+        reply = carrel_guest_a11y_tree(&dbus_ops, source, active, options->depth,
+                                       options->max_nodes, error);
     if (reply && source->timed_out)
         json_object_set_boolean_member(json_node_get_object(reply), "truncated", TRUE);
     return reply;

@@ -17,6 +17,7 @@ typedef enum {
     OPT_PTY = 1 << 10,
     OPT_ROWS = 1 << 11,
     OPT_COLS = 1 << 12,
+    OPT_APP = 1 << 13,
 } OptionBit;
 
 #define OPT_X (OPT_DISPLAY | OPT_XAUTHORITY)
@@ -54,7 +55,7 @@ static const CommandSpec commands[] = {
     {"proc", "kill", CARREL_GUEST_COMMAND_PROC_KILL, 0, 1, 2},
     {"proc", "list", CARREL_GUEST_COMMAND_PROC_LIST, 0, 0, 0},
     {"a11y", "tree", CARREL_GUEST_COMMAND_A11Y_TREE,
-     OPT_X | OPT_TIMEOUT | OPT_WINDOW | OPT_DEPTH | OPT_MAX_NODES, 0, 0},
+     OPT_X | OPT_TIMEOUT | OPT_WINDOW | OPT_DEPTH | OPT_MAX_NODES | OPT_APP, 0, 0},
     {"a11y", "node", CARREL_GUEST_COMMAND_A11Y_NODE, OPT_X | OPT_TIMEOUT, 1, 1},
     {"a11y", "action", CARREL_GUEST_COMMAND_A11Y_ACTION, OPT_X | OPT_TIMEOUT, 1, 1},
     {"proc", "resize", CARREL_GUEST_COMMAND_PROC_RESIZE, 0, 3, 3},
@@ -77,6 +78,7 @@ static const struct {
     {"window", OPT_WINDOW, TRUE},
     {"depth", OPT_DEPTH, TRUE},
     {"max-nodes", OPT_MAX_NODES, TRUE},
+    {"app", OPT_APP, TRUE},
     {"pty", OPT_PTY, FALSE},
     {"rows", OPT_ROWS, TRUE},
     {"cols", OPT_COLS, TRUE},
@@ -122,7 +124,8 @@ static const char usage_text[] =
     "  proc close HANDLE            end the process's input\n"
     "  proc kill HANDLE [SIGNAL]    signal its process group (default 15, TERM)\n"
     "  proc list                    the handles, oldest first\n"
-    "  a11y tree [--window focused|all] [--depth N] [--max-nodes N]  the accessibility\n"
+    "  a11y tree [--window focused|all] [--depth N] [--max-nodes N] [--app NAME]  the\n"
+    "                               accessibility\n"
     "                               (AT-SPI) tree of the focused window or the whole desktop\n"
     "  a11y node ID                 one element of that tree, without its children\n"
     "  a11y action ID               run the element's default action (AT-SPI DoAction 0)\n"
@@ -142,7 +145,8 @@ static const char usage_text[] =
     "  --recursive      fs remove: remove a directory with everything in it\n"
     "  --window W       a11y tree: focused (default) or all\n"
     "  --depth N        a11y tree: levels below the root (default 12, at most 64)\n"
-    "  --max-nodes N    a11y tree: elements in the reply (default 500, at most 5000)\n";
+    "  --max-nodes N    a11y tree: elements in the reply (default 500, at most 5000)\n"
+    "  --app NAME       a11y tree: the desktop with that application only (its AT-SPI name)\n";
 
 const char *
 carrel_guest_usage(void)
@@ -195,6 +199,7 @@ carrel_guest_options_free(CarrelGuestOptions *options)
     g_free(options->display);
     g_free(options->xauthority);
     g_free(options->user);
+    g_free(options->a11y_app);
     g_free(options->text);
     g_strfreev(options->argv);
     g_free(options);
@@ -211,6 +216,21 @@ is_valid_user_name(const char *name)
         return FALSE;
     for (gsize i = 1; i < len; i++) {
         if (!g_ascii_isalnum(name[i]) && !strchr("_.-", name[i]))
+            return FALSE;
+    }
+    return TRUE;
+}
+
+/* An application's name as AT-SPI gives it: one line of UTF-8, no control characters. */
+static gboolean
+is_valid_app_name(const char *name)
+{
+    gsize len = strlen(name);
+
+    if (len == 0 || len > CARREL_GUEST_LIMIT_A11Y_APP_BYTES || !g_utf8_validate(name, -1, NULL))
+        return FALSE;
+    for (const char *p = name; *p; p = g_utf8_next_char(p)) {
+        if (g_unichar_iscntrl(g_utf8_get_char(p)))
             return FALSE;
     }
     return TRUE;
@@ -302,6 +322,13 @@ set_option(Parser *parser, OptionBit bit, const char *value, GError **error)
         return parse_count(value, 0, CARREL_GUEST_LIMIT_A11Y_DEPTH, &options->depth, error);
     case OPT_MAX_NODES:
         return parse_count(value, 1, CARREL_GUEST_LIMIT_A11Y_NODES, &options->max_nodes, error);
+    case OPT_APP:
+        if (!is_valid_app_name(value))
+            break;
+        g_free(options->a11y_app);
+        options->a11y_app = g_strdup(value);
+        options->a11y_all = TRUE;
+        return TRUE;
     case OPT_PTY:
         options->pty = TRUE;
         return TRUE;

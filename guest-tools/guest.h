@@ -44,6 +44,7 @@ G_BEGIN_DECLS
 #define CARREL_GUEST_LIMIT_A11Y_ROLE_CHARS 64
 #define CARREL_GUEST_LIMIT_A11Y_CHILDREN 4096
 #define CARREL_GUEST_LIMIT_A11Y_ID_LEN 512
+#define CARREL_GUEST_LIMIT_A11Y_APP_BYTES 256
 /* carreld reads at most 1 MiB of output: the tree stops short of that ("truncated"). */
 #define CARREL_GUEST_LIMIT_A11Y_JSON_BYTES (768 * 1024)
 #define CARREL_GUEST_DEFAULT_A11Y_DEPTH 12
@@ -141,6 +142,7 @@ typedef struct {
     gboolean a11y_all;  /* a11y tree --window all */
     guint depth;        /* a11y tree --depth */
     guint max_nodes;    /* a11y tree --max-nodes */
+    char *a11y_app;     /* a11y tree --app NAME: that application only (implies all) */
     gboolean pty;       /* proc start --pty: on a pseudo-terminal */
     guint rows, cols;   /* proc start --pty: its size (0: 24 x 80) */
     char *text;         /* clipboard set TEXT, type TEXT */
@@ -415,10 +417,17 @@ char *carrel_guest_a11y_find_active(const CarrelGuestA11yOps *ops, gpointer sour
 
 /* {"root": NODE|null, "scope": "focused"|"desktop", "count": N, "truncated": bool}: the tree
  * under root_id (NULL: the desktop, whose node has role "desktop frame"), depth levels below
- * it, at most max_nodes elements breadth-first. NODE: {"id", "role", "name", "states": [...],
- * "bounds": {"x","y","width","height"}|null, "action": NAME|null, "children": [...]}. */
+ * it, at most max_nodes elements breadth-first, documents' insides first and those of menus,
+ * toolbars and tab lists last (so a web page is reached before the budget goes). NODE: {"id",
+ * "role", "name", "states": [...], "bounds": {"x","y","width","height"}|null, "action": NAME|null,
+ * "children": [...]}. */
 JsonNode *carrel_guest_a11y_tree(const CarrelGuestA11yOps *ops, gpointer source,
                                  const char *root_id, guint depth, guint max_nodes, GError **error);
+
+/* The same tree of the desktop, with only the applications whose name is app (whole name, case
+ * not minding) below the root: their ids are those of the whole desktop's tree. */
+JsonNode *carrel_guest_a11y_tree_app(const CarrelGuestA11yOps *ops, gpointer source,
+                                     const char *app, guint depth, guint max_nodes, GError **error);
 
 /* One element's NODE without "children". */
 JsonNode *carrel_guest_a11y_node_to_json(const char *id, const CarrelGuestA11yInfo *info);

@@ -191,6 +191,107 @@ test_byte_budget(void **state)
     assert_true(json_object_get_int_member(json_node_get_object(tree), "count") > 100);
 }
 
+/* The id of the first element named name (depth first), or NULL. */
+static const char *
+find_named(JsonObject *node, const char *name)
+{
+    JsonArray *children = json_object_get_array_member(node, "children");
+
+    if (g_str_equal(json_object_get_string_member(node, "name"), name))
+        return json_object_get_string_member(node, "id");
+    for (guint i = 0; children && i < json_array_get_length(children); i++) {
+        const char *id = find_named(json_array_get_object_element(children, i), name);
+
+        if (id)
+            return id;
+    }
+    return NULL;
+}
+
+/* A panel of 50 buttons beside a browser whose menus and toolbar come before its page: with a
+ * budget that plain breadth-first order spends on the menus, the page's heading is still read,
+ * and the chrome's containers are still listed. */
+static void
+test_content_first(void **state)
+{
+    FakeNode button = {"push button", "launcher", 0, TRUE, 1, 1, 1, 1, "click", NULL, FALSE};
+    FakeNode item = {"menu item", "item", 0, TRUE, 1, 1, 1, 1, "click", NULL, FALSE};
+    FakeNode heading = {"heading", "carrel heading check", 0, TRUE, 5, 5, 9, 9, NULL, NULL, FALSE};
+    FakeNode *heading_list[] = {&heading, NULL};
+    FakeNode section = {"section", "", 0, TRUE, 0, 0, 9, 9, NULL, heading_list, FALSE};
+    FakeNode *section_list[] = {&section, NULL};
+    FakeNode doc = {"document web", "page", 0, TRUE, 0, 0, 9, 9, NULL, section_list, FALSE};
+    FakeNode *doc_list[] = {&doc, NULL};
+    FakeNode iframe = {"internal frame", "", 0, TRUE, 0, 0, 9, 9, NULL, doc_list, FALSE};
+    FakeNode *buttons[51] = {NULL}, *items[11] = {NULL}, *menus[8] = {NULL};
+    FakeNode menu = {"menu", "File", 0, TRUE, 1, 1, 1, 1, NULL, items, FALSE};
+    FakeNode menubar = {"menu bar", "", 0, TRUE, 0, 0, 9, 9, NULL, menus, FALSE};
+    FakeNode toolbar = {"tool bar", "Navigation", 0, TRUE, 0, 0, 9, 9, NULL, buttons, FALSE};
+    FakeNode *frame_list[] = {&menubar, &toolbar, &iframe, NULL};
+    FakeNode browser = {"frame", "page - Firefox", ST(1), TRUE, 0, 0, 9, 9,
+                        NULL,    frame_list,       FALSE};
+    FakeNode *browser_list[] = {&browser, NULL};
+    FakeNode ff = {"application", "Firefox", 0, FALSE, 0, 0, 0, 0, NULL, browser_list, FALSE};
+    FakeNode xpanel = {"panel", "", 0, TRUE, 0, 0, 9, 9, NULL, buttons, FALSE};
+    FakeNode *xpanel_list[] = {&xpanel, NULL};
+    FakeNode panel_app = {"application", "xfce4-panel", 0,    FALSE, 0, 0, 0, 0,
+                          NULL,          xpanel_list,   FALSE};
+    FakeNode *apps[] = {&panel_app, &ff, NULL};
+    FakeNode root = {"desktop frame", "main", 0, FALSE, 0, 0, 0, 0, NULL, apps, FALSE};
+    Fake fake = {&root, 0};
+    g_autoptr(GError) error = NULL;
+    g_autoptr(JsonNode) tree = NULL;
+    JsonObject *o, *win;
+
+    for (guint i = 0; i < 50; i++)
+        buttons[i] = &button;
+    for (guint i = 0; i < 10; i++)
+        items[i] = &item;
+    for (guint i = 0; i < 7; i++)
+        menus[i] = &menu;
+    /* Levels 0-3 hold 58 elements; then the page (3 more) before any menu's insides. */
+    tree = carrel_guest_a11y_tree(&fake_ops, &fake, NULL, 12, 65, &error);
+    assert_non_null(tree);
+    o = json_node_get_object(tree);
+    assert_int_equal(json_object_get_int_member(o, "count"), 65);
+    assert_true(json_object_get_boolean_member(o, "truncated"));
+    assert_string_equal(
+        find_named(json_object_get_object_member(o, "root"), "carrel heading check"),
+        "1.0.2.0.0.0");
+    win = child(child(json_object_get_object_member(o, "root"), 1), 0);
+    assert_int_equal(json_array_get_length(json_object_get_array_member(win, "children")), 3);
+    /* The rest of the budget went to the menu bar, the first chrome waiting. */
+    assert_int_equal(json_array_get_length(json_object_get_array_member(child(win, 0), "children")),
+                     4);
+    assert_int_equal(json_array_get_length(json_object_get_array_member(child(win, 1), "children")),
+                     0);
+    /* One application: the other left out, ids as in the desktop's tree. */
+    json_node_unref(g_steal_pointer(&tree));
+    tree = carrel_guest_a11y_tree_app(&fake_ops, &fake, "FIREFOX", 12, 65, &error);
+    o = json_node_get_object(tree);
+    assert_string_equal(json_object_get_string_member(o, "scope"), "desktop");
+    assert_int_equal(json_array_get_length(json_object_get_array_member(
+                         json_object_get_object_member(o, "root"), "children")),
+                     1);
+    assert_string_equal(
+        json_object_get_string_member(child(json_object_get_object_member(o, "root"), 0), "id"),
+        "1");
+    /* The root, Firefox, its window, 3 + the page (3) + 7 menus + 49 of the 50 buttons. */
+    assert_int_equal(json_object_get_int_member(o, "count"), 65);
+    assert_string_equal(find_named(json_object_get_object_member(o, "root"), "launcher"),
+                        "1.0.1.0");
+    json_node_unref(g_steal_pointer(&tree));
+    tree = carrel_guest_a11y_tree_app(&fake_ops, &fake, "Fire", 12, 65, &error);
+    o = json_node_get_object(tree);
+    assert_int_equal(json_object_get_int_member(o, "count"), 1);
+    /* With room for everything, everything is there, in its place. */
+    json_node_unref(g_steal_pointer(&tree));
+    tree = carrel_guest_a11y_tree(&fake_ops, &fake, NULL, 12, 500, &error);
+    o = json_node_get_object(tree);
+    assert_int_equal(json_object_get_int_member(o, "count"), 61 + 7 + 70 + 50);
+    assert_false(json_object_get_boolean_member(o, "truncated"));
+}
+
 static void
 test_resolve_and_active(void **state)
 {
@@ -277,6 +378,7 @@ test_options(void **state)
     g_autoptr(CarrelGuestOptions) all =
         parse(&error, "a11y", "tree", "--window", "all", "--depth=3", "--max-nodes", "7", NULL);
     g_autoptr(CarrelGuestOptions) act = parse(&error, "a11y", "action", "1.0.2", NULL);
+    g_autoptr(CarrelGuestOptions) app = parse(&error, "a11y", "tree", "--app", "Firefox", NULL);
     static const char *const refused[][5] = {
         {"a11y", "tree", "--window", "some", NULL},
         {"a11y", "tree", "--depth", "65", NULL},
@@ -285,6 +387,9 @@ test_options(void **state)
         {"a11y", "action", NULL},
         {"a11y", "node", "--depth", "1", "1"},
         {"a11y", "tree", "x", NULL},
+        {"a11y", "tree", "--app", "", NULL},
+        {"a11y", "tree", "--app", "a\nb", NULL},
+        {"a11y", "node", "--app", "x", "1"},
         {"a11y", "poke", NULL},
     };
 
@@ -297,6 +402,9 @@ test_options(void **state)
     assert_int_equal(all->depth, 3);
     assert_int_equal(all->max_nodes, 7);
     assert_int_equal(act->command, CARREL_GUEST_COMMAND_A11Y_ACTION);
+    assert_string_equal(app->a11y_app, "Firefox");
+    assert_true(app->a11y_all);
+    assert_null(def->a11y_app);
     assert_string_equal(act->argv[0], "1.0.2");
     assert_string_equal(carrel_guest_command_to_string(CARREL_GUEST_COMMAND_A11Y_ACTION),
                         "a11y action");
@@ -315,13 +423,10 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_desktop_tree),
-        cmocka_unit_test(test_limits),
-        cmocka_unit_test(test_resolve_and_active),
-        cmocka_unit_test(test_id_parse),
-        cmocka_unit_test(test_byte_budget),
-        cmocka_unit_test(test_node_json_clips),
-        cmocka_unit_test(test_options),
+        cmocka_unit_test(test_desktop_tree),       cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_resolve_and_active), cmocka_unit_test(test_id_parse),
+        cmocka_unit_test(test_byte_budget),        cmocka_unit_test(test_content_first),
+        cmocka_unit_test(test_node_json_clips),    cmocka_unit_test(test_options),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -191,6 +191,7 @@ tool_accessibility(CarrelApiRequest *req, const CarrelMcpCall *call, GError **er
 {
     g_autoptr(GError) local = NULL;
     CarrelA11yRequest a11y = {.desktop = call->a11y_desktop,
+                              .app = call->a11y_app,
                               .depth = call->a11y_depth,
                               .max_nodes = call->a11y_max_nodes};
     g_autoptr(JsonNode) tree =

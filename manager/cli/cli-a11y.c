@@ -7,7 +7,7 @@
 #define INDENT_MAX 32
 
 static char *
-a11y_path(const char *id, gboolean desktop, int depth, int max_nodes)
+a11y_path(const char *id, gboolean desktop, const char *app, int depth, int max_nodes)
 {
     g_autofree char *session = carrel_cli_escape_segment(id);
     GString *path;
@@ -21,6 +21,11 @@ a11y_path(const char *id, gboolean desktop, int depth, int max_nodes)
         g_string_append_printf(path, "&depth=%d", depth);
     if (max_nodes > 0)
         g_string_append_printf(path, "&max_nodes=%d", max_nodes);
+    if (app) {
+        g_autofree char *escaped = g_uri_escape_string(app, NULL, FALSE);
+
+        g_string_append_printf(path, "&app=%s", escaped);
+    }
     return g_string_free(path, FALSE);
 }
 
@@ -76,13 +81,16 @@ carrel_cli_a11y(CarrelCli *cli, int argc, char **argv)
     gboolean desktop = FALSE;
     int depth = -1;
     int max_nodes = 0;
+    g_autofree char *app = NULL;
     const GOptionEntry entries[] = {
         {"desktop", 0, 0, G_OPTION_ARG_NONE, &desktop,
          "Every application's tree (default: the focused window's)", NULL},
         {"depth", 0, 0, G_OPTION_ARG_INT, &depth, "Levels below the root (default 12, at most 32)",
          "N"},
         {"max-nodes", 0, 0, G_OPTION_ARG_INT, &max_nodes,
-         "Elements at most, breadth first (default 500, at most 5000)", "N"},
+         "Elements at most, breadth first, documents first (default 500, at most 5000)", "N"},
+        {"app", 0, 0, G_OPTION_ARG_STRING, &app,
+         "The desktop with only this application (its accessibility name, e.g. Firefox)", "NAME"},
         G_OPTION_ENTRY_NULL,
     };
     g_autoptr(JsonNode) reply = NULL;
@@ -99,7 +107,7 @@ carrel_cli_a11y(CarrelCli *cli, int argc, char **argv)
         return CARREL_CLI_EXIT_USAGE;
     if (depth < -1 || max_nodes < 0)
         return carrel_cli_usage(cli, "--depth and --max-nodes take counts");
-    if (!(path = a11y_path(argv[1], desktop, depth, max_nodes)))
+    if (!(path = a11y_path(argv[1], desktop || app, app, depth, max_nodes)))
         return carrel_cli_usage(cli, "invalid session '%s'", argv[1]);
     if (!carrel_cli_call(cli, "GET", path, NULL, &reply, &error))
         return carrel_cli_fail(cli, error);

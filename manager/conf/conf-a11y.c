@@ -37,8 +37,8 @@ query_uint(GHashTable *query, const char *key, guint min, guint max, guint *ret,
 gboolean
 carrel_a11y_request_parse(GHashTable *query, CarrelA11yRequest *ret_req, GError **error)
 {
-    static const char *const known[] = {"scope",       "depth",        "max_nodes",
-                                        "model_width", "model_height", NULL};
+    static const char *const known[] = {"scope",        "depth", "max_nodes", "model_width",
+                                        "model_height", "app",   NULL};
     CarrelA11yRequest req = {.depth = CARREL_A11Y_DEFAULT_DEPTH,
                              .max_nodes = CARREL_A11Y_DEFAULT_NODES};
     const char *scope = query ? g_hash_table_lookup(query, "scope") : NULL;
@@ -51,7 +51,7 @@ carrel_a11y_request_parse(GHashTable *query, CarrelA11yRequest *ret_req, GError 
             if (!g_strv_contains(known, key)) {
                 g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
                             "unknown query parameter '%s'; known: scope, depth, max_nodes, "
-                            "model_width, model_height",
+                            "model_width, model_height, app",
                             carrel_util_is_clean_text(key) ? (const char *)key : "?");
                 return FALSE;
             }
@@ -62,7 +62,16 @@ carrel_a11y_request_parse(GHashTable *query, CarrelA11yRequest *ret_req, GError 
                     "query parameter 'scope' must be 'focused' or 'desktop'");
         return FALSE;
     }
-    req.desktop = scope && g_str_equal(scope, "desktop");
+    req.app = query ? g_hash_table_lookup(query, "app") : NULL;
+    if (req.app && !carrel_a11y_check_app(req.app, error))
+        return FALSE;
+    if (req.app && scope && g_str_equal(scope, "focused")) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "query parameter 'app' walks the desktop's applications: not with "
+                    "scope=focused");
+        return FALSE;
+    }
+    req.desktop = req.app || (scope && g_str_equal(scope, "desktop"));
     if (!query_uint(query, "depth", 0, CARREL_A11Y_MAX_DEPTH, &req.depth, error) ||
         !query_uint(query, "max_nodes", 1, CARREL_A11Y_MAX_NODES, &req.max_nodes, error) ||
         !query_uint(query, "model_width", 1, CARREL_ACTION_MAX_COORDINATE, &req.model_width,
@@ -79,6 +88,19 @@ carrel_a11y_request_parse(GHashTable *query, CarrelA11yRequest *ret_req, GError 
     return TRUE;
 }
 
+gboolean
+carrel_a11y_check_app(const char *app, GError **error)
+{
+    if (!app || !*app || strlen(app) > CARREL_A11Y_MAX_APP_BYTES ||
+        !carrel_util_is_clean_text(app)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "an application's name is one line of text of 1 to %d bytes",
+                    CARREL_A11Y_MAX_APP_BYTES);
+        return FALSE;
+    }
+    return TRUE;
+}
+
 JsonNode *
 carrel_a11y_request_to_json(const CarrelA11yRequest *req)
 {
@@ -88,6 +110,8 @@ carrel_a11y_request_to_json(const CarrelA11yRequest *req)
     json_object_set_string_member(o, "scope", req->desktop ? "desktop" : "focused");
     json_object_set_int_member(o, "depth", req->depth);
     json_object_set_int_member(o, "max_nodes", req->max_nodes);
+    if (req->app)
+        json_object_set_string_member(o, "app", req->app);
     if (req->model_width) {
         json_object_set_int_member(o, "model_width", req->model_width);
         json_object_set_int_member(o, "model_height", req->model_height);

@@ -17,15 +17,17 @@ G_BEGIN_DECLS
 #define CARREL_A11Y_MAX_ROLE_CHARS 64
 #define CARREL_A11Y_MAX_STATES 64
 #define CARREL_A11Y_MAX_ID_LEN 256
+#define CARREL_A11Y_MAX_APP_BYTES 256
 #define CARREL_A11Y_MAX_COORDINATE (1 << 20)
 /* What guest-exec returns at most; carrel-guest stops its tree at 768 KiB of JSON. */
 #define CARREL_A11Y_MAX_OUTPUT_BYTES (1024 * 1024)
 
-/* GET /v1/sessions/{id}/accessibility: the focused window or the whole desktop, how deep and how
- * many elements; model_width/height (both or neither) scale the bounds as a batch's
- * model_screen scales its points. */
+/* GET /v1/sessions/{id}/accessibility: the focused window or the whole desktop (or one
+ * application of it), how deep and how many elements; model_width/height (both or neither)
+ * scale the bounds as a batch's model_screen scales its points. */
 typedef struct {
     gboolean desktop;
+    const char *app; /* NULL, or the one application (borrowed: the query's, the call's) */
     guint depth;
     guint max_nodes;
     guint model_width;
@@ -35,10 +37,15 @@ typedef struct {
 /*
  * Reads a request from URL query parameters: scope=focused|desktop (default focused),
  * depth=0..CARREL_A11Y_MAX_DEPTH (12), max_nodes=1..CARREL_A11Y_MAX_NODES (500),
- * model_width and model_height (1..65535, together). query may be NULL. Unknown parameters and
- * values out of range are INVALID_ARG.
+ * model_width and model_height (1..65535, together), app=NAME (an application's AT-SPI name:
+ * the desktop with that application only; not with scope=focused). query may be NULL. Unknown
+ * parameters and values out of range are INVALID_ARG.
  */
 gboolean carrel_a11y_request_parse(GHashTable *query, CarrelA11yRequest *ret_req, GError **error);
+
+/* An application's name for app: one line of clean text, 1..CARREL_A11Y_MAX_APP_BYTES bytes;
+ * INVALID_ARG otherwise. */
+gboolean carrel_a11y_check_app(const char *app, GError **error);
 
 /* The request as JSON (for the audit record). */
 JsonNode *carrel_a11y_request_to_json(const CarrelA11yRequest *req);

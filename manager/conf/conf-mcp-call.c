@@ -16,6 +16,7 @@ carrel_mcp_call_free(CarrelMcpCall *call)
     g_free(call->to);
     g_free(call->snapshot);
     g_free(call->handle);
+    g_free(call->a11y_app);
     carrel_session_request_free(call->create);
     carrel_exec_request_free(call->exec);
     g_clear_pointer(&call->content, g_bytes_unref);
@@ -91,7 +92,7 @@ process_members(CarrelMcpCall *call, JsonObject *args, GError **error)
                                &call->stderr_offset, error);
 }
 
-/* accessibility_tree's scope, depth and max_nodes (the schema checked them). */
+/* accessibility_tree's scope, app, depth and max_nodes (the schema checked their types). */
 static gboolean
 a11y_members(CarrelMcpCall *call, JsonObject *args, GError **error)
 {
@@ -102,7 +103,15 @@ a11y_members(CarrelMcpCall *call, JsonObject *args, GError **error)
     if (!carrel_conf_get_int(args, "depth", 0, CARREL_A11Y_MAX_DEPTH, &depth, error) ||
         !carrel_conf_get_int(args, "max_nodes", 1, CARREL_A11Y_MAX_NODES, &nodes, error))
         return FALSE;
-    call->a11y_desktop = scope && g_str_equal(scope, "desktop");
+    call->a11y_app = g_strdup(carrel_conf_peek_string(args, "app"));
+    if (call->a11y_app && !carrel_a11y_check_app(call->a11y_app, error))
+        return FALSE;
+    if (call->a11y_app && scope && g_str_equal(scope, "focused")) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "'app' walks the desktop's applications: not with scope focused");
+        return FALSE;
+    }
+    call->a11y_desktop = call->a11y_app || (scope && g_str_equal(scope, "desktop"));
     call->a11y_depth = (guint)depth;
     call->a11y_max_nodes = (guint)nodes;
     return TRUE;

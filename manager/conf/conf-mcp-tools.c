@@ -222,8 +222,13 @@ static const Param a11y_params[] = {
      0, 0, a11y_scopes},
     {"depth", PARAM_INTEGER, FALSE, "Levels below the root (default 12)", 0, CARREL_A11Y_MAX_DEPTH,
      NULL},
-    {"max_nodes", PARAM_INTEGER, FALSE, "Elements at most, breadth first (default 500)", 1,
-     CARREL_A11Y_MAX_NODES, NULL},
+    {"max_nodes", PARAM_INTEGER, FALSE,
+     "Elements at most, breadth first, documents first (default 500)", 1, CARREL_A11Y_MAX_NODES,
+     NULL},
+    {"app", PARAM_STRING, FALSE,
+     "The desktop with only this application (its accessibility name, e.g. Firefox): the budget "
+     "goes to it alone",
+     0, 0, NULL},
     PARAM_END,
 };
 

@@ -775,6 +775,7 @@ typedef struct {
     gboolean a11y_desktop; /* accessibility_tree: scope desktop */
     guint a11y_depth;      /* accessibility_tree: CARREL_A11Y_DEFAULT_DEPTH unless given */
     guint a11y_max_nodes;  /* accessibility_tree: CARREL_A11Y_DEFAULT_NODES unless given */
+    char *a11y_app;        /* accessibility_tree: one application only, or NULL */
 } CarrelMcpCall;
 
 void carrel_mcp_call_free(CarrelMcpCall *call);

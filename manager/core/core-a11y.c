@@ -93,11 +93,12 @@ tree(CarrelManager *mgr, const char *domain, const CarrelA11yRequest *req, GErro
 {
     g_autofree char *depth = g_strdup_printf("%u", req->depth);
     g_autofree char *nodes = g_strdup_printf("%u", req->max_nodes);
-    g_autoptr(JsonNode) reply =
-        a11y_exec(mgr, domain,
-                  (const char *[]){"tree", "--window", req->desktop ? "all" : "focused", "--depth",
-                                   depth, "--max-nodes", nodes, NULL},
-                  error);
+    /* One argument "--app=NAME": a name that looks like an option stays the option's value. */
+    g_autofree char *app = req->app ? g_strconcat("--app=", req->app, NULL) : NULL;
+    const char *args[] = {"tree",    "--window", req->desktop ? "all" : "focused",
+                          "--depth", depth,      "--max-nodes",
+                          nodes,     app,        NULL};
+    g_autoptr(JsonNode) reply = a11y_exec(mgr, domain, args, error);
     guint w = 0, h = 0;
 
     if (!reply)

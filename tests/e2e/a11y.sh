@@ -31,7 +31,7 @@ a11y_do() { # ID ACTION_JSON: one action in a batch without screenshots; the rep
 }
 
 a11y_checks() {
-    local id tree inc reset label screen w h x code before
+    local id tree inc reset label screen w h x code before app
     id="$(carrel create --template tiny --name a11y --json 2>/dev/null | jq -r .id)"
     check "a11y: create a session" test -n "$id" -a "$id" != null
     x="$(a11y_do "$id" '{"action":"launch","app":"/usr/local/bin/carrel-demo"}')"
@@ -65,6 +65,14 @@ a11y_checks() {
     x="$(carrel a11y "$id" --desktop --max-nodes 2 --json 2>/dev/null)"
     check "a11y: --max-nodes bounds the tree and says it was cut" json_true \
         '.count == 2 and .truncated == true' "$x"
+    # --app: the desktop with carrel-demo's application only (found by its button's id), the
+    # button at the same id as in the whole desktop's tree.
+    app="$(jq -r --arg a "$(jq -r '.id | split(".")[0]' <<<"$inc")" \
+        '.root.children[] | select(.id == $a) | .name' <<<"$tree")"
+    x="$(carrel a11y "$id" --app "$app" --json 2>/dev/null)"
+    check "a11y: --app '$app' has that application alone, the button at its id" json_true \
+        "(.root.children | length) == 1 and .scope == \"desktop\" and
+            ([.. | objects | select(.name? == \"Increment\") | .id] == [$(jq .id <<<"$inc")])" "$x"
 
     # click_element, mode click: the pointer clicks the button's centre.
     x="$(a11y_do "$id" "{\"action\":\"click_element\",\"element\":$(jq .id <<<"$inc")}")"

@@ -150,6 +150,19 @@ desk_a11y_names() {
             done' 2>/dev/null
 }
 
+# desk_a11y_status SESSION: org.a11y.Status's IsEnabled and ScreenReaderEnabled on the session's
+# bus, as the desktop user.
+desk_a11y_status() {
+    # shellcheck disable=SC2016 # expanded by the guest's shell
+    carrel exec "$1" -- runuser -u agent -- env DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/1000/bus sh -c '
+        for p in IsEnabled ScreenReaderEnabled; do
+            printf "%s=" "$p"
+            dbus-send --session --print-reply=literal --dest=org.a11y.Bus /org/a11y/bus \
+                org.freedesktop.DBus.Properties.Get string:org.a11y.Status string:"$p" | tr -d "\n"
+            echo
+        done' 2>&1
+}
+
 desk_close_all() {
     local w
     while read -r w; do
@@ -199,10 +212,10 @@ desk_open_check() {
 desk_heading_check() { # ID NAME HEADING
     local tree found="" start=$SECONDS i scope=()
     for i in $(seq 1 20); do
-        # The focused window's tree, and every other round the whole desktop's (if Firefox is
-        # not the window the guest reports as focused).
+        # The focused window's tree, and every other round the desktop's with Firefox alone
+        # (--app: if Firefox is not the window the guest reports as focused).
         scope=()
-        [ $((i % 2)) = 0 ] && scope=(--desktop)
+        [ $((i % 2)) = 0 ] && scope=(--app Firefox)
         tree="$(carrel a11y "$1" "${scope[@]}" --depth 32 --max-nodes 5000 --json 2>/dev/null)"
         found="$(jq -r --arg t "$3" 'first(.. | objects | select(.role? == "heading" and
             ((.name // "") | contains($t))) | .name) // empty' <<<"$tree" 2>/dev/null)"
@@ -219,6 +232,17 @@ desk_heading_check() { # ID NAME HEADING
                 roles: ([.. | objects | .role? // empty] | group_by(.) |
                         map({(.[0]): length}) | add)}' "$E2E_DIR/a11y-desk.json" 2>&1 | head -c 1500
         echo
+        # The focused window's tree (Firefox's, if it is the active one): how deep it went and
+        # whether a document was reached at all (carrel-guest walks documents first).
+        carrel a11y "$1" --depth 32 --max-nodes 5000 --json >"$E2E_DIR/a11y-focused.json" 2>&1
+        echo "desktop-apps: the focused window's tree: $(jq -c '{count, truncated,
+            root: .root.name, deepest: ([.. | objects | .id? // empty | split(".") | length] | max),
+            documents: [.. | objects | select(.role? // "" | startswith("document")) |
+                {id, name, children: (.children | length)}]}' "$E2E_DIR/a11y-focused.json" 2>&1 |
+            head -c 1500)"
+        # Whether the bus tells applications that accessibility is on (Firefox asks it when
+        # GNOME_ACCESSIBILITY is not in its environment).
+        echo "desktop-apps: org.a11y.Status: $(desk_a11y_status "$1" | tr -s ' \n' ' ')"
     fi
     check "$2: Firefox's accessibility tree holds the page's heading (carrel a11y)" test -n "$found"
 }

@@ -7,7 +7,8 @@
 SDK_PY=/usr/bin/python3
 
 # The SDK's e2e pytest: its own session (create, screenshot, click, typing read back through
-# commands.run, files, snapshot/revert, pause, async, kill).
+# commands.run, the terminal: Sandbox.shell echoes a typed line and exits 3, files,
+# snapshot/revert, pause, async, kill).
 sdk_pytest() {
     local log="$E2E_DIR/sdk-pytest.log"
     if PYTHONDONTWRITEBYTECODE=1 "$SDK_PY" -B -m pytest -p no:cacheprovider -q -rA \

@@ -267,11 +267,22 @@ test_request(void **state)
     g_autoptr(GHashTable) full = query("scope", "desktop", "depth", "3", "max_nodes", "9",
                                        "model_width", "640", "model_height", "480", NULL);
     GHashTable *bad[] = {
-        query("scope", "all", NULL),   query("depth", "33", NULL),
-        query("max_nodes", "0", NULL), query("max_nodes", "5001", NULL),
-        query("depth", "-1", NULL),    query("model_width", "640", NULL),
-        query("colour", "blue", NULL), query("depth", "2x", NULL),
+        query("scope", "all", NULL),
+        query("depth", "33", NULL),
+        query("max_nodes", "0", NULL),
+        query("max_nodes", "5001", NULL),
+        query("depth", "-1", NULL),
+        query("model_width", "640", NULL),
+        query("colour", "blue", NULL),
+        query("depth", "2x", NULL),
+        query("app", "", NULL),
+        query("app", "a\nb", NULL),
+        query("app", "Firefox", "scope", "focused", NULL),
     };
+    g_autoptr(GHashTable) one = query("app", "Firefox", NULL);
+    g_autofree char *long_name = g_strnfill(CARREL_A11Y_MAX_APP_BYTES + 1, 'a');
+    g_autoptr(GHashTable) too_long = query("app", long_name, NULL);
+    g_autoptr(JsonNode) audit = NULL;
 
     assert_true(carrel_a11y_request_parse(NULL, &req, &error));
     assert_false(req.desktop);
@@ -282,6 +293,17 @@ test_request(void **state)
     assert_int_equal(req.depth, 3);
     assert_int_equal(req.max_nodes, 9);
     assert_int_equal(req.model_height, 480);
+    assert_null(req.app);
+    /* app: the desktop, that application only; kept in the audit record. */
+    assert_true(carrel_a11y_request_parse(one, &req, &error));
+    assert_true(req.desktop);
+    assert_string_equal(req.app, "Firefox");
+    audit = carrel_a11y_request_to_json(&req);
+    assert_string_equal(json_object_get_string_member(json_node_get_object(audit), "app"),
+                        "Firefox");
+    assert_false(carrel_a11y_request_parse(too_long, &req, &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG));
+    g_clear_error(&error);
     for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
         g_autoptr(GError) e = NULL;
 

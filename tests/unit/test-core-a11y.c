@@ -66,6 +66,15 @@ test_tree(void **state)
     assert_string_equal(argv[6], "5");
     assert_string_equal(argv[8], "50");
     assert_int_equal(json_object_get_int_member(json_node_get_object(out), "count"), 3);
+    /* One application: its name one argument with its option, even when it looks like one. */
+    g_clear_pointer(&argv, g_strfreev);
+    json_node_unref(g_steal_pointer(&out));
+    req.app = "--help me";
+    out = carrel_manager_session_accessibility(fx->mgr, ADMIN, s->id, &req, &error);
+    assert_non_null(out);
+    argv = carrel_hypervisor_fake_get_exec_argv(fx->hv);
+    assert_int_equal(g_strv_length(argv), 10);
+    assert_string_equal(argv[9], "--app=--help me");
     /* Model pixels: the 4x3 screen seen as 8x6 doubles every bound. */
     big = carrel_manager_session_accessibility(fx->mgr, ADMIN, s->id, &scaled, &error);
     assert_non_null(big);
@@ -86,7 +95,12 @@ test_tree(void **state)
     events =
         carrel_manager_session_events(fx->mgr, ADMIN, s->id, after_create(fx, s->id), 100, &error);
     assert_non_null(events);
-    assert_int_equal(events->len, 2);
+    assert_int_equal(events->len, 3);
+    {
+        g_autofree char *detail = carrel_event_detail_to_text(g_ptr_array_index(events, 1));
+
+        assert_non_null(strstr(detail, "\"app\":\"--help me\""));
+    }
     ev = g_ptr_array_index(events, 0);
     assert_string_equal(ev->action, "accessibility");
     {
@@ -261,7 +275,7 @@ client_calls(Client *c)
     g_autoptr(CarrelClient) client = carrel_client_new(NULL, c->url, TOKEN, 30, NULL);
     g_autofree char *call = g_strdup_printf(
         "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":"
-        "\"accessibility_tree\",\"arguments\":{\"session\":\"%s\",\"scope\":\"desktop\"}}}",
+        "\"accessibility_tree\",\"arguments\":{\"session\":\"%s\",\"app\":\"Firefox\"}}}",
         c->session);
     g_autoptr(JsonNode) body = json_from_string(call, NULL);
     const char *cli = g_getenv("CARREL_CLI");
@@ -273,7 +287,7 @@ client_calls(Client *c)
         g_autofree char *cli_err = NULL;
 
         p = g_subprocess_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE, NULL,
-                             cli, "--url", c->url, "a11y", c->session, "--desktop", NULL);
+                             cli, "--url", c->url, "a11y", c->session, "--app", "Fire fox&x", NULL);
         if (p && g_subprocess_communicate_utf8(p, NULL, NULL, &c->cli_out, &cli_err, NULL))
             c->cli_status = g_subprocess_get_exit_status(p);
     }
@@ -336,6 +350,14 @@ test_route_mcp_cli(void **state)
         assert_non_null(strstr(c.cli_out, "    [0.0] push button \"Increment\" at 0,0 4x3 "
                                           "{enabled} action=click\n"));
         assert_non_null(strstr(c.cli_out, "[desktop] desktop frame \"main\""));
+        /* --app: the desktop's tree of that application, its name whole through the query. */
+        {
+            g_auto(GStrv) argv = carrel_hypervisor_fake_get_exec_argv(fx->hv);
+
+            assert_int_equal(g_strv_length(argv), 10);
+            assert_string_equal(argv[4], "all");
+            assert_string_equal(argv[9], "--app=Fire fox&x");
+        }
     }
     g_free(c.url);
     g_free(c.path);

@@ -15,6 +15,7 @@ error code (:class:`NotFound`, :class:`WrongState`, ...; all :class:`CarrelError
 
 __version__ = "0.1.0"
 
+from ._shell import Shell  # noqa: E402
 from .client import AsyncClient, Client, CommandResult, input_file  # noqa: E402
 from .errors import (  # noqa: E402
     ERRORS_BY_CODE,
@@ -64,6 +65,7 @@ __all__ = [
     "Commands",
     "Files",
     "Process",
+    "Shell",
     "AsyncCommands",
     "AsyncFiles",
     "CarrelError",

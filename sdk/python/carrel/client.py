@@ -20,6 +20,8 @@ import httpx
 
 from . import __version__
 from ._config import Endpoint, resolve_endpoint, resolve_token
+from ._shell import Shell, check_size
+from ._websocket import WebSocket
 from .errors import CarrelError, Timeout, Unreachable, error_from_reply
 
 DEFAULT_TIMEOUT = 900.0  # long enough for a cold create under TCG, like the CLI
@@ -547,13 +549,17 @@ class _Api:
         depth: int | None = None,
         max_nodes: int | None = None,
         model_screen: tuple[int, int] | None = None,
+        app: str | None = None,
     ) -> Any:
         """``GET .../accessibility``: the AT-SPI tree ``{scope, count, truncated, root}``;
         every element ``{id, role, name, states, bounds, action, children}``. ``scope`` is
-        ``"focused"`` (default) or ``"desktop"``; ``model_screen`` scales the bounds."""
+        ``"focused"`` (default) or ``"desktop"``; ``app`` (an application's accessibility
+        name, e.g. ``"Firefox"``) walks the desktop with that application only;
+        ``model_screen`` scales the bounds."""
         params = _drop_none(
             {
                 "scope": scope,
+                "app": app,
                 "depth": depth,
                 "max_nodes": max_nodes,
                 "model_width": model_screen[0] if model_screen else None,
@@ -776,6 +782,7 @@ class Client(_Base):
         verify: bool | str = True,
     ) -> None:
         base, headers = self._setup(url, socket, token, token_file, state_dir, timeout)
+        self._verify = verify
         transport = (
             httpx.HTTPTransport(uds=self.endpoint.socket, verify=verify)
             if self.endpoint.socket
@@ -859,6 +866,21 @@ class Client(_Base):
             timed_out=bool(end.get("timed_out", False)),
             duration_ms=int(end.get("duration_ms", 0)),
         )
+
+    def shell(self, session: str, *, cols: int = 80, rows: int = 24) -> Shell:
+        """``GET .../shell``: an interactive terminal in the guest (a websocket), for the
+        control lease's holder or an admin. See :class:`carrel.Shell`."""
+        check_size(cols, rows)
+        path = f"/v1/sessions/{_seg(session)}/shell?rows={rows}&cols={cols}"
+        ws = WebSocket.connect(
+            self.endpoint,
+            path,
+            self.token,
+            verify=self._verify,
+            timeout=min(self.timeout, 120.0),
+            user_agent=f"carrel-python/{__version__}",
+        )
+        return Shell(ws)
 
     def close(self) -> None:
         """Closes the kept-alive connections."""

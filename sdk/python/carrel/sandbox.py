@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, List, Literal, Mapping, Sequence
 
+from ._shell import Shell
 from .client import AsyncClient, Client, CommandResult
 from .errors import CommandFailed
 
@@ -439,14 +440,27 @@ class Sandbox:
         desktop: bool = False,
         depth: int | None = None,
         max_nodes: int | None = None,
+        app: str | None = None,
     ) -> dict[str, Any]:
         """The accessibility (AT-SPI) tree of the focused window, or of every application
-        with ``desktop``: ``{scope, count, truncated, root}``, each element with an ``id``
-        that :meth:`click_element` takes."""
+        with ``desktop``, or of the desktop with one application with ``app`` (its
+        accessibility name, e.g. ``"Firefox"``): ``{scope, count, truncated, root}``, each
+        element with an ``id`` that :meth:`click_element` takes."""
         result: dict[str, Any] = self.client.accessibility(
-            self.id, scope="desktop" if desktop else None, depth=depth, max_nodes=max_nodes
+            self.id,
+            scope="desktop" if desktop else None,
+            depth=depth,
+            max_nodes=max_nodes,
+            app=app,
         )
         return result
+
+    def shell(self, cols: int = 80, rows: int = 24) -> Shell:
+        """An interactive terminal in the guest (a login shell on a pseudo-terminal, as the
+        desktop user) over a websocket: ``send``, ``recv``, ``read_until``, ``resize``,
+        ``eof``, ``close`` and ``exit_code``. Needs the control lease or an admin token;
+        closing it kills the shell and what it started."""
+        return self.client.shell(self.id, cols=cols, rows=rows)
 
     def click_element(self, element: str, *, mode: Literal["click", "action"] = "click") -> Any:
         """Clicks the element's centre (looked up again), or with ``mode="action"`` runs its

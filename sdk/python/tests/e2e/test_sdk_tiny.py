@@ -76,6 +76,26 @@ def test_commands_run(sandbox):
     assert sandbox.commands.run("cat", stdin=b"in\nput").stdout == "in\nput"
 
 
+def test_shell_echoes_resizes_and_exits_3(sandbox):
+    """Sandbox.shell: the SDK's own websocket client on carreld's shell route (issue 20): the
+    terminal echoes a typed line and runs it, follows a resize, and tells the exit code."""
+    with sandbox.shell(cols=90, rows=20) as sh:
+        sh.send("echo sdk-shell-$((6*7))\n")
+        seen = sh.read_until("sdk-shell-42", timeout=120)
+        assert b"echo sdk-shell-$((6*7))" in seen  # the typed line, echoed unexpanded
+        assert sh.handle
+        sh.send("stty size\n")
+        assert sh.read_until("20 90", timeout=60)
+        sh.resize(100, 30)
+        sh.send("stty size\n")
+        assert sh.read_until("30 100", timeout=60)
+        sh.send("exit 3\n")
+        sh.read_all(timeout=60)
+        assert sh.exit_code == 3
+        assert sh.recv(1) == b""
+    assert sh.closed
+
+
 def test_files_write_read(sandbox):
     blob = os.urandom(300_000)
     assert sandbox.files.write("/tmp/sdk-blob", blob)["bytes"] == len(blob)

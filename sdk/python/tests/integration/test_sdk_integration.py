@@ -160,6 +160,7 @@ def test_screen_and_unsupported_verbs(client, template):
             lambda: sb.snapshot("s1"),
             lambda: sb.fork(),
             lambda: sb.diff(),
+            lambda: sb.shell(),  # the websocket's refusal, read from the 501 reply
         ):
             with pytest.raises(carrel.Unsupported) as info:
                 verb()

@@ -372,6 +372,7 @@ def test_accessibility_tree_and_click_element():
     c, seen = _recording_client([
         (200, tree), (200, tree), (200, acted), (200, acted),
         (404, {"error": {"code": "not_found", "message": "a11y action: no element '0.9'"}}),
+        (200, tree),
     ])
     sb = carrel.Sandbox(c, {"id": "s-1", "name": "n", "state": "running"})
     assert sb.accessibility_tree(desktop=True, depth=3) == tree
@@ -384,6 +385,8 @@ def test_accessibility_tree_and_click_element():
     assert seen[0].url.path == "/v1/sessions/s-1/accessibility"
     assert dict(seen[0].url.params) == {"scope": "desktop", "depth": "3"}
     assert dict(seen[1].url.params) == {"model_width": "640", "model_height": "480"}
+    assert sb.accessibility_tree(app="Fire fox") == tree
+    assert dict(seen[5].url.params) == {"app": "Fire fox"}
     assert json.loads(seen[2].content) == {
         "actions": [{"action": "click_element", "element": "0.1", "mode": "action"}],
         "observe": "none"}
