@@ -28,7 +28,7 @@ carrel_door_clear(CarrelDoor *door)
 {
     if (door->holding) {
         door->holding = FALSE;
-        carrel_settle_release();
+        carrel_catchup_release();
     }
     g_clear_pointer(&door->session, carrel_session_free);
     g_clear_pointer(&door->params, json_node_unref);
@@ -88,7 +88,7 @@ audit_refusal(CarrelDoor *door, const GError *refusal)
 }
 
 /* Verbs that act on the guest, its screen or its disk: they wait until what a restore left to
- * settle after its reply is done (core-settle.c). Reading rows and the timeline does not. */
+ * catch up on after its reply is done (core-catchup.c). Reading rows and the timeline does not. */
 static gboolean
 reaches_guest(CarrelOp op)
 {
@@ -135,7 +135,7 @@ carrel_door_enter(CarrelDoor *door, CarrelManager *mgr, const CarrelPrincipal *w
     door->params = params;
     door->started_us = g_get_monotonic_time();
     door->holding = TRUE;
-    carrel_settle_hold();
+    carrel_catchup_hold();
     if (id_or_name) {
         door->session = carrel_store_session_get(mgr->store, id_or_name, error);
         if (!door->session)
@@ -146,7 +146,7 @@ carrel_door_enter(CarrelDoor *door, CarrelManager *mgr, const CarrelPrincipal *w
         ok = carrel_policy_authorize(mgr->policy, who, op, NULL, &refusal);
     }
     if (ok && door->session && reaches_guest(op))
-        carrel_manager_wait_settled(mgr, door->session->id);
+        carrel_manager_wait_caught_up(mgr, door->session->id);
     if (ok && lifecycle_action(op)) {
         carrel_timings_begin();
         door->timing = TRUE;

@@ -61,9 +61,9 @@ bring_up_fork(CarrelManager *mgr, CarrelSession *s, const CarrelSnapshot *snap, 
     if (!ok || !carrel_hypervisor_define(mgr->hv, xml, error) ||
         !carrel_manager_wait_agent(mgr, domain, &by_screen, error))
         return FALSE;
-    /* Clock, MAC and screen after the reply (core-settle.c); without an agent, none of them. */
+    /* Clock, MAC and screen after the reply (core-catchup.c); without an agent, none of them. */
     if (!by_screen)
-        carrel_manager_settle_restored(mgr, s, TRUE);
+        carrel_manager_catchup_restored(mgr, s, TRUE);
     else if (!carrel_manager_apply_screen(mgr, s, by_screen, error))
         return FALSE;
     /* The restored guest still has its origin's address: it gets its own. */

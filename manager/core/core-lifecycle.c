@@ -269,9 +269,9 @@ wake(CarrelManager *mgr, CarrelSession *session, const char *domain, GError **er
     (void)g_unlink(path);
     if (!carrel_manager_wait_agent(mgr, domain, &by_screen, error))
         return FALSE;
-    /* Clock and screen after the reply (core-settle.c); a guest without agent has neither. */
+    /* Clock and screen after the reply (core-catchup.c); a guest without agent has neither. */
     if (!by_screen)
-        carrel_manager_settle_restored(mgr, session, FALSE);
+        carrel_manager_catchup_restored(mgr, session, FALSE);
     else if (!carrel_manager_apply_screen(mgr, session, by_screen, error))
         return FALSE;
     return carrel_manager_egress_attach(mgr, session, FALSE, error);

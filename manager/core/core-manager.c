@@ -89,7 +89,7 @@ carrel_manager_new(const CarrelManagerConfig *config, CarrelHypervisor *hv, GErr
     g_mutex_init(&mgr->watch_lock);
     g_cond_init(&mgr->watch_cond);
     mgr->busy = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-    mgr->settle_pending = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    mgr->catchup_pending = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     mgr->pending_exit = g_ptr_array_new_with_free_func(g_free);
     mgr->hid_states = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, hid_state_free);
     mgr->creating = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
@@ -158,13 +158,13 @@ carrel_manager_free(CarrelManager *mgr)
     if (!mgr)
         return;
     carrel_manager_stop_watch(mgr);
-    carrel_manager_settle_drain(mgr);
+    carrel_manager_catchup_drain(mgr);
     g_mutex_clear(&mgr->watch_lock);
     g_cond_clear(&mgr->watch_cond);
     g_clear_pointer(&mgr->jobs, g_hash_table_unref);
     g_clear_pointer(&mgr->pending_exit, g_ptr_array_unref);
     g_clear_pointer(&mgr->busy, g_hash_table_unref);
-    g_clear_pointer(&mgr->settle_pending, g_hash_table_unref);
+    g_clear_pointer(&mgr->catchup_pending, g_hash_table_unref);
     g_clear_pointer(&mgr->hid_states, g_hash_table_unref);
     g_clear_pointer(&mgr->creating, g_hash_table_unref);
     g_clear_pointer(&mgr->consoles, g_hash_table_unref);
@@ -247,7 +247,7 @@ static gboolean
 held_briefly(const char *running, const char *op)
 {
     return (g_strcmp0(running, "watch") == 0 && g_strcmp0(op, "watch") != 0) ||
-           carrel_manager_is_settle_op(running);
+           carrel_manager_is_catchup_op(running);
 }
 
 gboolean
@@ -277,17 +277,17 @@ carrel_manager_mark_busy(CarrelManager *mgr, const char *key, const char *op, GE
 void
 carrel_manager_clear_busy(CarrelManager *mgr, const char *key)
 {
-    guint settle;
+    guint later;
 
     g_mutex_lock(&mgr->lock);
-    /* What the verb left to settle keeps the mark, as "settle", until it is done. */
-    settle = carrel_manager_settle_take(mgr, key);
-    if (!settle)
+    /* What the verb left to catch up on keeps the mark, as "catch-up", until it is done. */
+    later = carrel_manager_catchup_take(mgr, key);
+    if (!later)
         g_hash_table_remove(mgr->busy, key);
     g_cond_broadcast(&mgr->busy_cond);
     g_mutex_unlock(&mgr->lock);
-    if (settle)
-        carrel_manager_settle_start(mgr, key, settle);
+    if (later)
+        carrel_manager_catchup_start(mgr, key, later);
 }
 
 guint

@@ -130,8 +130,8 @@ hand_over(CarrelManager *mgr, const CarrelPrincipal *who, CarrelSession *m,
     if (!carrel_hypervisor_pause(mgr->hv, domain, FALSE, error))
         return FALSE;
     /* Its clock stood still while it waited, and the screen may be the request's own: both are
-     * set after the reply, before any verb reaches the guest (core-settle.c). */
-    carrel_manager_settle_restored(mgr, m, FALSE);
+     * set after the reply, before any verb reaches the guest (core-catchup.c). */
+    carrel_manager_catchup_restored(mgr, m, FALSE);
     return carrel_store_session_set_state(mgr->store, m->id, CARREL_SESSION_RUNNING, NULL, error) &&
            (!req->inputs || !req->inputs->len ||
             carrel_manager_inject_by_agent(mgr, m, req->inputs, error));

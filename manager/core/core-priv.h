@@ -37,20 +37,20 @@ struct _CarrelManager {
     guint64 shots_max_bytes;
     CarrelStore *store;
     CarrelHypervisor *hv;
-    CarrelPolicySet *policies;  /* the named policies (core-policy.c) */
-    const CarrelPolicy *policy; /* "default": its [roles] are the role matrix */
-    GMutex tokens_lock;         /* guards tokens_known and tokens_generation */
-    GHashTable *tokens_known;   /* sha256 of a secret -> CarrelToken, as the store had it */
-    guint64 tokens_generation;  /* the store's generation tokens_known was read at */
-    GMutex lock;                /* guards busy and jobs */
-    GHashTable *file_locks;     /* save image path -> GMutex, guarded by lock (never removed) */
-    GHashTable *busy;           /* session id or "template:<name>" -> operation name */
-    GCond busy_cond;            /* with lock: a busy mark was cleared */
-    GHashTable *settle_pending; /* session id -> CarrelSettleStep bits to do after (lock) */
-    gboolean draining;          /* with lock: carreld stops, no new verb starts */
-    GHashTable *jobs;           /* job id -> CarrelJob */
-    GHashTable *hid_states;     /* session id -> CarrelHidState, guarded by lock */
-    GHashTable *creating;       /* token id -> creates and forks running (guint), lock */
+    CarrelPolicySet *policies;   /* the named policies (core-policy.c) */
+    const CarrelPolicy *policy;  /* "default": its [roles] are the role matrix */
+    GMutex tokens_lock;          /* guards tokens_known and tokens_generation */
+    GHashTable *tokens_known;    /* sha256 of a secret -> CarrelToken, as the store had it */
+    guint64 tokens_generation;   /* the store's generation tokens_known was read at */
+    GMutex lock;                 /* guards busy and jobs */
+    GHashTable *file_locks;      /* save image path -> GMutex, guarded by lock (never removed) */
+    GHashTable *busy;            /* session id or "template:<name>" -> operation name */
+    GCond busy_cond;             /* with lock: a busy mark was cleared */
+    GHashTable *catchup_pending; /* session id -> CarrelCatchupStep bits to do after (lock) */
+    gboolean draining;           /* with lock: carreld stops, no new verb starts */
+    GHashTable *jobs;            /* job id -> CarrelJob */
+    GHashTable *hid_states;      /* session id -> CarrelHidState, guarded by lock */
+    GHashTable *creating;        /* token id -> creates and forks running (guint), lock */
     GThread *watch_thread;
     GMutex watch_lock; /* guards watch_stop, with watch_cond */
     GCond watch_cond;
@@ -193,34 +193,34 @@ void carrel_manager_limits_leave(CarrelManager *mgr, const CarrelPrincipal *who)
 /* Marks key busy with op; BUSY naming the running op when it already is (callers may retry). */
 gboolean carrel_manager_mark_busy(CarrelManager *mgr, const char *key, const char *op,
                                   GError **error);
-/* Ends what carrel_manager_mark_busy began (or hands the mark to the settle job). */
+/* Ends what carrel_manager_mark_busy began (or hands the mark to the catch-up job). */
 void carrel_manager_clear_busy(CarrelManager *mgr, const char *key);
 
-/* What a running guest may have set after the reply (core-settle.c). */
+/* What a running guest may have set after the reply (core-catchup.c). */
 typedef enum {
-    CARREL_SETTLE_CLOCK = 1 << 0,  /* the host's time (it stood still in the saved memory) */
-    CARREL_SETTLE_MAC = 1 << 1,    /* the session's own MAC (the saved NIC has the origin's) */
-    CARREL_SETTLE_SCREEN = 1 << 2, /* the session's screen size */
-} CarrelSettleStep;
+    CARREL_CATCHUP_CLOCK = 1 << 0,  /* the host's time (it stood still in the saved memory) */
+    CARREL_CATCHUP_MAC = 1 << 1,    /* the session's own MAC (the saved NIC has the origin's) */
+    CARREL_CATCHUP_SCREEN = 1 << 2, /* the session's screen size */
+} CarrelCatchupStep;
 
 /* Asks for steps once the verb holding session_id's busy mark clears it. */
-void carrel_manager_settle_later(CarrelManager *mgr, const char *session_id, guint steps);
+void carrel_manager_catchup_later(CarrelManager *mgr, const char *session_id, guint steps);
 /* Drops what was asked (a verb whose guest is gone). */
-void carrel_manager_settle_cancel(CarrelManager *mgr, const char *session_id);
-/* With mgr->lock: the steps asked for key, its busy mark now "settle"; 0 when none. */
-guint carrel_manager_settle_take(CarrelManager *mgr, const char *key);
-/* Runs steps as a job, which clears the "settle" mark when done. Inside a door, the job starts
+void carrel_manager_catchup_cancel(CarrelManager *mgr, const char *session_id);
+/* With mgr->lock: the steps asked for key, its busy mark now "catch-up"; 0 when none. */
+guint carrel_manager_catchup_take(CarrelManager *mgr, const char *key);
+/* Runs steps as a job, which clears the "catch-up" mark when done. Inside a door, the job starts
  * when the outermost door ends: its event follows the verb's on the timeline. */
-void carrel_manager_settle_start(CarrelManager *mgr, const char *session_id, guint steps);
-/* A door opens on this thread (settle jobs wait for it) and ends (they start). */
-void carrel_settle_hold(void);
-void carrel_settle_release(void);
-gboolean carrel_manager_is_settle_op(const char *op);
-/* Waits for every settle job (the manager goes next). */
-void carrel_manager_settle_drain(CarrelManager *mgr);
+void carrel_manager_catchup_start(CarrelManager *mgr, const char *session_id, guint steps);
+/* A door opens on this thread (catch-up jobs wait for it) and ends (they start). */
+void carrel_catchup_hold(void);
+void carrel_catchup_release(void);
+gboolean carrel_manager_is_catchup_op(const char *op);
+/* Waits for every catch-up job (the manager goes next). */
+void carrel_manager_catchup_drain(CarrelManager *mgr);
 /* After a restore whose agent answered: the clock, the screen size and (new_mac) the MAC of
  * the session's own, after the reply; the MAC at once when the guest's network comes next. */
-void carrel_manager_settle_restored(CarrelManager *mgr, const CarrelSession *s, gboolean new_mac);
+void carrel_manager_catchup_restored(CarrelManager *mgr, const CarrelSession *s, gboolean new_mac);
 
 /*
  * Polls the guest agent until it answers, the domain stops, or the timeout passes. With
@@ -364,7 +364,7 @@ typedef struct {
     gboolean quiet;    /* no lifecycle event on the timeline (the verb records its own) */
     gboolean timing;   /* a timings frame is open for this verb (lifecycle verbs) */
     JsonNode *timings; /* that frame once closed (carrel_door_timings), or NULL */
-    gboolean holding;  /* settle jobs started inside wait for this door's end (core-settle.c) */
+    gboolean holding;  /* catch-up jobs started inside wait for this door's end (core-catchup.c) */
 } CarrelDoor;
 
 void carrel_door_clear(CarrelDoor *door);

@@ -216,9 +216,9 @@ bring_up(CarrelManager *mgr, CarrelSession *session, const CarrelTemplate *tmpl,
     if (warm && inputs && inputs->len)
         carrel_timings_mark("inputs");
     /* The clock stood still since the save, the NIC has the template's MAC and the screen its
-     * size: set after the reply, before any verb reaches the guest (core-settle.c). */
+     * size: set after the reply, before any verb reaches the guest (core-catchup.c). */
     if (warm && !by_screen) {
-        carrel_manager_settle_restored(mgr, session, TRUE);
+        carrel_manager_catchup_restored(mgr, session, TRUE);
         if (!carrel_manager_egress_attach(mgr, session, TRUE, error))
             return FALSE;
         carrel_timings_mark("network");

@@ -65,9 +65,9 @@ carrel_manager_restore_onto(CarrelManager *mgr, CarrelSession *session, const ch
          carrel_hypervisor_define(mgr->hv, xml, error);
     carrel_timings_mark("define");
     ok = ok && carrel_manager_wait_agent(mgr, domain, &by_screen, error);
-    /* Clock and screen after the reply (core-settle.c); a guest without agent has neither. */
+    /* Clock and screen after the reply (core-catchup.c); a guest without agent has neither. */
     if (ok && !by_screen)
-        carrel_manager_settle_restored(mgr, session, FALSE);
+        carrel_manager_catchup_restored(mgr, session, FALSE);
     else
         ok = ok && carrel_manager_apply_screen(mgr, session, by_screen, error);
     ok = ok && carrel_manager_egress_attach(mgr, session, FALSE, error);

@@ -230,7 +230,7 @@ guint carrel_manager_drain(CarrelManager *mgr, guint timeout_s);
 /* Waits (a minute at most) until what a create, claim, revert, fork or resume left to do after
  * its reply (clock, MAC, screen size) is done. Verbs that reach the guest wait for it at the
  * door by themselves. */
-void carrel_manager_wait_settled(CarrelManager *mgr, const char *session_id);
+void carrel_manager_wait_caught_up(CarrelManager *mgr, const char *session_id);
 
 /* A new reference to a job, or NOT_FOUND. */
 CarrelJob *carrel_manager_job_get(CarrelManager *mgr, const CarrelPrincipal *who, const char *id,

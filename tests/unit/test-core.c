@@ -244,7 +244,7 @@ test_warm_start(void **state)
     assert_true(w->from_warm);
     /* The clone's guest is given the clone's own MAC after the restore (once settled: the
      * last guest command). */
-    carrel_manager_wait_settled(fx->mgr, w->id);
+    carrel_manager_wait_caught_up(fx->mgr, w->id);
     {
         g_auto(GStrv) argv = carrel_hypervisor_fake_get_exec_argv(fx->hv);
         assert_non_null(argv);

@@ -1,6 +1,6 @@
 /*
- * Settling after the reply (core-settle.c): a warm create, a pool claim, a revert and a fork
- * answer before the guest's clock, MAC and screen are set; a "settle" event says when they
+ * Settling after the reply (core-catchup.c): a warm create, a pool claim, a revert and a fork
+ * answer before the guest's clock, MAC and screen are set; a "catch_up" event says when they
  * were, and every verb that reaches the guest waits for them at the door.
  */
 #include "core-fixture.h"
@@ -45,16 +45,16 @@ warm(Fixture *fx)
     assert_true(carrel_job_wait(job, &error));
 }
 
-/* A warm create answers once the agent answers; clock and MAC follow in a settle event. */
+/* A warm create answers once the agent answers; clock and MAC follow in a catch_up event. */
 static void
-test_warm_create_settles(void **state)
+test_warm_create_catches_up(void **state)
 {
     Fixture *fx = *state;
     g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = import(fx, "tiny");
     g_autoptr(GError) error = NULL;
     g_autoptr(CarrelSession) s = NULL;
     g_autoptr(CarrelEvent) created = NULL;
-    g_autoptr(CarrelEvent) settled = NULL;
+    g_autoptr(CarrelEvent) caught = NULL;
 
     warm(fx);
     s = create(fx, "warm", &error);
@@ -64,15 +64,15 @@ test_warm_create_settles(void **state)
     assert_true(has_phase(s->timings, "agent_ms"));
     assert_false(has_phase(s->timings, "clock_ms"));
     assert_false(has_phase(s->timings, "mac_ms"));
-    carrel_manager_wait_settled(fx->mgr, s->id);
+    carrel_manager_wait_caught_up(fx->mgr, s->id);
     created = find_event(fx, s->id, "create");
-    settled = find_event(fx, s->id, "settle");
+    caught = find_event(fx, s->id, "catch_up");
     assert_non_null(created);
-    assert_non_null(settled);
-    assert_true(settled->seq > created->seq);
-    assert_string_equal(settled->actor, "carreld");
-    assert_true(has_phase(event_timings(settled), "clock_ms"));
-    assert_true(has_phase(event_timings(settled), "mac_ms"));
+    assert_non_null(caught);
+    assert_true(caught->seq > created->seq);
+    assert_string_equal(caught->actor, "carreld");
+    assert_true(has_phase(event_timings(caught), "clock_ms"));
+    assert_true(has_phase(event_timings(caught), "mac_ms"));
     /* Nothing is left marked: another verb takes the session at once. */
     assert_true(carrel_manager_mark_busy(fx->mgr, s->id, "test", &error));
     carrel_manager_clear_busy(fx->mgr, s->id);
@@ -99,7 +99,7 @@ exec_thread(gpointer data)
     return NULL;
 }
 
-/* A verb that reaches the guest waits while the session settles; reading it does not. */
+/* A verb that reaches the guest waits while the session catches up; reading it does not. */
 static void
 test_door_waits(void **state)
 {
@@ -113,8 +113,8 @@ test_door_waits(void **state)
 
     assert_non_null(s);
     run.id = s->id;
-    /* As the settle job holds it. */
-    assert_true(carrel_manager_mark_busy(fx->mgr, s->id, "settle", &error));
+    /* As the catch-up job holds it. */
+    assert_true(carrel_manager_mark_busy(fx->mgr, s->id, "catch-up", &error));
     read = carrel_manager_session_get(fx->mgr, ADMIN, s->id, &error);
     assert_non_null(read);
     thread = g_thread_new("exec", exec_thread, &run);
@@ -129,14 +129,14 @@ test_door_waits(void **state)
 /* A pool claim resumes and answers; its clock is set after, and a verb that marks the session
  * busy waits for that instead of being refused. */
 static void
-test_pool_claim_settles(void **state)
+test_pool_claim_catches_up(void **state)
 {
     Fixture *fx = *state;
     g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = import(fx, "tiny");
     g_autoptr(GError) error = NULL;
     g_autoptr(CarrelSession) taken = NULL;
     g_autoptr(CarrelSession) paused = NULL;
-    g_autoptr(CarrelEvent) settled = NULL;
+    g_autoptr(CarrelEvent) caught = NULL;
 
     assert_true(carrel_manager_pool_set(fx->mgr, ADMIN, "tiny", 1, &error));
     carrel_manager_watch(fx->mgr);
@@ -149,14 +149,14 @@ test_pool_claim_settles(void **state)
     if (!paused)
         fail_msg("pause: %s", error->message);
     assert_int_equal(paused->state, CARREL_SESSION_PAUSED);
-    settled = find_event(fx, taken->id, "settle");
-    assert_non_null(settled);
-    assert_true(has_phase(event_timings(settled), "clock_ms"));
+    caught = find_event(fx, taken->id, "catch_up");
+    assert_non_null(caught);
+    assert_true(has_phase(event_timings(caught), "clock_ms"));
 }
 
-/* A revert and a fork leave their clock (and the fork its MAC) to settle. */
+/* A revert and a fork leave their clock (and the fork its MAC) to catch up on. */
 static void
-test_revert_fork_settle(void **state)
+test_revert_fork_catch_up(void **state)
 {
     Fixture *fx = *state;
     g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = import(fx, "tiny");
@@ -165,7 +165,7 @@ test_revert_fork_settle(void **state)
     g_autoptr(CarrelSnapshot) snap = NULL;
     g_autoptr(CarrelSession) back = NULL;
     g_autoptr(GPtrArray) forks = NULL;
-    g_autoptr(CarrelEvent) settled = NULL;
+    g_autoptr(CarrelEvent) caught = NULL;
     CarrelSession *f;
 
     assert_non_null(s);
@@ -177,20 +177,20 @@ test_revert_fork_settle(void **state)
     forks = carrel_manager_session_fork(fx->mgr, ADMIN, s->id, "one", 1, &error);
     assert_non_null(forks);
     f = g_ptr_array_index(forks, 0);
-    carrel_manager_wait_settled(fx->mgr, f->id);
-    settled = find_event(fx, f->id, "settle");
-    assert_true(has_phase(event_timings(settled), "clock_ms"));
-    assert_true(has_phase(event_timings(settled), "mac_ms"));
+    carrel_manager_wait_caught_up(fx->mgr, f->id);
+    caught = find_event(fx, f->id, "catch_up");
+    assert_true(has_phase(event_timings(caught), "clock_ms"));
+    assert_true(has_phase(event_timings(caught), "mac_ms"));
 }
 
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_warm_create_settles, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_warm_create_catches_up, setup, teardown),
         cmocka_unit_test_setup_teardown(test_door_waits, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_pool_claim_settles, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_revert_fork_settle, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pool_claim_catches_up, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_revert_fork_catch_up, setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
