@@ -50,8 +50,9 @@ take_reference(Run *run, GError **error)
     if (!carrel_hypervisor_screenshot(run->mgr->hv, run->domain, &ppm, &run->width, &run->height,
                                       error))
         return FALSE;
+    /* hid_sent stays: the events before still make the next look wait, even when what follows
+     * sends none of its own (a launch). */
     run->ref_hash = carrel_image_ppm_hash(ppm);
-    run->hid_sent = FALSE;
     return TRUE;
 }
 

@@ -183,10 +183,12 @@ computer_settle() {
     region="$(dirname "${BASH_SOURCE[0]}")/image-region.py"
     # Eight characters: typed as keys in one go (auto would also choose keys up to ten).
     word="zq$((RANDOM % 900 + 100))$((RANDOM % 900 + 100))"
-    geo="$(guest_x "$s" xdotool getactivewindow getwindowgeometry --shell)"
-    x="$(sed -n 's/^X=//p' <<<"$geo")" y="$(sed -n 's/^Y=//p' <<<"$geo")"
-    w="$(sed -n 's/^WIDTH=//p' <<<"$geo")" h="$(sed -n 's/^HEIGHT=//p' <<<"$geo")"
-    check "the focused window's geometry is known (${w:-?}x${h:-?}+${x:-?}+${y:-?})" \
+    # tiny's xterm (-name carrel-terminal); twm has no _NET_ACTIVE_WINDOW for getactivewindow.
+    geo="$(guest_x "$s" xdotool search --onlyvisible --classname carrel-terminal \
+        getwindowgeometry --shell %1)"
+    x="$(sed -n 's/^X=//p' <<<"$geo" | head -1)" y="$(sed -n 's/^Y=//p' <<<"$geo" | head -1)"
+    w="$(sed -n 's/^WIDTH=//p' <<<"$geo" | head -1)" h="$(sed -n 's/^HEIGHT=//p' <<<"$geo" | head -1)"
+    check "the xterm's geometry is known (${w:-?}x${h:-?}+${x:-?}+${y:-?})" \
         test -n "$x" -a -n "$y" -a -n "$w" -a -n "$h"
     carrel screenshot "$s" -o "$before" >/dev/null
     reply="$(carrel "do" "$s" -o "$shot" "{\"actions\":[{\"action\":\"type\",\"text\":\"$word\",\"method\":\"keys\"}],\"observe\":\"final\"}")"

@@ -204,6 +204,32 @@ test_each_action_settles(void **state)
     }
 }
 
+/* A batch's observation compares with a frame taken just before its last input action: what
+ * the earlier key drew (generation 1, seen by that frame) does not pass for the last key's
+ * effect, which is the frame returned (generation 2). */
+static void
+test_reference_before_last_input(void **state)
+{
+    Fixture *fx = *state;
+    g_autoptr(CarrelSession) s = drawing_session(fx, "two", 0, 1);
+    g_autoptr(GError) error = NULL;
+    guint before = carrel_hypervisor_fake_get_screenshots(fx->hv);
+    g_autoptr(JsonNode) reply = act(fx, s->id,
+                                    "{\"actions\":[{\"action\":\"key\",\"text\":\"a\"},{"
+                                    "\"action\":\"key\",\"text\":\"b\"}],\"settle\":{"
+                                    "\"quiet_ms\":0,\"window_ms\":10000,\"max_ms\":10000}}",
+                                    &error);
+    JsonObject *shot;
+
+    if (!reply)
+        fail_msg("%s", error->message);
+    shot = final_shot(reply);
+    assert_int_equal(generation_of(shot), 2);
+    assert_int_equal(json_object_get_int_member(shot, "samples"), 2);
+    /* The batch's first look, the reference before the second key, two samples. */
+    assert_int_equal(carrel_hypervisor_fake_get_screenshots(fx->hv) - before, 4);
+}
+
 /* The request's settle members are checked: bad ones are refused before anything is sent. */
 static void
 test_settle_parse(void **state)
@@ -265,6 +291,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_no_change_returns_after_window, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fixed_wait, setup, teardown),
         cmocka_unit_test_setup_teardown(test_each_action_settles, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reference_before_last_input, setup, teardown),
         cmocka_unit_test(test_settle_parse),
         cmocka_unit_test(test_frame_hash),
     };
