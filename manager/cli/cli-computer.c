@@ -50,6 +50,22 @@ take_screenshot(JsonNode *reply, const char *file, GError **error)
     return TRUE;
 }
 
+/* Where the screenshot went, and how the screen settled before it (after HID events). */
+static void
+print_saved(JsonNode *reply, const char *output)
+{
+    JsonObject *obj = carrel_cli_json_object(reply, NULL);
+
+    if (obj && json_object_has_member(obj, "settled_ms"))
+        g_printerr(
+            "screenshot saved to %s (%s %" G_GINT64_FORMAT " ms after the last event)\n", output,
+            json_object_get_boolean_member_with_default(obj, "settled", FALSE) ? "settled"
+                                                                               : "not settled",
+            json_object_get_int_member_with_default(obj, "settled_ms", 0));
+    else
+        g_printerr("screenshot saved to %s\n", output);
+}
+
 static int
 send_actions(CarrelCli *cli, const char *id, JsonNode *body, const char *output)
 {
@@ -65,7 +81,7 @@ send_actions(CarrelCli *cli, const char *id, JsonNode *body, const char *output)
     if (cli->json)
         carrel_cli_print_json(cli, reply);
     else if (output)
-        g_printerr("screenshot saved to %s\n", output);
+        print_saved(reply, output);
     return CARREL_CLI_EXIT_OK;
 }
 

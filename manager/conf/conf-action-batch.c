@@ -29,6 +29,9 @@ batch_new(void)
 
     batch->actions = g_ptr_array_new_with_free_func((GDestroyNotify)carrel_action_free);
     batch->observe = CARREL_OBSERVE_FINAL;
+    batch->settle = (CarrelSettle){.window_ms = CARREL_SETTLE_WINDOW_MS,
+                                   .quiet_ms = CARREL_SETTLE_QUIET_MS,
+                                   .max_ms = CARREL_SETTLE_MAX_MS};
     return batch;
 }
 
@@ -68,6 +71,39 @@ parse_observe(JsonObject *obj, CarrelActionBatch *batch, GError **error)
     if (batch->observe == CARREL_OBSERVE_LAST) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
                     "'observe' must be final, each or none");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* "settle": {"window_ms", "quiet_ms", "max_ms", "fixed_ms"}, each optional. */
+static gboolean
+parse_settle(JsonObject *obj, CarrelActionBatch *batch, GError **error)
+{
+    static const char *const allowed[] = {"window_ms", "quiet_ms", "max_ms", "fixed_ms", NULL};
+    JsonNode *node = carrel_conf_get_node(obj, "settle");
+    JsonObject *settle = node && JSON_NODE_HOLDS_OBJECT(node) ? json_node_get_object(node) : NULL;
+    CarrelSettle *s = &batch->settle;
+
+    if (!node)
+        return TRUE;
+    if (!settle) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "'settle' must be an object");
+        return FALSE;
+    }
+    if (!carrel_conf_check_members(settle, allowed, error) ||
+        !carrel_conf_get_uint(settle, "window_ms", 0, CARREL_SETTLE_LIMIT_MS, &s->window_ms,
+                              error) ||
+        !carrel_conf_get_uint(settle, "quiet_ms", 0, CARREL_SETTLE_LIMIT_MS, &s->quiet_ms, error) ||
+        !carrel_conf_get_uint(settle, "max_ms", 0, CARREL_SETTLE_LIMIT_MS, &s->max_ms, error) ||
+        !carrel_conf_get_uint(settle, "fixed_ms", 0, CARREL_SETTLE_LIMIT_MS, &s->fixed_ms, error)) {
+        g_prefix_error(error, "settle: ");
+        return FALSE;
+    }
+    if (s->window_ms > s->max_ms) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "settle: 'window_ms' (%u) must not exceed 'max_ms' (%u)", s->window_ms,
+                    s->max_ms);
         return FALSE;
     }
     return TRUE;
@@ -126,12 +162,13 @@ parse_scale(JsonObject *obj, CarrelActionBatch *batch, GError **error)
 static CarrelActionBatch *
 parse_batch(JsonObject *obj, GError **error)
 {
-    static const char *const allowed[] = {"action", "actions",      "observe",
-                                          "scale",  "model_screen", NULL};
+    static const char *const allowed[] = {"action",       "actions", "observe", "scale",
+                                          "model_screen", "settle",  NULL};
     g_autoptr(CarrelActionBatch) batch = batch_new();
 
     if (!carrel_conf_check_members(obj, allowed, error) || !parse_observe(obj, batch, error) ||
-        !parse_scale(obj, batch, error) || !parse_actions(obj, batch, error))
+        !parse_settle(obj, batch, error) || !parse_scale(obj, batch, error) ||
+        !parse_actions(obj, batch, error))
         return NULL;
     return g_steal_pointer(&batch);
 }

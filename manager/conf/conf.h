@@ -490,10 +490,30 @@ typedef struct {
 void carrel_action_free(CarrelAction *action);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelAction, carrel_action_free)
 
+/*
+ * When an observation after HID events is taken (see core-settle.c): once the screen differs from
+ * the frame before the action and has then stayed the same for quiet_ms; or once it has not
+ * changed at all for window_ms after the last event; at the latest max_ms after it. fixed_ms > 0
+ * instead waits that long and looks once (the old behaviour, for side-by-side benches).
+ */
+typedef struct {
+    guint window_ms;
+    guint quiet_ms;
+    guint max_ms;
+    guint fixed_ms;
+} CarrelSettle;
+
+#define CARREL_SETTLE_WINDOW_MS 250
+#define CARREL_SETTLE_QUIET_MS 60
+#define CARREL_SETTLE_MAX_MS 3000
+/* Bound of every settle member: an agent's step is not worth a longer wait. */
+#define CARREL_SETTLE_LIMIT_MS 10000
+
 /* The body of POST /v1/sessions/{id}/computer, normalised. */
 typedef struct {
     GPtrArray *actions; /* CarrelAction, 1..CARREL_ACTION_MAX_BATCH */
     CarrelObserve observe;
+    CarrelSettle settle;
     double scale;      /* model space to screen space factor; 0 = none */
     guint model_width; /* the screen size the model sees; 0 = none (never with scale) */
     guint model_height;
@@ -532,8 +552,9 @@ CarrelAction *carrel_action_from_json(JsonNode *node, GError **error);
 /*
  * Parses a request body: one action (a batch of one, observe "final"), or
  * {"actions": [...], "observe": "final"|"each"|"none", "scale": FACTOR | "model_screen":
- * {"width", "height"}} (also with "action": "batch"). Batches do not nest. Errors inside the
- * list are prefixed "actions[i]: ".
+ * {"width", "height"}, "settle": {"window_ms", "quiet_ms", "max_ms", "fixed_ms"}} (also with
+ * "action": "batch"; settle members 0..CARREL_SETTLE_LIMIT_MS, window_ms <= max_ms, defaults
+ * CARREL_SETTLE_*). Batches do not nest. Errors inside the list are prefixed "actions[i]: ".
  */
 CarrelActionBatch *carrel_action_batch_from_json(JsonNode *node, GError **error);
 

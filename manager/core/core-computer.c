@@ -7,9 +7,6 @@
 #include "core/core-priv.h"
 #include "image/image.h"
 
-/* Time the guest gets to draw the result of HID events before the observation is taken. */
-#define OBSERVE_SETTLE_MS 300
-
 typedef struct {
     CarrelManager *mgr;
     CarrelSession *session;
@@ -18,9 +15,12 @@ typedef struct {
     guint width, height;    /* the screen */
     guint model_w, model_h; /* what the model sees (the screen when not scaled) */
     gboolean hid_sent;      /* since the last observation */
-    GPtrArray *secrets;     /* per action: the secret a type_secret typed, or NULL */
-    const char *typed;      /* the last secret typed in this batch: screenshots after it are
-                               marked, the screen may show it */
+    gint64 hid_at;          /* when the last HID event was sent (monotonic µs) */
+    guint64 ref_hash;       /* the newest frame from before the HID events since (0: none) */
+    const CarrelSettle *settle;
+    GPtrArray *secrets; /* per action: the secret a type_secret typed, or NULL */
+    const char *typed;  /* the last secret typed in this batch: screenshots after it are
+                           marked, the screen may show it */
 } Run;
 
 static void run_clear(Run *run);
@@ -33,28 +33,92 @@ run_clear(Run *run)
     g_clear_pointer(&run->domain, g_free);
 }
 
-/* The screen scaled to what the model sees, as PNG, kept for the timeline. */
+/* HID events (or a helper acting for them) reached the guest: the next look waits for them. */
+static void
+mark_hid(Run *run)
+{
+    run->hid_sent = TRUE;
+    run->hid_at = g_get_monotonic_time();
+}
+
+/* A frame from before the next HID events: what settling compares with. */
+static gboolean
+take_reference(Run *run, GError **error)
+{
+    g_autoptr(GBytes) ppm = NULL;
+
+    if (!carrel_hypervisor_screenshot(run->mgr->hv, run->domain, &ppm, &run->width, &run->height,
+                                      error))
+        return FALSE;
+    /* hid_sent stays: the events before still make the next look wait, even when what follows
+     * sends none of its own (a launch). */
+    run->ref_hash = carrel_image_ppm_hash(ppm);
+    return TRUE;
+}
+
+/* The screen now, or once it has settled after HID events (then *ret_settle says how). */
+static GBytes *
+look(Run *run, gboolean *ret_waited, CarrelSettleResult *ret_settle, GError **error)
+{
+    g_autoptr(GBytes) ppm = NULL;
+
+    *ret_waited = run->hid_sent;
+    if (run->hid_sent)
+        ppm = carrel_manager_settle_screen(run->mgr, run->domain, run->settle, run->ref_hash,
+                                           run->hid_at, ret_settle, error);
+    else if (!carrel_hypervisor_screenshot(run->mgr->hv, run->domain, &ppm, NULL, NULL, error))
+        return NULL;
+    if (!ppm)
+        return NULL;
+    run->hid_sent = FALSE;
+    run->ref_hash = carrel_image_ppm_hash(ppm);
+    return g_steal_pointer(&ppm);
+}
+
+static void
+add_settle_members(JsonBuilder *b, const CarrelSettleResult *settle)
+{
+    json_builder_set_member_name(b, "settled");
+    json_builder_add_boolean_value(b, settle->settled);
+    json_builder_set_member_name(b, "settled_ms");
+    json_builder_add_int_value(b, settle->settled_ms);
+    json_builder_set_member_name(b, "changed");
+    json_builder_add_boolean_value(b, settle->changed);
+    json_builder_set_member_name(b, "samples");
+    json_builder_add_int_value(b, settle->samples);
+}
+
+/* The screen scaled to what the model sees, as PNG, kept for the timeline; after HID events,
+ * once settled (settled, settled_ms, changed, samples), with the time of each phase. */
 static JsonNode *
 observe(Run *run, char **ret_ref, GError **error)
 {
     g_autoptr(GBytes) ppm = NULL;
     g_autoptr(GBytes) scaled = NULL;
     g_autoptr(GBytes) png = NULL;
+    g_autoptr(JsonNode) timings = NULL;
     g_autofree char *b64 = NULL;
     g_autoptr(JsonBuilder) b = json_builder_new();
+    CarrelSettleResult settle = {0};
+    gboolean waited = FALSE;
     guint w = 0, h = 0;
 
-    if (run->hid_sent)
-        g_usleep(OBSERVE_SETTLE_MS * 1000);
-    run->hid_sent = FALSE;
-    if (!carrel_hypervisor_screenshot(run->mgr->hv, run->domain, &ppm, &w, &h, error))
+    carrel_timings_begin();
+    ppm = look(run, &waited, &settle, error);
+    carrel_timings_mark(waited ? "settle" : "screenshot");
+    if (ppm && carrel_image_ppm_parse(ppm, &w, &h, NULL, error))
+        scaled = (w == run->model_w && h == run->model_h)
+                     ? g_bytes_ref(ppm)
+                     : carrel_image_scale(ppm, run->model_w, run->model_h, error);
+    if (scaled)
+        png = carrel_image_encode_png(scaled, error);
+    carrel_timings_mark("encode");
+    if (png)
+        *ret_ref = carrel_manager_keep_screenshot(run->mgr, run->session, png, FALSE);
+    carrel_timings_mark("keep");
+    timings = carrel_timings_end();
+    if (!png)
         return NULL;
-    scaled = (w == run->model_w && h == run->model_h)
-                 ? g_bytes_ref(ppm)
-                 : carrel_image_scale(ppm, run->model_w, run->model_h, error);
-    if (!scaled || !(png = carrel_image_encode_png(scaled, error)))
-        return NULL;
-    *ret_ref = carrel_manager_keep_screenshot(run->mgr, run->session, png, FALSE);
     b64 = g_base64_encode(g_bytes_get_data(png, NULL), g_bytes_get_size(png));
     json_builder_begin_object(b);
     json_builder_set_member_name(b, "media_type");
@@ -65,6 +129,12 @@ observe(Run *run, char **ret_ref, GError **error)
     json_builder_add_int_value(b, run->model_h);
     json_builder_set_member_name(b, "ref");
     json_builder_add_string_value(b, *ret_ref ? *ret_ref : "");
+    if (waited)
+        add_settle_members(b, &settle);
+    if (timings) {
+        json_builder_set_member_name(b, "timings");
+        json_builder_add_value(b, g_steal_pointer(&timings));
+    }
     json_builder_set_member_name(b, "data");
     json_builder_add_string_value(b, b64);
     json_builder_end_object(b);
@@ -129,7 +199,7 @@ send_hid(Run *run, CarrelHidState *state, const CarrelAction *action, GError **e
         return FALSE;
     state->pointer = after;
     if (action->kind != CARREL_ACTION_WAIT)
-        run->hid_sent = TRUE;
+        mark_hid(run);
     return TRUE;
 }
 
@@ -174,7 +244,7 @@ type_text(Run *run, CarrelHidState *state, const CarrelAction *action, JsonNode 
             g_propagate_error(error, g_steal_pointer(&local));
             return FALSE;
         }
-        run->hid_sent = TRUE;
+        mark_hid(run);
         if (action->method == CARREL_TYPE_METHOD_CLIPBOARD && !send_hid(run, state, &paste, error))
             return FALSE;
     }
@@ -200,7 +270,7 @@ click_element(Run *run, CarrelHidState *state, const CarrelAction *action, JsonN
         if (!(*ret_output = carrel_manager_a11y_act(run->mgr, run->domain, action->element, error)))
             return FALSE;
         json_object_set_string_member(json_node_get_object(*ret_output), "mode", "action");
-        run->hid_sent = TRUE;
+        mark_hid(run);
         return TRUE;
     }
     if (!(node = carrel_manager_a11y_element(run->mgr, run->domain, action->element, error)) ||
@@ -374,6 +444,42 @@ mark_secret(Run *run, guint i, JsonNode *entry)
     }
 }
 
+/* Whether an action kind may send HID events (or have a helper act for them). */
+static gboolean
+kind_sends_input(CarrelActionKind kind)
+{
+    return kind != CARREL_ACTION_SCREENSHOT && kind != CARREL_ACTION_ZOOM &&
+           kind != CARREL_ACTION_CURSOR_POSITION && kind != CARREL_ACTION_SCREEN_SIZE &&
+           kind != CARREL_ACTION_WAIT && kind != CARREL_ACTION_FAIL && kind != CARREL_ACTION_DONE;
+}
+
+static CarrelActionKind
+kind_at(const CarrelActionBatch *batch, guint i)
+{
+    return ((CarrelAction *)g_ptr_array_index(batch->actions, i))->kind;
+}
+
+/*
+ * Whether action i is the last that may send input before the next observation (its own with
+ * observe "each", a screenshot action, or the final one). Settling compares with a frame from
+ * just before it: an earlier action's effect must not pass for this one's.
+ */
+static gboolean
+last_input_before_look(const CarrelActionBatch *batch, guint i)
+{
+    if (!kind_sends_input(kind_at(batch, i)))
+        return FALSE;
+    if (batch->observe == CARREL_OBSERVE_EACH)
+        return TRUE;
+    for (guint k = i + 1; k < batch->actions->len; k++) {
+        if (kind_at(batch, k) == CARREL_ACTION_SCREENSHOT)
+            return TRUE;
+        if (kind_sends_input(kind_at(batch, k)))
+            return FALSE;
+    }
+    return batch->observe == CARREL_OBSERVE_FINAL;
+}
+
 static gboolean
 run_one(Run *run, CarrelHidState *state, JsonNode *body, const CarrelActionBatch *batch, guint i,
         JsonArray *results, GError **error)
@@ -388,8 +494,12 @@ run_one(Run *run, CarrelHidState *state, JsonNode *body, const CarrelActionBatch
     g_autofree char *ref = NULL;
     g_autofree char *shot_ref = NULL;
     gint64 started = g_get_monotonic_time();
-    gboolean ok = perform(run, state, action, &output, &ref, &local);
+    gboolean ok = TRUE;
 
+    /* Events sent since the newest frame: the frame before this action is taken now. */
+    if (run->hid_sent && last_input_before_look(batch, i))
+        ok = take_reference(run, &local);
+    ok = ok && perform(run, state, action, &output, &ref, &local);
     if (ok && batch->observe == CARREL_OBSERVE_EACH && action->kind != CARREL_ACTION_SCREENSHOT)
         ok = (shot = observe(run, &shot_ref, &local)) != NULL;
     entry = ok ? result_entry(action, i, started, output, shot) : NULL;
@@ -427,6 +537,15 @@ reply_node(Run *run, CarrelHidState *state, JsonArray *results, JsonNode *final,
                                       state->pointer.y * run->model_h / run->height));
     json_builder_set_member_name(b, "duration_ms");
     json_builder_add_int_value(b, (g_get_monotonic_time() - started) / 1000);
+    /* The final observation's settling, also at the top for callers that read only that. */
+    if (final && json_object_has_member(json_node_get_object(final), "settled_ms")) {
+        JsonObject *shot = json_node_get_object(final);
+
+        json_builder_set_member_name(b, "settled");
+        json_builder_add_boolean_value(b, json_object_get_boolean_member(shot, "settled"));
+        json_builder_set_member_name(b, "settled_ms");
+        json_builder_add_int_value(b, json_object_get_int_member(shot, "settled_ms"));
+    }
     if (run->typed) {
         json_builder_set_member_name(b, "after_type_secret");
         json_builder_add_string_value(b, run->typed);
@@ -444,10 +563,10 @@ run_batch(Run *run, CarrelHidState *state, JsonNode *body, CarrelActionBatch *ba
     gint64 started = g_get_monotonic_time();
     guint last = batch->actions->len - 1;
 
-    /* The screen's size now: bounds are checked against it before anything is sent. */
-    if (!carrel_hypervisor_screenshot(run->mgr->hv, run->domain, NULL, &run->width, &run->height,
-                                      error) ||
-        !model_size(run, batch, error) ||
+    /* The screen's size now: bounds are checked against it before anything is sent; its pixels
+     * are the frame the first observation's settling compares with. */
+    run->settle = &batch->settle;
+    if (!take_reference(run, error) || !model_size(run, batch, error) ||
         !carrel_action_batch_check_bounds(batch, run->width, run->height, error))
         return NULL;
     for (guint i = 0; i < batch->actions->len; i++) {

@@ -97,6 +97,24 @@ void carrel_timings_begin(void);
 void carrel_timings_mark(const char *phase);
 JsonNode *carrel_timings_end(void);
 
+/* How an observation after HID events went (core-settle.c). */
+typedef struct {
+    gboolean settled; /* the screen was seen to stop changing (FALSE: the cap, or a fixed wait) */
+    gboolean changed; /* a frame differed from the one before the action */
+    guint settled_ms; /* from the last HID event to the returned frame */
+    guint samples;    /* screenshots taken */
+} CarrelSettleResult;
+
+/*
+ * The screen of domain (validated PPM) once it has settled after HID events whose last one
+ * ended at hid_at (monotonic µs), compared with ref_hash, the carrel_image_ppm_hash of a frame
+ * taken before them (0: unknown, any frame counts as changed). See core-settle.c and
+ * CarrelSettle for when it returns; *ret_result says how it went.
+ */
+GBytes *carrel_manager_settle_screen(CarrelManager *mgr, const char *domain,
+                                     const CarrelSettle *settle, guint64 ref_hash, gint64 hid_at,
+                                     CarrelSettleResult *ret_result, GError **error);
+
 void carrel_manager_observe_since(CarrelManager *mgr, const char *histogram, const char *label,
                                   gint64 started_us);
 /* carrel_hypervisor_restore, its time observed by what it restores ("warm", "hibernate",

@@ -182,7 +182,7 @@ carrel_manager_keep_screenshot(CarrelManager *mgr, const CarrelSession *session,
     const char *data = g_bytes_get_data(image, &len);
 
     if (!carrel_util_ensure_dir(dir, 0700, &error) ||
-        !carrel_util_write_file(path, data, len, 0600, &error)) {
+        !carrel_util_write_new_file(path, data, len, 0600, &error)) {
         g_warning("session '%s': keeping a screenshot: %s", session->id, error->message);
         return NULL;
     }

@@ -25,7 +25,8 @@ typedef struct {
     GMutex conn_lock;   /* guards conn and dead */
     GPtrArray *dead;    /* connections replaced after libvirtd restarted (see _conn) */
     char *uri;
-    gboolean is_test; /* the test driver: no guest runs, so there is no agent either */
+    gboolean is_test;       /* the test driver: no guest runs, so there is no agent either */
+    gint screendump_misses; /* fast screenshots failed in a row where libvirt's worked */
 } CarrelLibvirtBackend;
 
 /*
@@ -98,6 +99,14 @@ gboolean carrel_hypervisor_libvirt_file_read(CarrelHypervisor *hv, const char *n
 gboolean carrel_hypervisor_libvirt_file_write(CarrelHypervisor *hv, const char *name,
                                               const char *path, CarrelHypervisorSourceFunc source,
                                               gpointer source_data, GError **error);
+
+/*
+ * hypervisor-libvirt-screendump.c: the primary screen as QEMU's PPM, written by QEMU into a
+ * memfd passed with QMP add-fd (no PNG encoding in QEMU, no copy through libvirt's stream).
+ * HYPERVISOR when QEMU or libvirt refuses (the caller then asks virDomainScreenshot), LIMIT
+ * beyond CARREL_HYPERVISOR_SCREENSHOT_MAX. The image is not validated here.
+ */
+gboolean carrel_hypervisor_libvirt_screendump(virDomainPtr dom, GBytes **ret_image, GError **error);
 
 /* hypervisor-libvirt-display.c: screen, SPICE and HID events. */
 gboolean carrel_hypervisor_libvirt_screenshot(CarrelHypervisor *hv, const char *name,

@@ -36,6 +36,15 @@ gboolean carrel_image_ppm_is_blank(GBytes *ppm);
 gboolean carrel_image_ppm_differs(GBytes *a, GBytes *b);
 
 /*
+ * A 64-bit hash of ppm's pixels (not its header), for telling frames apart while a screen
+ * settles: equal pixels give equal hashes, and any change of a pixel almost surely changes it
+ * (unlike carrel_image_ppm_differs, one changed character counts). 0 when ppm is not valid PPM.
+ * Four independent lanes of 64-bit words, so the multiplications overlap: a 1024x768 frame costs
+ * about as much as copying it.
+ */
+guint64 carrel_image_ppm_hash(GBytes *ppm);
+
+/*
  * Decodes an untrusted PNG (any colour type; alpha composited onto black) to binary PPM.
  * INVALID_ARG when malformed or a side is outside 1..CARREL_IMAGE_MAX_SIDE, LIMIT when the PPM
  * would exceed CARREL_IMAGE_PPM_MAX; the size is checked before any pixel is decoded.

@@ -152,3 +152,16 @@ carrel_util_write_file(const char *path, const char *contents, gssize len, int m
     }
     return TRUE;
 }
+
+gboolean
+carrel_util_write_new_file(const char *path, const char *contents, gssize len, int mode,
+                           GError **error)
+{
+    /* CONSISTENT alone syncs only when it replaces a file with content; a new one is not. */
+    if (!g_file_set_contents_full(path, contents, len, G_FILE_SET_CONTENTS_CONSISTENT, mode,
+                                  error)) {
+        g_prefix_error(error, "writing '%s': ", path);
+        return FALSE;
+    }
+    return TRUE;
+}

@@ -143,6 +143,11 @@ gboolean carrel_util_copy_file(const char *src, const char *dest, int mode, GErr
 /* Writes contents atomically with mode (tmp file + rename, fsync). */
 gboolean carrel_util_write_file(const char *path, const char *contents, gssize len, int mode,
                                 GError **error);
+/* Like carrel_util_write_file for a new file that a crash may lose (a kept screenshot): written
+ * whole under a temporary name and renamed, but not synced to disk, which on a busy host costs
+ * more than the rest of a screenshot. */
+gboolean carrel_util_write_new_file(const char *path, const char *contents, gssize len, int mode,
+                                    GError **error);
 
 /*
  * Runs argv to completion with a timeout (0 = none), capturing stdout and stderr up to

@@ -34,6 +34,7 @@ fake_hid_send(CarrelHypervisor *hv, const char *name, const char *command, GErro
         return FALSE;
     }
     g_ptr_array_add(be->hid_sent, g_strdup(command));
+    fake_drawing_hid(be);
     if (be->hid_room >= 0 && frame_events(command) > (guint)be->hid_room)
         be->hid_dropped++;
     else if (be->hid_room >= 0)

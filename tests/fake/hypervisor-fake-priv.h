@@ -49,6 +49,13 @@ typedef struct {
     gboolean screen_refused; /* carrel-guest screen fails, as in a guest whose X cannot */
     guint screen_calls;      /* carrel-guest screen commands answered */
     FakeTerminal *terminal;  /* NULL: proc commands get the scripted result */
+    gboolean drawing;  /* the screen reacts to HID events (carrel_hypervisor_fake_set_drawing) */
+    guint draw_delay;  /* screenshots after a HID event that still show the old frame */
+    guint draw_frames; /* new frames then drawn, one per screenshot (G_MAXUINT: no end) */
+    guint draw_wait;   /* countdown of draw_delay since the last HID event */
+    guint draw_left;   /* frames still to draw */
+    guint draw_generation; /* the frame shown now: 0 before any HID event */
+    guint screenshots;     /* screenshots served */
 } FakeBackend;
 
 /* TRUE (with the error set) when op was told to fail once. Called with be->lock held. */
@@ -72,5 +79,11 @@ gboolean fake_guest_screen(FakeBackend *be, FakeDomain *dom, const CarrelGuestEx
                            CarrelExecResult *ret_result);
 /* A drawn PPM of width x height. */
 GBytes *fake_sized_screen(guint width, guint height);
+/* The next frame of the drawing screen (a screenshot while drawing is on); counts the
+ * countdown and the frames. Called with be->lock held. */
+GBytes *fake_drawing_screen(FakeBackend *be);
+/* A HID event reached the drawing screen: its countdown starts again. Called with be->lock
+ * held. */
+void fake_drawing_hid(FakeBackend *be);
 
 #endif

@@ -6,6 +6,7 @@
 
 #define CARREL_HYPERVISOR_BACKEND_H_ALLOW
 #include "hypervisor/hypervisor-backend.h"
+#include "image/image.h"
 #include "tests/fake/hypervisor-fake-priv.h"
 
 /* carrel-guest screen WxH, as the guest would answer it: the domain's screen takes the size. */
@@ -74,4 +75,76 @@ carrel_hypervisor_fake_get_screen(CarrelHypervisor *hv, const char *name, guint 
     if (ret_height)
         *ret_height = dom ? dom->screen_height : 0;
     return be->screen_calls;
+}
+
+#define DRAWING_WIDTH 8
+#define DRAWING_HEIGHT 6
+
+GBytes *
+fake_drawing_screen(FakeBackend *be)
+{
+    g_autofree char *header = g_strdup_printf("P6\n%u %u\n255\n", DRAWING_WIDTH, DRAWING_HEIGHT);
+    gsize header_len = strlen(header);
+    gsize len = header_len + DRAWING_WIDTH * DRAWING_HEIGHT * 3;
+    guint8 *data = g_malloc(len);
+
+    if (be->draw_wait > 0) {
+        be->draw_wait--;
+    } else if (be->draw_left > 0) {
+        be->draw_generation++;
+        if (be->draw_left != G_MAXUINT)
+            be->draw_left--;
+    }
+    memcpy(data, header, header_len);
+    for (gsize i = header_len; i < len; i += 3) {
+        data[i] = (guint8)(be->draw_generation & 0xff);
+        data[i + 1] = (guint8)((be->draw_generation >> 8) & 0xff);
+        data[i + 2] = 0x40;
+    }
+    return g_bytes_new_take(data, len);
+}
+
+void
+fake_drawing_hid(FakeBackend *be)
+{
+    be->draw_wait = be->draw_delay;
+    be->draw_left = be->draw_frames;
+}
+
+void
+carrel_hypervisor_fake_set_drawing(CarrelHypervisor *hv, gboolean on, guint delay, guint frames)
+{
+    FakeBackend *be = hv->backend_data;
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
+
+    be->drawing = on;
+    be->draw_delay = delay;
+    be->draw_frames = frames;
+    be->draw_wait = 0;
+    be->draw_left = 0;
+    be->draw_generation = 0;
+}
+
+gint
+carrel_hypervisor_fake_screen_generation(GBytes *image)
+{
+    g_autoptr(GBytes) ppm = carrel_image_to_ppm(image, NULL);
+    guint width = 0, height = 0;
+    gsize offset = 0;
+    const guint8 *px;
+
+    if (!ppm || !carrel_image_ppm_parse(ppm, &width, &height, &offset, NULL) ||
+        width != DRAWING_WIDTH || height != DRAWING_HEIGHT)
+        return -1;
+    px = (const guint8 *)g_bytes_get_data(ppm, NULL) + offset;
+    return px[2] == 0x40 ? (gint)(px[0] | (px[1] << 8)) : -1;
+}
+
+guint
+carrel_hypervisor_fake_get_screenshots(CarrelHypervisor *hv)
+{
+    FakeBackend *be = hv->backend_data;
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
+
+    return be->screenshots;
 }

@@ -474,7 +474,10 @@ fake_screenshot(CarrelHypervisor *hv, const char *name, GBytes **ret_image, GErr
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE, "domain is not running");
         return FALSE;
     }
-    if (dom->screen_width)
+    be->screenshots++;
+    if (be->drawing)
+        *ret_image = fake_drawing_screen(be);
+    else if (dom->screen_width)
         *ret_image = fake_sized_screen(dom->screen_width, dom->screen_height);
     else
         *ret_image = be->screen ? g_bytes_ref(be->screen) : default_screen();

@@ -91,6 +91,22 @@ GBytes *carrel_hypervisor_fake_get_exec_stdin(CarrelHypervisor *hv);
  * black 4x3 PPM). It is not validated here, so tests can feed hostile images. */
 void carrel_hypervisor_fake_set_screen(CarrelHypervisor *hv, GBytes *image);
 
+/*
+ * Makes the fake's screen react to HID events (on) or show the set screen again (off). While
+ * on, every screenshot is an 8x6 PPM whose pixels all hold its generation (red = low byte,
+ * green = next byte: carrel_hypervisor_fake_screen_generation reads it back), 0 at first.
+ * After each HID event, delay screenshots still show the current frame; then each of the next
+ * frames screenshots shows a new generation (G_MAXUINT: a screen that never stops changing),
+ * and later ones the last.
+ */
+void carrel_hypervisor_fake_set_drawing(CarrelHypervisor *hv, gboolean on, guint delay,
+                                        guint frames);
+/* The generation of a drawing screen's frame (PPM or PNG as core returns it), or -1 when it is
+ * not one. */
+gint carrel_hypervisor_fake_screen_generation(GBytes *image);
+/* How many screenshots the fake has served. */
+guint carrel_hypervisor_fake_get_screenshots(CarrelHypervisor *hv);
+
 /* Makes the fake hold network name with xml as it is (to test a foreign network of carrel's
  * name); ensure_network then leaves it as it is. */
 void carrel_hypervisor_fake_set_network(CarrelHypervisor *hv, const char *name, const char *xml);

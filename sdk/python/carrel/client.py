@@ -578,19 +578,26 @@ class _Api:
         observe: str | None = None,
         scale: float | None = None,
         model_screen: tuple[int, int] | None = None,
+        settle: Mapping[str, int] | None = None,
     ) -> Any:
         """``POST .../computer``: one action (a mapping) or a batch (a list of them), in any
         of the formats carreld reads (Anthropic's, OpenAI's, OSWorld's, carrel's own).
 
-        ``observe`` is ``"final"``, ``"each"`` or ``"none"``. The reply is
-        ``{results, screenshot, screen, pointer, duration_ms}``; screenshots carry their
-        PNG as base64 ``data``.
+        ``observe`` is ``"final"``, ``"each"`` or ``"none"``; ``settle`` sets when an
+        observation after HID events is taken (``window_ms``, ``quiet_ms``, ``max_ms``, or
+        ``fixed_ms`` for a fixed wait). The reply is ``{results, screenshot, screen, pointer,
+        duration_ms, settled?, settled_ms?}``; screenshots carry their PNG as base64 ``data``
+        and, after HID events, ``settled``, ``settled_ms`` (from the last event to the frame),
+        ``changed`` and ``samples``.
         """
-        if isinstance(actions, Mapping) and observe is None and scale is None and not model_screen:
+        simple = observe is None and scale is None and not model_screen and settle is None
+        if isinstance(actions, Mapping) and simple:
             body: Any = dict(actions)
         else:
             batch = [dict(actions)] if isinstance(actions, Mapping) else [dict(a) for a in actions]
             body = _drop_none({"actions": batch, "observe": observe, "scale": scale})
+            if settle is not None:
+                body["settle"] = dict(settle)
             if model_screen:
                 body["model_screen"] = {"width": model_screen[0], "height": model_screen[1]}
         return self._call(_Req("POST", f"/v1/sessions/{_seg(session)}/computer", json=body))

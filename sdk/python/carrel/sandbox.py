@@ -427,10 +427,17 @@ class Sandbox:
         observe: Literal["final", "each", "none"] | None = None,
         scale: float | None = None,
         model_screen: tuple[int, int] | None = None,
+        settle: Mapping[str, int] | None = None,
     ) -> dict[str, Any]:
-        """Any action or batch in carreld's formats; the API's reply."""
+        """Any action or batch in carreld's formats; the API's reply (its observation says
+        ``settled`` and ``settled_ms``; ``settle`` sets the windows, see Client.computer)."""
         result: dict[str, Any] = self.client.computer(
-            self.id, actions, observe=observe, scale=scale, model_screen=model_screen
+            self.id,
+            actions,
+            observe=observe,
+            scale=scale,
+            model_screen=model_screen,
+            settle=settle,
         )
         return result
 

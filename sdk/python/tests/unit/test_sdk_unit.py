@@ -392,3 +392,18 @@ def test_accessibility_tree_and_click_element():
         "observe": "none"}
     assert json.loads(seen[3].content)["actions"] == [{"action": "click_element",
                                                        "element": "0.1"}]
+
+
+def test_computer_settle_and_settled_ms():
+    shot = {"media_type": "image/png", "width": 4, "height": 3, "data": "",
+            "settled": True, "settled_ms": 140, "changed": True, "samples": 6}
+    reply = {"results": [{"index": 0, "action": "key", "duration_ms": 2}], "screenshot": shot,
+             "screen": {"width": 4, "height": 3}, "pointer": {"x": 0, "y": 0},
+             "duration_ms": 150, "settled": True, "settled_ms": 140}
+    c, seen = _recording_client([(200, reply), (200, reply)])
+    r = c.computer("s-1", {"action": "key", "text": "a"}, settle={"window_ms": 400})
+    assert (r["settled"], r["settled_ms"], r["screenshot"]["changed"]) == (True, 140, True)
+    assert json.loads(seen[0].content) == {"actions": [{"action": "key", "text": "a"}],
+                                           "settle": {"window_ms": 400}}
+    c.computer("s-1", {"action": "key", "text": "a"})
+    assert json.loads(seen[1].content) == {"action": "key", "text": "a"}
