@@ -176,6 +176,7 @@ carrel_policy_to_json(const CarrelPolicy *policy)
     json_builder_end_object(b);
     carrel_policy_network_to_json(policy, b);
     carrel_policy_secrets_to_json(policy, b);
+    carrel_policy_recording_to_json(policy, b);
     json_builder_end_object(b);
     return json_builder_get_root(b);
 }
