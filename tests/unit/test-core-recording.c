@@ -5,6 +5,9 @@
  * segment names are checked, a failure is an event that leaves the session running, and the
  * recording goes with the session. The fixture is core-fixture.c.
  */
+#include <fcntl.h>
+#include <unistd.h>
+
 #include "core-fixture.h"
 
 #define REC_POLICY "[recording]\nenabled=true\nfps=10\nsegment_s=10\nmax_mib=64\n"
@@ -89,6 +92,45 @@ assert_served(Fixture *fx, const char *id, JsonObject *seg)
     assert_string_equal(sha, actual);
 }
 
+/* The evidence bundle holds each finished segment, its sha256 in the signed manifest the one
+ * listed, and recording.json; the bundle verifies. */
+static void
+assert_exported(Fixture *fx, const char *id, JsonObject *rec)
+{
+    g_auto(CarrelTransfer) t = {0};
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelEvidenceReport) r = NULL;
+    JsonArray *segs = json_object_get_array_member(rec, "segments");
+    guint found = 0;
+    gboolean index_found = FALSE;
+    int fd;
+
+    assert_true(carrel_manager_session_export(fx->mgr, ADMIN, id, &t, &error));
+    fd = g_open(t.host_path, O_RDONLY | O_CLOEXEC, 0);
+    assert_true(fd >= 0);
+    r = carrel_evidence_verify(fd, NULL, &error);
+    close(fd);
+    assert_non_null(r);
+    assert_true(carrel_evidence_report_ok(r));
+    for (guint i = 0; i < r->manifest->files->len; i++) {
+        const CarrelEvidenceFile *f = g_ptr_array_index(r->manifest->files, i);
+        index_found |= g_str_equal(f->path, "recording.json");
+        for (guint k = 0; k < json_array_get_length(segs); k++) {
+            JsonObject *seg = json_array_get_object_element(segs, k);
+            g_autofree char *member =
+                g_strconcat("recording/", json_object_get_string_member(seg, "name"), NULL);
+            if (!g_str_equal(f->path, member))
+                continue;
+            assert_string_equal(f->kind, "recording");
+            assert_string_equal(f->sha256, json_object_get_string_member(seg, "sha256"));
+            found++;
+        }
+    }
+    assert_true(index_found);
+    assert_int_equal(found, json_array_get_length(segs));
+    (void)g_unlink(t.host_path);
+}
+
 static void
 test_record_lifecycle(void **state)
 {
@@ -164,6 +206,7 @@ test_record_lifecycle(void **state)
     assert_string_equal(json_object_get_string_member(segment(rec, 1), "name"), "seg-000002.webm");
     assert_served(fx, s->id, segment(rec, 0));
     assert_served(fx, s->id, segment(rec, 1));
+    assert_exported(fx, s->id, rec);
     /* A watcher round does not start it again for a stopped session. */
     (void)carrel_manager_watch(fx->mgr);
     assert_false(carrel_manager_recording_active(fx->mgr, s->id));
