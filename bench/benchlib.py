@@ -64,6 +64,11 @@ COMPARISONS = {
          "time"),
         ("SDK exec vs curl (kept-alive)", "exec.p50.sdk", "exec.p50.curl", "ms", "time"),
     ],
+    "recording": [
+        ("exec, recording on vs off", "exec.on_p50_ms", "exec.off_p50_ms", "ms", "time"),
+        ("screenshot, recording on vs off", "screenshot.on_p50_ms", "screenshot.off_p50_ms", "ms",
+         "time"),
+    ],
     "exec-stream": [
         ("exec streamed first chunk vs whole", "stream_first_p50_ms", "whole_p50_ms", "ms",
          "time"),
