@@ -5,7 +5,7 @@
 # download (CLI, checked against the listed sha256) is a WebM, one Range is answered with 206,
 # hostile names are refused without reading anything, the evidence bundle holds the segment and
 # verifies, and the recording goes with the session.
-# Usage: test-recording.sh CARRELD CARREL
+# Usage: test-recording-api.sh CARRELD CARREL
 set -uo pipefail
 
 carreld="$1"
