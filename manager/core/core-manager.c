@@ -90,7 +90,7 @@ carrel_manager_new(const CarrelManagerConfig *config, CarrelHypervisor *hv, GErr
     g_cond_init(&mgr->watch_cond);
     mgr->busy = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     g_mutex_init(&mgr->recorders_lock);
-    mgr->recorders = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    mgr->recorders = g_hash_table_new(g_str_hash, g_str_equal);
     mgr->pending_exit = g_ptr_array_new_with_free_func(g_free);
     mgr->hid_states = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, hid_state_free);
     mgr->creating = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);

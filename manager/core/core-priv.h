@@ -77,7 +77,7 @@ struct _CarrelManager {
     guint64 low_bytes;      /* less free than this refuses creates, snapshots, uploads */
     gboolean reserve_held;
     GMutex recorders_lock; /* guards recorders */
-    GHashTable *recorders; /* session id -> CarrelRecorder (core-recording.c) */
+    GHashTable *recorders; /* session id (the recorder's) -> CarrelRecorder (core-recording.c) */
 };
 
 /*

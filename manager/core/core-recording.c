@@ -190,8 +190,11 @@ carrel_manager_recording_sync(CarrelManager *mgr, const CarrelSession *session)
     g_mutex_lock(&mgr->recorders_lock);
     /* One that failed stays in the table, ended, until the session stops running. */
     have = g_hash_table_contains(mgr->recorders, session->id);
-    if (!have && !busy)
-        g_hash_table_insert(mgr->recorders, g_strdup(session->id), recorder_start(mgr, session, p));
+    if (!have && !busy) {
+        CarrelRecorder *r = recorder_start(mgr, session, p);
+        /* Keyed by the recorder's own copy of the id: taking it out frees nothing. */
+        g_hash_table_insert(mgr->recorders, r->session_id, r);
+    }
     g_mutex_unlock(&mgr->recorders_lock);
 }
 
