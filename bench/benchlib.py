@@ -70,6 +70,11 @@ COMPARISONS = {
         ("accessibility tree of Firefox's window vs one AT-SPI call through exec",
          "tree_firefox.p50_ms", "atspi_call.p50_ms", "ms", "time"),
     ],
+    "recording": [
+        ("exec, recording on vs off", "exec.on_p50_ms", "exec.off_p50_ms", "ms", "time"),
+        ("screenshot, recording on vs off", "screenshot.on_p50_ms", "screenshot.off_p50_ms", "ms",
+         "time"),
+    ],
     "exec-stream": [
         ("exec streamed first chunk vs whole", "stream_first_p50_ms", "whole_p50_ms", "ms",
          "time"),

@@ -8,15 +8,21 @@ source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib/common.sh"
 BENCH_URI="${CARREL_BENCH_URI:-qemu:///system}"
 CARREL="$CARREL_ROOT/build/manager/cli/carrel"
 
-# bench_start NAME: WORK, CARREL_SOCKET, CARREL_STATE_DIR, DAEMON (carreld's pid) and TOKEN set;
-# carreld answering. Cleanup on exit.
+# bench_start NAME [CARRELD_OPTION...]: WORK, CARREL_SOCKET, CARREL_STATE_DIR, DAEMON (carreld's
+# pid) and TOKEN set; carreld answering. Cleanup on exit. "@WORK@" in an option stands for WORK;
+# BENCH_PRE (a function name), when set, runs once WORK exists, before carreld starts (to write
+# the files such options name).
 bench_start() {
+    local opts=() opt
     WORK="$(mktemp -d "/var/tmp/carrel-bench-$1-XXXXXX")"
+    shift
     chmod 0755 "$WORK"
+    for opt in "$@"; do opts+=("${opt//@WORK@/$WORK}"); done
+    [ -z "${BENCH_PRE:-}" ] || "$BENCH_PRE"
     export CARREL_SOCKET="$WORK/carreld.sock" CARREL_STATE_DIR="$WORK/state"
     "$CARREL_ROOT/build/manager/daemon/carreld" --state-dir "$CARREL_STATE_DIR" \
         --socket "$CARREL_SOCKET" --libvirt-uri "$BENCH_URI" \
-        --accel "${CARREL_ACCEL_MODE:-auto}" >"$WORK/carreld.log" 2>&1 &
+        --accel "${CARREL_ACCEL_MODE:-auto}" "${opts[@]}" >"$WORK/carreld.log" 2>&1 &
     DAEMON=$!
     trap bench_cleanup EXIT
     for _ in $(seq 1 300); do "$CARREL" version >/dev/null 2>&1 && break; sleep 0.1; done

@@ -90,6 +90,7 @@ typedef struct {
     char *request_id;
     char *origin;               /* the Origin header, or NULL (checked by /mcp) */
     char *mcp_protocol_version; /* the MCP-Protocol-Version header, or NULL */
+    char *range;                /* the Range header, or NULL (file replies that seek) */
     gboolean websocket;         /* a valid websocket handshake (any origin) */
     gboolean same_origin;       /* Origin is the console's own (carrel_api_same_origin) */
 } CarrelApiRequest;
@@ -143,6 +144,13 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelApiReply, carrel_api_reply_free)
 
 /* A header the reply carries (appended: Set-Cookie may come more than once). */
 void carrel_api_reply_add_header(CarrelApiReply *reply, const char *name, const char *value);
+/* One byte range of a file of size from an HTTP Range header ("bytes=A-B", "bytes=A-",
+ * "bytes=-N"), clamped to the file; FALSE for anything else (several ranges, none inside). */
+gboolean carrel_api_parse_range(const char *header, guint64 size, guint64 *ret_first,
+                                guint64 *ret_last);
+/* A file reply serves only range (the request's Range header, may be NULL) when it is one
+ * satisfiable part: 206 with Content-Range; otherwise the whole file. Says Accept-Ranges. */
+void carrel_api_reply_file_range(CarrelApiReply *reply, const char *range);
 /* A bytes or file reply is sent as an attachment of this name (Content-Disposition). */
 void carrel_api_reply_set_attachment(CarrelApiReply *reply, const char *filename);
 CarrelApiReplyKind carrel_api_reply_get_kind(const CarrelApiReply *reply);
@@ -233,6 +241,9 @@ const char *carrel_api_query(CarrelApiRequest *req, const char *key);
  * JSON-RPC errors, not the error envelope; a foreign Origin is refused with 403.
  */
 CarrelApiReply *carrel_api_mcp_post(CarrelApiRequest *req, GError **error);
+/* GET /v1/sessions/{id}/recording and /recording/{name} (api-recording.c). */
+CarrelApiReply *carrel_api_get_recording(CarrelApiRequest *req, GError **error);
+CarrelApiReply *carrel_api_get_recording_segment(CarrelApiRequest *req, GError **error);
 /* The core operation an MCP tool reaches (for the role matrix test). */
 CarrelOp carrel_api_mcp_tool_op(CarrelMcpTool tool);
 

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glib/gstdio.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -212,6 +213,59 @@ carrel_api_reply_set_attachment(CarrelApiReply *reply, const char *filename)
 {
     g_free(reply->filename);
     reply->filename = g_strdup(filename);
+}
+
+gboolean
+carrel_api_parse_range(const char *header, guint64 size, guint64 *ret_first, guint64 *ret_last)
+{
+    g_auto(GStrv) ends = NULL;
+    guint64 first = 0, last = 0;
+    gboolean has_first, has_last;
+
+    if (!header || !g_str_has_prefix(header, "bytes=") || strchr(header, ',') || size == 0)
+        return FALSE;
+    ends = g_strsplit(header + strlen("bytes="), "-", -1);
+    if (g_strv_length(ends) != 2)
+        return FALSE;
+    has_first = ends[0][0] != '\0';
+    has_last = ends[1][0] != '\0';
+    if ((!has_first && !has_last) ||
+        (has_first && !g_ascii_string_to_unsigned(ends[0], 10, 0, G_MAXUINT64, &first, NULL)) ||
+        (has_last && !g_ascii_string_to_unsigned(ends[1], 10, 0, G_MAXUINT64, &last, NULL)))
+        return FALSE;
+    if (!has_first) {
+        /* "-N": the last N bytes. */
+        if (last == 0)
+            return FALSE;
+        first = size - MIN(last, size);
+        last = size - 1;
+    } else if (!has_last || last >= size)
+        last = size - 1;
+    if (first > last)
+        return FALSE;
+    *ret_first = first;
+    *ret_last = last;
+    return TRUE;
+}
+
+void
+carrel_api_reply_file_range(CarrelApiReply *reply, const char *range)
+{
+    guint64 first = 0, last = 0, total = reply->size;
+    g_autofree char *content_range = NULL;
+
+    if (reply->kind != CARREL_API_REPLY_FILE)
+        return;
+    carrel_api_reply_add_header(reply, "Accept-Ranges", "bytes");
+    /* A Range that cannot be served as one part is ignored: the whole file, 200 (RFC 9110). */
+    if (!carrel_api_parse_range(range, total, &first, &last) ||
+        lseek(reply->fd, (off_t)first, SEEK_SET) < 0)
+        return;
+    reply->size = last - first + 1;
+    reply->status = SOUP_STATUS_PARTIAL_CONTENT;
+    content_range = g_strdup_printf(
+        "bytes %" G_GUINT64_FORMAT "-%" G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT, first, last, total);
+    carrel_api_reply_add_header(reply, "Content-Range", content_range);
 }
 
 CarrelApiReplyKind

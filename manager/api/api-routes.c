@@ -669,6 +669,9 @@ const CarrelApiRoute carrel_api_routes[] = {
     /* The interactive terminal (api-shell.c): a websocket. */
     {"GET", "/v1/sessions/*/shell", carrel_api_get_shell, CARREL_OP_SESSION_SHELL, 0, NULL},
     {"GET", "/v1/sessions/*/events", get_session_events, CARREL_OP_SESSION_READ, 0, NULL},
+    {"GET", "/v1/sessions/*/recording", carrel_api_get_recording, CARREL_OP_SESSION_READ, 0, NULL},
+    {"GET", "/v1/sessions/*/recording/*", carrel_api_get_recording_segment, CARREL_OP_SESSION_READ,
+     0, NULL},
     {"GET", "/v1/sessions/*/egress", get_session_egress, CARREL_OP_SESSION_READ, 0, NULL},
     {"GET", "/v1/sessions/*/screenshot", get_session_screenshot, CARREL_OP_SESSION_SCREENSHOT, 0,
      NULL},

@@ -45,6 +45,7 @@ request_free(CarrelApiRequest *req)
     g_free(req->request_id);
     g_free(req->origin);
     g_free(req->mcp_protocol_version);
+    g_free(req->range);
     g_free(req);
 }
 
@@ -322,6 +323,7 @@ exchange_new(CarrelApi *api, SoupServerMessage *msg, GHashTable *query)
     ex->req->same_origin = carrel_api_same_origin(msg);
     ex->req->mcp_protocol_version =
         g_strdup(soup_message_headers_get_one(headers, "MCP-Protocol-Version"));
+    ex->req->range = g_strdup(soup_message_headers_get_one(headers, "Range"));
     ex->req->source = request_source(msg);
     ex->req->cookie = carrel_api_cookie_get(msg);
     carrel_api_upload_spool_take(msg, ex->req);

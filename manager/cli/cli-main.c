@@ -83,6 +83,8 @@ static const char cli_help[] =
     "  artifacts ID                   list what was extracted (asked for or on exit)\n"
     "  artifact AID -o FILE           download one extracted file\n"
     "  diff ID [--path P]             files added, changed, removed against the template\n"
+    "  recording ID [NAME -o FILE]    the screen recording's segments (policy [recording]),\n"
+    "                                 or download one finished segment (WebM)\n"
     "  export ID -o FILE|-            a signed evidence bundle: audit rows, timeline,\n"
     "                                 screenshots, artifacts, egress log, policy (a tar)\n"
     "  verify BUNDLE [--key KEY]      check a bundle offline (no daemon): signature, every\n"
@@ -171,6 +173,7 @@ static const CliVerb cli_verbs[] = {
     {"artifacts", carrel_cli_artifacts},
     {"artifact", carrel_cli_artifact},
     {"export", carrel_cli_export},
+    {"recording", carrel_cli_recording},
     {"verify", carrel_cli_verify, TRUE},
     {"screenshot", carrel_cli_screenshot},
     {"click", carrel_cli_click},

@@ -72,6 +72,7 @@ int carrel_cli_fs(CarrelCli *cli, int argc, char **argv);
 int carrel_cli_extract(CarrelCli *cli, int argc, char **argv);
 int carrel_cli_diff(CarrelCli *cli, int argc, char **argv);
 int carrel_cli_artifacts(CarrelCli *cli, int argc, char **argv);
+int carrel_cli_recording(CarrelCli *cli, int argc, char **argv);
 int carrel_cli_artifact(CarrelCli *cli, int argc, char **argv);
 /* carrel export ID -o FILE, carrel verify BUNDLE (offline: cli->client is NULL). */
 int carrel_cli_export(CarrelCli *cli, int argc, char **argv);

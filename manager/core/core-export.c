@@ -14,6 +14,7 @@
 
 #include "carrel-config.h"
 #include "core/core-priv.h"
+#include "record/record.h"
 
 #define HOST_KEY_FILE "host-key.pem"
 #define PAGE 1000
@@ -174,6 +175,47 @@ add_screenshots(CarrelEvidenceWriter *w, const CarrelSession *session, GError **
 }
 
 /*
+ * The screen recording: recording.json (segments with their sha256 and the events index, as
+ * GET /v1/sessions/{id}/recording says) and each finished segment as recording/<name>. The one
+ * being written is left out: it is not a whole file yet.
+ */
+static gboolean
+add_recording(CarrelManager *mgr, CarrelEvidenceWriter *w, const CarrelSession *session,
+              GError **error)
+{
+    g_autofree char *dir = NULL;
+    g_autoptr(CarrelRecordIndex) index = NULL;
+    g_autoptr(JsonNode) node = NULL;
+
+    if (!session->dir)
+        return TRUE;
+    dir = carrel_manager_recording_dir(session);
+    if (!(index = carrel_record_index_load(dir, error)))
+        return FALSE;
+    if (index->segments->len == 0 && index->dropped == 0)
+        return TRUE;
+    for (guint i = 0; i < index->segments->len; i++) {
+        const CarrelRecordSegment *seg = g_ptr_array_index(index->segments, i);
+        g_autofree char *path = NULL;
+        g_autofree char *member = NULL;
+        g_autoptr(GError) local = NULL;
+
+        if (seg->open)
+            continue;
+        path = g_build_filename(dir, seg->name, NULL);
+        member = g_strconcat("recording/", seg->name, NULL);
+        /* Dropped for the budget between the listing and now: no longer kept. */
+        if (!carrel_evidence_writer_add_file(w, member, "recording", path, &local) &&
+            !g_error_matches(local, CARREL_ERROR, CARREL_ERROR_NOT_FOUND)) {
+            g_propagate_error(error, g_steal_pointer(&local));
+            return FALSE;
+        }
+    }
+    node = carrel_manager_recording_to_json(mgr, session, error);
+    return node && add_json(w, "recording.json", "recording", node, error);
+}
+
+/*
  * Artifacts: artifacts.json (every extraction with its records: guest paths, modes, sha256 as
  * computed when they were taken) and the bytes of each regular file as artifacts/<x-id>/<a-id>,
  * so no guest-chosen name becomes a member name.
@@ -242,7 +284,7 @@ add_contents(CarrelManager *mgr, CarrelEvidenceWriter *w, const CarrelSession *s
         !(timeline = timeline_lines(mgr, session->id, error)) ||
         !add_text(w, "timeline.jsonl", "timeline", timeline, error) ||
         !add_screenshots(w, session, error) || !add_artifacts(mgr, w, session->id, error) ||
-        !(egress = egress_lines(mgr, session->id, error)))
+        !add_recording(mgr, w, session, error) || !(egress = egress_lines(mgr, session->id, error)))
         return FALSE;
     if (*egress && !add_text(w, "egress.jsonl", "egress", egress, error))
         return FALSE;

@@ -22,6 +22,8 @@ run_verb(CarrelDoor *door, CarrelSessionOp op, LifecycleFunc func, gpointer data
 
     if (!carrel_manager_mark_busy(mgr, id, carrel_session_op_to_string(op), error))
         return NULL;
+    /* The recording's segment ends before the session changes (a new one starts after). */
+    carrel_manager_recording_stop(mgr, id);
     /* Read again once marked busy: another verb may have finished in between. */
     fresh = carrel_store_session_get(mgr->store, id, error);
     ok = fresh && carrel_session_transition(fresh->state, op, &next, error) &&
@@ -34,6 +36,7 @@ run_verb(CarrelDoor *door, CarrelSessionOp op, LifecycleFunc func, gpointer data
     /* Done or undone: nothing is left for a recovery (core-recover.c). */
     carrel_manager_intent_end(mgr, id);
     carrel_manager_clear_busy(mgr, id);
+    carrel_manager_recording_sync_id(mgr, id);
     if (!ok) {
         g_prefix_error(error, "%s session '%s': ", carrel_session_op_to_string(op), id);
         return NULL;

@@ -90,6 +90,8 @@ carrel_manager_new(const CarrelManagerConfig *config, CarrelHypervisor *hv, GErr
     g_cond_init(&mgr->watch_cond);
     mgr->busy = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     mgr->catchup_pending = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    g_mutex_init(&mgr->recorders_lock);
+    mgr->recorders = g_hash_table_new(g_str_hash, g_str_equal);
     mgr->pending_exit = g_ptr_array_new_with_free_func(g_free);
     mgr->hid_states = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, hid_state_free);
     mgr->creating = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
@@ -159,6 +161,10 @@ carrel_manager_free(CarrelManager *mgr)
         return;
     carrel_manager_stop_watch(mgr);
     carrel_manager_catchup_drain(mgr);
+    /* Before the hypervisor goes: each recorder finishes its segment. */
+    carrel_manager_recording_stop_all(mgr);
+    g_clear_pointer(&mgr->recorders, g_hash_table_unref);
+    g_mutex_clear(&mgr->recorders_lock);
     g_mutex_clear(&mgr->watch_lock);
     g_cond_clear(&mgr->watch_cond);
     g_clear_pointer(&mgr->jobs, g_hash_table_unref);

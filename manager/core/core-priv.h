@@ -77,7 +77,31 @@ struct _CarrelManager {
     guint64 reserve_bytes;  /* its size; 0: none */
     guint64 low_bytes;      /* less free than this refuses creates, snapshots, uploads */
     gboolean reserve_held;
+    GMutex recorders_lock; /* guards recorders */
+    GHashTable *recorders; /* session id (the recorder's) -> CarrelRecorder (core-recording.c) */
 };
+
+/*
+ * Screen recording (core-recording.c). sync: starts the session's recorder when it runs under a
+ * policy that records (and no verb holds it), stops it otherwise; stop: ends it, its segment
+ * finished (the lifecycle verbs, before they act); watch: sync for every listed session, stop
+ * for the others (the watcher); stop_all: carreld stops. A recorder that failed stays ended
+ * until its session stops running.
+ */
+typedef struct _CarrelRecorder CarrelRecorder;
+/* How many pages of 1000 timeline events the recording's events index reads at most. */
+#define CARREL_RECORDING_EVENT_PAGES 100
+char *carrel_manager_recording_dir(const CarrelSession *session);
+void carrel_manager_recording_sync(CarrelManager *mgr, const CarrelSession *session);
+void carrel_manager_recording_sync_id(CarrelManager *mgr, const char *session_id);
+void carrel_manager_recording_stop(CarrelManager *mgr, const char *session_id);
+void carrel_manager_recording_watch(CarrelManager *mgr, GPtrArray *sessions);
+void carrel_manager_recording_stop_all(CarrelManager *mgr);
+gboolean carrel_manager_recording_active(CarrelManager *mgr, const char *session_id);
+/* {enabled, fps, active, segments: [{name, started_ms, ended_ms, duration_ms, frames, bytes,
+ * sha256, open}], dropped, events: [{seq, segment, offset_ms}]} (no door: export's too). */
+JsonNode *carrel_manager_recording_to_json(CarrelManager *mgr, const CarrelSession *session,
+                                           GError **error);
 
 /* The verified tokens kept for authentication (core-token.c). */
 void carrel_manager_tokens_init(CarrelManager *mgr);

@@ -330,6 +330,11 @@ carrel_manager_watch(CarrelManager *mgr)
         after = carrel_store_session_get(mgr->store, s->id, NULL);
         changed += after && after->state != CARREL_SESSION_RUNNING;
     }
+    /* Recorders follow what the sessions are now (after this round's changes). */
+    g_clear_pointer(&sessions, g_ptr_array_unref);
+    sessions = carrel_store_session_list(mgr->store, FALSE, NULL);
+    if (sessions)
+        carrel_manager_recording_watch(mgr, sessions);
     return changed;
 }
 
@@ -371,4 +376,6 @@ carrel_manager_stop_watch(CarrelManager *mgr)
     g_mutex_unlock(&mgr->watch_lock);
     g_thread_join(g_steal_pointer(&mgr->watch_thread));
     carrel_manager_chores_stop(mgr);
+    /* No watcher restarts them now: every recording's segment is finished. */
+    carrel_manager_recording_stop_all(mgr);
 }

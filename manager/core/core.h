@@ -479,6 +479,20 @@ GBytes *carrel_manager_session_screenshot(CarrelManager *mgr, const CarrelPrinci
 JsonNode *carrel_manager_session_computer(CarrelManager *mgr, const CarrelPrincipal *who,
                                           const char *id_or_name, JsonNode *body, GError **error);
 
+/*
+ * A session's screen recording (policy [recording]; core-recording.c), read like its timeline:
+ * {enabled, fps, active, segments: [{name, started_ms, ended_ms (null while open), duration_ms,
+ * frames, bytes, sha256 (null while open), open}], dropped (segments deleted to keep max_mib),
+ * events: [{seq, segment, offset_ms}] (each timeline event inside a finished segment)}.
+ */
+JsonNode *carrel_manager_session_recording(CarrelManager *mgr, const CarrelPrincipal *who,
+                                           const char *id_or_name, GError **error);
+/* Where a finished segment of it is (name exactly "seg-NNNNNN.webm": INVALID_ARG otherwise;
+ * NOT_FOUND for one open, dropped or unknown); *ret_sha256 (optional) its hash. */
+char *carrel_manager_session_recording_segment(CarrelManager *mgr, const CarrelPrincipal *who,
+                                               const char *id_or_name, const char *name,
+                                               char **ret_sha256, GError **error);
+
 /* A session's timeline: events with seq > after_seq, oldest first, 1..1000 of them. */
 GPtrArray *carrel_manager_session_events(CarrelManager *mgr, const CarrelPrincipal *who,
                                          const char *id_or_name, gint64 after_seq, guint limit,

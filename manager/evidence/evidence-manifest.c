@@ -14,6 +14,32 @@ carrel_evidence_file_free(CarrelEvidenceFile *file)
     g_free(file);
 }
 
+/* "recording": the members of kind "recording" (the index and the finished segments, each also
+ * under "files" with its sha256), or null when the session was not recorded. */
+static void
+add_recording(JsonBuilder *b, GPtrArray *files)
+{
+    guint n = 0;
+
+    json_builder_set_member_name(b, "recording");
+    for (guint i = 0; files && i < files->len; i++)
+        n += g_strcmp0(((CarrelEvidenceFile *)g_ptr_array_index(files, i))->kind, "recording") == 0;
+    if (n == 0) {
+        json_builder_add_null_value(b);
+        return;
+    }
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "files");
+    json_builder_begin_array(b);
+    for (guint i = 0; i < files->len; i++) {
+        const CarrelEvidenceFile *f = g_ptr_array_index(files, i);
+        if (g_strcmp0(f->kind, "recording") == 0)
+            json_builder_add_string_value(b, f->path);
+    }
+    json_builder_end_array(b);
+    json_builder_end_object(b);
+}
+
 CarrelEvidenceManifest *
 carrel_evidence_manifest_new(void)
 {
@@ -106,9 +132,7 @@ carrel_evidence_manifest_to_text(const CarrelEvidenceManifest *m)
     add_string(b, "public_key", m->host_key);
     add_string(b, "fingerprint", m->host_fingerprint);
     json_builder_end_object(b);
-    /* Screen recordings are not made yet: when they are, their files are listed under "files"
-     * with kind "recording" and named here. null means none was made, not that one is lost. */
-    add_string(b, "recording", NULL);
+    add_recording(b, m->files);
     add_files(b, m->files);
     json_builder_end_object(b);
     root = json_builder_get_root(b);

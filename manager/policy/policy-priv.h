@@ -21,6 +21,9 @@ struct _CarrelPolicy {
     GPtrArray *secrets;         /* CarrelPolicySecret, by name (policy-secrets.c) */
     CarrelLimits limits;        /* [limits]: per token, carreld's (read from default only) */
     gboolean record_typed_text; /* [console]: a person's typed text kept on the timeline */
+    GPtrArray *secrets;              /* CarrelPolicySecret, by name (policy-secrets.c) */
+    CarrelLimits limits;             /* [limits]: per token, carreld's (read from default only) */
+    CarrelRecordingPolicy recording; /* [recording] (policy-recording.c) */
 };
 
 typedef struct _CarrelEgressRule CarrelEgressRule;
@@ -47,6 +50,12 @@ void carrel_policy_secrets_to_json(const CarrelPolicy *policy, JsonBuilder *b);
 gboolean carrel_policy_network_read(GKeyFile *kf, CarrelPolicy *policy, GError **error);
 /* Adds "network": {mode, allow, deny, ask, ask_timeout_s} to an object being built. */
 void carrel_policy_network_to_json(const CarrelPolicy *policy, JsonBuilder *b);
+
+/* [recording] (policy-recording.c): init sets the defaults, read the file's values, to_json adds
+ * "recording": {enabled, fps, max_mib, segment_s}. */
+void carrel_policy_recording_init(CarrelPolicy *policy);
+gboolean carrel_policy_recording_read(GKeyFile *kf, CarrelPolicy *policy, GError **error);
+void carrel_policy_recording_to_json(const CarrelPolicy *policy, JsonBuilder *b);
 
 /* Fills policy->grants with the default matrix. */
 void carrel_policy_roles_init(CarrelPolicy *policy);

@@ -10,6 +10,7 @@ carrel_policy_new_default(void)
     policy->max_memory_mib = 8192;
     policy->limits = (CarrelLimits){.sessions = 64, .creates = 8, .rate = 50, .burst = 200};
     carrel_policy_roles_init(policy);
+    carrel_policy_recording_init(policy);
     return policy;
 }
 
@@ -181,6 +182,7 @@ carrel_policy_load_data(const char *data, gsize len, GError **error)
         !read_token_limits(kf, &policy->limits, error) || !read_console(kf, policy, error) ||
         !carrel_policy_network_read(kf, policy, error) ||
         !carrel_policy_secrets_read(kf, policy, error) ||
+        !carrel_policy_recording_read(kf, policy, error) ||
         !carrel_policy_roles_read(kf, policy, error))
         return NULL;
     return g_steal_pointer(&policy);

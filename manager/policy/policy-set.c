@@ -181,6 +181,7 @@ carrel_policy_to_json(const CarrelPolicy *policy)
     json_builder_set_member_name(b, "record_typed_text");
     json_builder_add_boolean_value(b, policy->record_typed_text);
     json_builder_end_object(b);
+    carrel_policy_recording_to_json(policy, b);
     json_builder_end_object(b);
     return json_builder_get_root(b);
 }

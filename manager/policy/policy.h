@@ -21,6 +21,7 @@ CarrelPolicy *carrel_policy_new_default(void);
  * [roles] agent.OPERATION=yes|own|no, reviewer.OPERATION=... (the role matrix's overrides);
  * [limits] sessions=, creates=, rate=, burst= (per token);
  * [console] record_typed_text=true|false (default false). */
+ * [recording] enabled=, fps=, max_mib=, segment_s= (screen recording). */
 CarrelPolicy *carrel_policy_load_data(const char *data, gsize len, GError **error);
 
 void carrel_policy_free(CarrelPolicy *policy);
@@ -119,6 +120,22 @@ gboolean carrel_policy_check_disk(const CarrelPolicy *policy, guint64 virtual_by
  * sessions, 8 creates or forks at once, 50 requests per second with bursts of 200). Like
  * [roles], carreld's: read from default.policy only. */
 const CarrelLimits *carrel_policy_limits(const CarrelPolicy *policy);
+
+/* [recording]: enabled (false), fps (1..10, 2), max_mib (1..4096, 256: the most a session's
+ * segments hold together, the oldest go beyond), segment_s (10..600, 60: a segment's length). */
+#define CARREL_RECORDING_MAX_FPS 10
+#define CARREL_RECORDING_MAX_MIB 4096
+#define CARREL_RECORDING_MIN_SEGMENT_S 10
+#define CARREL_RECORDING_MAX_SEGMENT_S 600
+typedef struct {
+    gboolean enabled;
+    guint fps;
+    guint max_mib;
+    guint segment_s;
+} CarrelRecordingPolicy;
+
+/* The policy's [recording] (its defaults when the file has none); borrowed. */
+const CarrelRecordingPolicy *carrel_policy_recording(const CarrelPolicy *policy);
 
 /* Decides whether a session of that size may be created; POLICY_DENIED says which limit. */
 gboolean carrel_policy_check_resources(const CarrelPolicy *policy, guint vcpus, guint memory_mib,

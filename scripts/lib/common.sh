@@ -60,6 +60,10 @@ CARREL_PACKAGES=(
     # the fuzz tier: clang with libFuzzer and its sanitizer runtimes (clang-14 only recommends
     # libclang-rt-14-dev, and recommends are not installed)
     clang libclang-rt-14-dev
+    # screen recording (manager/record): GStreamer's appsrc, videoconvert (base), vp8enc and
+    # webmmux (good); gst-discoverer-1.0 (base-apps) checks the recordings in the e2e tier
+    libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev gstreamer1.0-plugins-base
+    gstreamer1.0-plugins-good gstreamer1.0-plugins-base-apps
 )
 # node and npm for the browser tests (playwright-core), from Debian unless a node is there already
 command -v node >/dev/null 2>&1 || CARREL_PACKAGES+=(nodejs npm)

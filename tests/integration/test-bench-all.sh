@@ -99,7 +99,7 @@ check "goal statuses" '[.goals[] | {(.id): .status}] | add == {
     "warm-vs-cold": "missed", "warm-vs-restore": "not measured", "snapshot": "missed",
     "revert": "met", "fork4": "missed", "pool-claim": "missed", "screenshot": "not measured",
     "screenshot-vs-virsh": "not measured", "exec": "met", "density": "not measured",
-    "settle": "not measured"}' "$res"
+    "recording-exec": "not measured", "recording-cpu": "not measured", "settle": "not measured"}' "$res"
 check "ratio goal" '.goals[] | select(.id == "warm-vs-cold") | .measured == 9467 and .baseline == 24097
     and .ratio == 2.545 and .target == 10 and .op == ">="' "$res"
 check "cross-bench goal" '.goals[] | select(.id == "fork4") | .measured == 27532 and .baseline == 9467

@@ -119,6 +119,8 @@ static const Row rows[] = {
     /* A shell needs the control lease (reviewers here hold none) or an admin; agents never. */
     {"GET", "/v1/sessions/*/shell", NULL, {OK, FB, FB, FB, UA}},
     {"GET", "/v1/sessions/*/events", NULL, SESSION_READ},
+    {"GET", "/v1/sessions/*/recording", NULL, SESSION_READ},
+    {"GET", "/v1/sessions/*/recording/*", NULL, SESSION_READ},
     {"GET", "/v1/sessions/*/egress", NULL, SESSION_READ},
     {"GET", "/v1/sessions/*/screenshot", NULL, SESSION_READ},
     {"GET", "/v1/sessions/*/accessibility", NULL, SESSION_READ},
@@ -425,6 +427,7 @@ fill_path(const char *pattern, const char *session, const char *approval, const 
                             : g_str_equal(prev, "tokens")      ? token_name
                             : g_str_equal(prev, "snapshots")   ? "nope"
                             : g_str_equal(prev, "screenshots") ? "shot-000000000000.png"
+                            : g_str_equal(prev, "recording")   ? "seg-000001.webm"
                             : g_str_equal(prev, "jobs")        ? "j-nope"
                             : g_str_equal(prev, "processes")   ? "p1"
                             : g_str_equal(prev, "policies")    ? "default"

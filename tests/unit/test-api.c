@@ -697,6 +697,34 @@ test_mcp_class(void **state)
     }
 }
 
+/* Range headers the recording's segments answer: one part, clamped; anything else is ignored. */
+static void
+test_parse_range(void **state)
+{
+    struct {
+        const char *header;
+        guint64 first, last;
+    } good[] = {{"bytes=0-99", 0, 99},   {"bytes=100-", 100, 999},
+                {"bytes=-10", 990, 999}, {"bytes=900-5000", 900, 999},
+                {"bytes=-5000", 0, 999}, {"bytes=999-999", 999, 999}};
+    const char *bad[] = {NULL,          "bytes=",        "bytes=-",     "bytes=5-1",
+                         "bytes=1000-", "bytes=0-1,5-9", "items=0-1",   "bytes=a-b",
+                         "bytes=-0",    "bytes=+1-2",    "bytes=1-2-3", "bytes= 1-2"};
+
+    for (guint i = 0; i < G_N_ELEMENTS(good); i++) {
+        guint64 first = 0, last = 0;
+        assert_true(carrel_api_parse_range(good[i].header, 1000, &first, &last));
+        assert_int_equal(first, good[i].first);
+        assert_int_equal(last, good[i].last);
+    }
+    for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+        guint64 first = 0, last = 0;
+        if (carrel_api_parse_range(bad[i], 1000, &first, &last))
+            fail_msg("'%s' was taken as %" G_GUINT64_FORMAT "-%" G_GUINT64_FORMAT, bad[i], first,
+                     last);
+    }
+}
+
 int
 main(void)
 {
@@ -720,6 +748,7 @@ main(void)
         cmocka_unit_test(test_tickets_expiry),
         cmocka_unit_test(test_tickets_main_once),
         cmocka_unit_test(test_tickets_limit),
+        cmocka_unit_test(test_parse_range),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -52,6 +52,37 @@ test_load_refusals(void **state)
 }
 
 static void
+test_recording(void **state)
+{
+    const char *text = "[recording]\nenabled=true\nfps=4\nmax_mib=8\nsegment_s=10\n";
+    const char *bad[] = {"[recording]\nfps=0\n",         "[recording]\nfps=11\n",
+                         "[recording]\nmax_mib=4097\n",  "[recording]\nsegment_s=9\n",
+                         "[recording]\nsegment_s=601\n", "[recording]\nenabled=maybe\n",
+                         "[recording]\nmax_mib=lots\n"};
+    g_autoptr(CarrelPolicy) def = carrel_policy_new_default();
+    g_autoptr(CarrelPolicy) p = carrel_policy_load_data(text, strlen(text), NULL);
+    const CarrelRecordingPolicy *r = carrel_policy_recording(def);
+
+    assert_false(r->enabled);
+    assert_int_equal(r->fps, 2);
+    assert_int_equal(r->max_mib, 256);
+    assert_int_equal(r->segment_s, 60);
+    assert_non_null(p);
+    r = carrel_policy_recording(p);
+    assert_true(r->enabled);
+    assert_int_equal(r->fps, 4);
+    assert_int_equal(r->max_mib, 8);
+    assert_int_equal(r->segment_s, 10);
+    for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(CarrelPolicy) q = carrel_policy_load_data(bad[i], strlen(bad[i]), &error);
+        assert_null(q);
+        assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG));
+        assert_non_null(strstr(error->message, "[recording]"));
+    }
+}
+
+static void
 test_exit_paths(void **state)
 {
     const char *text = "[artifacts]\npaths=/home/agent/out;/tmp/result.json\n";
@@ -315,7 +346,8 @@ test_policy_set(void **state)
         "\"timeouts\":{\"ttl_s\":60,\"idle_timeout_s\":null,"
         "\"on_expiry\":\"stop\"},\"network\":{\"mode\":\"none\",\"allow\":[],"
         "\"deny\":[],\"ask\":[],\"ask_timeout_s\":120},\"secrets\":[],\"console\":{\"record_typed_"
-        "text\":false}}");
+        "text\":false},"
+        "\"recording\":{\"enabled\":false,\"fps\":2,\"max_mib\":256,\"segment_s\":60}}");
     /* A file called default takes the built-in one's place, [roles] and all. */
     assert_true(carrel_policy_set_add(set, "default", roles, strlen(roles), &error));
     assert_int_equal(carrel_policy_grant(carrel_policy_set_get_default(set), CARREL_ROLE_AGENT,
@@ -553,7 +585,7 @@ main(void)
         cmocka_unit_test(test_role_overrides), cmocka_unit_test(test_readme_matrix),
         cmocka_unit_test(test_policy_set),     cmocka_unit_test(test_limits),
         cmocka_unit_test(test_network_load),   cmocka_unit_test(test_network_decide),
-        cmocka_unit_test(test_secrets),
+        cmocka_unit_test(test_secrets),        cmocka_unit_test(test_recording),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
