@@ -18,11 +18,9 @@ struct _CarrelPolicy {
     GPtrArray *deny;
     GPtrArray *ask;
     guint ask_timeout_s;
-    GPtrArray *secrets;         /* CarrelPolicySecret, by name (policy-secrets.c) */
-    CarrelLimits limits;        /* [limits]: per token, carreld's (read from default only) */
-    gboolean record_typed_text; /* [console]: a person's typed text kept on the timeline */
     GPtrArray *secrets;              /* CarrelPolicySecret, by name (policy-secrets.c) */
     CarrelLimits limits;             /* [limits]: per token, carreld's (read from default only) */
+    gboolean record_typed_text;      /* [console]: a person's typed text kept on the timeline */
     CarrelRecordingPolicy recording; /* [recording] (policy-recording.c) */
 };
 

@@ -20,7 +20,7 @@ CarrelPolicy *carrel_policy_new_default(void);
  * separated), ask_timeout_s=;
  * [roles] agent.OPERATION=yes|own|no, reviewer.OPERATION=... (the role matrix's overrides);
  * [limits] sessions=, creates=, rate=, burst= (per token);
- * [console] record_typed_text=true|false (default false). */
+ * [console] record_typed_text=true|false (default false);
  * [recording] enabled=, fps=, max_mib=, segment_s= (screen recording). */
 CarrelPolicy *carrel_policy_load_data(const char *data, gsize len, GError **error);
 
@@ -83,7 +83,7 @@ gboolean carrel_policy_record_typed_text(const CarrelPolicy *policy);
 
 /* {name, resources: {max_vcpus, max_memory_mib, max_disk_gib}, artifacts: {paths}, timeouts:
  * {ttl_s, idle_timeout_s, on_expiry}, network: {mode, allow, deny, ask, ask_timeout_s},
- * console: {record_typed_text}}; what
+ * console: {record_typed_text}, recording: {enabled, fps, max_mib, segment_s}}; what
  * `carrel policy show` prints. Pure. */
 JsonNode *carrel_policy_to_json(const CarrelPolicy *policy);
 
