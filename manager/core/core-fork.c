@@ -51,13 +51,10 @@ bring_up_fork(CarrelManager *mgr, CarrelSession *s, const CarrelSnapshot *snap, 
         !carrel_disk_create_overlay(s->overlay_path, snap->layer_path, "qcow2", error) ||
         !(xml = carrel_manager_session_xml(mgr, s, tmpl, error)))
         return FALSE;
-    /* Every fork rewrites the one memory file's header: one restore at a time. */
+    /* The forks read the one memory file side by side (hypervisor-libvirt-restore.c). */
     carrel_crash_during("fork.restoring", 200);
     carrel_timings_mark("prepare");
-    g_mutex_lock(carrel_manager_file_lock(mgr, snap->memory_path));
-    carrel_timings_mark("lock");
     ok = carrel_manager_restore(mgr, "fork", snap->memory_path, xml, error);
-    g_mutex_unlock(carrel_manager_file_lock(mgr, snap->memory_path));
     if (!ok || !carrel_hypervisor_define(mgr->hv, xml, error) ||
         !carrel_manager_wait_agent(mgr, domain, &by_screen, error))
         return FALSE;

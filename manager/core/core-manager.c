@@ -64,13 +64,6 @@ carrel_manager_hid_state(CarrelManager *mgr, const char *session_id)
     return state;
 }
 
-static void
-free_file_lock(gpointer data)
-{
-    g_mutex_clear(data);
-    g_free(data);
-}
-
 CarrelManager *
 carrel_manager_new(const CarrelManagerConfig *config, CarrelHypervisor *hv, GError **error)
 {
@@ -83,7 +76,6 @@ carrel_manager_new(const CarrelManagerConfig *config, CarrelHypervisor *hv, GErr
                          NULL);
     g_mutex_init(&mgr->lock);
     carrel_manager_tokens_init(mgr);
-    mgr->file_locks = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, free_file_lock);
     g_cond_init(&mgr->busy_cond);
     g_mutex_init(&mgr->disk_lock);
     g_mutex_init(&mgr->watch_lock);
@@ -191,7 +183,6 @@ carrel_manager_free(CarrelManager *mgr)
     g_clear_pointer(&mgr->policies, carrel_policy_set_free);
     g_mutex_clear(&mgr->lock);
     carrel_manager_tokens_clear(mgr);
-    g_clear_pointer(&mgr->file_locks, g_hash_table_unref);
     g_cond_clear(&mgr->busy_cond);
     g_free(mgr->state_dir);
     g_free(mgr->recipes_dir);
@@ -229,20 +220,6 @@ CarrelAccel
 carrel_manager_get_accel(CarrelManager *mgr)
 {
     return mgr->accel;
-}
-
-GMutex *
-carrel_manager_file_lock(CarrelManager *mgr, const char *path)
-{
-    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&mgr->lock);
-    GMutex *lock = g_hash_table_lookup(mgr->file_locks, path);
-
-    if (!lock) {
-        lock = g_new0(GMutex, 1);
-        g_mutex_init(lock);
-        g_hash_table_insert(mgr->file_locks, g_strdup(path), lock);
-    }
-    return lock;
 }
 
 /* The watcher's look at a session holds it for one state query: a verb that arrives meanwhile

@@ -43,7 +43,6 @@ struct _CarrelManager {
     GHashTable *tokens_known;    /* sha256 of a secret -> CarrelToken, as the store had it */
     guint64 tokens_generation;   /* the store's generation tokens_known was read at */
     GMutex lock;                 /* guards busy and jobs */
-    GHashTable *file_locks;      /* save image path -> GMutex, guarded by lock (never removed) */
     GHashTable *busy;            /* session id or "template:<name>" -> operation name */
     GCond busy_cond;             /* with lock: a busy mark was cleared */
     GHashTable *catchup_pending; /* session id -> CarrelCatchupStep bits to do after (lock) */
@@ -222,9 +221,6 @@ JsonNode *carrel_manager_a11y_element(CarrelManager *mgr, const char *domain, co
 JsonNode *carrel_manager_a11y_act(CarrelManager *mgr, const char *domain, const char *id,
                                   GError **error);
 
-/* The lock of one save image: a restore rewrites the image's header, so restores of one image
- * take turns while those of different images (warm states, snapshots) run side by side. */
-GMutex *carrel_manager_file_lock(CarrelManager *mgr, const char *path);
 /* [limits] (core-limits.c): before a create or fork of count sessions by who, RATE_LIMITED
  * when who already owns too many sessions or runs too many creates and forks; else counts one
  * more running until carrel_manager_limits_leave. Admins and carreld are not limited. */

@@ -156,29 +156,17 @@ carrel_manager_set_clone_mac(CarrelManager *mgr, const char *domain, const char 
 }
 
 /*
- * Restores the warm memory as this session's domain. The save file is shared by every clone
- * and restore rewrites its header, so restores are serialised.
+ * Restores the warm memory as this session's domain. Every clone reads the one save file, side
+ * by side (hypervisor-libvirt-restore.c).
  */
 static gboolean
 restore_warm(CarrelManager *mgr, const CarrelWarmState *warm, const char *domain, const char *xml,
              GError **error)
 {
-    gint64 t0 = g_get_monotonic_time(), t1, t2;
-    gboolean ok;
-
     carrel_timings_mark("prepare");
-    g_mutex_lock(carrel_manager_file_lock(mgr, warm->memory_path));
-    carrel_timings_mark("lock");
-    t1 = g_get_monotonic_time();
-    ok = carrel_manager_restore(mgr, "warm", warm->memory_path, xml, error);
-    g_mutex_unlock(carrel_manager_file_lock(mgr, warm->memory_path));
-    t2 = g_get_monotonic_time();
     /* Persistent like every session. */
-    ok = ok && carrel_hypervisor_define(mgr->hv, xml, error);
-    g_debug("%s: waited %" G_GINT64_FORMAT " ms for the warm lock, restore %" G_GINT64_FORMAT
-            " ms, define + clock %" G_GINT64_FORMAT " ms",
-            domain, (t1 - t0) / 1000, (t2 - t1) / 1000, (g_get_monotonic_time() - t2) / 1000);
-    return ok;
+    return carrel_manager_restore(mgr, "warm", warm->memory_path, xml, error) &&
+           carrel_hypervisor_define(mgr->hv, xml, error);
 }
 
 /* Everything after the row exists: files, domain, boot or restore, agent. */

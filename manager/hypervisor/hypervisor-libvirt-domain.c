@@ -493,39 +493,6 @@ carrel_hypervisor_libvirt_save(CarrelHypervisor *hv, const char *name, const cha
 }
 
 gboolean
-carrel_hypervisor_libvirt_restore(CarrelHypervisor *hv, const char *path, const char *xml,
-                                  GError **error)
-{
-    CarrelLibvirtBackend *be = hv->backend_data;
-    g_autoptr(virDomain) old = NULL;
-    g_autofree char *name = NULL;
-
-    if (carrel_hypervisor_libvirt_refuse_on_test(be, "restoring", error))
-        return FALSE;
-    if (!carrel_hypervisor_scan_xml(xml, &name, NULL, NULL, error))
-        return FALSE;
-    if (!name || !*name) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "domain xml has no name");
-        return FALSE;
-    }
-    old = virDomainLookupByName(carrel_hypervisor_libvirt_conn(be), name);
-    if (old) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_EXISTS, "domain already exists");
-        return FALSE;
-    }
-    virResetLastError();
-    /* libvirt checks a new XML given here against the saved one and refuses another UUID. */
-    if (!carrel_hypervisor_saveimage_rewrite_file(path, xml, error))
-        return FALSE;
-    if (virDomainRestoreFlags(carrel_hypervisor_libvirt_conn(be), path, NULL,
-                              VIR_DOMAIN_SAVE_RUNNING) < 0) {
-        carrel_hypervisor_libvirt_set_error(error, "restoring");
-        return FALSE;
-    }
-    return TRUE;
-}
-
-gboolean
 carrel_hypervisor_libvirt_pause(CarrelHypervisor *hv, const char *name, gboolean pause,
                                 GError **error)
 {

@@ -331,6 +331,46 @@ carrel_hypervisor_saveimage_rewrite_xml(int fd, const char *new_xml, GError **er
     return pwrite_all(fd, img.raw, sizeof(img.raw), 0, error) && sync_fd(fd, error);
 }
 
+int
+carrel_hypervisor_saveimage_open_as(const char *path, const char *new_xml, GBytes **ret_head,
+                                    GError **error)
+{
+    g_auto(SaveImage) img = {0};
+    g_autofree guint8 *data = NULL;
+    guint32 cookie_offset = 0;
+    GByteArray *head;
+    int fd;
+
+    /* An image a crash left half rewritten (by a carreld of before) is made whole first. */
+    if (!check_new_xml(new_xml, error) || !carrel_hypervisor_saveimage_recover(path, error))
+        return -1;
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        carrel_hypervisor_set_errno_error(error, errno, "opening");
+        g_prefix_error(error, "save image '%s': ", path);
+        return -1;
+    }
+    if (!read_image(fd, &img, error) ||
+        !(data = build_data(&img, new_xml, &cookie_offset, error))) {
+        close(fd);
+        g_prefix_error(error, "save image '%s': ", path);
+        return -1;
+    }
+    memcpy(img.raw, MAGIC_COMPLETE, MAGIC_LEN);
+    put_u32(img.raw, OFFSET_COOKIE, cookie_offset);
+    head = g_byte_array_sized_new(sizeof(img.raw) + img.header.data_len);
+    g_byte_array_append(head, img.raw, sizeof(img.raw));
+    g_byte_array_append(head, data, img.header.data_len);
+    *ret_head = g_byte_array_free_to_bytes(head);
+    if (lseek(fd, (off_t)(sizeof(img.raw) + img.header.data_len), SEEK_SET) < 0) {
+        carrel_hypervisor_set_errno_error(error, errno, "seeking");
+        g_clear_pointer(ret_head, g_bytes_unref);
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 char *
 carrel_hypervisor_saveimage_get_xml(const char *path, GError **error)
 {

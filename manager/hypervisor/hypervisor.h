@@ -216,8 +216,9 @@ gboolean carrel_hypervisor_save(CarrelHypervisor *hv, const char *name, const ch
 /*
  * Restores the save image at path as a new running domain described by xml, a full domain
  * XML from carrel_hypervisor_build_domain_xml with its own name, UUID, genid, disk and
- * console log (libvirt refuses another UUID through its own XML argument, so the XML inside
- * the image's header is rewritten, see hypervisor-saveimage.c). The result
+ * console log (libvirt refuses another UUID through its own XML argument, so libvirt reads
+ * the image through a FIFO whose header carries xml instead, see
+ * hypervisor-libvirt-restore.c). The result
  * is transient: call define (with the same xml) to make it persistent. xml must describe
  * the same machine as the saved domain (vcpus, memory, machine type, CPU model, device set,
  * genid present or not) since QEMU loads the memory state into it; a mismatch fails with
@@ -226,9 +227,8 @@ gboolean carrel_hypervisor_save(CarrelHypervisor *hv, const char *name, const ch
  * when a domain of that name exists, LIMIT when xml does not fit into the image's header,
  * UNSUPPORTED on test:///.
  *
- * The image file is modified: the CALLER must serialise restores (and saves) of one file,
- * e.g. with a lock per file held across this call, since clones of a warm template are
- * restored from the same file. Restores of different files may run in parallel.
+ * The image file is only read: any number of restores of one file (the clones of a warm
+ * template, the forks of a snapshot) may run at once.
  */
 gboolean carrel_hypervisor_restore(CarrelHypervisor *hv, const char *path, const char *xml,
                                    GError **error);
@@ -399,6 +399,15 @@ gboolean carrel_hypervisor_file_write_fd(CarrelHypervisor *hv, const char *name,
 gboolean carrel_hypervisor_screenshot(CarrelHypervisor *hv, const char *name, GBytes **ret_ppm,
                                       guint *ret_width, guint *ret_height, GError **error);
 
+/*
+ * The save image at path as the start of a restore of another domain, without writing to it:
+ * *ret_head is its header and data area with new_xml in place of the saved XML (as a rewrite
+ * would leave them), and the returned fd (read-only, close it) is positioned at the memory
+ * stream that follows. -1 with INVALID_ARG / UNSUPPORTED for an image read_header refuses,
+ * LIMIT when new_xml does not fit. Any number of these may read one file at once.
+ */
+int carrel_hypervisor_saveimage_open_as(const char *path, const char *new_xml, GBytes **ret_head,
+                                        GError **error);
 /* The domain XML inside the save image at path (read-only; for tests and debugging). */
 char *carrel_hypervisor_saveimage_get_xml(const char *path, GError **error);
 /* Makes a save image whole again after a crash in the middle of a header rewrite (from the

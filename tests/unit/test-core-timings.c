@@ -104,7 +104,7 @@ test_verbs(void **state)
     for (guint i = 0; i < forks->len; i++) {
         CarrelSession *f = g_ptr_array_index(forks, i);
         assert_true(has_phase(f->timings, "restore_ms"));
-        assert_true(has_phase(f->timings, "lock_ms"));
+        assert_true(has_phase(f->timings, "prepare_ms"));
     }
 }
 

@@ -384,6 +384,50 @@ test_rewrite_moves_cookie(void **state)
     assert_string_equal(cookie, COOKIE);
 }
 
+/* A restore's view of the image (head with the new XML, then the memory stream from the fd)
+ * is byte for byte what a rewrite leaves, and the image itself is not touched. */
+static void
+test_open_as_reads_only(void **state)
+{
+    Fixture *fx = *state;
+    Synthetic syn = good_image();
+    g_autoptr(GBytes) bytes = synthesize(&syn);
+    g_autoptr(GBytes) head = NULL;
+    g_autoptr(GByteArray) seen = g_byte_array_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree guint8 *after = NULL;
+    g_autofree guint8 *rewritten = NULL;
+    gsize after_len = 0, rewritten_len = 0;
+    guint8 buf[512];
+    ssize_t n;
+    int fd;
+
+    write_image(fx, bytes);
+    fd = carrel_hypervisor_saveimage_open_as(fx->path, NEW_XML, &head, &error);
+    if (fd < 0)
+        fail_msg("open_as: %s", error->message);
+    g_byte_array_append(seen, g_bytes_get_data(head, NULL), g_bytes_get_size(head));
+    while ((n = read(fd, buf, sizeof(buf))) > 0)
+        g_byte_array_append(seen, buf, (guint)n);
+    close(fd);
+    assert_true(g_file_get_contents(fx->path, (char **)&after, &after_len, NULL));
+    assert_int_equal(after_len, g_bytes_get_size(bytes));
+    assert_memory_equal(after, g_bytes_get_data(bytes, NULL), after_len);
+    assert_true(carrel_hypervisor_saveimage_rewrite_file(fx->path, NEW_XML, NULL));
+    assert_true(g_file_get_contents(fx->path, (char **)&rewritten, &rewritten_len, NULL));
+    assert_int_equal(seen->len, rewritten_len);
+    assert_memory_equal(seen->data, rewritten, rewritten_len);
+    /* An XML that does not fit is refused before anything is read further. */
+    {
+        g_autofree char *huge = g_strnfill(8192, 'x');
+        g_autoptr(GBytes) none = NULL;
+        g_autoptr(GError) too_long = NULL;
+        assert_int_equal(carrel_hypervisor_saveimage_open_as(fx->path, huge, &none, &too_long), -1);
+        assert_true(g_error_matches(too_long, CARREL_ERROR, CARREL_ERROR_LIMIT));
+        assert_null(none);
+    }
+}
+
 static void
 test_rewrite_without_cookie(void **state)
 {
@@ -551,6 +595,7 @@ main(void)
         cmocka_unit_test(test_read_not_regular),
         cmocka_unit_test_setup_teardown(test_rewrite_moves_cookie, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rewrite_without_cookie, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_open_as_reads_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rewrite_too_long, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rewrite_refuses, setup, teardown),
         cmocka_unit_test_setup_teardown(test_create_round_trip, setup, teardown),
