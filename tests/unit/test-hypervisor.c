@@ -680,8 +680,9 @@ test_fake_restore_clones(void **state)
     assert_state(hv, FAKE_CLONE_B, CARREL_DOMAIN_RUNNING);
     listed = listed_session(hv, FAKE_CLONE_B);
     assert_string_equal(listed, "s-0000000000e2");
+    /* Restores only read the image: it still holds the saved domain's XML. */
     in_image = carrel_hypervisor_saveimage_get_xml(path, NULL);
-    assert_string_equal(in_image, clone_b);
+    assert_null(strstr(in_image, "carrel-s-0000000000e2"));
     assert_true(carrel_hypervisor_set_time(hv, FAKE_CLONE_A, NULL));
     assert_false(carrel_hypervisor_restore(hv, path, clone_a, &error));
     assert_error(error, CARREL_ERROR_EXISTS, "domain 'carrel-s-0000000000e1': ");
