@@ -99,6 +99,11 @@ browser_checks() {
     CARREL_TEST_OUT="$out/pages" timeout 300 node "$BROWSER_TEST_DIR/pages.test.mjs" \
         >"$E2E_DIR/browser-pages.log" 2>&1
     browser_report "pages" $? "$E2E_DIR/browser-pages.log"
+    # The recording player's test (recording.test.mjs) against the mock server, with a WebM made
+    # by GStreamer; the recording part runs it against a real recording.
+    CARREL_TEST_OUT="$out/recording-mock" timeout 120 node "$BROWSER_TEST_DIR/recording-mock.mjs" \
+        >"$E2E_DIR/browser-recording-mock.log" 2>&1
+    browser_report "recording page (mock)" $? "$E2E_DIR/browser-recording-mock.log"
     # CARREL_URL only for node: the CLI of the other checks keeps using the socket.
     CARREL_URL="$url" CARREL_SESSION="$s" CARREL_TEST_OUT="$out" \
         CARREL_TOKEN_FILE="${CARREL_TOKEN_FILE:-$STATE_DIR/admin.token}" CARREL_BIN="${CARREL_BIN:-}" \
