@@ -24,15 +24,16 @@ function playerState(page) {
     });
 }
 
-// The event to seek to: an indexed event in a finished segment, preferring one past the start
-// (a seek to 0 proves little), in another segment than the first when there is one.
+// The event to seek to: an indexed event in a finished segment, preferring one well inside it
+// (a seek to 0 or to the end proves little), in another segment than the first when there is one.
 function chooseEvent(rec) {
     const finished = new Map(rec.segments.filter((s) => !s.open).map((s) => [s.name, s]));
     const list = (rec.events || []).filter((e) => finished.has(e.segment) &&
         e.offset_ms <= finished.get(e.segment).duration_ms);
+    const inside = (e) => e.offset_ms >= 1000 && e.offset_ms <= finished.get(e.segment).duration_ms - 1000;
     const first = rec.segments[0] && rec.segments[0].name;
-    return list.find((e) => e.segment !== first && e.offset_ms >= 1000) ||
-        list.find((e) => e.offset_ms >= 1000) || list[list.length - 1] || null;
+    return list.find((e) => e.segment !== first && inside(e)) || list.find(inside) ||
+        list[list.length - 1] || null;
 }
 
 const browser = await launch();
@@ -52,9 +53,10 @@ try {
 
     await step('the player shows the first segment and it plays', async () => {
         await page.waitForSelector('#recording-segments a[download]', { timeout: 20000 });
+        // preload="metadata": the duration first, frames once it plays.
         await page.waitForFunction(() => {
             const v = document.getElementById('recording-video');
-            return !v.hidden && v.readyState >= 2 && v.duration > 0;
+            return !v.hidden && v.readyState >= 1 && v.duration > 0;
         }, null, { timeout: 20000 });
         const before = await playerState(page);
         if (before.segment !== rec.segments[0].name)
@@ -70,6 +72,8 @@ try {
         await page.evaluate(() => document.getElementById('recording-video').pause());
         if (after.error)
             throw new Error('media error ' + after.error);
+        if (after.ready < 2 || !(after.duration > 0))
+            throw new Error('readyState ' + after.ready + ', duration ' + after.duration);
         console.log('# played ' + after.segment + ' to ' + after.time.toFixed(2) + ' s of ' + after.duration);
     });
     await shot(page, 'recording-playing');
