@@ -74,6 +74,10 @@ COMPARISONS = {
         ("exec, recording on vs off", "exec.on_p50_ms", "exec.off_p50_ms", "ms", "time"),
         ("screenshot, recording on vs off", "screenshot.on_p50_ms", "screenshot.off_p50_ms", "ms",
          "time"),
+        ("QEMU + carreld CPU, idle desktop, recording on vs off", "cpu.idle.on_s_per_min",
+         "cpu.idle.off_s_per_min", "s/min", "time"),
+        ("QEMU + carreld CPU, scrolling xterm, recording on vs off", "cpu.scroll.on_s_per_min",
+         "cpu.scroll.off_s_per_min", "s/min", "time"),
     ],
     "exec-stream": [
         ("exec streamed first chunk vs whole", "stream_first_p50_ms", "whole_p50_ms", "ms",

@@ -61,9 +61,10 @@ CARREL_PACKAGES=(
     # libclang-rt-14-dev, and recommends are not installed)
     clang libclang-rt-14-dev
     # screen recording (manager/record): GStreamer's appsrc, videoconvert (base), vp8enc and
-    # webmmux (good); gst-discoverer-1.0 (base-apps) checks the recordings in the e2e tier
+    # webmmux (good); gst-discoverer-1.0 (base-apps) checks the recordings in the e2e tier;
+    # gst-launch-1.0 (tools) makes the WebM that tests/browser/recording-mock.mjs serves
     libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev gstreamer1.0-plugins-base
-    gstreamer1.0-plugins-good gstreamer1.0-plugins-base-apps
+    gstreamer1.0-plugins-good gstreamer1.0-plugins-base-apps gstreamer1.0-tools
 )
 # node and npm for the browser tests (playwright-core), from Debian unless a node is there already
 command -v node >/dev/null 2>&1 || CARREL_PACKAGES+=(nodejs npm)

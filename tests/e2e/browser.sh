@@ -44,51 +44,66 @@ browser_report() {
     fi
 }
 
-# browser_checks SESSION_ID: runs tests/browser/pages.test.mjs (mock server) and console.test.mjs
-# (this carreld, this session); each of their lines becomes a pass or fail of this harness.
-# Screenshots go to CARREL_TEST_OUT, by default a new folder under /var/tmp/carrel-test-output
-# (outside the repo, kept after the run for review).
-browser_checks() {
-    local s="$1" out log url shared=/var/tmp/carrel-test-output
+# browser_out_dir: prints where this run's screenshots go: CARREL_TEST_OUT/browser, or a new
+# folder under /var/tmp/carrel-test-output (outside the repo, kept after the run for review).
+browser_out_dir() {
+    local out shared=/var/tmp/carrel-test-output
     if [ -n "${CARREL_TEST_OUT:-}" ]; then
-        out="$CARREL_TEST_OUT/browser"
-    else
-        # The shared folder must be ours alone (a folder someone else made first could redirect
-        # root's writes); each run gets a new folder in it from mktemp.
-        [ -e "$shared" ] || [ -L "$shared" ] || mkdir -m 0755 "$shared"
-        if [ -L "$shared" ] || [ ! -O "$shared" ] || [ -n "$(find "$shared" -maxdepth 0 -perm /022)" ]; then
-            fail "$shared is not root's alone: no browser screenshots there"
-            return
-        fi
-        if ! out="$(mktemp -d "$shared/$(date +%Y%m%d-%H%M%S)-XXXXXX")"; then
-            fail "mktemp in $shared"
-            return
-        fi
-        chmod 0755 "$out"
-        out="$out/browser"
-    fi
-    log="$E2E_DIR/browser-test.log"
-    url="${E2E_URL:-${CARREL_URL:-}}"
-    mkdir -p "$out"
-    if [ -z "$url" ]; then
-        fail "browser tests need carreld on TCP (--listen, E2E_URL)"
+        echo "$CARREL_TEST_OUT/browser"
         return
+    fi
+    # The shared folder must be ours alone (a folder someone else made first could redirect
+    # root's writes); each run gets a new folder in it from mktemp.
+    [ -e "$shared" ] || [ -L "$shared" ] || mkdir -m 0755 "$shared"
+    if [ -L "$shared" ] || [ ! -O "$shared" ] || [ -n "$(find "$shared" -maxdepth 0 -perm /022)" ]; then
+        echo "$shared is not root's alone: no browser screenshots there" >&2
+        return 1
+    fi
+    out="$(mktemp -d "$shared/$(date +%Y%m%d-%H%M%S)-XXXXXX")" || return 1
+    chmod 0755 "$out"
+    echo "$out/browser"
+}
+
+# browser_ready: node, the browsers and tests/browser's node_modules are there (a fail if not).
+browser_ready() {
+    if [ -z "${E2E_URL:-${CARREL_URL:-}}" ]; then
+        fail "browser tests need carreld on TCP (--listen, E2E_URL)"
+        return 1
     fi
     if ! command -v node >/dev/null || [ ! -x "${CHROMIUM:-/usr/bin/chromium}" ] ||
         [ ! -x "${FIREFOX:-/usr/bin/firefox-esr}" ]; then
         fail "browser tests need node, chromium and firefox-esr (scripts/lib/common.sh installs them)"
-        return
+        return 1
     fi
     if ! browser_deps; then
         fail "npm ci in tests/browser"
-        return
+        return 1
     fi
     pass "browser test dependencies (playwright-core) installed"
+}
+
+# browser_checks SESSION_ID: runs tests/browser/pages.test.mjs (mock server) and console.test.mjs
+# (this carreld, this session); each of their lines becomes a pass or fail of this harness.
+browser_checks() {
+    local s="$1" out log url
+    if ! out="$(browser_out_dir)"; then
+        fail "no folder for browser screenshots"
+        return
+    fi
+    log="$E2E_DIR/browser-test.log"
+    url="${E2E_URL:-${CARREL_URL:-}}"
+    mkdir -p "$out"
+    browser_ready || return
     # The pages against the mock server (controls and dialogs the real run does not press), then
     # the console against this run's carreld and session.
     CARREL_TEST_OUT="$out/pages" timeout 300 node "$BROWSER_TEST_DIR/pages.test.mjs" \
         >"$E2E_DIR/browser-pages.log" 2>&1
     browser_report "pages" $? "$E2E_DIR/browser-pages.log"
+    # The recording player's test (recording.test.mjs) against the mock server, with a WebM made
+    # by GStreamer; the recording part runs it against a real recording.
+    CARREL_TEST_OUT="$out/recording-mock" timeout 120 node "$BROWSER_TEST_DIR/recording-mock.mjs" \
+        >"$E2E_DIR/browser-recording-mock.log" 2>&1
+    browser_report "recording page (mock)" $? "$E2E_DIR/browser-recording-mock.log"
     # CARREL_URL only for node: the CLI of the other checks keeps using the socket.
     CARREL_URL="$url" CARREL_SESSION="$s" CARREL_TEST_OUT="$out" \
         CARREL_TOKEN_FILE="${CARREL_TOKEN_FILE:-$STATE_DIR/admin.token}" CARREL_BIN="${CARREL_BIN:-}" \
@@ -105,4 +120,22 @@ browser_checks() {
         timeout 300 node "$BROWSER_TEST_DIR/firefox.test.mjs" >"$E2E_DIR/browser-firefox.log" 2>&1
     browser_report "firefox" $? "$E2E_DIR/browser-firefox.log"
     echo "# browser screenshots: $out"
+}
+
+# browser_recording_checks SESSION_ID: tests/browser/recording.test.mjs against this carreld: the
+# session page plays SESSION_ID's finished recording, an event's Play button seeks to it, the
+# download is the listed WebM.
+browser_recording_checks() {
+    local s="$1" out log="$E2E_DIR/browser-recording.log"
+    if ! out="$(browser_out_dir)"; then
+        fail "no folder for browser screenshots"
+        return
+    fi
+    mkdir -p "$out/recording"
+    browser_ready || return
+    CARREL_URL="${E2E_URL:-${CARREL_URL:-}}" CARREL_SESSION="$s" CARREL_TEST_OUT="$out/recording" \
+        CARREL_TOKEN_FILE="${CARREL_TOKEN_FILE:-$STATE_DIR/admin.token}" \
+        timeout 300 node "$BROWSER_TEST_DIR/recording.test.mjs" >"$log" 2>&1
+    browser_report "recording page" $? "$log"
+    echo "# recording page screenshots: $out/recording"
 }

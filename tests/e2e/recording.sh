@@ -3,8 +3,10 @@
 # a pause and a resume, then a stop. Then: at least two finished segments, each a WebM that
 # GStreamer reads with a duration; the typing's event is in the events index; a download's
 # sha256 is the listed one; hostile segment names are refused and read nothing outside.
-# Needs lib.sh (carrel, check, check_eq, json_true) and a carreld started with
-# --policy-dir "$RECORDING_POLICIES" (recording_policies writes it).
+# Then the session page plays it in Chromium (tests/browser/recording.test.mjs).
+# Needs lib.sh (carrel, check, check_eq, json_true), browser.sh (browser_recording_checks) and a
+# carreld started with --policy-dir "$RECORDING_POLICIES" (recording_policies writes it) and
+# --listen (lib.sh's start_daemon: E2E_URL).
 # shellcheck shell=bash
 
 RECORDING_POLICIES="$E2E_DIR/policies"
@@ -98,6 +100,8 @@ recording_checks() {
     check "the recording is in the evidence bundle" bash -c \
         "'$CARREL_BIN' export '$id' -o '$E2E_DIR/rec-bundle.tar' >/dev/null && tar -tf '$E2E_DIR/rec-bundle.tar' | grep -q '^recording/seg-000001.webm$'"
     check "...and the bundle verifies" carrel verify "$E2E_DIR/rec-bundle.tar"
+    # The session page plays it in Chromium; an event's Play button seeks to it (browser.sh).
+    browser_recording_checks "$id"
     check "the session is removed" carrel rm "$id"
     check "...and its recording with it" test ! -e "$STATE_DIR/sessions/$id/recording"
 }

@@ -36,7 +36,7 @@ check() {
 # Stand-in benches: each prints its canned output and notes its arguments; sdk exits 1.
 mkdir -p "$tmp/benches"
 printf '{"bench":"reporter","accel":"kvm"}\n' >"$tmp/reporter.log"
-for name in warm computer lifecycle exec-stream console api sdk quiet reporter; do
+for name in warm computer lifecycle exec-stream console api sdk quiet recording reporter; do
     status=0
     [ "$name" = sdk ] && status=1
     printf '#!/bin/bash\necho "$*" >"%s/args-%s"\ncat "%s/%s.log"\nexit %d\n' \
@@ -99,7 +99,7 @@ check "goal statuses" '[.goals[] | {(.id): .status}] | add == {
     "warm-vs-cold": "missed", "warm-vs-restore": "not measured", "snapshot": "missed",
     "revert": "met", "fork4": "missed", "pool-claim": "missed", "screenshot": "not measured",
     "screenshot-vs-virsh": "not measured", "exec": "met", "density": "not measured",
-    "recording-exec": "not measured", "recording-cpu": "not measured", "settle": "not measured"}' "$res"
+    "recording-exec": "not measured", "recording-idle-cpu": "not measured", "settle": "not measured"}' "$res"
 check "ratio goal" '.goals[] | select(.id == "warm-vs-cold") | .measured == 9467 and .baseline == 24097
     and .ratio == 2.545 and .target == 10 and .op == ">="' "$res"
 check "cross-bench goal" '.goals[] | select(.id == "fork4") | .measured == 27532 and .baseline == 9467
@@ -150,6 +150,16 @@ png="$tmp/results/$stamp.png"
 jq '.benches[].ok = false' "$res" >"$tmp/none.json"
 "$src/bench/chart" "$tmp/none.json" "$tmp/none.png" || fail "bench/chart failed on a run without figures"
 [ "$(head -c 4 "$tmp/none.png" | od -An -tx1 | tr -d ' \n')" = 89504e47 ] || fail "none.png is not a PNG"
+
+# bench/recording's issue 19 goals: the idle desktop's CPU on vs off, and exec on vs off.
+accel=kvm run_all rec recording || { cat "$tmp/rec.err"; fail "bench/all recording failed"; }
+check "recording goals" '[.goals[] | select(.id | startswith("recording-")) | {(.id): [.status, .ratio]}]
+    | add == {"recording-exec": ["met", 1.039], "recording-idle-cpu": ["met", 1.025]}' "$(results_of rec)"
+check "recording's idle CPU figures" '.goals[] | select(.id == "recording-idle-cpu")
+    | .measured == 2.46 and .baseline == 2.4 and .target == 1.05 and .op == "<="' "$(results_of rec)"
+"$src/bench/report" "$(results_of rec)" >"$tmp/rec.md" || fail "bench/report failed on the recording run"
+grep -qF '| QEMU + carreld CPU, scrolling xterm, recording on vs off (bench/recording) | 26.25 s/min | 21.3 s/min |' \
+    "$tmp/rec.md" || { cat "$tmp/rec.md"; fail "the report lacks the scrolling xterm's CPU side by side"; }
 
 # A bench that exits 0 without its JSON fails the run.
 run_all silent quiet && fail "bench/all exited 0 when a bench printed no JSON"
