@@ -44,16 +44,26 @@ recording_hostile() {
         "! head -c 4 '$E2E_DIR/hostile.out' | od -An -tx1 | grep -q '1a 45 df a3'"
 }
 
+# recording_active ID: within 30 s, the session's recorder runs and has a segment.
+recording_active() {
+    local _
+    for _ in $(seq 1 30); do
+        json_true '.enabled and .active and (.segments | length) >= 1' \
+            "$(recording_api "http://carreld/v1/sessions/$1/recording")" && return 0
+        sleep 1
+    done
+    return 1
+}
+
 recording_checks() {
     local id json seq seg n name listed got i
     json="$(carrel create --template tiny --name e2e-rec --policy rec --json 2>/dev/null)"
     id="$(jq -r .id <<<"$json")"
     check_eq "a session under the rec policy runs" "running rec" \
         "$(jq -r '"\(.state) \(.policy)"' <<<"$json")"
-    # The watcher starts the recorder within a round (2 s).
-    sleep 4
-    check "...and is being recorded" json_true '.enabled and .active and (.segments | length) >= 1' \
-        "$(recording_api "http://carreld/v1/sessions/$id/recording")"
+    # The watcher starts the recorder within a round (2 s; longer while the guest catches up
+    # on a loaded host).
+    check "...and is being recorded" recording_active "$id"
     carrel type "$id" $'echo recorded-by-carreld\n' >/dev/null
     seq="$(recording_api "http://carreld/v1/sessions/$id/events?limit=1000" |
         jq '[.events[] | select(.action == "type")] | last | .seq')"
