@@ -158,8 +158,10 @@ open_segment(CarrelRecord *rec, guint width, guint height, gint64 now_ms, GError
     seg->started_ms = now_ms;
     seg->open = TRUE;
     path = segment_path(rec, seg->name);
-    /* A keyframe at least every 5 s of a screen that keeps changing. */
-    rec->enc = carrel_record_encoder_new(path, width, height, rec->limits.fps * 5, error);
+    /* Every frame a keyframe: only changed screens are encoded, seconds apart, and the WebM
+     * muxer starts a cluster at such a gap; Chromium seeking into a cluster that begins with a
+     * delta frame fails to decode (PIPELINE_ERROR_DECODE, seen on the session page). */
+    rec->enc = carrel_record_encoder_new(path, width, height, 1, error);
     if (!rec->enc)
         return FALSE;
     rec->index->next++;
