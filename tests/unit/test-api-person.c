@@ -96,7 +96,7 @@ sample_stream(gboolean mini)
 static void
 check_sample(GArray *in)
 {
-    const CarrelSpiceInput *v = (const CarrelSpiceInput *)in->data;
+    const CarrelSpiceInput *v = &g_array_index(in, CarrelSpiceInput, 0);
 
     assert_int_equal(in->len, 7);
     assert_int_equal(v[0].type, CARREL_SPICE_INPUT_MOUSE_POSITION);

@@ -140,7 +140,6 @@ test_record_lifecycle(void **state)
     g_autoptr(CarrelSession) s = create_recorded(fx, "rec");
     g_autoptr(CarrelSession) after = NULL;
     g_autoptr(JsonNode) node = NULL;
-    g_autoptr(JsonNode) shot_reply = NULL;
     g_autoptr(GBytes) shot = NULL;
     CarrelScreenshotRequest req = {.quality = 80, .scale = 1.0};
     JsonObject *rec;

@@ -235,8 +235,9 @@ static void
 test_settle_parse(void **state)
 {
     static const char *const bad[] = {
-        "{\"actions\":[{\"action\":\"key\",\"text\":\"a\"}],\"settle\":{\"window_ms\":500,"
-        "\"max_ms\":100}}",
+        /* the window beyond the cap (parenthesised: one string in two lines) */
+        ("{\"actions\":[{\"action\":\"key\",\"text\":\"a\"}],"
+         "\"settle\":{\"window_ms\":500,\"max_ms\":100}}"),
         "{\"actions\":[{\"action\":\"key\",\"text\":\"a\"}],\"settle\":{\"wait\":1}}",
         "{\"actions\":[{\"action\":\"key\",\"text\":\"a\"}],\"settle\":{\"max_ms\":100000}}",
         "{\"actions\":[{\"action\":\"key\",\"text\":\"a\"}],\"settle\":300}",
