@@ -78,6 +78,7 @@ catchup_job(CarrelJob *job, gpointer data, JsonNode **ret_result, GError **error
     g_autoptr(CarrelSession) s = carrel_store_session_get(sd->mgr->store, sd->session_id, NULL);
     g_autoptr(GError) failure = NULL;
     g_autoptr(JsonNode) result = NULL;
+    JsonNode *timings;
     gint64 started = g_get_monotonic_time();
 
     (void)job;
@@ -87,7 +88,10 @@ catchup_job(CarrelJob *job, gpointer data, JsonNode **ret_result, GError **error
         if ((sd->steps & order[i]) && !catchup_step(sd->mgr, s, order[i], &failure))
             break;
     result = carrel_conf_new_object_node();
-    json_object_set_member(json_node_get_object(result), "timings", carrel_timings_end());
+    timings = carrel_timings_end();
+    /* Nothing done (the session went meanwhile) marks no phase: no timings then. */
+    if (timings)
+        json_object_set_member(json_node_get_object(result), "timings", timings);
     if (s)
         carrel_manager_record_logged(sd->mgr, s->id, carrel_principal_daemon(), "lifecycle",
                                      CATCHUP_ACTION, NULL, failure ? NULL : result, failure,
