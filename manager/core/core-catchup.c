@@ -39,14 +39,6 @@ carrel_manager_catchup_later(CarrelManager *mgr, const char *session_id, guint s
     g_hash_table_insert(mgr->catchup_pending, g_strdup(session_id), GUINT_TO_POINTER(had | steps));
 }
 
-void
-carrel_manager_catchup_cancel(CarrelManager *mgr, const char *session_id)
-{
-    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&mgr->lock);
-
-    g_hash_table_remove(mgr->catchup_pending, session_id);
-}
-
 /* One step; a failure is the session's to know (its timeline) and the operator's (the log),
  * but the guest runs on: a clock a few seconds behind does not make it unusable. */
 static gboolean
@@ -97,8 +89,11 @@ catchup_job(CarrelJob *job, gpointer data, JsonNode **ret_result, GError **error
                                      CATCHUP_ACTION, NULL, failure ? NULL : result, failure,
                                      started);
     carrel_manager_clear_busy(sd->mgr, sd->session_id);
+    /* The verb left its recorder to start once the mark was gone: it starts now, not at the
+     * watcher's next round. */
+    carrel_manager_recording_sync_id(sd->mgr, sd->session_id);
     if (failure) {
-        g_warning("session '%s': settling after the reply failed: %s", sd->session_id,
+        g_warning("session '%s': catching up after the reply failed: %s", sd->session_id,
                   failure->message);
         g_propagate_error(error, g_steal_pointer(&failure));
         return FALSE;

@@ -243,8 +243,6 @@ typedef enum {
 
 /* Asks for steps once the verb holding session_id's busy mark clears it. */
 void carrel_manager_catchup_later(CarrelManager *mgr, const char *session_id, guint steps);
-/* Drops what was asked (a verb whose guest is gone). */
-void carrel_manager_catchup_cancel(CarrelManager *mgr, const char *session_id);
 /* With mgr->lock: the steps asked for key, its busy mark now "catch-up"; 0 when none. */
 guint carrel_manager_catchup_take(CarrelManager *mgr, const char *key);
 /* Runs steps as a job, which clears the "catch-up" mark when done. Inside a door, the job starts

@@ -160,8 +160,7 @@ carrel_manager_set_clone_mac(CarrelManager *mgr, const char *domain, const char 
  * by side (hypervisor-libvirt-restore.c).
  */
 static gboolean
-restore_warm(CarrelManager *mgr, const CarrelWarmState *warm, const char *domain, const char *xml,
-             GError **error)
+restore_warm(CarrelManager *mgr, const CarrelWarmState *warm, const char *xml, GError **error)
 {
     carrel_timings_mark("prepare");
     /* Persistent like every session. */
@@ -191,7 +190,7 @@ bring_up(CarrelManager *mgr, CarrelSession *session, const CarrelTemplate *tmpl,
         return FALSE;
     if (!warm)
         carrel_timings_mark("prepare");
-    if (warm ? !restore_warm(mgr, warm, domain, xml, error)
+    if (warm ? !restore_warm(mgr, warm, xml, error)
              : !carrel_hypervisor_define_start(mgr->hv, xml, error))
         return FALSE;
     carrel_timings_mark(warm ? "define" : "boot");
