@@ -323,7 +323,6 @@ carrel_hypervisor_saveimage_rewrite_xml(int fd, const char *new_xml, GError **er
      */
     if (!pwrite_all(fd, MAGIC_PARTIAL, MAGIC_LEN, 0, error) || !sync_fd(fd, error))
         return FALSE;
-    carrel_crash_point("header.rewriting");
     if (!pwrite_all(fd, data, img.header.data_len, CARREL_SAVEIMAGE_HEADER_SIZE, error))
         return FALSE;
     memcpy(img.raw, MAGIC_COMPLETE, MAGIC_LEN);
