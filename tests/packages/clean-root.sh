@@ -63,12 +63,18 @@ chmod 0755 "$work/in-root.sh"
 log "clean root: mmdebstrap minbase + ${#packages[@]} packages"
 start=$SECONDS
 # The host's cached debs go in before apt runs, so only what is missing there is downloaded.
+# What no tier inside reads is skipped, which changes no package's installation: the kernel's
+# initramfs (INITRD=No: the kernel is there for libguestfs's appliance, which builds its own),
+# the man-db index, and the docs, man pages and translations.
 # The hooks are mmdebstrap's shell snippets: "$1" is expanded there, not here.
 # shellcheck disable=SC2016
 run_step "clean root: mmdebstrap and the tiers inside it" 2400 \
-    mmdebstrap --variant=minbase --mode=root --format=directory \
+    env INITRD=No mmdebstrap --variant=minbase --mode=root --format=directory \
     --include="$include" \
-    --dpkgopt='force-unsafe-io' \
+    --dpkgopt='force-unsafe-io' --aptopt='Acquire::Retries "3"' \
+    --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
+    --dpkgopt='path-exclude=/usr/share/locale/*' \
+    --essential-hook='echo "man-db man-db/auto-update boolean false" | chroot "$1" debconf-set-selections' \
     --setup-hook='mkdir -p "$1/var/cache/apt/archives"' \
     --setup-hook='find /var/cache/apt/archives -maxdepth 1 -name "*.deb" -exec cp -t "$1/var/cache/apt/archives/" {} +' \
     --customize-hook="cp $(printf '%q' "$work/src.tar") \"\$1/src.tar\"" \
