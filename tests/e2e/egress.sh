@@ -226,7 +226,7 @@ egress_bad_policies() {
 }
 
 egress_checks() {
-    local s f out
+    local s f out o_mtime f_mtime
     mkdir -p "$E2E_DIR/standin" "$E2E_DIR/policies"
     EGRESS_DNS="$("$EGRESS_STANDIN" up "$E2E_DIR/standin" | tail -1)"
     check "the stand-in internet is up" test -n "$EGRESS_DNS"
@@ -258,6 +258,13 @@ egress_checks() {
     egress_web "$s"
     out="$(gexec "$f" curl -s -m 20 http://allowed.test/)"
     check "the fork reaches allowed.test on its own address" grep -q "allowed.test" <<<"$out"
+    # Its guest had the proxy's CA from its origin: carreld found it there and ran no update.
+    out="$(gexec "$f" curl -s -m 20 https://secret.test/)"
+    check "the fork trusts the decrypting proxy's CA it was forked with" grep -q "secret.test" <<<"$out"
+    o_mtime="$(gexec "$s" stat -c %Y /etc/ssl/certs/ca-certificates.crt)"
+    f_mtime="$(gexec "$f" stat -c %Y /etc/ssl/certs/ca-certificates.crt)"
+    check "...without a second update-ca-certificates (the bundle is the origin's)" \
+        test -n "$o_mtime" -a "$o_mtime" = "$f_mtime"
     egress_walls "$s" "$(carrel show "$f" --json | jq -r .address)"
     egress_ask "$s"
     egress_secret "$s"
