@@ -63,7 +63,7 @@ catchup_step(CarrelManager *mgr, const CarrelSession *s, guint step, GError **er
 }
 
 static gboolean
-catchup_job(CarrelJob *job, gpointer data, JsonNode **ret_result, GError **error)
+catchup_run(CarrelJob *job, gpointer data, JsonNode **ret_result, GError **error)
 {
     static const guint order[] = {CARREL_CATCHUP_CLOCK, CARREL_CATCHUP_MAC, CARREL_CATCHUP_SCREEN};
     CatchupData *sd = data;
@@ -102,6 +102,21 @@ catchup_job(CarrelJob *job, gpointer data, JsonNode **ret_result, GError **error
     return TRUE;
 }
 
+/* The job counts as running until its last use of the manager, which
+ * carrel_manager_catchup_drain waits for (clearing the busy mark is not its end). */
+static gboolean
+catchup_job(CarrelJob *job, gpointer data, JsonNode **ret_result, GError **error)
+{
+    CatchupData *sd = data;
+    gboolean ok = catchup_run(job, data, ret_result, error);
+
+    g_mutex_lock(&sd->mgr->lock);
+    sd->mgr->catchups_running--;
+    g_cond_broadcast(&sd->mgr->busy_cond);
+    g_mutex_unlock(&sd->mgr->lock);
+    return ok;
+}
+
 guint
 carrel_manager_catchup_take(CarrelManager *mgr, const char *key)
 {
@@ -120,6 +135,9 @@ run_catchup(CatchupData *sd)
 {
     CarrelJob *job = carrel_job_new("catch-up", sd->session_id);
 
+    g_mutex_lock(&sd->mgr->lock);
+    sd->mgr->catchups_running++;
+    g_mutex_unlock(&sd->mgr->lock);
     carrel_manager_add_job(sd->mgr, job);
     carrel_job_run(job, catchup_job, sd, catchup_data_free);
     carrel_job_unref(job);
@@ -244,7 +262,7 @@ carrel_manager_catchup_drain(CarrelManager *mgr)
     gint64 end = g_get_monotonic_time() + CATCHUP_WAIT_US;
 
     /* Their jobs use the manager: it stays until they are done. */
-    while (any_catching_up(mgr))
+    while (any_catching_up(mgr) || mgr->catchups_running > 0)
         if (!g_cond_wait_until(&mgr->busy_cond, &mgr->lock, end))
             break;
 }

@@ -46,6 +46,7 @@ struct _CarrelManager {
     GHashTable *busy;            /* session id or "template:<name>" -> operation name */
     GCond busy_cond;             /* with lock: a busy mark was cleared */
     GHashTable *catchup_pending; /* session id -> CarrelCatchupStep bits to do after (lock) */
+    guint catchups_running;      /* catch-up jobs not yet at their end (lock) */
     gboolean draining;           /* with lock: carreld stops, no new verb starts */
     GHashTable *jobs;            /* job id -> CarrelJob */
     GHashTable *hid_states;      /* session id -> CarrelHidState, guarded by lock */
