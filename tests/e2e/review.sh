@@ -10,7 +10,8 @@ review_api() {
     [ -n "$body" ] && args+=(-H 'Content-Type: application/json' --data "$body")
     local status
     status="$(curl "${args[@]}" "$E2E_URL$path")"
-    echo "$status $(cat "$E2E_DIR/api.out")"
+    # A binary body (a screenshot) prints without its NUL bytes, which bash cannot hold.
+    echo "$status $(tr -d '\0' <"$E2E_DIR/api.out")"
 }
 
 review_lease() {
