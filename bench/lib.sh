@@ -32,13 +32,17 @@ bench_start() {
 }
 
 bench_cleanup() {
-    local id
+    local rc=$? id
     for id in $("$CARREL" ls --json 2>/dev/null | jq -r '.sessions[].id'); do
         "$CARREL" rm "$id" >/dev/null 2>&1 || true
     done
     kill "$DAEMON" 2>/dev/null || true
     wait "$DAEMON" 2>/dev/null || true
-    if [ -n "${CARREL_BENCH_KEEP:-}" ]; then
+    # A bench that stopped on an error keeps its carreld log and says so.
+    if [ "$rc" -ne 0 ]; then
+        tail -20 "$WORK/carreld.log" >&2
+        log "the bench stopped on an error (exit $rc): kept $WORK"
+    elif [ -n "${CARREL_BENCH_KEEP:-}" ]; then
         log "kept $WORK"
     else
         rm -rf "$WORK"
