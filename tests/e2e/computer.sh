@@ -183,11 +183,12 @@ computer_settle() {
     region="$(dirname "${BASH_SOURCE[0]}")/image-region.py"
     # Eight characters: typed as keys in one go (auto would also choose keys up to ten).
     word="zq$((RANDOM % 900 + 100))$((RANDOM % 900 + 100))"
-    # tiny's xterm (-name carrel-terminal); twm has no _NET_ACTIVE_WINDOW for getactivewindow.
-    geo="$(guest_x "$s" xdotool search --onlyvisible --classname carrel-terminal \
-        getwindowgeometry --shell %1)"
-    x="$(sed -n 's/^X=//p' <<<"$geo" | head -1)" y="$(sed -n 's/^Y=//p' <<<"$geo" | head -1)"
-    w="$(sed -n 's/^WIDTH=//p' <<<"$geo" | head -1)" h="$(sed -n 's/^HEIGHT=//p' <<<"$geo" | head -1)"
+    # tiny's xterm, where carrel-guest windows puts it on the root window. xdotool's
+    # getwindowgeometry counted twm's title bar twice (Y 100 for 81): the region missed the
+    # line the word is typed on.
+    geo="$(carrel exec "$s" -- /usr/local/bin/carrel-guest windows 2>/dev/null |
+        jq -r 'first(.windows[] | select(.class == "XTerm")) | "\(.x) \(.y) \(.width) \(.height)"')"
+    read -r x y w h <<<"$geo"
     check "the xterm's geometry is known (${w:-?}x${h:-?}+${x:-?}+${y:-?})" \
         test -n "$x" -a -n "$y" -a -n "$w" -a -n "$h"
     carrel screenshot "$s" -o "$before" >/dev/null
