@@ -85,3 +85,12 @@ finish() {
     # A run that checked nothing proves nothing: it fails too.
     [ "$FAILED" -eq 0 ] && [ "$PASSED" -gt 0 ]
 }
+
+# The MACs of a session: every device-backed NIC in its guest, and its domain XML's.
+guest_mac() { # the address of every device-backed NIC in the guest
+    # shellcheck disable=SC2016 # expanded by the guest's shell
+    carrel exec "$1" -- sh -c 'for d in /sys/class/net/*; do [ -e "$d/device" ] && cat "$d/address"; done'
+}
+xml_mac() {
+    "${VIRSH[@]}" dumpxml "carrel-$1" | sed -n "s/.*<mac address='\([^']*\)'.*/\1/p"
+}

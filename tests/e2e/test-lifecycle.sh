@@ -31,6 +31,9 @@ trap 'finish; exit $?' EXIT
 start_daemon || exit 1
 E2E_ACCEL="$(carrel version --json | jq -r .server.accel)"
 export CARREL_ACCEL="$E2E_ACCEL" E2E_ACCEL
+# accel.sh's checks compare with the running carreld's decision.
+# shellcheck disable=SC2034 # read by byo_log_checks (accel.sh)
+accel="$E2E_ACCEL"
 check "template build tiny" carrel template build tiny
 check "template warm tiny" carrel template warm tiny
 

@@ -141,13 +141,6 @@ check "the session network exists and is active" bash -c \
     "${VIRSH[*]} net-info carrel-isolated | grep -Eq '^Active: +yes'"
 check "the session network forwards nowhere (no <forward>)" bash -c "! grep -q '<forward' <<<\"\$1\"" _ "$net_xml"
 check "the session network's ports are isolated" grep -q "<port isolated='yes'/>" <<<"$net_xml"
-guest_mac() { # the address of every device-backed NIC in the guest
-    # shellcheck disable=SC2016 # expanded by the guest's shell
-    carrel exec "$1" -- sh -c 'for d in /sys/class/net/*; do [ -e "$d/device" ] && cat "$d/address"; done'
-}
-xml_mac() {
-    "${VIRSH[@]}" dumpxml "carrel-$1" | sed -n "s/.*<mac address='\([^']*\)'.*/\1/p"
-}
 cold="$(jq -r .id <<<"$cold_json")"
 for s in "$a" "$b" "$cold"; do
     want="$(xml_mac "$s")"
