@@ -24,9 +24,14 @@ export E2E_URL
 
 PASSED=0
 FAILED=0
+FAILURES=()
 
 pass() { PASSED=$((PASSED + 1)); echo "ok - $*"; }
-fail() { FAILED=$((FAILED + 1)); echo "not ok - $*"; }
+fail() {
+    FAILED=$((FAILED + 1))
+    FAILURES+=("$*")
+    echo "not ok - $*"
+}
 
 # check DESCRIPTION COMMAND...: passes when the command succeeds.
 check() {
@@ -67,7 +72,7 @@ agent_ping() {
 }
 
 finish() {
-    local dir id
+    local dir id what
     # Remove every domain this run made, whatever happened.
     for dir in "$STATE_DIR"/sessions/s-*; do
         [ -d "$dir" ] || continue
@@ -82,6 +87,8 @@ finish() {
     fi
     [ -n "${CARREL_TEST_KEEP:-}" ] || rm -rf "$E2E_DIR"
     echo "e2e: $PASSED passed, $FAILED failed in $SECONDS s"
+    # Last, where a log cut to its tail still shows them.
+    for what in "${FAILURES[@]}"; do echo "failed: $what"; done
     # A run that checked nothing proves nothing: it fails too.
     [ "$FAILED" -eq 0 ] && [ "$PASSED" -gt 0 ]
 }

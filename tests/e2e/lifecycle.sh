@@ -153,6 +153,13 @@ wait_state_for() {
     return 1
 }
 
+# Why a TTL's destroy left no extraction: what carrel said, and the session's audit rows.
+ttl_evidence() {
+    echo "artifacts of $1: $2"
+    carrel audit ls --session "$1" --json 2>&1 |
+        jq -c '.entries[]?' 2>&1 | tail -20
+}
+
 # Time limits: a TTL destroys (collecting first), an idle timeout hibernates, and a TTL set
 # before a carreld restart still acts after it.
 timeout_checks() {
@@ -168,9 +175,12 @@ timeout_checks() {
     wait "$pid" 2>/dev/null || true
     start_daemon
     check "a TTL destroys the session" wait_state_for "$a" destroyed 120
+    local arts
+    arts="$(carrel artifacts "$a" --json 2>&1)"
     check "...after collecting its exit artifacts" json_true \
-        '[.extractions[] | select(.reason == "destroy")] | length == 1' \
-        "$(carrel artifacts "$a" --json 2>/dev/null)"
+        '[.extractions[] | select(.reason == "destroy")] | length == 1' "$arts"
+    json_true '[.extractions[] | select(.reason == "destroy")] | length == 1' "$arts" ||
+        ttl_evidence "$a" "$arts" >&2
     check "an idle timeout hibernates the session" wait_state_for "$b" hibernated 120
     check "a TTL set before a carreld restart pauses after it" wait_state_for "$c" paused 120
     carrel rm "$b" "$c" >/dev/null 2>&1
