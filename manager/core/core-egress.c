@@ -159,9 +159,8 @@ set_guest_net(CarrelManager *mgr, const char *domain, const char *address, GErro
     return TRUE;
 }
 
-/* The guest trusts that CA already: a fork, revert, resume or start of a session that had it
- * (update-ca-certificates takes most of a minute under TCG). The link in /etc/ssl/certs is
- * there only once an update ran with the file in place. */
+/* The guest trusts that CA already: a fork, revert, resume or start of a session that had it.
+ * The link in /etc/ssl/certs is there only once the CA was added with the file in place. */
 static gboolean
 guest_trusts(CarrelManager *mgr, const char *domain, GBytes *pem)
 {
@@ -177,7 +176,19 @@ guest_trusts(CarrelManager *mgr, const char *domain, GBytes *pem)
 static gboolean
 trust_proxy_ca(CarrelManager *mgr, const char *domain, const CarrelPolicy *policy, GError **error)
 {
-    const char *argv[] = {"/usr/sbin/update-ca-certificates", NULL};
+    /* What update-ca-certificates would do for one new CA, without rehashing the whole store
+     * (most of a minute under TCG): the bundle, the named link and the hash link. A store in
+     * which the CA was once another, or a guest without openssl, takes the full update. */
+    const char *argv[] = {
+        "/bin/sh", "-ec",
+        "crt=/usr/local/share/ca-certificates/carrel-egress.crt; d=/etc/ssl/certs\n"
+        "if [ -e \"$d/carrel-egress.pem\" ] || ! command -v openssl >/dev/null; then\n"
+        "  exec /usr/sbin/update-ca-certificates; fi\n"
+        "h=$(openssl x509 -hash -noout -in \"$crt\")\n"
+        "cat \"$crt\" >> \"$d/ca-certificates.crt\"\n"
+        "ln -sf \"$crt\" \"$d/carrel-egress.pem\"\n"
+        "ln -sf carrel-egress.pem \"$d/$h.0\"\n",
+        NULL};
     CarrelGuestExec run = {.argv = argv, .timeout_s = 60, .max_output = 65536};
     g_auto(CarrelExecResult) result = {0};
     g_autofree char *pem = NULL;
@@ -201,7 +212,7 @@ trust_proxy_ca(CarrelManager *mgr, const char *domain, const CarrelPolicy *polic
         return FALSE;
     if (result.exit_code != 0) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_FAILED,
-                    "update-ca-certificates exited %d in the guest (has it ca-certificates?)",
+                    "adding the CA exited %d in the guest (has it ca-certificates?)",
                     result.exit_code);
         return FALSE;
     }
