@@ -321,12 +321,33 @@ recover_claim(CarrelManager *mgr, CarrelSession *session, JsonObject *data, GErr
                                           error);
 }
 
-/* A destroy cut short is finished. */
+/* Whether the destroy's exit path already ran (it is stored only once done). */
+static gboolean
+destroy_collected(CarrelManager *mgr, const CarrelSession *session)
+{
+    g_autoptr(GPtrArray) list = carrel_store_extraction_list(mgr->store, session->id, NULL);
+
+    for (guint i = 0; list && i < list->len; i++) {
+        const CarrelExtraction *x = g_ptr_array_index(list, i);
+        if (g_strcmp0(x->reason, "destroy") == 0)
+            return TRUE;
+    }
+    return FALSE;
+}
+
+/* A destroy cut short is finished, with its exit path first when it had not run yet (a TTL's
+ * destroy killed while libguestfs read the disk lost its artifacts otherwise). */
 static gboolean
 recover_destroy(CarrelManager *mgr, CarrelSession *session, JsonObject *data, GError **error)
 {
+    g_autofree char *domain = carrel_session_domain_name(session->id);
+
     if (session->state == CARREL_SESSION_DESTROYED)
         return TRUE;
+    if (session->exit_paths && session->exit_paths[0] && !destroy_collected(mgr, session)) {
+        (void)carrel_hypervisor_destroy(mgr->hv, domain, NULL);
+        carrel_manager_collect_exit(mgr, session, "destroy", FALSE);
+    }
     carrel_manager_session_teardown(mgr, session);
     return carrel_store_session_set_state(mgr->store, session->id, CARREL_SESSION_DESTROYED,
                                           "destroyed: finished after carreld restarted", error);

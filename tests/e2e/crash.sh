@@ -113,6 +113,9 @@ crash_check_outcome() {
         ;;
     destroy.*)
         [ -z "$(crash_id_of "crash-doomed")" ] || crash_problem "the cut destroy left its session"
+        # Its exit path ran exactly once: before the cut, or when carreld finished the destroy.
+        [ "$(crash_db "SELECT count(*) FROM extractions WHERE reason = 'destroy' AND session_id = (SELECT id FROM sessions WHERE name = 'crash-doomed' ORDER BY created_at DESC, rowid DESC LIMIT 1)")" = 1 ] ||
+            crash_problem "the cut destroy's exit artifacts were not collected exactly once"
         ;;
     pool.*)
         id="$(crash_id_of crash-pooled)"
@@ -129,7 +132,7 @@ crash_check_outcome() {
 crash_prepare() {
     case "$1" in
     resume.*) carrel hibernate "$CRASH_SESSION" >/dev/null 2>&1 ;;
-    destroy.*) carrel create --template tiny --name crash-doomed >/dev/null 2>&1 ;;
+    destroy.*) carrel create --template tiny --name crash-doomed --artifact /etc/hostname >/dev/null 2>&1 ;;
     pool.*)
         carrel template pool tiny --size 1 >/dev/null 2>&1
         for _ in $(seq 1 150); do
