@@ -81,6 +81,8 @@ typedef struct {
                            GError **error);
     gboolean (*spice_password)(CarrelHypervisor *hv, const char *name, const char *password,
                                gint64 valid_until, GError **error);
+    /* The unix socket of the domain's VNC display (the screen's change signal). May be NULL. */
+    gboolean (*vnc_socket)(CarrelHypervisor *hv, const char *name, char **ret_path, GError **error);
 } CarrelHypervisorOps;
 
 struct _CarrelHypervisor {

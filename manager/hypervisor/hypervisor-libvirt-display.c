@@ -35,6 +35,17 @@ carrel_hypervisor_libvirt_spice_info(CarrelHypervisor *hv, const char *name,
 }
 
 gboolean
+carrel_hypervisor_libvirt_vnc_socket(CarrelHypervisor *hv, const char *name, char **ret_path,
+                                     GError **error)
+{
+    CarrelLibvirtBackend *be = hv->backend_data;
+    g_autoptr(virDomain) dom = carrel_hypervisor_libvirt_lookup(be, name, error);
+    g_autofree char *xml = dom ? live_xml(dom, error) : NULL;
+
+    return xml && carrel_hypervisor_vnc_scan(xml, ret_path, error);
+}
+
+gboolean
 carrel_hypervisor_libvirt_spice_password(CarrelHypervisor *hv, const char *name,
                                          const char *password, gint64 valid_until, GError **error)
 {

@@ -111,6 +111,8 @@ gboolean carrel_hypervisor_libvirt_screendump(virDomainPtr dom, GBytes **ret_ima
 /* hypervisor-libvirt-display.c: screen, SPICE and HID events. */
 gboolean carrel_hypervisor_libvirt_screenshot(CarrelHypervisor *hv, const char *name,
                                               GBytes **ret_image, GError **error);
+gboolean carrel_hypervisor_libvirt_vnc_socket(CarrelHypervisor *hv, const char *name,
+                                              char **ret_path, GError **error);
 gboolean carrel_hypervisor_libvirt_spice_info(CarrelHypervisor *hv, const char *name,
                                               CarrelSpiceInfo *ret_info, GError **error);
 gboolean carrel_hypervisor_libvirt_spice_password(CarrelHypervisor *hv, const char *name,

@@ -247,6 +247,7 @@ static const CarrelHypervisorOps libvirt_ops = {
     .set_balloon = carrel_hypervisor_libvirt_set_balloon,
     .spice_info = carrel_hypervisor_libvirt_spice_info,
     .spice_password = carrel_hypervisor_libvirt_spice_password,
+    .vnc_socket = carrel_hypervisor_libvirt_vnc_socket,
 };
 
 static void

@@ -174,3 +174,8 @@ void carrel_hypervisor_set_errno_error(GError **error, int errsv, const char *wh
 gboolean carrel_hypervisor_spice_scan(const char *xml, const char *password, gint64 valid_until,
                                       CarrelSpiceInfo *ret_info, char **ret_graphics,
                                       GError **error);
+
+/* Pure: the unix socket path of a domain's VNC display from its live XML (bounded):
+ * <graphics type='vnc' socket=...> or its <listen type='socket' socket=...>. UNSUPPORTED
+ * without one, INVALID_ARG for malformed XML. */
+gboolean carrel_hypervisor_vnc_scan(const char *xml, char **ret_path, GError **error);

@@ -11,11 +11,10 @@
 #error "hypervisor-rfb.h is private to the hypervisor module"
 #endif
 
-#include "util/util.h"
+/* The watch type, poll, request and free are public (hypervisor.h): the recorder uses them. */
+#include "hypervisor/hypervisor.h"
 
 G_BEGIN_DECLS
-
-typedef struct _CarrelRfbWatch CarrelRfbWatch;
 
 /* Longest desktop name accepted in ServerInit (QEMU sends the domain's name). */
 #define CARREL_RFB_MAX_NAME 4096
@@ -37,22 +36,6 @@ CarrelRfbWatch *carrel_rfb_watch_connect(const char *socket_path, guint timeout_
  * closed on failure too). */
 CarrelRfbWatch *carrel_rfb_watch_new_fd(int fd, guint timeout_ms, GError **error);
 
-/*
- * Never blocks: reads what the server has sent (at most a few MiB per call; the fd stays
- * readable when more is waiting), parses every complete message and sets *ret_changed to TRUE
- * when a FramebufferUpdate with at least one rectangle (a DesktopSize one included) completed
- * since the last call. FALSE with HYPERVISOR when the server closed the connection or broke the
- * protocol; the watch then stays failed.
- */
-gboolean carrel_rfb_watch_poll(CarrelRfbWatch *w, gboolean *ret_changed, GError **error);
-
-/*
- * Asks for the next change: an incremental FramebufferUpdateRequest of the whole screen (its
- * current size). At most one request is outstanding: a call before the previous request's
- * update arrived sends nothing. Waits at most a second for room in the socket.
- */
-gboolean carrel_rfb_watch_request(CarrelRfbWatch *w, GError **error);
-
 /* The socket, for poll() or a GSource (POLLIN); it stays owned by the watch. */
 int carrel_rfb_watch_fd(CarrelRfbWatch *w);
 
@@ -63,10 +46,5 @@ guint carrel_rfb_watch_height(CarrelRfbWatch *w);
 /* Bytes of an incomplete message header kept between polls: at most CARREL_RFB_HEAD_MAX
  * whatever the server sends (its unit test checks that). */
 gsize carrel_rfb_watch_held_bytes(CarrelRfbWatch *w);
-
-/* Closes the socket; accepts NULL. */
-void carrel_rfb_watch_free(CarrelRfbWatch *w);
-
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelRfbWatch, carrel_rfb_watch_free)
 
 G_END_DECLS

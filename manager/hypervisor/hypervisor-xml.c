@@ -356,6 +356,11 @@ static const char desktop_devices[] =
     "      <image compression='off'/>\n"
     "      <filetransfer enable='no'/>\n"
     "    </graphics>\n"
+    /* The screen's change signal for carreld's recorder (hypervisor-vnc.c): a unix socket
+     * that libvirt places in its own folder, so only root reaches it; no port. */
+    "    <graphics type='vnc'>\n"
+    "      <listen type='socket'/>\n"
+    "    </graphics>\n"
     "    <video>\n"
     "      <model type='qxl' ram='65536' vram='65536' vgamem='16384' heads='1' primary='yes'/>\n"
     "    </video>\n"

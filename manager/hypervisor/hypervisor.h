@@ -284,6 +284,33 @@ gboolean carrel_hypervisor_spice_info(CarrelHypervisor *hv, const char *name,
 gboolean carrel_hypervisor_spice_password(CarrelHypervisor *hv, const char *name,
                                           const char *password, gint64 valid_until, GError **error);
 
+/*
+ * A change signal for a running domain's screen, from its VNC display (a unix socket only
+ * root reaches): carrel_rfb_watch_poll says whether the screen changed since the last request,
+ * carrel_rfb_watch_request asks to hear of the next change. UNSUPPORTED for a domain without
+ * such a display (one defined by an older carrel) or a backend without any.
+ */
+typedef struct _CarrelRfbWatch CarrelRfbWatch;
+CarrelRfbWatch *carrel_hypervisor_display_watch(CarrelHypervisor *hv, const char *name,
+                                                GError **error);
+/*
+ * Never blocks: reads what the server has sent (at most a few MiB per call; the fd stays
+ * readable when more is waiting), parses every complete message and sets *ret_changed to TRUE
+ * when a FramebufferUpdate with at least one rectangle (a DesktopSize one included) completed
+ * since the last call. FALSE with HYPERVISOR when the server closed the connection or broke the
+ * protocol; the watch then stays failed.
+ */
+gboolean carrel_rfb_watch_poll(CarrelRfbWatch *w, gboolean *ret_changed, GError **error);
+/*
+ * Asks for the next change: an incremental FramebufferUpdateRequest of the whole screen (its
+ * current size). At most one request is outstanding: a call before the previous request's
+ * update arrived sends nothing. Waits at most a second for room in the socket.
+ */
+gboolean carrel_rfb_watch_request(CarrelRfbWatch *w, GError **error);
+/* Closes the socket; accepts NULL. */
+void carrel_rfb_watch_free(CarrelRfbWatch *w);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelRfbWatch, carrel_rfb_watch_free)
+
 /* Response timeout of every single guest-agent command carrel sends (a hung agent never hangs
  * the daemon longer than this per command). */
 #define CARREL_HYPERVISOR_AGENT_TIMEOUT_S 10

@@ -257,6 +257,42 @@ test_spice_scan(void **state)
     assert_non_null(error);
 }
 
+/* The VNC display's socket, as libvirt shows it: in <listen>, or the older socket attribute. */
+static void
+test_vnc_scan(void **state)
+{
+    g_autofree char *path = NULL;
+    g_autofree char *old = NULL;
+    g_autoptr(GError) error = NULL;
+
+    assert_true(carrel_hypervisor_vnc_scan(
+        "<domain id='3'><devices><graphics type='spice' port='5900'/>"
+        "<graphics type='vnc'><listen type='socket' "
+        "socket='/var/lib/libvirt/qemu/domain-3-carrel-s-1/vnc.sock'/></graphics>"
+        "</devices></domain>",
+        &path, &error));
+    assert_string_equal(path, "/var/lib/libvirt/qemu/domain-3-carrel-s-1/vnc.sock");
+    assert_true(carrel_hypervisor_vnc_scan(
+        "<domain><devices><graphics type='vnc' socket='/run/v.sock'/></devices></domain>", &old,
+        NULL));
+    assert_string_equal(old, "/run/v.sock");
+    /* A port-only VNC, a relative path, a socket outside <devices>, malformed XML. */
+    assert_false(carrel_hypervisor_vnc_scan(live_spice_xml, &path, &error));
+    assert_error(error, CARREL_ERROR_UNSUPPORTED, "no VNC display");
+    g_clear_error(&error);
+    assert_false(carrel_hypervisor_vnc_scan(
+        "<domain><devices><graphics type='vnc' socket='v.sock'/></devices></domain>", &path,
+        &error));
+    assert_error(error, CARREL_ERROR_UNSUPPORTED, NULL);
+    g_clear_error(&error);
+    assert_false(carrel_hypervisor_vnc_scan(
+        "<domain><graphics type='vnc' socket='/v.sock'/><devices/></domain>", &path, &error));
+    assert_error(error, CARREL_ERROR_UNSUPPORTED, NULL);
+    g_clear_error(&error);
+    assert_false(carrel_hypervisor_vnc_scan("<domain><devices>", &path, &error));
+    assert_non_null(error);
+}
+
 static void
 test_fake_spice(void **state)
 {
@@ -313,13 +349,10 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fake_screenshot),
-        cmocka_unit_test(test_hid_plan_abs),
-        cmocka_unit_test(test_hid_plan_steps),
-        cmocka_unit_test(test_hid_plan_refusals),
-        cmocka_unit_test(test_spice_scan),
-        cmocka_unit_test(test_fake_spice),
-        cmocka_unit_test(test_libvirt_spice_on_test_driver),
+        cmocka_unit_test(test_fake_screenshot), cmocka_unit_test(test_hid_plan_abs),
+        cmocka_unit_test(test_hid_plan_steps),  cmocka_unit_test(test_hid_plan_refusals),
+        cmocka_unit_test(test_spice_scan),      cmocka_unit_test(test_vnc_scan),
+        cmocka_unit_test(test_fake_spice),      cmocka_unit_test(test_libvirt_spice_on_test_driver),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
