@@ -198,6 +198,23 @@ flush_pending(CarrelRecord *rec, gint64 now_ms, GError **error)
                                       (guint64)MAX(now_ms - rec->last_ms, 1), error);
 }
 
+/* The pending frame, and once more one frame's time before now_ms when it stood still for
+ * longer: players take a WebM's end from its last block, so a still screen at the end of a
+ * segment (an idle desktop takes no new frames) would otherwise be cut short. */
+static gboolean
+flush_last(CarrelRecord *rec, gint64 now_ms, GError **error)
+{
+    gint64 tail_ms = 1000 / rec->limits.fps;
+    gint64 again_ms = now_ms - tail_ms;
+
+    if (!rec->pending || again_ms - rec->last_ms < tail_ms)
+        return flush_pending(rec, now_ms, error);
+    if (!flush_pending(rec, again_ms, error))
+        return FALSE;
+    return carrel_record_encoder_push(
+        rec->enc, rec->last, (guint64)(again_ms - rec->cur->started_ms), (guint64)tail_ms, error);
+}
+
 gboolean
 carrel_record_close_segment(CarrelRecord *rec, gint64 now_ms, GError **error)
 {
@@ -206,7 +223,7 @@ carrel_record_close_segment(CarrelRecord *rec, gint64 now_ms, GError **error)
     if (!seg)
         return TRUE;
     now_ms = MAX(now_ms, rec->last_ms);
-    if (!flush_pending(rec, now_ms, error) || !carrel_record_encoder_finish(rec->enc, error)) {
+    if (!flush_last(rec, now_ms, error) || !carrel_record_encoder_finish(rec->enc, error)) {
         g_prefix_error(error, "closing segment '%s': ", seg->name);
         abandon_segment(rec);
         return FALSE;

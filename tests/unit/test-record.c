@@ -201,9 +201,13 @@ test_roll(void **state)
         const CarrelRecordSegment *seg = g_ptr_array_index(index->segments, i);
         g_autofree char *path = seg_path(f, seg);
         guint want[] = {2, 1, 1};
+        /* Decoded: the last screen once more just before the end, so that players see it
+         * stand until then. */
+        guint64 end_ms[] = {1000, 2100, 500};
         assert_false(seg->open);
         assert_int_equal(seg->frames, want[i]);
-        assert_int_equal(decode(path).frames, want[i]);
+        assert_int_equal(decode(path).frames, want[i] + 1);
+        assert_int_equal(decode(path).end_ns / 1000000, end_ms[i]);
     }
     assert_int_equal(((CarrelRecordSegment *)g_ptr_array_index(index->segments, 1))->ended_ms,
                      3100);
