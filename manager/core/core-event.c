@@ -46,7 +46,10 @@ carrel_manager_record(CarrelManager *mgr, const char *session_id, const CarrelPr
     event->error = failure ? g_strdup(failure->message) : NULL;
     event->duration_ms = started_us ? (g_get_monotonic_time() - started_us) / 1000 : 0;
     event->screenshot = g_strdup(screenshot);
-    return carrel_manager_event_add(mgr, event, error);
+    if (!carrel_manager_event_add(mgr, event, error))
+        return FALSE;
+    carrel_manager_recording_kick(mgr, session_id);
+    return TRUE;
 }
 
 gboolean

@@ -98,6 +98,9 @@ void carrel_manager_recording_stop(CarrelManager *mgr, const char *session_id);
 void carrel_manager_recording_watch(CarrelManager *mgr, GPtrArray *sessions);
 void carrel_manager_recording_stop_all(CarrelManager *mgr);
 gboolean carrel_manager_recording_active(CarrelManager *mgr, const char *session_id);
+/* Something happened in the session (a timeline event): its recorder takes every tick's frame
+ * for a few seconds, whatever the change signal says. */
+void carrel_manager_recording_kick(CarrelManager *mgr, const char *session_id);
 /* {enabled, fps, active, segments: [{name, started_ms, ended_ms, duration_ms, frames, bytes,
  * sha256, open}], dropped, events: [{seq, segment, offset_ms}]} (no door: export's too). */
 JsonNode *carrel_manager_recording_to_json(CarrelManager *mgr, const CarrelSession *session,

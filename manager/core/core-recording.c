@@ -1,6 +1,7 @@
 /*
- * Screen recording by carreld: one thread per recorded session takes the hypervisor's
- * screenshot fps times a second and hands it to record/ (only changed screens are encoded).
+ * Screen recording by carreld: one thread per recorded session looks fps times a second whether
+ * the screen changed (the VNC display's signal) and then hands the hypervisor's screenshot to
+ * record/ (an idle desktop costs no screenshots).
  * A recorder runs while its session runs under a policy with [recording] enabled: the lifecycle
  * verbs stop it before they act (the segment is finished) and start it again when the session
  * runs after them, and the watcher starts it for sessions that came up otherwise (create, fork,
@@ -20,6 +21,10 @@ struct _CarrelRecorder {
     GMutex lock; /* guards stop, with cond */
     GCond cond;
     gboolean stop;
+    /* Read by the status while the thread runs: atomics. */
+    gint from_display; /* the change signal is connected */
+    gint screenshots;  /* taken since the recorder started */
+    gint64 busy_until; /* guarded by lock: monotonic us until which every tick takes a frame */
 };
 
 static void
@@ -53,13 +58,66 @@ record_failure(CarrelRecorder *r, const GError *error)
                                  "failed", NULL, NULL, error, 0);
 }
 
-/* One frame: a screen the hypervisor cannot give now (a restore or pause in between) is
- * skipped; FALSE only when encoding failed. */
+/* How often a recorder without a change signal tries to get one again. */
+#define WATCH_RETRY_US (10 * G_USEC_PER_SEC)
+/* How long after a timeline event every tick takes a frame: QEMU looks for changes to tell a
+ * VNC client less often the longer the screen was still (up to every 3 s), and an action's
+ * effect belongs in the video when it happened. */
+#define BUSY_US (3 * G_USEC_PER_SEC)
+
+/* What tells a recorder that the screen changed: the domain's VNC display. Without it (a
+ * domain from an older carrel, a backend without one, a connection that ended) every tick
+ * takes a screenshot, and the encoder drops the unchanged ones. */
+typedef struct {
+    CarrelRfbWatch *watch;
+    gint64 retry_at; /* monotonic us of the next attempt to connect */
+    gboolean first;  /* the screen as it is at the start is always taken */
+} Signal;
+
+static void
+signal_drop(Signal *sig)
+{
+    g_clear_pointer(&sig->watch, carrel_rfb_watch_free);
+    sig->retry_at = g_get_monotonic_time() + WATCH_RETRY_US;
+}
+
+/* TRUE when this tick takes a frame: the screen changed, or there is no signal to say. */
 static gboolean
-tick(CarrelRecorder *r, CarrelRecord *rec, GError **error)
+screen_changed(CarrelRecorder *r, Signal *sig)
+{
+    gboolean changed = FALSE;
+
+    if (!sig->watch && g_get_monotonic_time() >= sig->retry_at) {
+        sig->watch = carrel_hypervisor_display_watch(r->mgr->hv, r->domain, NULL);
+        if (!sig->watch)
+            signal_drop(sig);
+    }
+    if (sig->watch && !carrel_rfb_watch_poll(sig->watch, &changed, NULL))
+        signal_drop(sig);
+    g_atomic_int_set(&r->from_display, sig->watch != NULL);
+    g_mutex_lock(&r->lock);
+    changed = changed || g_get_monotonic_time() < r->busy_until;
+    g_mutex_unlock(&r->lock);
+    if (!sig->watch || sig->first || changed) {
+        sig->first = FALSE;
+        return TRUE;
+    }
+    return FALSE;
+}
+
+/* One frame when the screen changed: a screen the hypervisor cannot give now (a restore or
+ * pause in between) is skipped; FALSE only when encoding failed. */
+static gboolean
+tick(CarrelRecorder *r, Signal *sig, CarrelRecord *rec, GError **error)
 {
     g_autoptr(GBytes) ppm = NULL;
 
+    if (!screen_changed(r, sig))
+        return TRUE;
+    /* Asked before the screenshot: a change while it is taken is the next tick's frame. */
+    if (sig->watch && !carrel_rfb_watch_request(sig->watch, NULL))
+        signal_drop(sig);
+    g_atomic_int_inc(&r->screenshots);
     if (!carrel_hypervisor_screenshot(r->mgr->hv, r->domain, &ppm, NULL, NULL, NULL))
         return TRUE;
     return carrel_record_push_ppm(rec, ppm, now_ms(), NULL, error);
@@ -74,6 +132,7 @@ recorder_main(gpointer data)
     gint64 period_us = G_USEC_PER_SEC / r->limits.fps;
     gint64 next = g_get_monotonic_time();
     gboolean ok = rec != NULL;
+    Signal sig = {.first = TRUE};
 
     g_mutex_lock(&r->lock);
     while (ok && !r->stop) {
@@ -84,10 +143,11 @@ recorder_main(gpointer data)
         if (r->stop)
             break;
         g_mutex_unlock(&r->lock);
-        ok = tick(r, rec, &error);
+        ok = tick(r, &sig, rec, &error);
         g_mutex_lock(&r->lock);
     }
     g_mutex_unlock(&r->lock);
+    g_clear_pointer(&sig.watch, carrel_rfb_watch_free);
     if (ok && !carrel_record_close_segment(rec, now_ms(), &error))
         ok = FALSE;
     if (!ok)
@@ -244,6 +304,49 @@ carrel_manager_recording_active(CarrelManager *mgr, const char *session_id)
     return active;
 }
 
+void
+carrel_manager_recording_kick(CarrelManager *mgr, const char *session_id)
+{
+    CarrelRecorder *r;
+
+    g_mutex_lock(&mgr->recorders_lock);
+    r = mgr->recorders ? g_hash_table_lookup(mgr->recorders, session_id) : NULL;
+    if (r) {
+        g_mutex_lock(&r->lock);
+        r->busy_until = g_get_monotonic_time() + BUSY_US;
+        g_mutex_unlock(&r->lock);
+    }
+    g_mutex_unlock(&mgr->recorders_lock);
+}
+
+/* The running recorder's "changes_from" and "screenshots", or nulls when none runs. */
+static void
+add_recorder(CarrelManager *mgr, const char *session_id, JsonBuilder *b)
+{
+    CarrelRecorder *r;
+    gboolean display = FALSE, have;
+    gint shots = 0;
+
+    g_mutex_lock(&mgr->recorders_lock);
+    r = g_hash_table_lookup(mgr->recorders, session_id);
+    have = r != NULL;
+    if (r) {
+        display = g_atomic_int_get(&r->from_display);
+        shots = g_atomic_int_get(&r->screenshots);
+    }
+    g_mutex_unlock(&mgr->recorders_lock);
+    json_builder_set_member_name(b, "changes_from");
+    if (have)
+        json_builder_add_string_value(b, display ? "display" : "screenshots");
+    else
+        json_builder_add_null_value(b);
+    json_builder_set_member_name(b, "screenshots");
+    if (have)
+        json_builder_add_int_value(b, shots);
+    else
+        json_builder_add_null_value(b);
+}
+
 /* The events index: each timeline event inside a finished segment, with its offset there. */
 static gboolean
 add_events(CarrelManager *mgr, const char *session_id, const CarrelRecordIndex *index,
@@ -328,6 +431,7 @@ carrel_manager_recording_to_json(CarrelManager *mgr, const CarrelSession *sessio
     json_builder_add_int_value(b, p ? p->fps : 0);
     json_builder_set_member_name(b, "active");
     json_builder_add_boolean_value(b, carrel_manager_recording_active(mgr, session->id));
+    add_recorder(mgr, session->id, b);
     json_builder_set_member_name(b, "segments");
     json_builder_begin_array(b);
     for (guint i = 0; i < index->segments->len; i++)

@@ -55,6 +55,42 @@ recording_active() {
     return 1
 }
 
+# recording_shots ID: screenshots the session's recorder has taken.
+recording_shots() {
+    recording_api "http://carreld/v1/sessions/$1/recording" | jq -r '.screenshots // -1'
+}
+
+# An idle screen costs no screenshots: the recorder hears of changes from the VNC display.
+recording_idle_checks() {
+    local before after
+    check_eq "...which hears of screen changes from the domain's VNC display" "display" \
+        "$(recording_api "http://carreld/v1/sessions/$1/recording" | jq -r .changes_from)"
+    check "...whose socket only root can reach" bash -c \
+        "$(declare -f recording_vnc_private); recording_vnc_private carrel-$1"
+    sleep 3
+    before="$(recording_shots "$1")"
+    sleep 8
+    after="$(recording_shots "$1")"
+    # 8 s at fps 4 would be 32 screenshots by polling; a cursor or clock may change once.
+    check "an idle screen took at most 1 screenshot in 8 s ($before, then $after)" \
+        test "$((after - before))" -le 1 -a "$before" -ge 1
+    carrel type "$1" $'echo changed\n' >/dev/null
+    sleep 2
+    check "...and a change takes one again ($after, then $(recording_shots "$1"))" \
+        test "$(recording_shots "$1")" -gt "$after"
+}
+
+# recording_vnc_private DOMAIN: its VNC display is a unix socket (no port), in a folder others
+# cannot enter.
+recording_vnc_private() {
+    local path
+    path="$(virsh -q -c qemu:///system dumpxml "$1" |
+        sed -n "s/.*<listen type='socket' socket='\([^']*\)'.*/\1/p" | head -1)"
+    [ -S "$path" ] || return 1
+    virsh -q -c qemu:///system dumpxml "$1" | grep -q "<graphics type='vnc' port=" && return 1
+    [ "$(stat -c %A "$(dirname "$path")" | cut -c8-10)" = "---" ]
+}
+
 recording_checks() {
     local id json seq seg n name listed got i
     json="$(carrel create --template tiny --name e2e-rec --policy rec --json 2>/dev/null)"
@@ -64,6 +100,7 @@ recording_checks() {
     # The watcher starts the recorder within a round (2 s; longer while the guest catches up
     # on a loaded host).
     check "...and is being recorded" recording_active "$id"
+    recording_idle_checks "$id"
     carrel type "$id" $'echo recorded-by-carreld\n' >/dev/null
     seq="$(recording_api "http://carreld/v1/sessions/$id/events?limit=1000" |
         jq '[.events[] | select(.action == "type")] | last | .seq')"

@@ -149,6 +149,11 @@ test_record_lifecycle(void **state)
     assert_true(carrel_manager_recording_active(fx->mgr, s->id));
     show(fx, 10);
     show(fx, 100);
+    /* The fake has no VNC display: a screenshot every tick, counted. */
+    rec = recording(fx, s->id, &node);
+    assert_string_equal(json_object_get_string_member(rec, "changes_from"), "screenshots");
+    assert_true(json_object_get_int_member(rec, "screenshots") >= 2);
+    g_clear_pointer(&node, json_node_unref);
     /* An event while it records: the index maps it into the segment. */
     shot = carrel_manager_session_screenshot(fx->mgr, ADMIN, s->id, &req, &error);
     assert_non_null(shot);
@@ -160,6 +165,8 @@ test_record_lifecycle(void **state)
 
     rec = recording(fx, s->id, &node);
     assert_true(json_object_get_boolean_member(rec, "enabled"));
+    assert_true(json_object_get_null_member(rec, "changes_from"));
+    assert_true(json_object_get_null_member(rec, "screenshots"));
     assert_int_equal(json_object_get_int_member(rec, "fps"), 10);
     assert_int_equal(json_array_get_length(json_object_get_array_member(rec, "segments")), 1);
     assert_false(json_object_get_boolean_member(segment(rec, 0), "open"));
