@@ -44,6 +44,16 @@ browser_report() {
     fi
 }
 
+# browser_guest_evidence SESSION: what the guest said while a browser test failed: the end of its
+# serial console (kernel messages, carrel-init's log) and of its services' logs.
+browser_guest_evidence() {
+    echo "--- $1: serial console (last 30 lines) ---"
+    tail -30 "$STATE_DIR/sessions/$1/console.log" 2>&1
+    echo "--- $1: /run/carrel logs (last 10 lines each) ---"
+    # shellcheck disable=SC2016 # expanded by the guest's shell
+    carrel exec "$1" -- sh -c 'uptime; free -m; for f in /run/carrel/*.log; do echo "== $f"; tail -10 "$f"; done' 2>&1 | tail -80
+}
+
 # browser_out_dir: prints where this run's screenshots go: CARREL_TEST_OUT/browser, or a new
 # folder under /var/tmp/carrel-test-output (outside the repo, kept after the run for review).
 browser_out_dir() {
@@ -114,6 +124,7 @@ browser_checks() {
         CARREL_TOKEN_FILE="${CARREL_TOKEN_FILE:-$STATE_DIR/admin.token}" \
         timeout 900 node "$BROWSER_TEST_DIR/takeover.test.mjs" >"$E2E_DIR/browser-takeover.log" 2>&1
     browser_report "take-over" $? "$E2E_DIR/browser-takeover.log"
+    grep -q '^not ok - ' "$E2E_DIR/browser-takeover.log" && browser_guest_evidence "$s" >&2
     # The same console in Firefox ESR (puppeteer-core over WebDriver BiDi): login, list, desktop.
     CARREL_URL="$url" CARREL_SESSION="$s" CARREL_TEST_OUT="$out/firefox" \
         CARREL_TOKEN_FILE="${CARREL_TOKEN_FILE:-$STATE_DIR/admin.token}" \
