@@ -175,6 +175,10 @@ gboolean carrel_hypervisor_spice_scan(const char *xml, const char *password, gin
                                       CarrelSpiceInfo *ret_info, char **ret_graphics,
                                       GError **error);
 
+/* The value of attribute want in a GMarkup start element's names/values, or NULL. */
+const char *carrel_hypervisor_markup_attr(const char **names, const char **values,
+                                          const char *want);
+
 /* Pure: the unix socket path of a domain's VNC display from its live XML (bounded):
  * <graphics type='vnc' socket=...> or its <listen type='socket' socket=...>. UNSUPPORTED
  * without one, INVALID_ARG for malformed XML. */

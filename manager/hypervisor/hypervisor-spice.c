@@ -22,8 +22,8 @@ typedef struct {
     GString *graphics;
 } SpiceScan;
 
-static const char *
-attr(const char **names, const char **values, const char *want)
+const char *
+carrel_hypervisor_markup_attr(const char **names, const char **values, const char *want)
 {
     for (guint i = 0; names[i]; i++) {
         if (g_str_equal(names[i], want))
@@ -63,7 +63,7 @@ parse_uint_attr(const char *text, guint64 max, guint64 *ret_value)
 static void
 scan_graphics_start(SpiceScan *scan, const char **names, const char **values, GError **error)
 {
-    const char *port = attr(names, values, "port");
+    const char *port = carrel_hypervisor_markup_attr(names, values, "port");
     guint64 value = 0;
 
     if (scan->found) {
@@ -94,11 +94,13 @@ scan_start(GMarkupParseContext *ctx, const char *element, const char **names, co
     }
     if (scan->depth == 1 && g_str_equal(element, "domain")) {
         scan->run_id =
-            parse_uint_attr(attr(names, values, "id"), G_MAXINT32, &id) ? (gint64)id : -1;
+            parse_uint_attr(carrel_hypervisor_markup_attr(names, values, "id"), G_MAXINT32, &id)
+                ? (gint64)id
+                : -1;
     } else if (scan->depth == 2 && g_str_equal(element, "devices")) {
         scan->in_devices = TRUE;
     } else if (scan->depth == 3 && scan->in_devices && g_str_equal(element, "graphics")) {
-        type = attr(names, values, "type");
+        type = carrel_hypervisor_markup_attr(names, values, "type");
         if (g_strcmp0(type, "spice") == 0)
             scan_graphics_start(scan, names, values, error);
     }

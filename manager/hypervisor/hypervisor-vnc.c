@@ -21,16 +21,6 @@ typedef struct {
     char *path;
 } VncScan;
 
-static const char *
-attr(const char **names, const char **values, const char *want)
-{
-    for (guint i = 0; names[i]; i++) {
-        if (g_str_equal(names[i], want))
-            return values[i];
-    }
-    return NULL;
-}
-
 static void
 take_path(VncScan *scan, const char *path)
 {
@@ -48,12 +38,12 @@ scan_start(GMarkupParseContext *ctx, const char *element, const char **names, co
     if (scan->depth == 2 && g_str_equal(element, "devices")) {
         scan->in_devices = TRUE;
     } else if (scan->depth == 3 && scan->in_devices && g_str_equal(element, "graphics") &&
-               g_strcmp0(attr(names, values, "type"), "vnc") == 0) {
+               g_strcmp0(carrel_hypervisor_markup_attr(names, values, "type"), "vnc") == 0) {
         scan->in_vnc = TRUE;
-        take_path(scan, attr(names, values, "socket"));
+        take_path(scan, carrel_hypervisor_markup_attr(names, values, "socket"));
     } else if (scan->depth == 4 && scan->in_vnc && g_str_equal(element, "listen") &&
-               g_strcmp0(attr(names, values, "type"), "socket") == 0) {
-        take_path(scan, attr(names, values, "socket"));
+               g_strcmp0(carrel_hypervisor_markup_attr(names, values, "type"), "socket") == 0) {
+        take_path(scan, carrel_hypervisor_markup_attr(names, values, "socket"));
     }
 }
 
