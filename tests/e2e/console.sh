@@ -107,7 +107,7 @@ console_checks() {
     check_eq "an expired ticket is refused (410)" "410" "$(console_client "$s" expired 2>&1)"
     check_eq "the viewer's own ticket never reaches SPICE: the proxy authenticates (0)" "0" \
         "$(console_client "$s" badpw 2>&1)"
-    display="$("${VIRSH[@]}" domdisplay "carrel-$s" 2>/dev/null)"
+    display="$("${VIRSH[@]}" domdisplay --type spice "carrel-$s" 2>/dev/null)"
     if [[ "$display" =~ ^spice://127\.0\.0\.1:([0-9]+) ]]; then
         out="$(console_client "$s" direct "${BASH_REMATCH[1]}" 2>&1)"
         echo "console direct: $out"
