@@ -310,7 +310,7 @@ carrel_manager_recording_kick(CarrelManager *mgr, const char *session_id)
     CarrelRecorder *r;
 
     g_mutex_lock(&mgr->recorders_lock);
-    r = mgr->recorders ? g_hash_table_lookup(mgr->recorders, session_id) : NULL;
+    r = g_hash_table_lookup(mgr->recorders, session_id);
     if (r) {
         g_mutex_lock(&r->lock);
         r->busy_until = g_get_monotonic_time() + BUSY_US;

@@ -65,8 +65,7 @@ recording_idle_checks() {
     local before after
     check_eq "...which hears of screen changes from the domain's VNC display" "display" \
         "$(recording_api "http://carreld/v1/sessions/$1/recording" | jq -r .changes_from)"
-    check "...whose socket only root can reach" bash -c \
-        "$(declare -f recording_vnc_private); recording_vnc_private carrel-$1"
+    check "...whose socket only root can reach" recording_vnc_private "carrel-$1"
     sleep 3
     before="$(recording_shots "$1")"
     sleep 8
@@ -83,11 +82,11 @@ recording_idle_checks() {
 # recording_vnc_private DOMAIN: its VNC display is a unix socket (no port), in a folder others
 # cannot enter.
 recording_vnc_private() {
-    local path
-    path="$(virsh -q -c qemu:///system dumpxml "$1" |
-        sed -n "s/.*<listen type='socket' socket='\([^']*\)'.*/\1/p" | head -1)"
+    local xml path
+    xml="$("${VIRSH[@]}" dumpxml "$1")"
+    path="$(sed -n "s/.*<listen type='socket' socket='\([^']*\)'.*/\1/p" <<<"$xml" | head -1)"
     [ -S "$path" ] || return 1
-    virsh -q -c qemu:///system dumpxml "$1" | grep -q "<graphics type='vnc' port=" && return 1
+    grep -q "<graphics type='vnc' port=" <<<"$xml" && return 1
     [ "$(stat -c %A "$(dirname "$path")" | cut -c8-10)" = "---" ]
 }
 
