@@ -349,11 +349,15 @@ static const char desktop_devices[] =
      * API. The display is locked from the start: this password expired in 1970, so nobody can
      * connect until carrel sets a real one, valid for seconds, for a viewer (without a password
      * libvirt turns SPICE ticketing off, and QEMU then refuses to set one at all).
+     * Images are compressed losslessly with what spice-html5 decodes (LZ or QUIC, never GLZ or
+     * JPEG): uncompressed, one full screen is 3 MB, and a viewer that drains slowly under load
+     * held the proxy past its bound until spice-server gave up on the display (~10 s).
      */
     "    <graphics type='spice' autoport='yes' listen='127.0.0.1' passwd='locked'"
     " passwdValidTo='1970-01-01T00:00:01'>\n"
     "      <listen type='address' address='127.0.0.1'/>\n"
-    "      <image compression='off'/>\n"
+    "      <image compression='auto_lz'/>\n"
+    "      <jpeg compression='never'/>\n"
     "      <filetransfer enable='no'/>\n"
     "    </graphics>\n"
     /* The screen's change signal for carreld's recorder (hypervisor-vnc.c): a unix socket
