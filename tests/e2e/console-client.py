@@ -22,6 +22,8 @@ usage: console-client.py URL TOKEN SESSION SCENARIO
   refusals handshakes without cookie, with a foreign origin, with an unknown ticket
   type TEXT  main + inputs channels, then TEXT typed as SPICE key events (dropped by the proxy
            unless the viewer holds the control lease); prints key=value words
+  frame    main + display through the proxy until the first drawing message; prints its type and
+           size in bytes (frame_type=T frame_bytes=N)
   stuck S  main + a drawing display channel whose viewer acks every message blindly and reads
            nothing for up to S seconds (a frozen or hostile page); prints key=value words
            (closed=yes once the proxy closed it)
@@ -289,16 +291,22 @@ def main_init_session(main, stream):
 DISPLAY_DRAWS = frozenset([104, 123, 316, 318] + list(range(302, 314)))
 
 
-def display_start(disp, stream, until=(102, 314)):
+def display_first(disp, stream, until=(102, 314)):
     """As spice-html5: DISPLAY_INIT, acks, until the display sends a message of a type in
-    `until` (by default its first mark or surface; DISPLAY_DRAWS waits for the first frame)."""
+    `until` (by default its first mark or surface; DISPLAY_DRAWS waits for the first frame);
+    returns that message's type and body."""
     disp.send(struct.pack("<HIBQBi", 101, 14, 1, 10 * 1024 * 1024, 0, 0))
     while True:
         msg_type, body = read_message(stream)
         if msg_type == 3:  # SPICE_MSG_SET_ACK: answer with ACK_SYNC(generation)
             disp.send(struct.pack("<HII", 1, 4, struct.unpack("<I", body[:4])[0]))
         elif msg_type in until:
-            return "shown"
+            return msg_type, body
+
+
+def display_start(disp, stream, until=(102, 314)):
+    display_first(disp, stream, until)
+    return "shown"
 
 
 def scenario_link(api, session):
@@ -323,6 +331,20 @@ def scenario_link(api, session):
     out["after_close"] = after.status
     after.close()
     print(" ".join("%s=%s" % kv for kv in sorted(out.items())))
+
+
+def scenario_frame(api, session):
+    """The desktop's first frame as a viewer receives it: uncompressed, a 1024x768 screen is one
+    3 MiB message, which a slow viewer under load could not drain before spice-server gave up."""
+    t = api.ticket(session)
+    main, stream, _, _ = spice_channel(api, t["ticket"], VIEWER_PASSWORD, SPICE_CHANNEL_MAIN)
+    conn_id = main_init_session(main, stream)
+    disp, disp_stream, _, _ = spice_channel(api, t["ticket"], VIEWER_PASSWORD,
+                                            SPICE_CHANNEL_DISPLAY, conn_id)
+    msg_type, body = display_first(disp, disp_stream, DISPLAY_DRAWS)
+    disp.close()
+    main.close()
+    print("frame_type=%d frame_bytes=%d" % (msg_type, len(body)))
 
 
 def scenario_abrupt(api, session):
@@ -510,7 +532,8 @@ def main():
         scenario_direct(api, session, int(sys.argv[5]))
         return
     {"link": scenario_link, "expired": scenario_expired, "badpw": scenario_badpw, "abrupt": scenario_abrupt,
-     "orders": scenario_orders, "refusals": scenario_refusals}[scenario](api, session)
+     "frame": scenario_frame, "orders": scenario_orders,
+     "refusals": scenario_refusals}[scenario](api, session)
 
 
 if __name__ == "__main__":

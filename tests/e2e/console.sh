@@ -104,6 +104,12 @@ console_checks() {
         grep -qw 'reuse=closed1008' <<<"$out"
     check "the ticket is gone once its main channel closed (410)" \
         grep -qw 'after_close=410' <<<"$out"
+    # The take-over flake (issue 19): an uncompressed first frame is 3 MiB, a slow page could not
+    # drain it under load, and spice-server dropped the console. Lossless LZ/QUIC keeps it small.
+    out="$(console_client "$s" frame 2>&1)"
+    echo "console first frame: $out"
+    check "the first frame through the proxy is compressed (under 1 MiB; uncompressed 3 MiB)" \
+        test "$(sed -n 's/.*frame_bytes=\([0-9]*\).*/\1/p' <<<"$out")" -lt 1048576
     check_eq "an expired ticket is refused (410)" "410" "$(console_client "$s" expired 2>&1)"
     check_eq "the viewer's own ticket never reaches SPICE: the proxy authenticates (0)" "0" \
         "$(console_client "$s" badpw 2>&1)"
