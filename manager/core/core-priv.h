@@ -581,6 +581,11 @@ gboolean carrel_manager_restore_onto(CarrelManager *mgr, CarrelSession *session,
                                      const char *top, GError **error);
 gboolean carrel_manager_define_on(CarrelManager *mgr, CarrelSession *session, const char *top,
                                   GError **error);
+/* A snapshot whose domain left its disk for top: that disk frozen as the layer, stored. */
+gboolean carrel_manager_snapshot_keep(CarrelManager *mgr, CarrelSession *session,
+                                      const CarrelSnapshot *snap, const char *top, GError **error);
+/* A snapshot from its memory file (or of a stopped session): freeze, new top, restore or define,
+ * stored. */
 gboolean carrel_manager_snapshot_finish(CarrelManager *mgr, CarrelSession *session,
                                         const CarrelSnapshot *snap, const char *top,
                                         GError **error);

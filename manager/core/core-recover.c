@@ -179,9 +179,10 @@ remove_snapshot_files(const CarrelSession *session, const CarrelSnapshot *snap, 
 }
 
 /*
- * A snapshot cut short. Still running on its old disk: the save never happened, roll back.
- * Running on the new top: the restore happened, keep it and store the snapshot. Otherwise the
- * memory is in the file (or the session was stopped): finish the snapshot from there.
+ * A snapshot cut short. Still running on its old disk: libvirt never moved it (or rolled back),
+ * roll back. Running on the new top: the snapshot happened, keep it (the old disk frozen) and
+ * store it. Otherwise the domain is gone with its memory in the file (or the session was
+ * stopped): finish the snapshot from there.
  */
 static gboolean
 recover_snapshot(CarrelManager *mgr, CarrelSession *session, JsonObject *data, GError **error)
@@ -204,8 +205,7 @@ recover_snapshot(CarrelManager *mgr, CarrelSession *session, JsonObject *data, G
     }
     if (runs_on(info, top))
         return keep_restored(mgr, session, info, error) &&
-               carrel_store_snapshot_insert(mgr->store, snap, error) &&
-               carrel_store_session_set_disk(mgr->store, session->id, top, snap->id, error);
+               carrel_manager_snapshot_keep(mgr, session, snap, top, error);
     if (snap->memory_path && !memory_whole(snap->memory_path)) {
         remove_snapshot_files(session, snap, top);
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_FAILED,

@@ -1,9 +1,10 @@
 /*
- * Snapshots with memory, built on the warm start's mechanism: save the memory (QEMU exits),
- * freeze the disk layer that memory belongs to, stack a new top overlay on it, and restore the
- * memory onto that top. The session runs on after a pause of a few seconds; the frozen layer
- * and the memory file are the snapshot. Revert stacks a fresh top on any snapshot's layer and
- * restores its memory (a tree, not a line: layers are never written again). Everything lives
+ * Snapshots with memory: stack a new top overlay on the disk a running session uses, and have
+ * libvirt write the memory to a file and move the disk onto that top in one step (QEMU keeps
+ * running; the guest stands still while its memory is written). Then the old disk is frozen:
+ * that layer and the memory file are the snapshot. A stopped session's snapshot is its disk
+ * alone. Revert stacks a fresh top on any snapshot's layer and restores its memory the way a
+ * warm start does (a tree, not a line: layers are never written again). Everything lives
  * under the session's folder.
  */
 #include <glib/gstdio.h>
@@ -122,24 +123,52 @@ snapshot_intent(CarrelManager *mgr, const CarrelSession *session, const CarrelSn
     return carrel_manager_intent_begin(mgr, session->id, "snapshot", b, error);
 }
 
-/* The memory to a file (QEMU exits): from here the disk is quiet and belongs to it. */
+/* What a snapshot that failed before the domain moved leaves: nothing. */
+static void
+snapshot_discard(const CarrelSnapshot *snap, const char *top)
+{
+    g_autofree char *dir = snap->memory_path ? g_path_get_dirname(snap->memory_path) : NULL;
+
+    (void)g_unlink(top);
+    if (snap->memory_path)
+        (void)g_unlink(snap->memory_path);
+    if (dir)
+        (void)g_rmdir(dir);
+}
+
+/* A running session: its memory to the file and its disk onto top in one step, QEMU running on.
+ * From then on the old disk is quiet: it is frozen as the snapshot's layer. */
 static gboolean
-snapshot_save(CarrelManager *mgr, const CarrelSession *session, const CarrelSnapshot *snap,
-              gboolean *ret_domain_gone, GError **error)
+snapshot_running(CarrelManager *mgr, CarrelSession *session, const CarrelSnapshot *snap,
+                 const char *top, GError **error)
 {
     g_autofree char *domain = carrel_session_domain_name(session->id);
 
-    carrel_crash_during("snapshot.saving", 300);
     carrel_timings_mark("prepare");
-    if (!carrel_hypervisor_save(mgr->hv, domain, snap->memory_path, error))
+    if (!make_top(top, snap->layer_path, error)) {
+        snapshot_discard(snap, top);
         return FALSE;
-    carrel_timings_mark("save");
-    *ret_domain_gone = TRUE;
+    }
+    carrel_crash_point("snapshot.top");
+    carrel_crash_during("snapshot.saving", 300);
+    if (!carrel_hypervisor_snapshot_live(mgr->hv, domain, snap->memory_path, top, error)) {
+        snapshot_discard(snap, top);
+        return FALSE;
+    }
+    carrel_timings_mark("snapshot");
     carrel_crash_point("snapshot.saved");
-    if (!carrel_hypervisor_undefine(mgr->hv, domain, error))
-        return FALSE;
-    carrel_crash_point("snapshot.undefined");
-    return TRUE;
+    /* The guest stood still while its memory was written: its clock is set after the reply. */
+    carrel_manager_catchup_later(mgr, session->id, CARREL_CATCHUP_CLOCK);
+    return carrel_manager_snapshot_keep(mgr, session, snap, top, error);
+}
+
+gboolean
+carrel_manager_snapshot_keep(CarrelManager *mgr, CarrelSession *session, const CarrelSnapshot *snap,
+                             const char *top, GError **error)
+{
+    return carrel_disk_freeze(snap->layer_path, error) &&
+           carrel_store_snapshot_insert(mgr->store, snap, error) &&
+           carrel_store_session_set_disk(mgr->store, session->id, top, snap->id, error);
 }
 
 gboolean
@@ -149,12 +178,10 @@ carrel_manager_snapshot_finish(CarrelManager *mgr, CarrelSession *session,
     if (!carrel_disk_freeze(snap->layer_path, error) || !make_top(top, snap->layer_path, error))
         return FALSE;
     carrel_timings_mark("disk");
-    carrel_crash_point("snapshot.top");
     if (snap->memory_path) {
-        carrel_crash_during("snapshot.restoring", 200);
+        /* Only recovery comes here with memory: a domain gone after its memory was written. */
         if (!carrel_manager_restore_onto(mgr, session, snap->memory_path, top, error))
             return FALSE;
-        carrel_crash_point("snapshot.restored");
     } else if (!carrel_manager_define_on(mgr, session, top, error)) {
         /* A stopped session keeps its definition: pointed at the new top. */
         return FALSE;
@@ -164,8 +191,7 @@ carrel_manager_snapshot_finish(CarrelManager *mgr, CarrelSession *session,
 }
 
 static gboolean
-take_snapshot(CarrelManager *mgr, CarrelSession *session, CarrelSnapshot *snap,
-              gboolean *ret_domain_gone, GError **error)
+take_snapshot(CarrelManager *mgr, CarrelSession *session, CarrelSnapshot *snap, GError **error)
 {
     g_autofree char *dir = snapshot_dir(session, snap->id);
     gboolean running = session->state == CARREL_SESSION_RUNNING;
@@ -180,10 +206,8 @@ take_snapshot(CarrelManager *mgr, CarrelSession *session, CarrelSnapshot *snap,
     if (!snapshot_intent(mgr, session, snap, top, running, error))
         return FALSE;
     carrel_crash_point("snapshot.intent");
-    ok = (!running || snapshot_save(mgr, session, snap, ret_domain_gone, error)) &&
-         carrel_manager_snapshot_finish(mgr, session, snap, top, error);
-    if (ok)
-        *ret_domain_gone = FALSE;
+    ok = running ? snapshot_running(mgr, session, snap, top, error)
+                 : carrel_manager_snapshot_finish(mgr, session, snap, top, error);
     carrel_manager_intent_end(mgr, session->id);
     return ok;
 }
@@ -208,7 +232,7 @@ carrel_manager_snapshot_take(CarrelManager *mgr, const char *id_or_name, const c
     g_autoptr(CarrelSnapshot) snap = carrel_snapshot_new();
     g_autoptr(CarrelSnapshot) taken = NULL;
     g_autoptr(GError) local = NULL;
-    gboolean ok = FALSE, gone = FALSE;
+    gboolean ok = FALSE;
     gint64 started = g_get_monotonic_time();
 
     if (!session || !carrel_snapshot_check_name(name, error) ||
@@ -227,12 +251,7 @@ carrel_manager_snapshot_take(CarrelManager *mgr, const char *id_or_name, const c
         snap->name = g_strdup(name);
         snap->parent = g_strdup(fresh->head_snapshot);
         snap->created_at = carrel_util_now();
-        ok = take_snapshot(mgr, fresh, snap, &gone, &local);
-        /* Cut short after QEMU saved and exited: the session has no running domain any more.
-         * Say so with the reason; the memory file and layers stay for a look. */
-        if (!ok && gone)
-            (void)carrel_store_session_set_state(mgr->store, fresh->id, CARREL_SESSION_CRASHED,
-                                                 local->message, NULL);
+        ok = take_snapshot(mgr, fresh, snap, &local);
     }
     carrel_manager_clear_busy(mgr, session->id);
     if (!ok) {

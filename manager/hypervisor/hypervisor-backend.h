@@ -46,6 +46,8 @@ typedef struct {
     gboolean (*define)(CarrelHypervisor *hv, const char *xml, GError **error);
     gboolean (*persist)(CarrelHypervisor *hv, const char *name, GError **error);
     gboolean (*save)(CarrelHypervisor *hv, const char *name, const char *path, GError **error);
+    gboolean (*snapshot_live)(CarrelHypervisor *hv, const char *name, const char *memory_path,
+                              const char *top_path, GError **error);
     gboolean (*restore)(CarrelHypervisor *hv, const char *path, const char *xml, GError **error);
     gboolean (*set_time)(CarrelHypervisor *hv, const char *name, GError **error);
     gboolean (*fs_freeze)(CarrelHypervisor *hv, const char *name, gboolean freeze, GError **error);

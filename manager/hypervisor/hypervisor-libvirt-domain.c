@@ -453,22 +453,17 @@ secure_save_file(const char *path, GError **error)
     return ok;
 }
 
-gboolean
-carrel_hypervisor_libvirt_save(CarrelHypervisor *hv, const char *name, const char *path,
-                               GError **error)
+/* libvirtd opens a memory path as root with O_TRUNC and follows symlinks: never over a file. */
+static gboolean
+check_new_memory_path(const char *path, GError **error)
 {
-    CarrelLibvirtBackend *be = hv->backend_data;
-    g_autoptr(virDomain) dom = NULL;
     struct stat st;
 
-    if (carrel_hypervisor_libvirt_refuse_on_test(be, "saving", error))
-        return FALSE;
     if (!g_path_is_absolute(path)) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "save path '%s' is not absolute",
                     path);
         return FALSE;
     }
-    /* libvirtd opens the path as root with O_TRUNC and follows symlinks: never over a file. */
     if (lstat(path, &st) == 0) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_EXISTS, "save path '%s' already exists",
                     path);
@@ -478,6 +473,19 @@ carrel_hypervisor_libvirt_save(CarrelHypervisor *hv, const char *name, const cha
         carrel_hypervisor_set_errno_error(error, errno, "inspecting save path");
         return FALSE;
     }
+    return TRUE;
+}
+
+gboolean
+carrel_hypervisor_libvirt_save(CarrelHypervisor *hv, const char *name, const char *path,
+                               GError **error)
+{
+    CarrelLibvirtBackend *be = hv->backend_data;
+    g_autoptr(virDomain) dom = NULL;
+
+    if (carrel_hypervisor_libvirt_refuse_on_test(be, "saving", error) ||
+        !check_new_memory_path(path, error))
+        return FALSE;
     dom = carrel_hypervisor_libvirt_lookup(be, name, error);
     if (!dom)
         return FALSE;
@@ -487,6 +495,42 @@ carrel_hypervisor_libvirt_save(CarrelHypervisor *hv, const char *name, const cha
     }
     if (!secure_save_file(path, error)) {
         g_prefix_error(error, "saved to '%s' but: ", path);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
+carrel_hypervisor_libvirt_snapshot_live(CarrelHypervisor *hv, const char *name,
+                                        const char *memory_path, const char *top_path,
+                                        GError **error)
+{
+    CarrelLibvirtBackend *be = hv->backend_data;
+    g_autoptr(virDomain) dom = NULL;
+    g_autoptr(virDomainSnapshot) snap = NULL;
+    g_autofree char *memory = NULL, *top = NULL, *xml = NULL;
+    /* No libvirt metadata (carrel keeps its own), the top carrel made, all or nothing. */
+    const unsigned int flags = VIR_DOMAIN_SNAPSHOT_CREATE_NO_METADATA |
+                               VIR_DOMAIN_SNAPSHOT_CREATE_REUSE_EXT |
+                               VIR_DOMAIN_SNAPSHOT_CREATE_ATOMIC;
+
+    if (carrel_hypervisor_libvirt_refuse_on_test(be, "a live snapshot", error) ||
+        !check_new_memory_path(memory_path, error) ||
+        !(dom = carrel_hypervisor_libvirt_lookup(be, name, error)))
+        return FALSE;
+    memory = g_markup_escape_text(memory_path, -1);
+    top = g_markup_escape_text(top_path, -1);
+    xml = g_strdup_printf("<domainsnapshot><memory snapshot='external' file='%s'/><disks>"
+                          "<disk name='vda' snapshot='external' type='file'><source file='%s'/>"
+                          "</disk></disks></domainsnapshot>",
+                          memory, top);
+    snap = virDomainSnapshotCreateXML(dom, xml, flags);
+    if (!snap) {
+        carrel_hypervisor_libvirt_set_error(error, "taking a live snapshot");
+        return FALSE;
+    }
+    if (!secure_save_file(memory_path, error)) {
+        g_prefix_error(error, "snapshot memory in '%s' but: ", memory_path);
         return FALSE;
     }
     return TRUE;

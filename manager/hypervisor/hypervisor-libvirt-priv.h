@@ -18,6 +18,7 @@
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(virDomain, virDomainFree)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(virStream, virStreamFree)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(virNetwork, virNetworkFree)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(virDomainSnapshot, virDomainSnapshotFree)
 
 /* The backend_data of a libvirt CarrelHypervisor. */
 typedef struct {
@@ -73,6 +74,9 @@ gboolean carrel_hypervisor_libvirt_get_pause_reason(CarrelHypervisor *hv, const 
 GPtrArray *carrel_hypervisor_libvirt_list(CarrelHypervisor *hv, GError **error);
 gboolean carrel_hypervisor_libvirt_define(CarrelHypervisor *hv, const char *xml, GError **error);
 gboolean carrel_hypervisor_libvirt_persist(CarrelHypervisor *hv, const char *name, GError **error);
+gboolean carrel_hypervisor_libvirt_snapshot_live(CarrelHypervisor *hv, const char *name,
+                                                 const char *memory_path, const char *top_path,
+                                                 GError **error);
 gboolean carrel_hypervisor_libvirt_save(CarrelHypervisor *hv, const char *name, const char *path,
                                         GError **error);
 gboolean carrel_hypervisor_libvirt_restore(CarrelHypervisor *hv, const char *path, const char *xml,

@@ -233,6 +233,7 @@ static const CarrelHypervisorOps libvirt_ops = {
     .define = carrel_hypervisor_libvirt_define,
     .persist = carrel_hypervisor_libvirt_persist,
     .save = carrel_hypervisor_libvirt_save,
+    .snapshot_live = carrel_hypervisor_libvirt_snapshot_live,
     .restore = carrel_hypervisor_libvirt_restore,
     .set_time = carrel_hypervisor_libvirt_set_time,
     .fs_freeze = carrel_hypervisor_libvirt_fs_freeze,

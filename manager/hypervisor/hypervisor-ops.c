@@ -299,6 +299,18 @@ carrel_hypervisor_save(CarrelHypervisor *hv, const char *name, const char *path,
 }
 
 gboolean
+carrel_hypervisor_snapshot_live(CarrelHypervisor *hv, const char *name, const char *memory_path,
+                                const char *top_path, GError **error)
+{
+    g_return_val_if_fail(hv != NULL && name != NULL && memory_path != NULL && top_path != NULL,
+                         FALSE);
+    if (hv->ops->snapshot_live(hv, name, memory_path, top_path, error))
+        return TRUE;
+    g_prefix_error(error, "domain '%s': ", name);
+    return FALSE;
+}
+
+gboolean
 carrel_hypervisor_restore(CarrelHypervisor *hv, const char *path, const char *xml, GError **error)
 {
     g_return_val_if_fail(hv != NULL && path != NULL && xml != NULL, FALSE);

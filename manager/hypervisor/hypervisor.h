@@ -214,6 +214,17 @@ gboolean carrel_hypervisor_persist(CarrelHypervisor *hv, const char *name, GErro
 gboolean carrel_hypervisor_save(CarrelHypervisor *hv, const char *name, const char *path,
                                 GError **error);
 /*
+ * A snapshot of a running or paused domain that keeps it: its memory to memory_path (a save
+ * image, as carrel_hypervisor_save writes, for carrel_hypervisor_restore) and its disk onto
+ * top_path, an overlay the caller made on the disk it runs on. The guest stands still while
+ * its memory is written, then runs on top_path. All or nothing: on failure the domain runs
+ * on its old disk. memory_path as for save (absolute, new; root's, mode 0600 after).
+ * UNSUPPORTED on test:///.
+ */
+gboolean carrel_hypervisor_snapshot_live(CarrelHypervisor *hv, const char *name,
+                                         const char *memory_path, const char *top_path,
+                                         GError **error);
+/*
  * Restores the save image at path as a new running domain described by xml, a full domain
  * XML from carrel_hypervisor_build_domain_xml with its own name, UUID, genid, disk and
  * console log (libvirt refuses another UUID through its own XML argument, so libvirt reads

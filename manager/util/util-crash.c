@@ -10,16 +10,15 @@
 #include "util/util.h"
 
 static const char *const points[] = {
-    "create.inserted",    "create.restored",     "warm.saved",
-    "warm.frozen",        "snapshot.intent",     "snapshot.saving",
-    "snapshot.saved",     "snapshot.undefined",  "snapshot.top",
-    "snapshot.restoring", "snapshot.restored",   "revert.intent",
-    "revert.destroyed",   "revert.restoring",    "revert.restored",
-    "fork.inserted",      "fork.restoring",      "hibernate.saving",
-    "hibernate.saved",    "hibernate.undefined", "resume.restoring",
-    "resume.restored",    "resume.defined",      "pool.taken",
-    "extract.copying",    "extract.copied",      "destroy.intent",
-    "destroy.destroyed",  "destroy.removed",     NULL,
+    "create.inserted",   "create.restored",     "warm.saved",
+    "warm.frozen",       "snapshot.intent",     "snapshot.top",
+    "snapshot.saving",   "snapshot.saved",      "revert.intent",
+    "revert.destroyed",  "revert.restoring",    "revert.restored",
+    "fork.inserted",     "fork.restoring",      "hibernate.saving",
+    "hibernate.saved",   "hibernate.undefined", "resume.restoring",
+    "resume.restored",   "resume.defined",      "pool.taken",
+    "extract.copying",   "extract.copied",      "destroy.intent",
+    "destroy.destroyed", "destroy.removed",     NULL,
 };
 
 static const char *armed; /* one of points, or NULL; set once before any thread starts */

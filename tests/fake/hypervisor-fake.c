@@ -18,13 +18,13 @@
 #define FAKE_SCREEN_HEIGHT 3
 
 static const char *const fake_op_names[] = {
-    "define_start",    "start",      "shutdown",       "destroy",
-    "undefine",        "get_state",  "agent_ping",     "list",
-    "define",          "save",       "restore",        "set_time",
-    "agent_exec",      "screenshot", "file_read",      "file_write",
-    "hid_send",        "fs_freeze",  "pause",          "ensure_network",
-    "set_balloon",     "spice_info", "spice_password", "get_pause_reason",
-    "disk_allocation",
+    "define_start",    "start",         "shutdown",       "destroy",
+    "undefine",        "get_state",     "agent_ping",     "list",
+    "define",          "save",          "restore",        "set_time",
+    "agent_exec",      "screenshot",    "file_read",      "file_write",
+    "hid_send",        "fs_freeze",     "pause",          "ensure_network",
+    "set_balloon",     "spice_info",    "spice_password", "get_pause_reason",
+    "disk_allocation", "snapshot_live",
 };
 
 static void
@@ -342,6 +342,52 @@ fake_save(CarrelHypervisor *hv, const char *name, const char *path, GError **err
     }
     power_off(be, name, dom);
     return TRUE;
+}
+
+/* The domain's disk source moved to top (paths as carrel writes them: no quote to escape). */
+static gboolean
+move_disk(FakeDomain *dom, const char *top, GError **error)
+{
+    g_autofree char *old = carrel_hypervisor_scan_disk_source(dom->xml);
+    g_autofree char *from = old ? g_strdup_printf("<source file='%s'/>", old) : NULL;
+    g_autofree char *to = g_strdup_printf("<source file='%s'/>", top);
+    g_auto(GStrv) parts = from ? g_strsplit(dom->xml, from, 2) : NULL;
+
+    if (!parts || g_strv_length(parts) != 2) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_HYPERVISOR, "the domain has no disk to move");
+        return FALSE;
+    }
+    g_free(dom->xml);
+    dom->xml = g_strjoin(to, parts[0], parts[1], NULL);
+    return TRUE;
+}
+
+static gboolean
+fake_snapshot_live(CarrelHypervisor *hv, const char *name, const char *memory_path,
+                   const char *top_path, GError **error)
+{
+    FakeBackend *be = hv->backend_data;
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
+    g_autoptr(GBytes) memory = g_bytes_new_static(FAKE_MEMORY, strlen(FAKE_MEMORY));
+    FakeDomain *dom;
+
+    if (fake_take_failure(be, "snapshot_live", error) || !(dom = fake_find_domain(be, name, error)))
+        return FALSE;
+    if (dom->state != CARREL_DOMAIN_RUNNING && dom->state != CARREL_DOMAIN_PAUSED) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE, "snapshot: domain is %s",
+                    carrel_domain_state_to_string(dom->state));
+        return FALSE;
+    }
+    if (!g_path_is_absolute(memory_path) || !g_file_test(top_path, G_FILE_TEST_IS_REGULAR)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "snapshot: '%s' is not absolute or '%s' is no file", memory_path, top_path);
+        return FALSE;
+    }
+    if (!carrel_hypervisor_saveimage_create(memory_path, dom->xml, FAKE_COOKIE, memory, error)) {
+        g_prefix_error(error, "snapshot: ");
+        return FALSE;
+    }
+    return move_disk(dom, top_path, error);
 }
 
 static gboolean
@@ -704,6 +750,7 @@ static const CarrelHypervisorOps fake_ops = {
     .define = fake_define,
     .persist = fake_persist,
     .save = fake_save,
+    .snapshot_live = fake_snapshot_live,
     .restore = fake_restore,
     .set_time = fake_set_time,
     .fs_freeze = fake_fs_freeze,

@@ -125,6 +125,50 @@ test_pause_hibernate(void **state)
     assert_int_equal(gone->state, CARREL_SESSION_DESTROYED);
 }
 
+/* The disk a domain runs on, as the hypervisor lists it. */
+static char *
+domain_disk(Fixture *fx, const char *domain)
+{
+    g_autoptr(GPtrArray) all = carrel_hypervisor_list(fx->hv, NULL);
+
+    for (guint i = 0; all && i < all->len; i++) {
+        CarrelDomainInfo *info = g_ptr_array_index(all, i);
+        if (g_str_equal(info->name, domain))
+            return g_strdup(info->disk_path);
+    }
+    return g_strdup("");
+}
+
+/* A live snapshot the hypervisor refuses leaves the session as it was, and no file behind. */
+static void
+test_snapshot_refused(void **state)
+{
+    Fixture *fx = *state;
+    g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = import(fx, "tiny");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelSession) s = create(fx, "snap", &error);
+    g_autoptr(CarrelSession) after = NULL;
+    g_autofree char *snapshots = NULL;
+    g_autoptr(GDir) dir = NULL;
+    const char *name;
+
+    assert_non_null(s);
+    carrel_hypervisor_fake_fail_next(fx->hv, "snapshot_live");
+    assert_null(carrel_manager_snapshot_create(fx->mgr, ADMIN, "snap", "s1", &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_HYPERVISOR));
+    after = carrel_manager_session_get(fx->mgr, ADMIN, "snap", NULL);
+    assert_int_equal(after->state, CARREL_SESSION_RUNNING);
+    assert_string_equal(after->overlay_path, s->overlay_path);
+    assert_null(after->head_snapshot);
+    snapshots = g_build_filename(s->dir, "snapshots", NULL);
+    dir = g_dir_open(snapshots, 0, NULL);
+    assert_true(!dir || !g_dir_read_name(dir));
+    g_clear_pointer(&dir, g_dir_close);
+    dir = g_dir_open(s->dir, 0, NULL);
+    while ((name = g_dir_read_name(dir)))
+        assert_false(g_str_has_prefix(name, "top-"));
+}
+
 static void
 test_snapshots(void **state)
 {
@@ -135,8 +179,12 @@ test_snapshots(void **state)
     g_autoptr(CarrelSnapshot) s1 = NULL, s2 = NULL, dup = NULL, off = NULL;
     g_autoptr(CarrelSession) after = NULL, back = NULL, stopped = NULL, disk_only = NULL;
     g_autoptr(GPtrArray) list = NULL;
+    g_autofree char *domain = NULL, *disk = NULL;
+    CarrelSpiceInfo before = {0}, now = {0};
 
     assert_non_null(s);
+    domain = carrel_session_domain_name(s->id);
+    assert_true(carrel_hypervisor_spice_info(fx->hv, domain, &before, &error));
     s1 = carrel_manager_snapshot_create(fx->mgr, ADMIN, "snap", "s1", &error);
     if (!s1)
         fail_msg("snapshot: %s", error->message);
@@ -147,6 +195,11 @@ test_snapshots(void **state)
     assert_int_equal(after->state, CARREL_SESSION_RUNNING);
     assert_string_not_equal(after->overlay_path, s->overlay_path);
     assert_string_equal(after->head_snapshot, s1->id);
+    /* The same QEMU runs on, on the new top. */
+    assert_true(carrel_hypervisor_spice_info(fx->hv, domain, &now, &error));
+    assert_int_equal(now.run_id, before.run_id);
+    disk = domain_disk(fx, domain);
+    assert_string_equal(disk, after->overlay_path);
     dup = carrel_manager_snapshot_create(fx->mgr, ADMIN, "snap", "s1", &error);
     assert_null(dup);
     assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_EXISTS));
@@ -472,6 +525,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_door, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pause_hibernate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_snapshots, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_snapshot_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fork, setup, teardown),
         cmocka_unit_test_setup_teardown(test_time_limits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_warm_pool, setup, teardown),

@@ -129,8 +129,9 @@ test_screen_after_restores(void **state)
     after = carrel_manager_snapshot_revert(fx->mgr, ADMIN, s->id, "one", &error);
     if (!after)
         fail_msg("revert: %s", error->message);
-    assert_true(carrel_hypervisor_fake_get_screen(fx->hv, NULL, NULL, NULL) > calls);
+    /* The screen is set after the reply: an agent's call waits for it at the door. */
     assert_screen(fx, s->id, 800, 600);
+    assert_true(carrel_hypervisor_fake_get_screen(fx->hv, NULL, NULL, NULL) > calls);
     g_clear_pointer(&after, carrel_session_free);
 
     after = carrel_manager_session_hibernate(fx->mgr, ADMIN, s->id, &error);
