@@ -581,6 +581,9 @@ gboolean carrel_manager_restore_onto(CarrelManager *mgr, CarrelSession *session,
                                      const char *top, GError **error);
 gboolean carrel_manager_define_on(CarrelManager *mgr, CarrelSession *session, const char *top,
                                   GError **error);
+/* A snapshot that never happened leaves nothing: its folder (memory) and the top made for it. */
+void carrel_manager_snapshot_discard(const CarrelSession *session, const CarrelSnapshot *snap,
+                                     const char *top);
 /* A snapshot whose domain left its disk for top: that disk frozen as the layer, stored. */
 gboolean carrel_manager_snapshot_keep(CarrelManager *mgr, CarrelSession *session,
                                       const CarrelSnapshot *snap, const char *top, GError **error);

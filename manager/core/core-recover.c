@@ -168,16 +168,6 @@ snapshot_of_intent(const CarrelSession *session, JsonObject *data)
     return snap;
 }
 
-static void
-remove_snapshot_files(const CarrelSession *session, const CarrelSnapshot *snap, const char *top)
-{
-    g_autofree char *dir = g_build_filename(session->dir, "snapshots", snap->id, NULL);
-
-    (void)carrel_util_remove_tree(dir, NULL);
-    if (top)
-        (void)g_unlink(top);
-}
-
 /*
  * A snapshot cut short. Still running on its old disk: libvirt never moved it (or rolled back),
  * roll back. Running on the new top: the snapshot happened, keep it (the old disk frozen) and
@@ -200,14 +190,14 @@ recover_snapshot(CarrelManager *mgr, CarrelSession *session, JsonObject *data, G
     if (stored && g_strcmp0(session->overlay_path, top) == 0)
         return TRUE; /* stored: only the intent was left */
     if (runs_on(info, snap->layer_path)) {
-        remove_snapshot_files(session, snap, top);
+        carrel_manager_snapshot_discard(session, snap, top);
         return TRUE;
     }
     if (runs_on(info, top))
         return keep_restored(mgr, session, info, error) &&
                carrel_manager_snapshot_keep(mgr, session, snap, top, error);
     if (snap->memory_path && !memory_whole(snap->memory_path)) {
-        remove_snapshot_files(session, snap, top);
+        carrel_manager_snapshot_discard(session, snap, top);
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_FAILED,
                     "its memory file was left incomplete: the memory state is lost");
         return FALSE;

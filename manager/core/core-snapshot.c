@@ -123,17 +123,15 @@ snapshot_intent(CarrelManager *mgr, const CarrelSession *session, const CarrelSn
     return carrel_manager_intent_begin(mgr, session->id, "snapshot", b, error);
 }
 
-/* What a snapshot that failed before the domain moved leaves: nothing. */
-static void
-snapshot_discard(const CarrelSnapshot *snap, const char *top)
+void
+carrel_manager_snapshot_discard(const CarrelSession *session, const CarrelSnapshot *snap,
+                                const char *top)
 {
-    g_autofree char *dir = snap->memory_path ? g_path_get_dirname(snap->memory_path) : NULL;
+    g_autofree char *dir = snapshot_dir(session, snap->id);
 
-    (void)g_unlink(top);
-    if (snap->memory_path)
-        (void)g_unlink(snap->memory_path);
-    if (dir)
-        (void)g_rmdir(dir);
+    (void)carrel_util_remove_tree(dir, NULL);
+    if (top)
+        (void)g_unlink(top);
 }
 
 /* A running session: its memory to the file and its disk onto top in one step, QEMU running on.
@@ -146,13 +144,13 @@ snapshot_running(CarrelManager *mgr, CarrelSession *session, const CarrelSnapsho
 
     carrel_timings_mark("prepare");
     if (!make_top(top, snap->layer_path, error)) {
-        snapshot_discard(snap, top);
+        carrel_manager_snapshot_discard(session, snap, top);
         return FALSE;
     }
     carrel_crash_point("snapshot.top");
     carrel_crash_during("snapshot.saving", 300);
     if (!carrel_hypervisor_snapshot_live(mgr->hv, domain, snap->memory_path, top, error)) {
-        snapshot_discard(snap, top);
+        carrel_manager_snapshot_discard(session, snap, top);
         return FALSE;
     }
     carrel_timings_mark("snapshot");
