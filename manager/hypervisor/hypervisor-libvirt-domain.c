@@ -508,7 +508,7 @@ carrel_hypervisor_libvirt_snapshot_live(CarrelHypervisor *hv, const char *name,
     CarrelLibvirtBackend *be = hv->backend_data;
     g_autoptr(virDomain) dom = NULL;
     g_autoptr(virDomainSnapshot) snap = NULL;
-    g_autofree char *memory = NULL, *top = NULL, *xml = NULL;
+    g_autofree char *xml = NULL;
     /* No libvirt metadata (carrel keeps its own), the top carrel made, all or nothing. */
     const unsigned int flags = VIR_DOMAIN_SNAPSHOT_CREATE_NO_METADATA |
                                VIR_DOMAIN_SNAPSHOT_CREATE_REUSE_EXT |
@@ -518,12 +518,7 @@ carrel_hypervisor_libvirt_snapshot_live(CarrelHypervisor *hv, const char *name,
         !check_new_memory_path(memory_path, error) ||
         !(dom = carrel_hypervisor_libvirt_lookup(be, name, error)))
         return FALSE;
-    memory = g_markup_escape_text(memory_path, -1);
-    top = g_markup_escape_text(top_path, -1);
-    xml = g_strdup_printf("<domainsnapshot><memory snapshot='external' file='%s'/><disks>"
-                          "<disk name='vda' snapshot='external' type='file'><source file='%s'/>"
-                          "</disk></disks></domainsnapshot>",
-                          memory, top);
+    xml = carrel_hypervisor_build_snapshot_xml(memory_path, top_path);
     snap = virDomainSnapshotCreateXML(dom, xml, flags);
     if (!snap) {
         carrel_hypervisor_libvirt_set_error(error, "taking a live snapshot");

@@ -406,3 +406,14 @@ carrel_hypervisor_build_domain_xml(const CarrelDomainSpec *spec, GError **error)
     g_string_append(xml, "  </devices>\n</domain>\n");
     return g_string_free(g_steal_pointer(&xml), FALSE);
 }
+
+char *
+carrel_hypervisor_build_snapshot_xml(const char *memory_path, const char *top_path)
+{
+    /* External memory and disk: the memory as a save image, vda onto the top carrel made. */
+    return g_markup_printf_escaped(
+        "<domainsnapshot><memory snapshot='external' file='%s'/><disks>"
+        "<disk name='vda' snapshot='external' type='file'><source file='%s'/></disk>"
+        "</disks></domainsnapshot>",
+        memory_path, top_path);
+}

@@ -68,6 +68,8 @@ typedef struct {
  * accel, vcpus or memory outside CARREL_LIMIT_*) are refused with CARREL_ERROR_INVALID_ARG.
  */
 char *carrel_hypervisor_build_domain_xml(const CarrelDomainSpec *spec, GError **error);
+/* Pure: the snapshot XML of carrel_hypervisor_snapshot_live (paths escaped). */
+char *carrel_hypervisor_build_snapshot_xml(const char *memory_path, const char *top_path);
 
 /*
  * The revision of the machine the builder describes (its device set). Saved memory can only be

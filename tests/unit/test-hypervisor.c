@@ -747,6 +747,21 @@ test_libvirt_define(void **state)
     assert_error(error, CARREL_ERROR_HYPERVISOR, "domain xml: defining: ");
 }
 
+/* The live snapshot's XML: memory and vda external, hostile paths escaped. */
+static void
+test_snapshot_xml(void **state)
+{
+    g_autofree char *xml =
+        carrel_hypervisor_build_snapshot_xml("/s/p-1/memory.save", "/s/a'<&.qcow2");
+
+    (void)state;
+    assert_string_equal(xml,
+                        "<domainsnapshot><memory snapshot='external' file='/s/p-1/memory.save'/>"
+                        "<disks><disk name='vda' snapshot='external' type='file'>"
+                        "<source file='/s/a&apos;&lt;&amp;.qcow2'/></disk></disks>"
+                        "</domainsnapshot>");
+}
+
 int
 main(void)
 {
@@ -772,6 +787,7 @@ main(void)
         cmocka_unit_test(test_fake_restore_clones),
         cmocka_unit_test(test_fake_restore_refused),
         cmocka_unit_test(test_libvirt_define),
+        cmocka_unit_test(test_snapshot_xml),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
