@@ -243,14 +243,20 @@ copy_states(JsonObject *in, JsonObject *out, const char *id, GError **error)
 }
 
 static gboolean
-get_coordinate(JsonObject *o, const char *member, gboolean size, gint64 *ret)
+get_coordinate(JsonObject *o, const char *member, gint64 *ret)
 {
     JsonNode *n = json_object_get_member(o, member);
 
     if (!carrel_conf_node_holds(n, G_TYPE_INT64))
         return FALSE;
     *ret = json_node_get_int(n);
-    return *ret <= CARREL_A11Y_MAX_COORDINATE && *ret >= (size ? 0 : -CARREL_A11Y_MAX_COORDINATE);
+    return TRUE;
+}
+
+static gboolean
+in_range(gint64 v, gboolean size)
+{
+    return v <= CARREL_A11Y_MAX_COORDINATE && v >= (size ? 0 : -CARREL_A11Y_MAX_COORDINATE);
 }
 
 static gint64
@@ -266,6 +272,7 @@ copy_bounds(const Check *check, JsonObject *in, JsonObject *out, const char *id,
     JsonNode *n = json_object_get_member(in, "bounds");
     JsonObject *b, *o;
     gint64 v[4];
+    gboolean placed = TRUE;
 
     if (!n || JSON_NODE_HOLDS_NULL(n)) {
         json_object_set_null_member(out, "bounds");
@@ -275,8 +282,15 @@ copy_bounds(const Check *check, JsonObject *in, JsonObject *out, const char *id,
     if (!b || json_object_get_size(b) != 4)
         return bad(error, id, "'bounds' must be null or {x, y, width, height}");
     for (guint i = 0; i < 4; i++) {
-        if (!get_coordinate(b, members[i], i >= 2, &v[i]))
-            return bad(error, id, "a bound is not an integer in range");
+        if (!get_coordinate(b, members[i], &v[i]))
+            return bad(error, id, "a bound is not an integer");
+        placed = placed && in_range(v[i], i >= 2);
+    }
+    /* AT-SPI says "nowhere" with INT_MIN (GTK's unmapped widgets, e.g. a hidden panel button):
+     * such an element, or one placed past any screen, has no bounds. */
+    if (!placed) {
+        json_object_set_null_member(out, "bounds");
+        return TRUE;
     }
     o = json_object_new();
     json_object_set_int_member(o, "x", map(v[0], check->model_w, check->screen_w));

@@ -115,6 +115,41 @@ test_tree_text_cleaned(void **state)
                      CARREL_A11Y_MAX_NAME_CHARS);
 }
 
+/* Elements AT-SPI places nowhere (GTK's unmapped widgets say INT_MIN: a hidden panel button
+ * of Xfce did), past any screen, or with a negative size: kept in the tree, with no bounds. */
+static void
+test_tree_unplaced(void **state)
+{
+    static const char *const bounds[] = {
+        "{\"x\":-2147483648,\"y\":-2147483648,\"width\":1,\"height\":1}",
+        "{\"x\":99999999,\"y\":0,\"width\":1,\"height\":1}",
+        "{\"x\":0,\"y\":0,\"width\":-1,\"height\":1}",
+    };
+    CarrelA11yRequest req = request(12, 500);
+
+    (void)state;
+    for (guint i = 0; i < G_N_ELEMENTS(bounds); i++) {
+        g_autoptr(GError) error = NULL;
+        g_autofree char *text = g_strdup_printf(
+            REPLY(FRAME("{\"id\":\"0.0.0\",\"role\":\"toggle button\",\"name\":\"Firefox\","
+                        "\"states\":[\"enabled\"],\"bounds\":%s,\"action\":\"press\","
+                        "\"children\":[]}")),
+            bounds[i]);
+        g_autoptr(JsonNode) out = tree(text, &req, &error);
+        JsonObject *root, *child;
+
+        if (!out)
+            fail_msg("refused %s: %s", bounds[i], error->message);
+        root = json_object_get_object_member(json_node_get_object(out), "root");
+        child = json_array_get_object_element(json_object_get_array_member(root, "children"), 0);
+        assert_string_equal(json_object_get_string_member(child, "name"), "Firefox");
+        assert_true(json_object_has_member(child, "bounds"));
+        assert_null(json_object_get_object_member(child, "bounds"));
+        /* The frame around it keeps its own. */
+        assert_non_null(json_object_get_object_member(root, "bounds"));
+    }
+}
+
 static void
 expect_refused(const char *text, const CarrelA11yRequest *req, const char *fragment)
 {
@@ -165,11 +200,7 @@ test_tree_hostile(void **state)
                          "\"children\":[]}"),
                    &req, "bound");
     expect_refused(REPLY("{\"id\":\"0\",\"role\":\"r\",\"name\":\"\",\"states\":[],\"bounds\":"
-                         "{\"x\":0,\"y\":0,\"width\":-1,\"height\":1},\"action\":null,"
-                         "\"children\":[]}"),
-                   &req, "bound");
-    expect_refused(REPLY("{\"id\":\"0\",\"role\":\"r\",\"name\":\"\",\"states\":[],\"bounds\":"
-                         "{\"x\":99999999,\"y\":0,\"width\":1,\"height\":1},\"action\":null,"
+                         "{\"x\":0,\"y\":0,\"width\":\"1\",\"height\":1},\"action\":null,"
                          "\"children\":[]}"),
                    &req, "bound");
     expect_refused(REPLY("{\"id\":\"0\",\"role\":\"r\",\"name\":\"\",\"states\":[],\"bounds\":"
@@ -363,6 +394,7 @@ main(void)
         cmocka_unit_test(test_tree_clean),
         cmocka_unit_test(test_tree_scaled),
         cmocka_unit_test(test_tree_text_cleaned),
+        cmocka_unit_test(test_tree_unplaced),
         cmocka_unit_test(test_tree_hostile),
         cmocka_unit_test(test_node),
         cmocka_unit_test(test_ids),
