@@ -6,6 +6,13 @@
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib/common.sh"
 
 BENCH_URI="${CARREL_BENCH_URI:-qemu:///system}"
+
+now_us() { date +%s%6N; }
+# pct "US US ..." P: the P-th percentile of the samples (microseconds), in ms.
+pct() {
+    tr ' ' '\n' <<<"$1" | grep . | sort -n |
+        awk -v p="$2" '{a[NR]=$1} END {i=int(NR*p/100+0.999); if (i<1) i=1; printf "%.1f", a[i]/1000}'
+}
 CARREL="$CARREL_ROOT/build/manager/cli/carrel"
 
 # bench_start NAME [CARRELD_OPTION...]: WORK, CARREL_SOCKET, CARREL_STATE_DIR, DAEMON (carreld's
