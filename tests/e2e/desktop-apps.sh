@@ -245,6 +245,12 @@ desk_heading_check() { # ID NAME HEADING
         echo "desktop-apps: org.a11y.Status: $(desk_a11y_status "$1" | tr -s ' \n' ' ')"
     fi
     check "$2: Firefox's accessibility tree holds the page's heading (carrel a11y)" test -n "$found"
+    # The whole desktop's tree: every application, also the panel's hidden buttons that AT-SPI
+    # places at INT_MIN (once refused the whole tree), and the page among them.
+    check "$2: the whole desktop's tree answers and holds the page's heading" sh -c \
+        "carrel a11y '$1' --desktop --depth 32 --max-nodes 5000 --json | jq -e --arg t '$3' \
+            '[.. | objects | select(.role? == \"heading\" and ((.name // \"\") | contains(\$t)))]
+            | length > 0' >/dev/null"
 }
 
 desktop_apps_checks() {
