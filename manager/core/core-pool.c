@@ -126,9 +126,11 @@ hand_over(CarrelManager *mgr, const CarrelPrincipal *who, CarrelSession *m,
     if (!carrel_manager_intent_begin(mgr, m->id, "claim", NULL, error) ||
         !carrel_store_session_adopt_member(mgr->store, m, error))
         return FALSE;
+    carrel_timings_mark("adopt");
     carrel_crash_point("pool.taken");
     if (!carrel_hypervisor_pause(mgr->hv, domain, FALSE, error))
         return FALSE;
+    carrel_timings_mark("resume");
     /* Its clock stood still while it waited, and the screen may be the request's own: both are
      * set after the reply, before any verb reaches the guest (core-catchup.c). */
     carrel_manager_catchup_restored(mgr, m, FALSE);
@@ -158,6 +160,7 @@ carrel_manager_pool_take(CarrelManager *mgr, const CarrelPrincipal *who,
         gboolean ok;
         if (!fits(req, tmpl, policy, m) || !carrel_manager_mark_busy(mgr, m->id, "hand-over", NULL))
             continue;
+        carrel_timings_mark("lookup");
         fresh = carrel_store_session_get(mgr->store, m->id, NULL);
         ok = fresh && fresh->pool && fits(req, tmpl, policy, fresh) &&
              hand_over(mgr, who, fresh, req, tmpl, policy, &error);
