@@ -210,6 +210,12 @@ def evaluate(goal, benches):
         return dict(out, measured=None, status="not measured", reason=goal["reason"])
     measured, why = figure(benches, goal["bench"], goal["value"])
     out["measured"] = measured
+    # A goal of a given size (40 sessions): a smaller run measures something else.
+    need = goal.get("requires")
+    if why is None and need:
+        have, why = figure(benches, goal["bench"], need["path"])
+        if why is None and have < need["min"]:
+            why = f"bench/{goal['bench']} ran with {need['path']} {have}; the goal needs {need['min']}"
     compared = measured
     if why is None and goal.get("baseline"):
         base_bench, base_path = goal["baseline"].split(".", 1)

@@ -36,7 +36,7 @@ check() {
 # Stand-in benches: each prints its canned output and notes its arguments; sdk exits 1.
 mkdir -p "$tmp/benches"
 printf '{"bench":"reporter","accel":"kvm"}\n' >"$tmp/reporter.log"
-for name in warm computer lifecycle exec-stream console api sdk quiet recording reporter; do
+for name in warm computer lifecycle exec-stream console api sdk quiet recording density reporter; do
     status=0
     [ "$name" = sdk ] && status=1
     printf '#!/bin/bash\necho "$*" >"%s/args-%s"\ncat "%s/%s.log"\nexit %d\n' \
@@ -63,7 +63,8 @@ results_of() {
 }
 
 # 1. The quick set with a failing bench and a silent one: exit 1, every bench run.
-accel=kvm run_all results --update-readme warm:3 computer lifecycle:5 exec-stream console api sdk quiet
+accel=kvm run_all results --update-readme warm:3 computer lifecycle:5 exec-stream console api sdk quiet \
+    density
 status=$?
 [ "$status" -eq 1 ] || { cat "$tmp/results.err"; fail "bench/all exited $status, not 1"; }
 mapfile -t found < <(results_of results)
@@ -80,7 +81,7 @@ grep -q 'sdk: FAILED (exit 1)' "$tmp/results.err" || fail "the failure is not re
 grep -q '    AssertionError' "$tmp/results.err" || fail "the failed bench's log tail is not shown"
 
 check "top level" '(.date | test("^[0-9-]+T[0-9:]+Z$")) and (.commit | length > 0)
-    and (.benches | keys == ["api","computer","console","exec-stream","lifecycle","quiet","sdk","warm"])' "$res"
+    and (.benches | keys == ["api","computer","console","density","exec-stream","lifecycle","quiet","sdk","warm"])' "$res"
 check "machine" '.machine | (.cpus | type == "number") and (.mem_gib > 0) and (.kernel | length > 0)
     and (.cpu_model | length > 0) and .accel == "kvm"' "$res"
 check "results found" '.benches | .warm.result.cold_median_ms == 24097 and .api.result.rps.sessions == 11234
@@ -96,9 +97,10 @@ check "durations" '[.benches[] | .seconds | type == "number" and . >= 0] | all' 
 # Every goal of bench/goals.json, once, in its order.
 check "goal ids" "[.goals[].id] == $(jq -c '[.goals[].id]' "$src/bench/goals.json")" "$res"
 check "goal statuses" '[.goals[] | {(.id): .status}] | add == {
-    "warm-vs-cold": "missed", "warm-vs-restore": "not measured", "snapshot": "missed",
+    "warm-vs-cold": "missed", "warm-vs-restore": "missed", "snapshot": "missed",
     "revert": "met", "fork4": "missed", "pool-claim": "missed", "screenshot": "not measured",
     "screenshot-vs-virsh": "not measured", "exec": "met", "density": "not measured",
+    "density-exec": "not measured",
     "recording-exec": "not measured", "recording-idle-cpu": "not measured", "settle": "not measured"}' "$res"
 check "ratio goal" '.goals[] | select(.id == "warm-vs-cold") | .measured == 9467 and .baseline == 24097
     and .ratio == 2.545 and .target == 10 and .op == ">="' "$res"
@@ -109,8 +111,10 @@ check "absolute goal" '.goals[] | select(.id == "snapshot") | .measured == 5258.
 check "not measured: failed bench" '.goals[] | select(.id == "screenshot") | .reason == "bench/sdk failed"' "$res"
 check "not measured: no figure" '.goals[] | select(.id == "settle")
     | .reason == "bench/computer reports no click.settled_p50_ms"' "$res"
-check "not measured: no bench" '.goals[] | select(.id == "density") | .measured == null
-    and (.reason | test("no bench"))' "$res"
+check "value over baseline" '.goals[] | select(.id == "warm-vs-restore") | .measured == 9467
+    and .baseline == 4123 and .ratio == 2.296' "$res"
+check "not measured: a smaller run" '.goals[] | select(.id == "density") | .measured == 341
+    and .reason == "bench/density ran with sessions 12; the goal needs 40"' "$res"
 grep -qE '^revert +5,549 ms +5,426 +1\.02x +value/baseline <= 1\.2 +met$' "$tmp/results.out" ||
     { cat "$tmp/results.out"; fail "bench/all's goal table lacks the revert row"; }
 grep -qE '^warm-vs-cold .* MISSED$' "$tmp/results.out" || fail "a missed goal is not MISSED"
