@@ -45,6 +45,9 @@ typedef struct {
     guint hid_dropped;    /* frames sent without room: QEMU would have dropped them */
     GHashTable *networks; /* name -> XML */
     guint balloon_calls;
+    guint balloon_hold_ms;   /* each set_balloon call lasts this long (outside the lock) */
+    guint balloon_in_flight; /* set_balloon calls under way now */
+    guint balloon_most;      /* the most ever under way at once */
     gint64 next_run_id;
     gboolean screen_refused; /* carrel-guest screen fails, as in a guest whose X cannot */
     guint screen_calls;      /* carrel-guest screen commands answered */
@@ -77,6 +80,9 @@ gboolean fake_hid_room(CarrelHypervisor *hv, const char *name, CarrelHidDevice d
  * other command. Called with be->lock held. */
 gboolean fake_guest_screen(FakeBackend *be, FakeDomain *dom, const CarrelGuestExec *run,
                            CarrelExecResult *ret_result);
+gboolean fake_set_balloon(CarrelHypervisor *hv, const char *name, guint target_mib, guint timeout_s,
+                          guint *ret_actual_mib, GError **error);
+
 /* A drawn PPM of width x height. */
 GBytes *fake_sized_screen(guint width, guint height);
 /* The next frame of the drawing screen (a screenshot while drawing is on); counts the

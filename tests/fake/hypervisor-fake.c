@@ -671,25 +671,6 @@ fake_ensure_network(CarrelHypervisor *hv, const char *name, const char *xml, cha
     return TRUE;
 }
 
-static gboolean
-fake_set_balloon(CarrelHypervisor *hv, const char *name, guint target_mib, guint timeout_s,
-                 guint *ret_actual_mib, GError **error)
-{
-    FakeBackend *be = hv->backend_data;
-    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
-    FakeDomain *dom = NULL;
-
-    if (fake_take_failure(be, "set_balloon", error) || !(dom = fake_find_domain(be, name, error)))
-        return FALSE;
-    if (dom->state != CARREL_DOMAIN_RUNNING) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE, "domain is not running");
-        return FALSE;
-    }
-    be->balloon_calls++;
-    *ret_actual_mib = target_mib;
-    return TRUE;
-}
-
 /* Called with the lock held: a domain whose QEMU runs (SPICE is there while paused too). */
 static FakeDomain *
 find_live_domain(FakeBackend *be, const char *name, GError **error)
@@ -952,19 +933,6 @@ carrel_hypervisor_fake_set_network(CarrelHypervisor *hv, const char *name, const
     g_mutex_lock(&be->lock);
     g_hash_table_insert(be->networks, g_strdup(name), g_strdup(xml));
     g_mutex_unlock(&be->lock);
-}
-
-guint
-carrel_hypervisor_fake_get_balloon_calls(CarrelHypervisor *hv)
-{
-    FakeBackend *be = fake_backend_of(hv);
-    guint calls;
-
-    g_return_val_if_fail(be != NULL, 0);
-    g_mutex_lock(&be->lock);
-    calls = be->balloon_calls;
-    g_mutex_unlock(&be->lock);
-    return calls;
 }
 
 char *

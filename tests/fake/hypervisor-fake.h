@@ -117,6 +117,10 @@ char *carrel_hypervisor_fake_get_spice_password(CarrelHypervisor *hv, const char
 
 /* How many set_balloon calls the fake has served. */
 guint carrel_hypervisor_fake_get_balloon_calls(CarrelHypervisor *hv);
+/* Each set_balloon call from now on lasts ms, as a guest moving its balloon does. */
+void carrel_hypervisor_fake_set_balloon_hold(CarrelHypervisor *hv, guint ms);
+/* The most set_balloon calls ever under way at once. */
+guint carrel_hypervisor_fake_get_balloon_most(CarrelHypervisor *hv);
 
 /* A copy of the QMP commands the fake received so far (GPtrArray of strings, in order). */
 GPtrArray *carrel_hypervisor_fake_get_hid(CarrelHypervisor *hv);

@@ -1,0 +1,66 @@
+/*
+ * The fake's balloon: a target met at once, or after a hold that stands for a guest moving its
+ * balloon, with a count of the calls under way together (core-warm.c runs one reclaim at a time).
+ */
+#define CARREL_HYPERVISOR_BACKEND_H_ALLOW
+#include "hypervisor/hypervisor-backend.h"
+#include "tests/fake/hypervisor-fake-priv.h"
+
+gboolean
+fake_set_balloon(CarrelHypervisor *hv, const char *name, guint target_mib, guint timeout_s,
+                 guint *ret_actual_mib, GError **error)
+{
+    FakeBackend *be = hv->backend_data;
+    FakeDomain *dom = NULL;
+    guint hold_ms;
+
+    (void)timeout_s;
+    g_mutex_lock(&be->lock);
+    if (fake_take_failure(be, "set_balloon", error) || !(dom = fake_find_domain(be, name, error))) {
+        g_mutex_unlock(&be->lock);
+        return FALSE;
+    }
+    if (dom->state != CARREL_DOMAIN_RUNNING) {
+        g_mutex_unlock(&be->lock);
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE, "domain is not running");
+        return FALSE;
+    }
+    be->balloon_calls++;
+    be->balloon_in_flight++;
+    be->balloon_most = MAX(be->balloon_most, be->balloon_in_flight);
+    hold_ms = be->balloon_hold_ms;
+    g_mutex_unlock(&be->lock);
+    g_usleep((gulong)hold_ms * 1000);
+    g_mutex_lock(&be->lock);
+    be->balloon_in_flight--;
+    g_mutex_unlock(&be->lock);
+    *ret_actual_mib = target_mib;
+    return TRUE;
+}
+
+guint
+carrel_hypervisor_fake_get_balloon_calls(CarrelHypervisor *hv)
+{
+    FakeBackend *be = hv->backend_data;
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
+
+    return be->balloon_calls;
+}
+
+void
+carrel_hypervisor_fake_set_balloon_hold(CarrelHypervisor *hv, guint ms)
+{
+    FakeBackend *be = hv->backend_data;
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
+
+    be->balloon_hold_ms = ms;
+}
+
+guint
+carrel_hypervisor_fake_get_balloon_most(CarrelHypervisor *hv)
+{
+    FakeBackend *be = hv->backend_data;
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
+
+    return be->balloon_most;
+}

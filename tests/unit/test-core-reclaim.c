@@ -1,0 +1,50 @@
+/*
+ * A warm clone's memory reclaim (core-warm.c) on the fake: its balloon in, then out, and one
+ * reclaim at a time daemon-wide, however many clones are made together.
+ */
+#include "core-fixture.h"
+
+static void
+test_one_at_a_time(void **state)
+{
+    Fixture *fx = *state;
+    g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = import(fx, "tiny");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelJob) job = NULL;
+    CarrelSessionRequest plain = {.template_name = (char *)"tiny"};
+    CarrelSession *clones[3] = {NULL};
+    guint before;
+
+    carrel_hypervisor_fake_set_exec_result(fx->hv, 0, "{\"ready\":true}", "");
+    job = carrel_manager_template_warm(fx->mgr, ADMIN, "tiny", 0, &error);
+    assert_non_null(job);
+    if (!carrel_job_wait(job, &error))
+        fail_msg("warm: %s", error->message);
+    /* Each guest takes 500 ms to move its balloon: clones made one after another overlap. */
+    carrel_hypervisor_fake_set_balloon_hold(fx->hv, 500);
+    before = carrel_hypervisor_fake_get_balloon_calls(fx->hv);
+    for (guint i = 0; i < G_N_ELEMENTS(clones); i++) {
+        clones[i] = carrel_manager_session_create(fx->mgr, ADMIN, &plain, &error);
+        if (!clones[i])
+            fail_msg("clone %u: %s", i, error->message);
+        assert_true(clones[i]->from_warm);
+    }
+    /* In and out for each clone, never two at once. */
+    for (int i = 0; i < 300 && carrel_hypervisor_fake_get_balloon_calls(fx->hv) < before + 6; i++)
+        g_usleep(20 * 1000);
+    assert_int_equal(carrel_hypervisor_fake_get_balloon_calls(fx->hv), before + 6);
+    assert_int_equal(carrel_hypervisor_fake_get_balloon_most(fx->hv), 1);
+    g_usleep(100 * 1000); /* the last job's last steps, before the fixture goes */
+    for (guint i = 0; i < G_N_ELEMENTS(clones); i++)
+        carrel_session_free(clones[i]);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_one_at_a_time, setup, teardown),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
