@@ -25,7 +25,6 @@ fake_set_balloon(CarrelHypervisor *hv, const char *name, guint target_mib, guint
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE, "domain is not running");
         return FALSE;
     }
-    be->balloon_calls++;
     be->balloon_in_flight++;
     be->balloon_most = MAX(be->balloon_most, be->balloon_in_flight);
     hold_ms = be->balloon_hold_ms;
@@ -33,6 +32,7 @@ fake_set_balloon(CarrelHypervisor *hv, const char *name, guint target_mib, guint
     g_usleep((gulong)hold_ms * 1000);
     g_mutex_lock(&be->lock);
     be->balloon_in_flight--;
+    be->balloon_calls++; /* counted once done: a test waiting for it finds nothing under way */
     g_mutex_unlock(&be->lock);
     *ret_actual_mib = target_mib;
     return TRUE;

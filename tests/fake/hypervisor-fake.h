@@ -115,7 +115,7 @@ void carrel_hypervisor_fake_set_network(CarrelHypervisor *hv, const char *name, 
 char *carrel_hypervisor_fake_get_spice_password(CarrelHypervisor *hv, const char *name,
                                                 gint64 *ret_valid_until);
 
-/* How many set_balloon calls the fake has served. */
+/* How many set_balloon calls the fake has served (each counted once it returns). */
 guint carrel_hypervisor_fake_get_balloon_calls(CarrelHypervisor *hv);
 /* Each set_balloon call from now on lasts ms, as a guest moving its balloon does. */
 void carrel_hypervisor_fake_set_balloon_hold(CarrelHypervisor *hv, guint ms);
