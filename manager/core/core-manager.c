@@ -83,6 +83,7 @@ carrel_manager_new(const CarrelManagerConfig *config, CarrelHypervisor *hv, GErr
     mgr->busy = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     mgr->catchup_pending = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     g_mutex_init(&mgr->recorders_lock);
+    g_mutex_init(&mgr->reclaim_lock);
     mgr->recorders = g_hash_table_new(g_str_hash, g_str_equal);
     mgr->pending_exit = g_ptr_array_new_with_free_func(g_free);
     mgr->hid_states = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, hid_state_free);
@@ -157,6 +158,7 @@ carrel_manager_free(CarrelManager *mgr)
     carrel_manager_recording_stop_all(mgr);
     g_clear_pointer(&mgr->recorders, g_hash_table_unref);
     g_mutex_clear(&mgr->recorders_lock);
+    g_mutex_clear(&mgr->reclaim_lock);
     g_mutex_clear(&mgr->watch_lock);
     g_cond_clear(&mgr->watch_cond);
     g_clear_pointer(&mgr->jobs, g_hash_table_unref);

@@ -78,6 +78,7 @@ struct _CarrelManager {
     guint64 low_bytes;      /* less free than this refuses creates, snapshots, uploads */
     gboolean reserve_held;
     GMutex recorders_lock; /* guards recorders */
+    GMutex reclaim_lock;   /* held by the one memory reclaim under way (core-warm.c) */
     GHashTable *recorders; /* session id (the recorder's) -> CarrelRecorder (core-recording.c) */
 };
 

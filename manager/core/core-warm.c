@@ -241,11 +241,6 @@ carrel_manager_template_warm(CarrelManager *mgr, const CarrelPrincipal *who, con
 #define RECLAIM_FLOOR_MIB 256
 #define RECLAIM_TIMEOUT_S 60
 
-/* One reclaim at a time, daemon-wide. Many clones made together (a fork, a pool, a fleet)
- * each inflating at once starved one another's guests under TCG: a balloon that stops moving
- * for a while is taken as done, so clones were left at 0.8-1.3 GB instead of ~0.5. */
-static GMutex reclaim_lock;
-
 typedef struct {
     CarrelManager *mgr;
     char *domain;
@@ -269,8 +264,11 @@ reclaim_job(CarrelJob *job, gpointer data, JsonNode **ret_result, GError **error
     g_autoptr(JsonBuilder) b = json_builder_new();
     g_autoptr(GMutexLocker) locker = NULL;
 
+    /* One reclaim at a time, daemon-wide. Clones made together (a fork, a pool, a fleet) each
+     * inflating at once starved one another's guests under TCG: a balloon that stops moving
+     * for a while is taken as done, so clones were left at 0.8-1.3 GB instead of ~0.5. */
     carrel_job_progress(job, "waiting for other clones' reclaims");
-    locker = g_mutex_locker_new(&reclaim_lock);
+    locker = g_mutex_locker_new(&rd->mgr->reclaim_lock);
     carrel_job_progress(job, "inflating the balloon");
     if (!carrel_hypervisor_set_balloon(rd->mgr->hv, rd->domain, target, RECLAIM_TIMEOUT_S, &low,
                                        error))
