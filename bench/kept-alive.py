@@ -11,14 +11,13 @@ import json
 import sys
 import time
 
-import httpx
+from load import client  # bench/load.py's kept-alive client on carreld's socket
 
 
 def main() -> int:
     socket, token, method, path = sys.argv[1:5]
     body = sys.argv[5] if len(sys.argv) > 5 else None
-    with httpx.Client(transport=httpx.HTTPTransport(uds=socket), base_url="http://carreld",
-                      headers={"Authorization": f"Bearer {token}"}, timeout=600) as c:
+    with client(socket, token, 600) as c:
         c.get("/v1/healthz").raise_for_status()
         t0 = time.perf_counter()
         c.get("/v1/healthz").raise_for_status()
