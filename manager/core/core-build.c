@@ -1,6 +1,9 @@
 #include <errno.h>
+#include <fcntl.h>
 #include <glib/gstdio.h>
 #include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include "core/core-priv.h"
 
@@ -189,6 +192,57 @@ build_into_cache(CarrelManager *mgr, CarrelJob *job, const char *script, const c
     return TRUE;
 }
 
+/* Two carrelds sharing a cache (two test halves, two users) may build one recipe at once: the
+ * first builds, the other waits here and then reuses its entry. The lock goes with the fd. */
+static int
+lock_entry(CarrelJob *job, const char *cached, GError **error)
+{
+    g_autofree char *dir = g_path_get_dirname(cached);
+    g_autofree char *path = g_strconcat(cached, ".lock", NULL);
+    int fd;
+
+    if (!carrel_util_ensure_dir(dir, 0755, error))
+        return -1;
+    fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INTERNAL, "opening '%s': %s", path,
+                    g_strerror(errno));
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+        return fd;
+    carrel_job_progress(job, "waiting for another build of this recipe");
+    while (flock(fd, LOCK_EX) < 0) {
+        if (errno == EINTR)
+            continue;
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INTERNAL, "locking '%s': %s", path,
+                    g_strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* The cache entry's outputs, built by this carreld or another, or reused. */
+static gboolean
+ensure_cached(CarrelManager *mgr, CarrelJob *job, const char *script, const char *cached,
+              GError **error)
+{
+    int fd = lock_entry(job, cached, error);
+    gboolean ok;
+
+    if (fd < 0)
+        return FALSE;
+    if (outputs_complete(cached)) {
+        carrel_job_progress(job, "reusing the cached build");
+        ok = TRUE;
+    } else {
+        ok = build_into_cache(mgr, job, script, cached, error);
+    }
+    close(fd);
+    return ok;
+}
+
 static CarrelTemplate *
 find_built(CarrelManager *mgr, const char *name, const char *hash)
 {
@@ -252,10 +306,7 @@ build_while_busy(CarrelJob *job, gpointer data, JsonNode **ret_result, GError **
     if (tmpl) {
         carrel_job_progress(job, "this recipe is already imported");
     } else {
-        if (outputs_complete(cached))
-            carrel_job_progress(job, "reusing the cached build");
-        else if (!carrel_util_ensure_dir(bd->mgr->cache_dir, 0755, error) ||
-                 !build_into_cache(bd->mgr, job, script, cached, error))
+        if (!ensure_cached(bd->mgr, job, script, cached, error))
             return FALSE;
         carrel_job_progress(job, "importing the image");
         tmpl = import_cached(bd->mgr, bd->name, cached, hash, error);
