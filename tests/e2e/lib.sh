@@ -25,6 +25,16 @@ export E2E_URL
 PASSED=0
 FAILED=0
 FAILURES=()
+PART_TIMES=()
+
+# timed FUNCTION ARGS...: runs one part of a half and keeps its duration for the table that
+# finish prints, so a slow CI run shows which part grew.
+timed() {
+    local start=$SECONDS rc=0
+    "$@" || rc=$?
+    PART_TIMES+=("$(printf '%-24s %5d s' "$1" $((SECONDS - start)))")
+    return "$rc"
+}
 
 pass() { PASSED=$((PASSED + 1)); echo "ok - $*"; }
 fail() {
@@ -86,6 +96,10 @@ finish() {
         tail -40 "$DAEMON_LOG" || true
     fi
     [ -n "${CARREL_TEST_KEEP:-}" ] || rm -rf "$E2E_DIR"
+    if [ "${#PART_TIMES[@]}" -gt 0 ]; then
+        echo "--- parts ---"
+        printf '%s\n' "${PART_TIMES[@]}"
+    fi
     echo "e2e: $PASSED passed, $FAILED failed in $SECONDS s"
     # Last, where a log cut to its tail still shows them.
     for what in "${FAILURES[@]}"; do echo "failed: $what"; done

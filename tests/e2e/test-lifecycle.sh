@@ -38,24 +38,24 @@ check "template build tiny" carrel template build tiny
 check "template warm tiny" carrel template warm tiny
 
 # Sessions of their own screen sizes: screenshots, pointer mapping, a revert, refused sizes.
-screen_checks
+timed screen_checks
 
 # The accessibility tree of carrel-demo, click_element in both modes, unknown elements.
-a11y_checks
+timed a11y_checks
 # The interactive terminal: carrel shell from a pipe, its echo and exit code, a client that leaves.
-shell_checks
+timed shell_checks
 
 # Pause, resume, hibernate across a carreld restart; snapshots with memory and revert.
-lifecycle_checks
+timed lifecycle_checks
 # /metrics around a warm create, a snapshot and a revert (counters restart with carreld).
-metrics_checks
-snapshot_checks
-crash_checks
-libvirtd_restart_checks
-timeout_checks
-pool_checks
+timed metrics_checks
+timed snapshot_checks
+timed crash_checks
+timed libvirtd_restart_checks
+timed timeout_checks
+timed pool_checks
 # Request classes: health and reads answer beside long execs and creates.
-fairness_checks
+timed fairness_checks
 
 # A guest without carrel's tools or a guest agent (here: tiny's image booted into a bare shell)
 # is ready once its screen shows something and holds still.
@@ -75,9 +75,9 @@ carrel rm "$na" >/dev/null
 check "template rm noagent" carrel template rm noagent
 
 # The Python SDK on its own tiny session, and the agent loops of examples/ with a stand-in model.
-sdk_checks
+timed sdk_checks
 # An installed carrel (meson install --destdir) builds tiny from its installed recipe and boots it.
-install_checks
+timed install_checks
 # Bring your own image: tiny's files on a partitioned disk that boots with its own bootloader
 # (EXTLINUX, BIOS), imported without a kernel: no direct boot involved. Bootloaders load the
 # compressed bzImage (the template itself boots the faster uncompressed vmlinux), which the

@@ -49,7 +49,7 @@ fi
 check "accelerator choice is logged" grep -q "accelerator: $accel" "$DAEMON_LOG"
 # From here on every carreld restart, BYO image script and appliance takes that one decision.
 export CARREL_ACCEL="$accel" E2E_ACCEL="$accel"
-accel_checks
+timed accel_checks
 
 # The template: built from the recipe, or taken from the cache keyed by the recipe hash.
 check "template build tiny" carrel template build tiny
@@ -165,37 +165,37 @@ check_eq "exec output is capped at 1 MiB and says so" "1048576 true" \
     "$(jq -r '"\(.stdout | length) \(.truncated)"' <<<"$capped")"
 
 # Computer use on the restored desktop: screenshots, keyboard, mouse, files, the timeline.
-computer_checks "$a"
+timed computer_checks "$a"
 # Any Unicode text typed into the terminal: keys, carrel-guest's keysyms, the clipboard.
-unicode_checks "$a"
+timed unicode_checks "$a"
 
 # What reviewers use: the control lease against agent input, approvals, the named timeline.
-review_checks "$a"
+timed review_checks "$a"
 # The console: tickets, the websocket proxy to SPICE, view-only, .vv files.
-console_checks "$a"
+timed console_checks "$a"
 # The web console in headless Chromium on the same session (screenshots under $E2E_DIR/browser).
-browser_checks "$a"
+timed browser_checks "$a"
 # Who may do what: owners, the role matrix, the lease, revocation, the audit chain; then TLS.
-trust_checks
-trust_tls "$a"
+timed trust_checks
+timed trust_tls "$a"
 # Named policies: a token limited to one, a real guest within its limits.
-policy_checks
+timed policy_checks
 # Controlled egress through the proxy, to a stand-in internet.
-egress_checks
+timed egress_checks
 # A guest that fills the host's disk (a second carreld on a small filesystem) pauses with its
 # reason; that carreld keeps answering and this one's session keeps working.
-disk_checks "$a"
+timed disk_checks "$a"
 
 # Task inputs in, artifacts out (libguestfs and the agent), the exit path, the diff.
-artifacts_checks
+timed artifacts_checks
 # Bounds of files: sized in the guest before any copy, downloads streamed, uploads spooled.
-files_checks
+timed files_checks
 # File operations through carrel-guest fs, hostile names, a 100 MiB round trip with sha256.
-fsops_checks
+timed fsops_checks
 # Streamed and background commands: stdout as it comes, ps, logs, stdin, kill, closed streams.
-procs_checks
+timed procs_checks
 # Evidence bundles: export, verify pinned to the host key, tampered copies named.
-bundle_checks
+timed bundle_checks
 
 for s in "$a" "$b" "$cold"; do
     carrel rm "$s" >/dev/null
