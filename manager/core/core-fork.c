@@ -8,6 +8,9 @@
 #include "disk/disk.h"
 #include "net/net.h"
 
+/* Forks restored at once: enough to overlap the restores' waits, few enough for small hosts. */
+#define CARREL_FORK_PARALLEL 4
+
 static CarrelSession *
 fork_row(CarrelManager *mgr, const CarrelPrincipal *who, const CarrelSession *origin,
          const CarrelSnapshot *snap)
@@ -133,14 +136,80 @@ fork_source(CarrelManager *mgr, const CarrelSession *origin, const char *snapsho
     return snap;
 }
 
+/* One fork's work and what came of it, for a thread of the pool. */
+typedef struct {
+    CarrelManager *mgr;
+    const CarrelPrincipal *who;
+    const CarrelSession *origin;
+    const CarrelPolicy *policy;
+    const CarrelSnapshot *snap;
+    CarrelSession *made;
+    GError *error;
+} ForkTask;
+
+static void
+fork_task(gpointer data, gpointer user_data)
+{
+    ForkTask *t = data;
+
+    (void)user_data;
+    t->made = fork_one(t->mgr, t->who, t->origin, t->policy, t->snap, &t->error);
+}
+
+/* Forks side by side (each restore reads the one memory file through its own FIFO), at most
+ * CARREL_FORK_PARALLEL at once so that 16 QEMUs do not start on two cores together. Returns when
+ * every one has ended. */
+static void
+run_forks(ForkTask *tasks, guint count)
+{
+    g_autoptr(GError) local = NULL;
+    GThreadPool *pool =
+        g_thread_pool_new(fork_task, NULL, MIN(count, CARREL_FORK_PARALLEL), FALSE, &local);
+
+    for (guint i = 0; i < count; i++) {
+        /* Without a pool (no thread to be had), one after another here. */
+        if (!pool || !g_thread_pool_push(pool, &tasks[i], NULL))
+            fork_task(&tasks[i], NULL);
+    }
+    if (pool)
+        g_thread_pool_free(pool, FALSE, TRUE);
+}
+
+/* All or nothing: when one fork failed, the others go too, and the first failure is the error. */
+static GPtrArray *
+collect_forks(CarrelManager *mgr, const CarrelSession *origin, ForkTask *tasks, guint count,
+              GError **error)
+{
+    g_autoptr(GPtrArray) forks =
+        g_ptr_array_new_with_free_func((GDestroyNotify)carrel_session_free);
+    int failed = -1;
+
+    for (guint i = 0; i < count; i++) {
+        if (tasks[i].made)
+            g_ptr_array_add(forks, g_steal_pointer(&tasks[i].made));
+        else if (failed < 0)
+            failed = (int)i;
+    }
+    if (failed < 0)
+        return g_steal_pointer(&forks);
+    for (guint j = 0; j < forks->len; j++) {
+        CarrelSession *made = g_ptr_array_index(forks, j);
+        carrel_session_free(
+            carrel_manager_session_destroy(mgr, carrel_principal_daemon(), made->id, NULL));
+    }
+    g_propagate_prefixed_error(error, g_steal_pointer(&tasks[failed].error),
+                               "fork %d of %u from '%s': ", failed + 1, count, origin->id);
+    return NULL;
+}
+
 static GPtrArray *
 fork_from(CarrelManager *mgr, const CarrelPrincipal *who, const CarrelSession *origin,
           const char *snapshot, guint count, GError **error)
 {
     g_autoptr(CarrelSnapshot) snap = NULL;
     const CarrelPolicy *policy;
-    g_autoptr(GPtrArray) forks =
-        g_ptr_array_new_with_free_func((GDestroyNotify)carrel_session_free);
+    g_autofree ForkTask *tasks = NULL;
+    GPtrArray *forks;
 
     if (count < 1 || count > CARREL_LIMIT_FORKS) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG, "count must be between 1 and %d",
@@ -156,21 +225,14 @@ fork_from(CarrelManager *mgr, const CarrelPrincipal *who, const CarrelSession *o
         g_prefix_error(error, "fork of '%s': ", origin->id);
         return NULL;
     }
-    for (guint i = 0; i < count; i++) {
-        CarrelSession *s = fork_one(mgr, who, origin, policy, snap, error);
-        if (!s) {
-            /* All or nothing: the forks made so far go too. */
-            for (guint j = 0; j < forks->len; j++) {
-                CarrelSession *made = g_ptr_array_index(forks, j);
-                carrel_session_free(
-                    carrel_manager_session_destroy(mgr, carrel_principal_daemon(), made->id, NULL));
-            }
-            g_prefix_error(error, "fork %u of %u from '%s': ", i + 1, count, origin->id);
-            return NULL;
-        }
-        g_ptr_array_add(forks, s);
-    }
-    return g_steal_pointer(&forks);
+    tasks = g_new0(ForkTask, count);
+    for (guint i = 0; i < count; i++)
+        tasks[i] = (ForkTask){mgr, who, origin, policy, snap, NULL, NULL};
+    run_forks(tasks, count);
+    forks = collect_forks(mgr, origin, tasks, count, error);
+    for (guint i = 0; i < count; i++)
+        g_clear_error(&tasks[i].error);
+    return forks;
 }
 
 GPtrArray *

@@ -1,6 +1,7 @@
 /*
- * The fake's balloon: a target met at once, or after a hold that stands for a guest moving its
- * balloon, with a count of the calls under way together (core-warm.c runs one reclaim at a time).
+ * The fake's calls that take a guest's time: its balloon (a target met at once, or after a hold
+ * that stands for a guest moving its balloon) and its restores, each with a count of the calls
+ * under way together (core-warm.c runs one reclaim at a time; core-fork.c restores side by side).
  */
 #define CARREL_HYPERVISOR_BACKEND_H_ALLOW
 #include "hypervisor/hypervisor-backend.h"
@@ -63,4 +64,38 @@ carrel_hypervisor_fake_get_balloon_most(CarrelHypervisor *hv)
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
 
     return be->balloon_most;
+}
+
+void
+fake_hold_restore(FakeBackend *be)
+{
+    guint hold_ms;
+
+    g_mutex_lock(&be->lock);
+    be->restore_in_flight++;
+    be->restore_most = MAX(be->restore_most, be->restore_in_flight);
+    hold_ms = be->restore_hold_ms;
+    g_mutex_unlock(&be->lock);
+    g_usleep((gulong)hold_ms * 1000);
+    g_mutex_lock(&be->lock);
+    be->restore_in_flight--;
+    g_mutex_unlock(&be->lock);
+}
+
+void
+carrel_hypervisor_fake_set_restore_hold(CarrelHypervisor *hv, guint ms)
+{
+    FakeBackend *be = hv->backend_data;
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
+
+    be->restore_hold_ms = ms;
+}
+
+guint
+carrel_hypervisor_fake_get_restore_most(CarrelHypervisor *hv)
+{
+    FakeBackend *be = hv->backend_data;
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
+
+    return be->restore_most;
 }

@@ -48,6 +48,9 @@ typedef struct {
     guint balloon_hold_ms;   /* each set_balloon call lasts this long (outside the lock) */
     guint balloon_in_flight; /* set_balloon calls under way now */
     guint balloon_most;      /* the most ever under way at once */
+    guint restore_hold_ms;   /* each restore lasts this long (outside the lock) */
+    guint restore_in_flight; /* restores under way now */
+    guint restore_most;      /* the most ever under way at once */
     gint64 next_run_id;
     gboolean screen_refused; /* carrel-guest screen fails, as in a guest whose X cannot */
     guint screen_calls;      /* carrel-guest screen commands answered */
@@ -80,6 +83,8 @@ gboolean fake_hid_room(CarrelHypervisor *hv, const char *name, CarrelHidDevice d
  * other command. Called with be->lock held. */
 gboolean fake_guest_screen(FakeBackend *be, FakeDomain *dom, const CarrelGuestExec *run,
                            CarrelExecResult *ret_result);
+/* A restore's time in the guest, outside the lock: counted while under way. */
+void fake_hold_restore(FakeBackend *be);
 gboolean fake_set_balloon(CarrelHypervisor *hv, const char *name, guint target_mib, guint timeout_s,
                           guint *ret_actual_mib, GError **error);
 

@@ -121,6 +121,10 @@ guint carrel_hypervisor_fake_get_balloon_calls(CarrelHypervisor *hv);
 void carrel_hypervisor_fake_set_balloon_hold(CarrelHypervisor *hv, guint ms);
 /* The most set_balloon calls ever under way at once. */
 guint carrel_hypervisor_fake_get_balloon_most(CarrelHypervisor *hv);
+/* Each restore from now on lasts ms, as QEMU loading a memory image does. */
+void carrel_hypervisor_fake_set_restore_hold(CarrelHypervisor *hv, guint ms);
+/* The most restores ever under way at once. */
+guint carrel_hypervisor_fake_get_restore_most(CarrelHypervisor *hv);
 
 /* A copy of the QMP commands the fake received so far (GPtrArray of strings, in order). */
 GPtrArray *carrel_hypervisor_fake_get_hid(CarrelHypervisor *hv);
