@@ -26,7 +26,7 @@ if "$check" "$work/tree" "$build" >"$work/out" 2>&1 ||
     echo "an unregistered unit test went unnoticed:"; cat "$work/out"; bad=1
 fi
 copy
-sed -i 's/^\([[:space:]]*\)egress_checks$/\1true/' "$work/tree/tests/e2e/test-sessions.sh"
+sed -i 's/^\([[:space:]]*\)\(timed \)\{0,1\}egress_checks$/\1true/' "$work/tree/tests/e2e/test-sessions.sh"
 if "$check" "$work/tree" "$build" >"$work/out" 2>&1 ||
     ! grep -q 'egress_checks is never called' "$work/out"; then
     echo "an e2e part no longer called went unnoticed:"; cat "$work/out"; bad=1

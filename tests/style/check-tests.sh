@@ -55,8 +55,10 @@ for part in tests/e2e/*.sh; do
         continue
     fi
     for fn in "${fns[@]}"; do
-        # Called by a registered script, or by another part's checks.
-        if ! grep -qE "^[[:space:]]*$fn([[:space:]]|\$)" "${scripts[@]}" tests/e2e/*.sh; then
+        # Called by a registered script (itself or through lib.sh's timed), or by another
+        # part's checks.
+        if ! grep -qE "^[[:space:]]*(timed[[:space:]]+)?$fn([[:space:]]|\$)" "${scripts[@]}" \
+            tests/e2e/*.sh; then
             echo "$part: $fn is never called"
             bad=1
         fi
