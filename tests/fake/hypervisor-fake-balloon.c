@@ -7,34 +7,34 @@
 #include "hypervisor/hypervisor-backend.h"
 #include "tests/fake/hypervisor-fake-priv.h"
 
+void
+fake_hold(FakeBackend *be, FakeHold *h)
+{
+    h->in_flight++;
+    h->most = MAX(h->most, h->in_flight);
+    g_mutex_unlock(&be->lock);
+    g_usleep((gulong)h->ms * 1000);
+    g_mutex_lock(&be->lock);
+    h->in_flight--;
+    h->done++;
+}
+
 gboolean
 fake_set_balloon(CarrelHypervisor *hv, const char *name, guint target_mib, guint timeout_s,
                  guint *ret_actual_mib, GError **error)
 {
     FakeBackend *be = hv->backend_data;
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
     FakeDomain *dom = NULL;
-    guint hold_ms;
 
     (void)timeout_s;
-    g_mutex_lock(&be->lock);
-    if (fake_take_failure(be, "set_balloon", error) || !(dom = fake_find_domain(be, name, error))) {
-        g_mutex_unlock(&be->lock);
+    if (fake_take_failure(be, "set_balloon", error) || !(dom = fake_find_domain(be, name, error)))
         return FALSE;
-    }
     if (dom->state != CARREL_DOMAIN_RUNNING) {
-        g_mutex_unlock(&be->lock);
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE, "domain is not running");
         return FALSE;
     }
-    be->balloon_in_flight++;
-    be->balloon_most = MAX(be->balloon_most, be->balloon_in_flight);
-    hold_ms = be->balloon_hold_ms;
-    g_mutex_unlock(&be->lock);
-    g_usleep((gulong)hold_ms * 1000);
-    g_mutex_lock(&be->lock);
-    be->balloon_in_flight--;
-    be->balloon_calls++; /* counted once done: a test waiting for it finds nothing under way */
-    g_mutex_unlock(&be->lock);
+    fake_hold(be, &be->balloon);
     *ret_actual_mib = target_mib;
     return TRUE;
 }
@@ -45,7 +45,7 @@ carrel_hypervisor_fake_get_balloon_calls(CarrelHypervisor *hv)
     FakeBackend *be = hv->backend_data;
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
 
-    return be->balloon_calls;
+    return be->balloon.done;
 }
 
 void
@@ -54,7 +54,7 @@ carrel_hypervisor_fake_set_balloon_hold(CarrelHypervisor *hv, guint ms)
     FakeBackend *be = hv->backend_data;
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
 
-    be->balloon_hold_ms = ms;
+    be->balloon.ms = ms;
 }
 
 guint
@@ -63,23 +63,7 @@ carrel_hypervisor_fake_get_balloon_most(CarrelHypervisor *hv)
     FakeBackend *be = hv->backend_data;
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
 
-    return be->balloon_most;
-}
-
-void
-fake_hold_restore(FakeBackend *be)
-{
-    guint hold_ms;
-
-    g_mutex_lock(&be->lock);
-    be->restore_in_flight++;
-    be->restore_most = MAX(be->restore_most, be->restore_in_flight);
-    hold_ms = be->restore_hold_ms;
-    g_mutex_unlock(&be->lock);
-    g_usleep((gulong)hold_ms * 1000);
-    g_mutex_lock(&be->lock);
-    be->restore_in_flight--;
-    g_mutex_unlock(&be->lock);
+    return be->balloon.most;
 }
 
 void
@@ -88,7 +72,7 @@ carrel_hypervisor_fake_set_restore_hold(CarrelHypervisor *hv, guint ms)
     FakeBackend *be = hv->backend_data;
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
 
-    be->restore_hold_ms = ms;
+    be->restore.ms = ms;
 }
 
 guint
@@ -97,5 +81,5 @@ carrel_hypervisor_fake_get_restore_most(CarrelHypervisor *hv)
     FakeBackend *be = hv->backend_data;
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
 
-    return be->restore_most;
+    return be->restore.most;
 }

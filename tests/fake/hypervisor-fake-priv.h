@@ -24,6 +24,14 @@ typedef struct {
 
 typedef struct _FakeTerminal FakeTerminal;
 
+/* A call that takes a guest's time (fake_hold), and how many are under way together. */
+typedef struct {
+    guint ms;        /* each call lasts this long (outside the lock) */
+    guint in_flight; /* calls under way now */
+    guint most;      /* the most ever under way at once */
+    guint done;      /* calls over: counted as one leaves, so a test waiting finds none under way */
+} FakeHold;
+
 typedef struct {
     GMutex lock;
     GHashTable *domains;   /* name -> FakeDomain */
@@ -44,13 +52,8 @@ typedef struct {
     guint hid_room_calls;
     guint hid_dropped;    /* frames sent without room: QEMU would have dropped them */
     GHashTable *networks; /* name -> XML */
-    guint balloon_calls;
-    guint balloon_hold_ms;   /* each set_balloon call lasts this long (outside the lock) */
-    guint balloon_in_flight; /* set_balloon calls under way now */
-    guint balloon_most;      /* the most ever under way at once */
-    guint restore_hold_ms;   /* each restore lasts this long (outside the lock) */
-    guint restore_in_flight; /* restores under way now */
-    guint restore_most;      /* the most ever under way at once */
+    FakeHold balloon;     /* set_balloon calls */
+    FakeHold restore;     /* restores */
     gint64 next_run_id;
     gboolean screen_refused; /* carrel-guest screen fails, as in a guest whose X cannot */
     guint screen_calls;      /* carrel-guest screen commands answered */
@@ -83,8 +86,8 @@ gboolean fake_hid_room(CarrelHypervisor *hv, const char *name, CarrelHidDevice d
  * other command. Called with be->lock held. */
 gboolean fake_guest_screen(FakeBackend *be, FakeDomain *dom, const CarrelGuestExec *run,
                            CarrelExecResult *ret_result);
-/* A restore's time in the guest, outside the lock: counted while under way. */
-void fake_hold_restore(FakeBackend *be);
+/* Called with be->lock held, which it lets go for h->ms: one call of h, counted while under way. */
+void fake_hold(FakeBackend *be, FakeHold *h);
 gboolean fake_set_balloon(CarrelHypervisor *hv, const char *name, guint target_mib, guint timeout_s,
                           guint *ret_actual_mib, GError **error);
 

@@ -394,12 +394,11 @@ static gboolean
 fake_restore(CarrelHypervisor *hv, const char *path, const char *xml, GError **error)
 {
     FakeBackend *be = hv->backend_data;
-    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = NULL;
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
     g_autofree char *name = NULL;
     FakeDomain *dom;
 
-    fake_hold_restore(be);
-    locker = g_mutex_locker_new(&be->lock);
+    fake_hold(be, &be->restore);
     if (fake_take_failure(be, "restore", error))
         return FALSE;
     dom = parse_domain(xml, &name, error);
