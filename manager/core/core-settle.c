@@ -4,7 +4,9 @@
  * fast one; instead the screen is sampled every SETTLE_INTERVAL_MS and each frame's pixel hash
  * compared with the frame from before the action:
  * - a frame that differs shows the effect has begun: it is returned once the screen has then
- *   stayed the same for quiet_ms (so a window still redrawing is not caught halfway);
+ *   stayed the same for quiet_ms (so a window still redrawing is not caught halfway), or for as
+ *   long as the guest took to show that first change if that was longer: a guest slow to react
+ *   (a busy host) pauses as long between the echoes of typed keys;
  * - a screen that never differs within window_ms of the last event is taken as an action with
  *   no visible effect (a click on nothing), and returned as it is;
  * - a screen that keeps changing (a video, a progress bar) is returned at max_ms, not settled.
@@ -65,7 +67,7 @@ carrel_manager_settle_screen(CarrelManager *mgr, const char *domain, const Carre
     g_autoptr(GBytes) ppm = NULL;
     CarrelSettleResult r = {0};
     guint64 last = ref_hash, hash = 0;
-    gint64 stable_since = 0, at = 0, began;
+    gint64 stable_since = 0, at = 0, began, quiet_us = (gint64)settle->quiet_ms * 1000;
 
     if (settle->fixed_ms)
         return settle_fixed(mgr, domain, settle, ref_hash, hid_at, ret_result, error);
@@ -75,10 +77,12 @@ carrel_manager_settle_screen(CarrelManager *mgr, const char *domain, const Carre
             return NULL;
         r.samples++;
         if (hash != last) {
+            if (!r.changed)
+                quiet_us = MAX(quiet_us, at - hid_at);
             last = hash;
             stable_since = at;
             r.changed = r.changed || hash != ref_hash;
-        } else if (r.changed ? at - stable_since >= (gint64)settle->quiet_ms * 1000
+        } else if (r.changed ? at - stable_since >= quiet_us
                              : at - hid_at >= (gint64)settle->window_ms * 1000) {
             r.settled = TRUE;
             break;

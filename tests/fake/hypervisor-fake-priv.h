@@ -61,7 +61,8 @@ typedef struct {
     gboolean drawing;  /* the screen reacts to HID events (carrel_hypervisor_fake_set_drawing) */
     guint draw_delay;  /* screenshots after a HID event that still show the old frame */
     guint draw_frames; /* new frames then drawn, one per screenshot (G_MAXUINT: no end) */
-    guint draw_wait;   /* countdown of draw_delay since the last HID event */
+    guint draw_gap;    /* screenshots between two new frames (a slow guest); 0 = none */
+    guint draw_wait;   /* countdown of draw_delay since the last HID event, or of draw_gap */
     guint draw_left;   /* frames still to draw */
     guint draw_generation; /* the frame shown now: 0 before any HID event */
     guint screenshots;     /* screenshots served */

@@ -94,6 +94,7 @@ fake_drawing_screen(FakeBackend *be)
         be->draw_generation++;
         if (be->draw_left != G_MAXUINT)
             be->draw_left--;
+        be->draw_wait = be->draw_gap;
     }
     memcpy(data, header, header_len);
     for (gsize i = header_len; i < len; i += 3) {
@@ -120,9 +121,19 @@ carrel_hypervisor_fake_set_drawing(CarrelHypervisor *hv, gboolean on, guint dela
     be->drawing = on;
     be->draw_delay = delay;
     be->draw_frames = frames;
+    be->draw_gap = 0;
     be->draw_wait = 0;
     be->draw_left = 0;
     be->draw_generation = 0;
+}
+
+void
+carrel_hypervisor_fake_set_drawing_gap(CarrelHypervisor *hv, guint gap)
+{
+    FakeBackend *be = hv->backend_data;
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
+
+    be->draw_gap = gap;
 }
 
 gint

@@ -101,6 +101,9 @@ void carrel_hypervisor_fake_set_screen(CarrelHypervisor *hv, GBytes *image);
  */
 void carrel_hypervisor_fake_set_drawing(CarrelHypervisor *hv, gboolean on, guint delay,
                                         guint frames);
+/* A slow guest: gap screenshots between two of the drawing screen's new frames (0 after
+ * carrel_hypervisor_fake_set_drawing). */
+void carrel_hypervisor_fake_set_drawing_gap(CarrelHypervisor *hv, guint gap);
 /* The generation of a drawing screen's frame (PPM or PNG as core returns it), or -1 when it is
  * not one. */
 gint carrel_hypervisor_fake_screen_generation(GBytes *image);

@@ -70,8 +70,8 @@ test_returns_changed_frame(void **state)
     assert_int_equal(generation_of(shot), 1);
     assert_true(json_object_get_boolean_member(shot, "settled"));
     assert_true(json_object_get_boolean_member(shot, "changed"));
-    /* Two old frames, the new one, and the same again. */
-    assert_int_equal(json_object_get_int_member(shot, "samples"), 4);
+    /* Two old frames, the new one, and the same again for as long as the change took to come. */
+    assert_true(json_object_get_int_member(shot, "samples") >= 4);
     assert_true(json_object_get_int_member(shot, "settled_ms") >= 0);
     assert_int_equal(json_object_get_int_member(json_node_get_object(reply), "settled_ms"),
                      json_object_get_int_member(shot, "settled_ms"));
@@ -101,6 +101,30 @@ test_waits_for_last_frame(void **state)
     /* Three new frames, then at least two more samples 20 ms apart for 40 ms of quiet. */
     assert_true(json_object_get_int_member(shot, "samples") >= 5);
     assert_true(json_object_get_int_member(shot, "settled_ms") >= 40);
+}
+
+/* A slow guest: its first change comes twelve samples after the key, and its second four samples
+ * after the first. The quiet of 60 ms is shorter than that pause, but the wait for quiet is as
+ * long as the guest took to react: the second frame is returned, not the first. */
+static void
+test_slow_guest_is_waited_for(void **state)
+{
+    Fixture *fx = *state;
+    g_autoptr(CarrelSession) s = drawing_session(fx, "slow", 12, 2);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(JsonNode) reply = NULL;
+    JsonObject *shot;
+
+    carrel_hypervisor_fake_set_drawing_gap(fx->hv, 4);
+    reply = act(fx, s->id,
+                "{\"actions\":[{\"action\":\"key\",\"text\":\"a\"}],"
+                "\"settle\":{\"quiet_ms\":60,\"window_ms\":10000,\"max_ms\":10000}}",
+                &error);
+    if (!reply)
+        fail_msg("%s", error->message);
+    shot = final_shot(reply);
+    assert_int_equal(generation_of(shot), 2);
+    assert_true(json_object_get_boolean_member(shot, "settled"));
 }
 
 /* A screen that never stops changing: the cap returns the newest frame, not settled. */
@@ -200,7 +224,7 @@ test_each_action_settles(void **state)
 
         assert_int_equal(generation_of(shot), (gint)i);
         assert_true(json_object_get_boolean_member(shot, "settled"));
-        assert_int_equal(json_object_get_int_member(shot, "samples"), 3);
+        assert_true(json_object_get_int_member(shot, "samples") >= 3);
     }
 }
 
@@ -288,6 +312,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_returns_changed_frame, setup, teardown),
         cmocka_unit_test_setup_teardown(test_waits_for_last_frame, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_slow_guest_is_waited_for, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cap_is_not_settled, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_change_returns_after_window, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fixed_wait, setup, teardown),
