@@ -45,9 +45,11 @@ guestfs_env() {
 }
 
 # guestfs_appliance_accel LOG: the accel= value of the appliance's QEMU command line, read from
-# a LIBGUESTFS_DEBUG=1 log (e.g. "tcg" or "kvm:tcg"); empty when none was launched.
+# a LIBGUESTFS_DEBUG=1 log (e.g. "tcg" or "kvm:tcg"); empty when none was launched. The last
+# one: before the appliance, libguestfs probes QEMU (accel=kvm:tcg, whatever was forced) when its
+# cache of QEMU's features in /var/tmp/.guestfs-0 is missing, as on a fresh machine.
 guestfs_appliance_accel() {
-    grep -o 'accel=[a-z:]*' "$1" 2>/dev/null | head -1 | cut -d= -f2
+    grep -o 'accel=[a-z:]*' "$1" 2>/dev/null | tail -1 | cut -d= -f2
 }
 
 # guestfish_step NAME SECONDS LOG [GUESTFISH ARGS...]: guestfish with carreld's accelerator,

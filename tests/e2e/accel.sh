@@ -31,6 +31,11 @@ accel_checks() {
             -a /dev/null run' _ "$E2E_SRC/scripts/lib/accel.sh" "$log"
     appliance="$(guestfs_appliance_accel "$log")"
     check_eq "...its QEMU command line has accel=tcg" "tcg" "$appliance"
+    # On a fresh machine libguestfs first probes QEMU with accel=kvm:tcg: the appliance's counts.
+    printf '%s\n' 'libguestfs: command: run: -machine accel=kvm:tcg' \
+        '    -machine accel=tcg,graphics=off' >"$E2E_DIR/guestfs-probe.log"
+    check_eq "the appliance's accel is read past libguestfs's QEMU probes" "tcg" \
+        "$(guestfs_appliance_accel "$E2E_DIR/guestfs-probe.log")"
     echo "e2e: libguestfs accelerator: accel=$appliance (carreld decided $accel)"
 }
 
