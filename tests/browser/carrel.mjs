@@ -115,7 +115,8 @@ export function realProblems(problems) {
         !/^pageerror: Event \[during: /.test(p));
 }
 
-export async function waitConsole(page, viewOnly, timeout = 30000) {
+// 60 s: with the e2e halves side by side on two cores, a console once took over 30 s to connect.
+export async function waitConsole(page, viewOnly, timeout = 60000) {
     await page.waitForFunction((vo) => document.body.dataset.console === 'connected' &&
         document.body.dataset.viewOnly === String(vo), viewOnly, { timeout });
 }

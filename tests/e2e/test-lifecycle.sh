@@ -51,7 +51,6 @@ timed lifecycle_checks
 timed metrics_checks
 timed snapshot_checks
 timed crash_checks
-timed libvirtd_restart_checks
 timed timeout_checks
 timed pool_checks
 # Request classes: health and reads answer beside long execs and creates.
