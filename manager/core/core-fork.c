@@ -103,9 +103,6 @@ fork_one(CarrelManager *mgr, const CarrelPrincipal *who, const CarrelSession *or
         carrel_manager_egress_detach(mgr, s->id, s->egress_ip);
     }
     carrel_manager_clear_busy(mgr, s->id);
-    /* Like a warm clone: its free memory goes back to the host. */
-    if (ok)
-        carrel_job_unref(carrel_manager_reclaim_restored(mgr, s));
     made = ok ? carrel_store_session_get(mgr->store, s->id, error) : NULL;
     if (made)
         made->timings = g_steal_pointer(&timings);
@@ -232,6 +229,10 @@ fork_from(CarrelManager *mgr, const CarrelPrincipal *who, const CarrelSession *o
     forks = collect_forks(mgr, origin, tasks, count, error);
     for (guint i = 0; i < count; i++)
         g_clear_error(&tasks[i].error);
+    /* Like warm clones, the forks give their free memory back to the host; only once all are
+     * up, so that no balloon inflates (guest work, seconds under TCG) beside a restore. */
+    for (guint i = 0; forks && i < forks->len; i++)
+        carrel_job_unref(carrel_manager_reclaim_restored(mgr, g_ptr_array_index(forks, i)));
     return forks;
 }
 

@@ -10,6 +10,10 @@
 void
 fake_hold(FakeBackend *be, FakeHold *h)
 {
+    const FakeHold *other = h == &be->balloon ? &be->restore : &be->balloon;
+
+    if (other->in_flight > 0)
+        be->holds_beside++;
     h->in_flight++;
     h->most = MAX(h->most, h->in_flight);
     g_mutex_unlock(&be->lock);
@@ -82,4 +86,13 @@ carrel_hypervisor_fake_get_restore_most(CarrelHypervisor *hv)
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
 
     return be->restore.most;
+}
+
+guint
+carrel_hypervisor_fake_get_holds_beside(CarrelHypervisor *hv)
+{
+    FakeBackend *be = hv->backend_data;
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
+
+    return be->holds_beside;
 }

@@ -54,6 +54,7 @@ typedef struct {
     GHashTable *networks; /* name -> XML */
     FakeHold balloon;     /* set_balloon calls */
     FakeHold restore;     /* restores */
+    guint holds_beside;   /* balloon calls and restores that began while the other kind ran */
     gint64 next_run_id;
     gboolean screen_refused; /* carrel-guest screen fails, as in a guest whose X cannot */
     guint screen_calls;      /* carrel-guest screen commands answered */

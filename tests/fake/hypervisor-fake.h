@@ -128,6 +128,9 @@ guint carrel_hypervisor_fake_get_balloon_most(CarrelHypervisor *hv);
 void carrel_hypervisor_fake_set_restore_hold(CarrelHypervisor *hv, guint ms);
 /* The most restores ever under way at once. */
 guint carrel_hypervisor_fake_get_restore_most(CarrelHypervisor *hv);
+/* How many set_balloon calls began while a restore was under way, and restores while a
+ * set_balloon call was. */
+guint carrel_hypervisor_fake_get_holds_beside(CarrelHypervisor *hv);
 
 /* A copy of the QMP commands the fake received so far (GPtrArray of strings, in order). */
 GPtrArray *carrel_hypervisor_fake_get_hid(CarrelHypervisor *hv);

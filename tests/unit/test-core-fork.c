@@ -79,12 +79,39 @@ test_all_or_nothing(void **state)
     g_usleep(100 * 1000);
 }
 
+/* Five forks, four at a time: the fifth restores after the first fork is up. No balloon
+ * inflates (a memory reclaim: guest work) while a fork still restores; the reclaims run after. */
+static void
+test_reclaim_after_forks(void **state)
+{
+    Fixture *fx = *state;
+    g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = import(fx, "tiny");
+    g_autoptr(CarrelSession) origin G_GNUC_UNUSED = origin_with_snapshot(fx);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) forks = NULL;
+    guint balloons = carrel_hypervisor_fake_get_balloon_calls(fx->hv);
+
+    carrel_hypervisor_fake_set_restore_hold(fx->hv, 200);
+    carrel_hypervisor_fake_set_balloon_hold(fx->hv, 100);
+    forks = carrel_manager_session_fork(fx->mgr, ADMIN, "origin", "s1", 5, &error);
+    if (!forks)
+        fail_msg("fork: %s", error->message);
+    assert_int_equal(forks->len, 5);
+    /* Each fork's reclaim inflates and deflates: ten calls, one at a time. */
+    for (guint i = 0; i < 200 && carrel_hypervisor_fake_get_balloon_calls(fx->hv) < balloons + 10;
+         i++)
+        g_usleep(20 * 1000);
+    assert_int_equal(carrel_hypervisor_fake_get_balloon_calls(fx->hv), balloons + 10);
+    assert_int_equal(carrel_hypervisor_fake_get_holds_beside(fx->hv), 0);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_side_by_side, setup, teardown),
         cmocka_unit_test_setup_teardown(test_all_or_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reclaim_after_forks, setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
