@@ -8,7 +8,8 @@
 # A crash, leak, timeout, out-of-memory or sanitizer report fails the tier. The input that caused
 # it is kept under BUILD/fuzz-findings/ (the log in BUILD/fuzz-findings/logs/) and its path
 # printed with the command that replays it.
-# Prints each harness's executions and duration.
+# Prints each harness's executions and duration. Harnesses run side by side, one per CPU
+# (CARREL_FUZZ_JOBS).
 #
 # Usage: tests/fuzz/run.sh BUILD [SECONDS]    (SECONDS: default $CARREL_FUZZ_SECONDS or 20)
 set -euo pipefail
@@ -96,12 +97,28 @@ run_harness() {
     rm -rf "$work/$name-corpus" "$work/$name-tmp"
 }
 
-failed=()
-total=0
+# run_one NAME: run_harness in the background, its output and exit status kept under $work.
+run_one() {
+    local status=0
+    run_harness "$1" >"$work/$1.out" 2>&1 || status=$?
+    echo "$status" >"$work/$1.rc"
+}
+
+# Each harness is one process on one core: CARREL_FUZZ_JOBS (the CPUs) of them at once, each
+# still fuzzing for SECONDS. Their output is printed in order once all have ended.
+jobs_max="${CARREL_FUZZ_JOBS:-$(nproc)}"
+names=()
 for harness in "$src"/tests/fuzz/fuzz-*.c; do
-    name="$(basename "$harness" .c)"
-    total=$((total + 1))
-    run_harness "$name" || failed+=("$name")
+    names+=("$(basename "$harness" .c)")
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n || true; done
+    run_one "${names[-1]}" &
+done
+wait
+failed=()
+total=${#names[@]}
+for name in "${names[@]}"; do
+    cat "$work/$name.out"
+    [ "$(cat "$work/$name.rc" 2>/dev/null)" = 0 ] || failed+=("$name")
 done
 if [ "${#failed[@]}" -gt 0 ]; then
     echo "fuzz: ${#failed[@]} of $total harnesses failed: ${failed[*]}"
