@@ -85,7 +85,7 @@ ok "the events index maps the screenshot's event into the segment"
     fail "the download's sha256 is not the listed one"
 [ "$(head -c 4 "$tmp/seg.webm" | od -An -tx1)" = " 1a 45 df a3" ] || fail "not a WebM"
 ok "a download is the listed WebM"
-"$carrel" recording "$id" | grep -q '^seg-000001.webm' || fail "carrel recording ID lists it"
+grep -q '^seg-000001.webm' <<<"$("$carrel" recording "$id")" || fail "carrel recording ID lists it"
 "$carrel" recording "$id" --json | jq -e '.segments | length == 1' >/dev/null ||
     fail "carrel recording ID --json"
 ok "carrel recording lists it"
@@ -115,8 +115,10 @@ done
 ok "hostile segment names are refused (400 or 404) and serve nothing"
 
 "$carrel" export "$id" -o "$tmp/bundle.tar" >/dev/null 2>&1 || fail "export"
-tar -tf "$tmp/bundle.tar" | grep -qx 'recording/seg-000001.webm' || fail "no segment in the bundle"
-tar -tf "$tmp/bundle.tar" | grep -qx 'recording.json' || fail "no recording.json in the bundle"
+# The listing read whole first: under pipefail, grep -q leaving early made tar's SIGPIPE a failure.
+listing="$(tar -tf "$tmp/bundle.tar")" || fail "the bundle is not a tar"
+grep -qx 'recording/seg-000001.webm' <<<"$listing" || fail "no segment in the bundle"
+grep -qx 'recording.json' <<<"$listing" || fail "no recording.json in the bundle"
 tar -xOf "$tmp/bundle.tar" manifest.json | jq -e --arg sha "$(jq -r '.segments[0].sha256' <<<"$json")" \
     '(.files[] | select(.path == "recording/seg-000001.webm") | .sha256 == $sha and .kind == "recording")
      and .recording.files == ["recording/seg-000001.webm", "recording.json"]' >/dev/null ||
