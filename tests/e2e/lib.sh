@@ -77,6 +77,16 @@ start_daemon() {
     return 1
 }
 
+# start_with_tiny [CARRELD OPTIONS...]: this run's carreld, its accelerator decision exported
+# (E2E_ACCEL, and CARREL_ACCEL for the scripts it runs), and `tiny` built or taken from the cache.
+# shellcheck disable=SC2120 # extra carreld options are optional
+start_with_tiny() {
+    start_daemon "$@" || return 1
+    E2E_ACCEL="$(carrel version --json | jq -r .server.accel)"
+    export CARREL_ACCEL="$E2E_ACCEL" E2E_ACCEL
+    check "template build tiny" carrel template build tiny
+}
+
 agent_ping() {
     "${VIRSH[@]}" qemu-agent-command --timeout 5 "$1" '{"execute":"guest-ping"}'
 }

@@ -9,8 +9,5 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/bundle.sh"
 trap 'finish; exit $?' EXIT
 
-start_daemon || exit 1
-E2E_ACCEL="$(carrel version --json | jq -r .server.accel)"
-export CARREL_ACCEL="$E2E_ACCEL" E2E_ACCEL
-check "template build tiny" carrel template build tiny
+start_with_tiny || exit 1
 bundle_checks

@@ -9,10 +9,7 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/disk.sh"
 trap 'disk_cleanup; finish; exit $?' EXIT
 
-start_daemon || exit 1
-E2E_ACCEL="$(carrel version --json | jq -r .server.accel)"
-export CARREL_ACCEL="$E2E_ACCEL" E2E_ACCEL
-check "template build tiny" carrel template build tiny
+start_with_tiny || exit 1
 other="$(carrel create tiny --name e2e-other --json | jq -r .id)"
 check_eq "a session of the main carreld runs" "running" "$(carrel show "$other" --json | jq -r .state)"
 disk_checks "$other"

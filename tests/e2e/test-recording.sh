@@ -12,9 +12,6 @@ source "$(dirname "$0")/recording.sh"
 trap 'finish; exit $?' EXIT
 
 recording_policies
-start_daemon --policy-dir "$RECORDING_POLICIES" || exit 1
-E2E_ACCEL="$(carrel version --json | jq -r .server.accel)"
-export CARREL_ACCEL="$E2E_ACCEL" E2E_ACCEL
-check "template build tiny" carrel template build tiny
+start_with_tiny --policy-dir "$RECORDING_POLICIES" || exit 1
 check "template warm tiny" carrel template warm tiny
 recording_checks

@@ -10,10 +10,7 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/unicode.sh"
 trap 'finish; exit $?' EXIT
 
-start_daemon || exit 1
-E2E_ACCEL="$(carrel version --json | jq -r .server.accel)"
-export CARREL_ACCEL="$E2E_ACCEL" E2E_ACCEL
-check "template build tiny" carrel template build tiny
+start_with_tiny || exit 1
 s="$(carrel create tiny --name e2e-unicode --json | jq -r .id)"
 check_eq "the session runs" "running" "$(carrel show "$s" --json | jq -r .state)"
 # The desktop is up (the terminal mapped and focused) before anything is typed.
