@@ -59,19 +59,24 @@ timed fairness_checks
 # A guest without carrel's tools or a guest agent (here: tiny's image booted into a bare shell)
 # is ready once its screen shows something and holds still.
 tiny_json="$(carrel template show tiny --json)"
-check "import an image that runs no guest agent" carrel template import noagent \
-    --disk "$(jq -r .disk <<<"$tiny_json")" --format qcow2 \
-    --kernel "$(jq -r .kernel <<<"$tiny_json")" --initrd "$(jq -r .initrd <<<"$tiny_json")" \
-    --cmdline "root=/dev/vda ro console=tty0 init=/bin/sh"
-start=$(date +%s)
-na_json="$(carrel create --template noagent --json)"
-echo "agentless create took $(($(date +%s) - start)) s"
-na="$(jq -r .id <<<"$na_json")"
-check_eq "an agentless guest still comes up running" "running" "$(jq -r .state <<<"$na_json")"
-check "...ready by its screen, and says so" \
-    grep -q "screen settled" <<<"$(jq -r .state_reason <<<"$na_json")"
-carrel rm "$na" >/dev/null
-check "template rm noagent" carrel template rm noagent
+# shellcheck disable=SC2317 # called through timed
+noagent_checks() {
+    check "import an image that runs no guest agent" carrel template import noagent \
+        --disk "$(jq -r .disk <<<"$tiny_json")" --format qcow2 \
+        --kernel "$(jq -r .kernel <<<"$tiny_json")" --initrd "$(jq -r .initrd <<<"$tiny_json")" \
+        --cmdline "root=/dev/vda ro console=tty0 init=/bin/sh"
+    local na_json na_start
+    na_start=$(date +%s)
+    na_json="$(carrel create --template noagent --json)"
+    echo "agentless create took $(($(date +%s) - na_start)) s"
+    na="$(jq -r .id <<<"$na_json")"
+    check_eq "an agentless guest still comes up running" "running" "$(jq -r .state <<<"$na_json")"
+    check "...ready by its screen, and says so" \
+        grep -q "screen settled" <<<"$(jq -r .state_reason <<<"$na_json")"
+    carrel rm "$na" >/dev/null
+    check "template rm noagent" carrel template rm noagent
+}
+timed noagent_checks
 
 # The Python SDK on its own tiny session, and the agent loops of examples/ with a stand-in model.
 timed sdk_checks
@@ -82,38 +87,49 @@ timed install_checks
 # compressed bzImage (the template itself boots the faster uncompressed vmlinux), which the
 # build left in its cache entry.
 tiny_build="${CARREL_CACHE_DIR:-/var/cache/carrel}/templates/tiny-$(jq -r '.recipe_hash[0:16]' <<<"$tiny_json")"
-check "tiny's build kept its bzImage" test -f "$tiny_build/vmlinuz"
-byo_image="$("$(dirname "$0")/make-byo-bios.sh" "$(jq -r .disk <<<"$tiny_json")" \
-    "$tiny_build/vmlinuz" "$(jq -r .initrd <<<"$tiny_json")" \
-    "${CARREL_CACHE_DIR:-/var/cache/carrel}/byo" 2>"$E2E_DIR/byo.log")"
-byo_log_checks bios "$byo_image" "$E2E_DIR/byo.log"
-check "import a BIOS image with its own bootloader" carrel template import byo \
-    --disk "$byo_image" --format qcow2 --firmware bios
-byo="$(carrel create --template byo --json | jq -r .id)"
-# Under load its agent may answer after the screen settled (ready by screen): give it time.
-for _ in $(seq 1 45); do carrel exec "$byo" -- true >/dev/null 2>&1 && break; sleep 2; done
-check "...its domain has no direct-boot kernel" \
-    bash -c "! ${VIRSH[*]} dumpxml carrel-$byo | grep -q '<kernel'"
-check "...it booted through its own bootloader (EXTLINUX's BOOT_IMAGE)" \
-    grep -q "BOOT_IMAGE=/boot/vmlinuz" <<<"$(carrel exec "$byo" -- cat /proc/cmdline)"
-check "...and its desktop runs" json_true '[.windows[] | select(.class == "XTerm")] | length >= 1' \
-    "$(carrel exec "$byo" -- /usr/local/bin/carrel-guest windows 2>/dev/null)"
-carrel rm "$byo" >/dev/null
-check "template rm byo" carrel template rm byo
+# shellcheck disable=SC2317 # called through timed
+byo_bios_checks() {
+    check "tiny's build kept its bzImage" test -f "$tiny_build/vmlinuz"
+    byo_image="$("$(dirname "$0")/make-byo-bios.sh" "$(jq -r .disk <<<"$tiny_json")" \
+        "$tiny_build/vmlinuz" "$(jq -r .initrd <<<"$tiny_json")" \
+        "${CARREL_CACHE_DIR:-/var/cache/carrel}/byo" 2>"$E2E_DIR/byo.log")"
+    byo_log_checks bios "$byo_image" "$E2E_DIR/byo.log"
+    check "import a BIOS image with its own bootloader" carrel template import byo \
+        --disk "$byo_image" --format qcow2 --firmware bios
+    byo="$(carrel create --template byo --json | jq -r .id)"
+    # Under load its agent may answer after the screen settled (ready by screen): give it time.
+    for _ in $(seq 1 45); do carrel exec "$byo" -- true >/dev/null 2>&1 && break; sleep 2; done
+    check "...its domain has no direct-boot kernel" \
+        bash -c "! ${VIRSH[*]} dumpxml carrel-$byo | grep -q '<kernel'"
+    check "...it booted through its own bootloader (EXTLINUX's BOOT_IMAGE)" \
+        grep -q "BOOT_IMAGE=/boot/vmlinuz" <<<"$(carrel exec "$byo" -- cat /proc/cmdline)"
+    check "...and its desktop runs" \
+        json_true '[.windows[] | select(.class == "XTerm")] | length >= 1' \
+        "$(carrel exec "$byo" -- /usr/local/bin/carrel-guest windows 2>/dev/null)"
+    carrel rm "$byo" >/dev/null
+    check "template rm byo" carrel template rm byo
+}
+timed byo_bios_checks
 # The same for UEFI: GPT, an EFI system partition with GRUB as BOOTX64.EFI, booted by OVMF.
-uefi_image="$("$(dirname "$0")/make-byo-uefi.sh" "$(jq -r .disk <<<"$tiny_json")" \
-    "$tiny_build/vmlinuz" "$(jq -r .initrd <<<"$tiny_json")" \
-    "${CARREL_CACHE_DIR:-/var/cache/carrel}/byo" 2>"$E2E_DIR/byo-uefi.log")"
-byo_log_checks uefi "$uefi_image" "$E2E_DIR/byo-uefi.log"
-check "import a UEFI image with its own bootloader" carrel template import byou \
-    --disk "$uefi_image" --format qcow2 --firmware uefi
-uefi="$(carrel create --template byou --json | jq -r .id)"
-for _ in $(seq 1 45); do carrel exec "$uefi" -- true >/dev/null 2>&1 && break; sleep 2; done
-check "...it runs under UEFI firmware (/sys/firmware/efi)" carrel exec "$uefi" -- test -d /sys/firmware/efi
-check "...booted by its GRUB, not by carrel" \
-    grep -q "BOOT_IMAGE=/boot/vmlinuz root=/dev/vda2" <<<"$(carrel exec "$uefi" -- cat /proc/cmdline)"
-carrel rm "$uefi" >/dev/null
-check "template rm byou" carrel template rm byou
+# shellcheck disable=SC2317 # called through timed
+byo_uefi_checks() {
+    uefi_image="$("$(dirname "$0")/make-byo-uefi.sh" "$(jq -r .disk <<<"$tiny_json")" \
+        "$tiny_build/vmlinuz" "$(jq -r .initrd <<<"$tiny_json")" \
+        "${CARREL_CACHE_DIR:-/var/cache/carrel}/byo" 2>"$E2E_DIR/byo-uefi.log")"
+    byo_log_checks uefi "$uefi_image" "$E2E_DIR/byo-uefi.log"
+    check "import a UEFI image with its own bootloader" carrel template import byou \
+        --disk "$uefi_image" --format qcow2 --firmware uefi
+    uefi="$(carrel create --template byou --json | jq -r .id)"
+    for _ in $(seq 1 45); do carrel exec "$uefi" -- true >/dev/null 2>&1 && break; sleep 2; done
+    check "...it runs under UEFI firmware (/sys/firmware/efi)" \
+        carrel exec "$uefi" -- test -d /sys/firmware/efi
+    check "...booted by its GRUB, not by carrel" \
+        grep -q "BOOT_IMAGE=/boot/vmlinuz root=/dev/vda2" \
+        <<<"$(carrel exec "$uefi" -- cat /proc/cmdline)"
+    carrel rm "$uefi" >/dev/null
+    check "template rm byou" carrel template rm byou
+}
+timed byo_uefi_checks
 
 check "template rm succeeds once no session uses it" carrel template rm tiny
 # Only this run's domains: other carrel instances may share this libvirt.
