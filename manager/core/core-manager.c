@@ -129,6 +129,8 @@ carrel_manager_new(const CarrelManagerConfig *config, CarrelHypervisor *hv, GErr
     mgr->instance_id = load_instance_id(mgr->state_dir, error);
     if (!mgr->instance_id)
         return NULL;
+    if (!carrel_manager_emulator_init(mgr, config->emulator, error))
+        return NULL;
     mgr->host_key = carrel_manager_load_host_key(mgr->state_dir, error);
     if (!mgr->host_key)
         return NULL;
@@ -180,6 +182,7 @@ carrel_manager_free(CarrelManager *mgr)
     g_clear_pointer(&mgr->secret_values, g_hash_table_unref);
     g_strfreev(mgr->secret_headers);
     g_free(mgr->egress_helper);
+    g_free(mgr->emulator);
     g_clear_pointer(&mgr->store, carrel_store_free);
     g_clear_pointer(&mgr->hv, carrel_hypervisor_free);
     g_clear_pointer(&mgr->policies, carrel_policy_set_free);

@@ -66,6 +66,7 @@ struct _CarrelManager {
     char *egress_dns;           /* the sessions' upstream resolver, or NULL: no egress path */
     char *egress_ca;            /* extra CAs squid trusts upstream (tests), or NULL */
     char *egress_helper;        /* carrel-egress-helper */
+    char *emulator;             /* what domains start as QEMU (core-emulator.c), or NULL */
     GMutex egress_lock;         /* guards egress and egress_sources */
     CarrelEgress *egress;       /* started with the first session that has a network */
     GHashTable *egress_sources; /* address -> id of the session on the path (or being made) */
@@ -160,6 +161,9 @@ void carrel_manager_count_egress(CarrelManager *mgr, const char *decision);
  * is room" while the reserve is given up or the disk is below the low mark.
  */
 void carrel_manager_disk_init(CarrelManager *mgr, guint reserve_mib, guint low_mib);
+/* core-emulator.c: mgr->emulator from path (NULL or "": libvirt's default), copied into the
+ * state dir when libvirt's QEMU user could not run it where it is. */
+gboolean carrel_manager_emulator_init(CarrelManager *mgr, const char *path, GError **error);
 gboolean carrel_manager_disk_reserve(CarrelManager *mgr, GError **error);
 gboolean carrel_manager_disk_release(CarrelManager *mgr);
 void carrel_manager_disk_tend(CarrelManager *mgr);

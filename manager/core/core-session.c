@@ -34,6 +34,7 @@ carrel_manager_session_xml(CarrelManager *mgr, const CarrelSession *session,
         .mac = session->mac,
         .network = session->egress_ip ? CARREL_NET_EGRESS_NAME : CARREL_NET_ISOLATED_NAME,
         .tap = tap,
+        .emulator = mgr->emulator,
     };
 
     return carrel_hypervisor_build_domain_xml(&spec, error);

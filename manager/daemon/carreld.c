@@ -29,6 +29,7 @@ typedef struct {
     char *egress_dns;
     char *egress_helper;
     char *egress_ca;
+    char *emulator;
     char *guest_tool;
     char *guest_tool_src;
     char *data_dir;
@@ -68,6 +69,7 @@ options_clear(Options *opts)
     g_free(opts->policy_dir);
     g_free(opts->egress_dns);
     g_free(opts->egress_helper);
+    g_free(opts->emulator);
     g_free(opts->egress_ca);
     g_free(opts->guest_tool);
     g_free(opts->guest_tool_src);
@@ -125,6 +127,9 @@ default_libexec_paths(Options *opts, gboolean uninstalled)
         if (!opts->egress_helper)
             opts->egress_helper = g_build_filename(CARREL_BUILD_DIR, "manager", "daemon",
                                                    "carrel-egress-helper", NULL);
+        if (!opts->emulator)
+            opts->emulator =
+                g_build_filename(CARREL_BUILD_DIR, "manager", "daemon", "carrel-qemu", NULL);
         opts->guest_tool_src = g_build_filename(CARREL_SOURCE_DIR, "guest-tools", NULL);
         return;
     }
@@ -134,6 +139,8 @@ default_libexec_paths(Options *opts, gboolean uninstalled)
         opts->guest_tool = g_build_filename(opts->libexec_dir, "carrel-guest", NULL);
     if (!opts->egress_helper)
         opts->egress_helper = g_build_filename(opts->libexec_dir, "carrel-egress-helper", NULL);
+    if (!opts->emulator)
+        opts->emulator = g_build_filename(opts->libexec_dir, "carrel-qemu", NULL);
     /* No sources installed: the recipe hash covers the installed binaries instead, so an
      * upgraded carrel-guest still rebuilds the templates that carry it. */
     opts->guest_tool_src = g_strdup(opts->libexec_dir);
@@ -406,6 +413,10 @@ parse_options(int argc, char **argv, Options *opts, GError **error)
          "More CAs (PEM) the proxy trusts for servers it decrypts for (a test's stand-in)", "FILE"},
         {"egress-helper", 0, 0, G_OPTION_ARG_FILENAME, &opts->egress_helper,
          "squid's helper that asks carreld (default LIBEXEC-DIR/carrel-egress-helper)", "FILE"},
+        {"emulator", 0, 0, G_OPTION_ARG_FILENAME, &opts->emulator,
+         "What sessions start as QEMU (default LIBEXEC-DIR/carrel-qemu: QEMU without transparent "
+         "huge pages; \"\" for libvirt's own QEMU)",
+         "FILE"},
         {"guest-tool", 0, 0, G_OPTION_ARG_FILENAME, &opts->guest_tool,
          "carrel-guest binary installed by template recipes (default LIBEXEC-DIR/carrel-guest)",
          "FILE"},
@@ -576,8 +587,9 @@ open_manager(const Options *opts, GError **error)
     if (config.accel == CARREL_ACCEL_LAST)
         return NULL;
     g_message("accelerator: %s (%s)", carrel_accel_to_string(config.accel), reason);
-    g_message("recipes: %s; web console: %s; carrel-guest: %s; egress helper: %s",
-              opts->recipes_dir, opts->web_dir, opts->guest_tool, opts->egress_helper);
+    g_message("recipes: %s; web console: %s; carrel-guest: %s; egress helper: %s; emulator: %s",
+              opts->recipes_dir, opts->web_dir, opts->guest_tool, opts->egress_helper,
+              *opts->emulator ? opts->emulator : "libvirt's QEMU");
     hv = carrel_hypervisor_open_libvirt(opts->libvirt_uri, error);
     if (!hv)
         return NULL;
@@ -594,6 +606,7 @@ open_manager(const Options *opts, GError **error)
     config.policy_dir = opts->policy_dir;
     config.egress_dns = opts->egress_dns;
     config.egress_helper = opts->egress_helper;
+    config.emulator = opts->emulator;
     config.egress_ca = opts->egress_ca;
     if (g_file_test(opts->guest_tool, G_FILE_TEST_IS_EXECUTABLE)) {
         config.guest_tool = opts->guest_tool;

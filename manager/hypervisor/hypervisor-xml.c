@@ -154,6 +154,8 @@ validate_storage(const CarrelDomainSpec *spec, GError **error)
                     "disk format '%s' is not qcow2 or raw", spec->disk_format);
         return FALSE;
     }
+    if (!check_path("emulator", spec->emulator, FALSE, error))
+        return FALSE;
     return check_path("console log path", spec->console_log_path, TRUE, error);
 }
 
@@ -400,6 +402,8 @@ carrel_hypervisor_build_domain_xml(const CarrelDomainSpec *spec, GError **error)
     append_os(xml, spec);
     append_platform(xml, spec);
     g_string_append(xml, "  <devices>\n");
+    if (spec->emulator && *spec->emulator)
+        append_markup(xml, "    <emulator>%s</emulator>\n", spec->emulator);
     append_storage(xml, spec);
     append_interface(xml, spec);
     g_string_append(xml, desktop_devices);

@@ -58,6 +58,9 @@ typedef struct {
     /* The host side of the NIC (a tap of at most 15 bytes), or NULL for libvirt's own name:
      * the egress firewall knows each session's tap by name. */
     const char *tap;
+    /* The program libvirt starts as QEMU (carrel-qemu: QEMU without transparent huge pages),
+     * or NULL for libvirt's default emulator. */
+    const char *emulator;
 } CarrelDomainSpec;
 
 /*

@@ -118,6 +118,12 @@ check "clones have distinct UUIDs" bash -c \
     "[ \"\$(${VIRSH[*]} domuuid carrel-$a)\" != \"\$(${VIRSH[*]} domuuid carrel-$b)\" ]"
 check "each clone has a VM generation id" bash -c \
     "${VIRSH[*]} dumpxml carrel-$a | grep -q '<genid>'"
+# carrel-qemu (manager/daemon/carrel-qemu.c): QEMU without transparent huge pages, so a
+# restore allocates only the pages it writes.
+check_eq "the clone runs as carrel-qemu: transparent huge pages off" "0" \
+    "$(awk '/^THP_enabled:/ {print $2}' "/proc/$(cat "/run/libvirt/qemu/carrel-$a.pid")/status")"
+check "its domain names carrel-qemu as the emulator" bash -c \
+    "${VIRSH[*]} dumpxml carrel-$a | grep -q '<emulator>.*/carrel-qemu</emulator>'"
 shot="$E2E_DIR/warm-a.png"
 "${VIRSH[@]}" screenshot "carrel-$a" "$shot" >/dev/null 2>&1
 check "the restored desktop is visible (screenshot not blank)" \

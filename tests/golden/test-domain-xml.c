@@ -20,7 +20,7 @@ static const char *const spec_members[] = {
     "disk_format",  "console_log_path",
     "tb_cache_mib", "genid",
     "mac",          "network",
-    NULL,
+    "emulator",     NULL,
 };
 
 static const char *
@@ -53,6 +53,7 @@ spec_from_json(JsonObject *obj, CarrelDomainSpec *spec)
     spec->genid = get_string(obj, "genid");
     spec->mac = get_string(obj, "mac");
     spec->network = get_string(obj, "network");
+    spec->emulator = get_string(obj, "emulator");
 }
 
 /* Runs virt-xml-validate on xml; a missing validator is a failure, not a skip (CI has it). */
