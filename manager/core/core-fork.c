@@ -229,8 +229,9 @@ fork_from(CarrelManager *mgr, const CarrelPrincipal *who, const CarrelSession *o
     forks = collect_forks(mgr, origin, tasks, count, error);
     for (guint i = 0; i < count; i++)
         g_clear_error(&tasks[i].error);
-    /* Like warm clones, the forks give their free memory back to the host; only once all are
-     * up, so that no balloon inflates (guest work, seconds under TCG) beside a restore. */
+    /* Like warm clones, the forks give their free memory back to the host (under libvirt's own
+     * QEMU only); once all are up, so that no balloon inflates (guest work, seconds under TCG)
+     * beside a restore. */
     for (guint i = 0; forks && i < forks->len; i++)
         carrel_job_unref(carrel_manager_reclaim_restored(mgr, g_ptr_array_index(forks, i)));
     return forks;

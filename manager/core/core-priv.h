@@ -303,7 +303,8 @@ gboolean carrel_manager_set_guest_mac(CarrelManager *mgr, const char *domain, co
  * nothing on the isolated network), never fatal. */
 void carrel_manager_set_clone_mac(CarrelManager *mgr, const char *domain, const char *mac);
 
-/* Starts the job that gives a restored clone's free memory back to the host (core-warm.c). */
+/* Starts the job that gives a restored clone's free memory back to the host (core-warm.c);
+ * NULL, no job, when sessions run as carrel-qemu, whose restores stay small. */
 CarrelJob *carrel_manager_reclaim_restored(CarrelManager *mgr, const CarrelSession *session);
 
 /* Removes domain and files of a session, collecting no error (best effort cleanup paths). */

@@ -1,6 +1,7 @@
 /*
  * A warm clone's memory reclaim (core-warm.c) on the fake: its balloon in, then out, and one
- * reclaim at a time daemon-wide, however many clones are made together.
+ * reclaim at a time daemon-wide, however many clones are made together; none when sessions run
+ * as carrel-qemu (the fixture's manager names no emulator: libvirt's own QEMU).
  */
 #include "core-fixture.h"
 
@@ -39,11 +40,38 @@ test_one_at_a_time(void **state)
         carrel_session_free(clones[i]);
 }
 
+static void
+test_none_under_carrel_qemu(void **state)
+{
+    Fixture *fx = *state;
+    g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = import(fx, "tiny");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelJob) job = NULL;
+    CarrelSessionRequest plain = {.template_name = (char *)"tiny"};
+    CarrelSession *clone;
+    guint before;
+
+    job = carrel_manager_template_warm(fx->mgr, ADMIN, "tiny", 0, &error);
+    assert_non_null(job);
+    if (!carrel_job_wait(job, &error))
+        fail_msg("warm: %s", error->message);
+    fx->mgr->emulator = g_strdup("/usr/libexec/carrel/carrel-qemu");
+    before = carrel_hypervisor_fake_get_balloon_calls(fx->hv);
+    clone = carrel_manager_session_create(fx->mgr, ADMIN, &plain, &error);
+    if (!clone)
+        fail_msg("clone: %s", error->message);
+    assert_true(clone->from_warm);
+    g_usleep(300 * 1000);
+    assert_int_equal(carrel_hypervisor_fake_get_balloon_calls(fx->hv), before);
+    carrel_session_free(clone);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_one_at_a_time, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_none_under_carrel_qemu, setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
