@@ -87,46 +87,49 @@ timed install_checks
 # compressed bzImage (the template itself boots the faster uncompressed vmlinux), which the
 # build left in its cache entry.
 tiny_build="${CARREL_CACHE_DIR:-/var/cache/carrel}/templates/tiny-$(jq -r '.recipe_hash[0:16]' <<<"$tiny_json")"
+# byo_start KIND NAME: tiny's disk made into a KIND (bios or uefi) image with its own bootloader
+# (make-byo-KIND.sh), imported as template NAME, and a session of it started: its id in BYO_ID
+# once its agent answers (under load it may answer after the screen settled: ready by screen),
+# and in BYO_IDS for the last check.
+BYO_IDS=()
+# shellcheck disable=SC2317 # called through timed
+byo_start() {
+    local kind="$1" name="$2" log="$E2E_DIR/byo-$1.log" image
+    image="$("$(dirname "$0")/make-byo-$kind.sh" "$(jq -r .disk <<<"$tiny_json")" \
+        "$tiny_build/vmlinuz" "$(jq -r .initrd <<<"$tiny_json")" \
+        "${CARREL_CACHE_DIR:-/var/cache/carrel}/byo" 2>"$log")"
+    byo_log_checks "$kind" "$image" "$log"
+    check "import a ${kind^^} image with its own bootloader" carrel template import "$name" \
+        --disk "$image" --format qcow2 --firmware "$kind"
+    BYO_ID="$(carrel create --template "$name" --json | jq -r .id)"
+    BYO_IDS+=("$BYO_ID")
+    for _ in $(seq 1 45); do carrel exec "$BYO_ID" -- true >/dev/null 2>&1 && break; sleep 2; done
+}
 # shellcheck disable=SC2317 # called through timed
 byo_bios_checks() {
     check "tiny's build kept its bzImage" test -f "$tiny_build/vmlinuz"
-    byo_image="$("$(dirname "$0")/make-byo-bios.sh" "$(jq -r .disk <<<"$tiny_json")" \
-        "$tiny_build/vmlinuz" "$(jq -r .initrd <<<"$tiny_json")" \
-        "${CARREL_CACHE_DIR:-/var/cache/carrel}/byo" 2>"$E2E_DIR/byo.log")"
-    byo_log_checks bios "$byo_image" "$E2E_DIR/byo.log"
-    check "import a BIOS image with its own bootloader" carrel template import byo \
-        --disk "$byo_image" --format qcow2 --firmware bios
-    byo="$(carrel create --template byo --json | jq -r .id)"
-    # Under load its agent may answer after the screen settled (ready by screen): give it time.
-    for _ in $(seq 1 45); do carrel exec "$byo" -- true >/dev/null 2>&1 && break; sleep 2; done
+    byo_start bios byo
     check "...its domain has no direct-boot kernel" \
-        bash -c "! ${VIRSH[*]} dumpxml carrel-$byo | grep -q '<kernel'"
+        bash -c "! ${VIRSH[*]} dumpxml carrel-$BYO_ID | grep -q '<kernel'"
     check "...it booted through its own bootloader (EXTLINUX's BOOT_IMAGE)" \
-        grep -q "BOOT_IMAGE=/boot/vmlinuz" <<<"$(carrel exec "$byo" -- cat /proc/cmdline)"
+        grep -q "BOOT_IMAGE=/boot/vmlinuz" <<<"$(carrel exec "$BYO_ID" -- cat /proc/cmdline)"
     check "...and its desktop runs" \
         json_true '[.windows[] | select(.class == "XTerm")] | length >= 1' \
-        "$(carrel exec "$byo" -- /usr/local/bin/carrel-guest windows 2>/dev/null)"
-    carrel rm "$byo" >/dev/null
+        "$(carrel exec "$BYO_ID" -- /usr/local/bin/carrel-guest windows 2>/dev/null)"
+    carrel rm "$BYO_ID" >/dev/null
     check "template rm byo" carrel template rm byo
 }
 timed byo_bios_checks
 # The same for UEFI: GPT, an EFI system partition with GRUB as BOOTX64.EFI, booted by OVMF.
 # shellcheck disable=SC2317 # called through timed
 byo_uefi_checks() {
-    uefi_image="$("$(dirname "$0")/make-byo-uefi.sh" "$(jq -r .disk <<<"$tiny_json")" \
-        "$tiny_build/vmlinuz" "$(jq -r .initrd <<<"$tiny_json")" \
-        "${CARREL_CACHE_DIR:-/var/cache/carrel}/byo" 2>"$E2E_DIR/byo-uefi.log")"
-    byo_log_checks uefi "$uefi_image" "$E2E_DIR/byo-uefi.log"
-    check "import a UEFI image with its own bootloader" carrel template import byou \
-        --disk "$uefi_image" --format qcow2 --firmware uefi
-    uefi="$(carrel create --template byou --json | jq -r .id)"
-    for _ in $(seq 1 45); do carrel exec "$uefi" -- true >/dev/null 2>&1 && break; sleep 2; done
+    byo_start uefi byou
     check "...it runs under UEFI firmware (/sys/firmware/efi)" \
-        carrel exec "$uefi" -- test -d /sys/firmware/efi
+        carrel exec "$BYO_ID" -- test -d /sys/firmware/efi
     check "...booted by its GRUB, not by carrel" \
         grep -q "BOOT_IMAGE=/boot/vmlinuz root=/dev/vda2" \
-        <<<"$(carrel exec "$uefi" -- cat /proc/cmdline)"
-    carrel rm "$uefi" >/dev/null
+        <<<"$(carrel exec "$BYO_ID" -- cat /proc/cmdline)"
+    carrel rm "$BYO_ID" >/dev/null
     check "template rm byou" carrel template rm byou
 }
 timed byo_uefi_checks
@@ -134,7 +137,7 @@ timed byo_uefi_checks
 check "template rm succeeds once no session uses it" carrel template rm tiny
 # Only this run's domains: other carrel instances may share this libvirt.
 left=0
-for s in "$na" "$byo" "$uefi"; do
+for s in "$na" "${BYO_IDS[@]}"; do
     "${VIRSH[@]}" dominfo "carrel-$s" >/dev/null 2>&1 && left=$((left + 1))
 done
 check_eq "no domain of this run is left" "0" "$left"
