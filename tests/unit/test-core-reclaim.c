@@ -5,22 +5,32 @@
  */
 #include "core-fixture.h"
 
+/* tiny imported and warmed: its creates restore. */
+static CarrelTemplate *
+warm_tiny(Fixture *fx)
+{
+    CarrelTemplate *tmpl = import(fx, "tiny");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelJob) job = carrel_manager_template_warm(fx->mgr, ADMIN, "tiny", 0, &error);
+
+    assert_non_null(job);
+    if (!carrel_job_wait(job, &error))
+        fail_msg("warm: %s", error->message);
+    return tmpl;
+}
+
 static void
 test_one_at_a_time(void **state)
 {
     Fixture *fx = *state;
-    g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = import(fx, "tiny");
+    g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = NULL;
     g_autoptr(GError) error = NULL;
-    g_autoptr(CarrelJob) job = NULL;
     CarrelSessionRequest plain = {.template_name = (char *)"tiny"};
     CarrelSession *clones[3] = {NULL};
     guint before;
 
     carrel_hypervisor_fake_set_exec_result(fx->hv, 0, "{\"ready\":true}", "");
-    job = carrel_manager_template_warm(fx->mgr, ADMIN, "tiny", 0, &error);
-    assert_non_null(job);
-    if (!carrel_job_wait(job, &error))
-        fail_msg("warm: %s", error->message);
+    tmpl = warm_tiny(fx);
     /* Each guest takes 500 ms to move its balloon: clones made one after another overlap. */
     carrel_hypervisor_fake_set_balloon_hold(fx->hv, 500);
     before = carrel_hypervisor_fake_get_balloon_calls(fx->hv);
@@ -44,17 +54,12 @@ static void
 test_none_under_carrel_qemu(void **state)
 {
     Fixture *fx = *state;
-    g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = import(fx, "tiny");
+    g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = warm_tiny(fx);
     g_autoptr(GError) error = NULL;
-    g_autoptr(CarrelJob) job = NULL;
     CarrelSessionRequest plain = {.template_name = (char *)"tiny"};
     CarrelSession *clone;
     guint before;
 
-    job = carrel_manager_template_warm(fx->mgr, ADMIN, "tiny", 0, &error);
-    assert_non_null(job);
-    if (!carrel_job_wait(job, &error))
-        fail_msg("warm: %s", error->message);
     fx->mgr->emulator = g_strdup("/usr/libexec/carrel/carrel-qemu");
     before = carrel_hypervisor_fake_get_balloon_calls(fx->hv);
     clone = carrel_manager_session_create(fx->mgr, ADMIN, &plain, &error);
