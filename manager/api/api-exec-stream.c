@@ -190,7 +190,7 @@ post(ExecStream *st, const char *event, JsonNode *data)
     p->data = data ? json_to_string(data, FALSE) : NULL;
     if (data)
         json_node_unref(data);
-    g_main_context_invoke_full(st->context, G_PRIORITY_DEFAULT, on_post, p, post_free);
+    carrel_api_post_to_loop(st->context, on_post, p, post_free);
 }
 
 static JsonNode *

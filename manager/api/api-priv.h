@@ -293,6 +293,11 @@ void carrel_api_stream_start(CarrelApi *api, SoupServerMessage *msg, const Carre
 /* TRUE when the client of an event stream closed its end (it sends nothing after its request,
  * so a readable end of file or a hangup means it left). */
 gboolean carrel_api_stream_client_gone(SoupServerMessage *msg);
+/* From a worker thread: func(data) runs later in context's loop, after what was posted before.
+ * Never runs it in the calling thread (g_main_context_invoke would, when the context is free,
+ * and so reorder it ahead of what is queued). */
+void carrel_api_post_to_loop(GMainContext *context, GSourceFunc func, gpointer data,
+                             GDestroyNotify notify);
 
 /* api-exec-stream.c: the threads of streamed commands; freeing stops and joins them. */
 typedef struct _CarrelApiExecStreams CarrelApiExecStreams;

@@ -125,7 +125,7 @@ post(Link *link, GBytes *output, JsonNode *node, gushort close, const char *reas
     p->reason = g_strdup(reason);
     if (node)
         json_node_unref(node);
-    g_main_context_invoke_full(link->context, G_PRIORITY_DEFAULT, on_post, p, post_free);
+    carrel_api_post_to_loop(link->context, on_post, p, post_free);
 }
 
 static JsonNode *

@@ -223,6 +223,18 @@ timeline_text(Stream *st)
     return g_steal_pointer(&text);
 }
 
+void
+carrel_api_post_to_loop(GMainContext *context, GSourceFunc func, gpointer data,
+                        GDestroyNotify notify)
+{
+    g_autoptr(GSource) source = g_idle_source_new();
+
+    /* Same-priority sources dispatch in the order they were attached. */
+    g_source_set_priority(source, G_PRIORITY_DEFAULT);
+    g_source_set_callback(source, func, data, notify);
+    g_source_attach(source, context);
+}
+
 /* The client closed its end: an event-stream client sends nothing after its request, so a
  * readable socket at its end of file (or a hangup) means it left. Seen within a tick, rather
  * than at the next write that fails (a keepalive or two later). Over TLS the close is a record,

@@ -104,6 +104,56 @@ test_stream_events(void **state)
     client_clear(&c);
 }
 
+typedef struct {
+    GThread *loop_thread;
+    GString *order;
+    gboolean in_loop; /* every call ran in the loop's thread */
+} Posted;
+
+static gboolean
+note_post(gpointer data)
+{
+    gpointer *item = data;
+    Posted *p = item[0];
+
+    g_string_append(p->order, item[1]);
+    p->in_loop = p->in_loop && g_thread_self() == p->loop_thread;
+    return G_SOURCE_REMOVE;
+}
+
+static gpointer
+post_three(gpointer data)
+{
+    static const char *const names[] = {"a", "b", "c"};
+
+    for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
+        gpointer *item = g_new(gpointer, 2);
+
+        item[0] = data;
+        item[1] = (gpointer)names[i];
+        carrel_api_post_to_loop(NULL, note_post, item, g_free);
+    }
+    return NULL;
+}
+
+/* A worker's posts to a loop that no thread runs at that moment still wait for the loop, in
+ * order: run in the worker (as g_main_context_invoke does then), an exit could overtake the
+ * output queued before it, and the stream lose that output. */
+static void
+test_posts_keep_order(void **state)
+{
+    Posted p = {.loop_thread = g_thread_self(), .order = g_string_new(NULL), .in_loop = TRUE};
+
+    (void)state;
+    g_thread_join(g_thread_new("poster", post_three, &p));
+    assert_int_equal(p.order->len, 0);
+    while (g_main_context_iteration(NULL, FALSE))
+        ;
+    assert_string_equal(p.order->str, "abc");
+    assert_true(p.in_loop);
+    g_string_free(p.order, TRUE);
+}
+
 /* The fake's last command was proc kill HANDLE 9. */
 static gboolean
 killed(Fixture *fx)
@@ -144,6 +194,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_stream_events, setup, teardown),
         cmocka_unit_test_setup_teardown(test_client_leaves, setup, teardown),
+        cmocka_unit_test(test_posts_keep_order),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
