@@ -30,6 +30,7 @@ batch_new(void)
     batch->actions = g_ptr_array_new_with_free_func((GDestroyNotify)carrel_action_free);
     batch->observe = CARREL_OBSERVE_FINAL;
     batch->settle = (CarrelSettle){.window_ms = CARREL_SETTLE_WINDOW_MS,
+                                   .keys_window_ms = CARREL_SETTLE_KEYS_WINDOW_MS,
                                    .quiet_ms = CARREL_SETTLE_QUIET_MS,
                                    .max_ms = CARREL_SETTLE_MAX_MS};
     return batch;
@@ -106,6 +107,9 @@ parse_settle(JsonObject *obj, CarrelActionBatch *batch, GError **error)
                     s->max_ms);
         return FALSE;
     }
+    s->keys_window_ms = carrel_conf_get_node(settle, "window_ms")
+                            ? s->window_ms
+                            : MIN(CARREL_SETTLE_KEYS_WINDOW_MS, s->max_ms);
     return TRUE;
 }
 

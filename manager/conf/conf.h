@@ -493,17 +493,22 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelAction, carrel_action_free)
 /*
  * When an observation after HID events is taken (see core-settle.c): once the screen differs from
  * the frame before the action and has then stayed the same for quiet_ms; or once it has not
- * changed at all for window_ms after the last event; at the latest max_ms after it. fixed_ms > 0
- * instead waits that long and looks once (the old behaviour, for side-by-side benches).
+ * changed at all for window_ms after the last event (keys_window_ms when typed text or a key
+ * press was among the events); at the latest max_ms after it. fixed_ms > 0 instead waits that
+ * long and looks once (the old behaviour, for side-by-side benches).
  */
 typedef struct {
     guint window_ms;
+    guint keys_window_ms;
     guint quiet_ms;
     guint max_ms;
     guint fixed_ms;
 } CarrelSettle;
 
 #define CARREL_SETTLE_WINDOW_MS 250
+/* Typed text and key presses nearly always show (an echo, a dialog): a slow guest's late echo is
+ * waited for longer before the screen is taken as unchanged. A given window_ms sets both. */
+#define CARREL_SETTLE_KEYS_WINDOW_MS 1000
 #define CARREL_SETTLE_QUIET_MS 60
 #define CARREL_SETTLE_MAX_MS 3000
 /* Bound of every settle member: an agent's step is not worth a longer wait. */
@@ -554,7 +559,8 @@ CarrelAction *carrel_action_from_json(JsonNode *node, GError **error);
  * {"actions": [...], "observe": "final"|"each"|"none", "scale": FACTOR | "model_screen":
  * {"width", "height"}, "settle": {"window_ms", "quiet_ms", "max_ms", "fixed_ms"}} (also with
  * "action": "batch"; settle members 0..CARREL_SETTLE_LIMIT_MS, window_ms <= max_ms, defaults
- * CARREL_SETTLE_*). Batches do not nest. Errors inside the list are prefixed "actions[i]: ".
+ * CARREL_SETTLE_*; keys_window_ms is window_ms when given, else the default bounded by max_ms).
+ * Batches do not nest. Errors inside the list are prefixed "actions[i]: ".
  */
 CarrelActionBatch *carrel_action_batch_from_json(JsonNode *node, GError **error);
 

@@ -15,6 +15,7 @@ typedef struct {
     guint width, height;    /* the screen */
     guint model_w, model_h; /* what the model sees (the screen when not scaled) */
     gboolean hid_sent;      /* since the last observation */
+    gboolean keys_sent;     /* ...and among them typed text or a key press */
     gint64 hid_at;          /* when the last HID event was sent (monotonic µs) */
     guint64 ref_hash;       /* the newest frame from before the HID events since (0: none) */
     const CarrelSettle *settle;
@@ -33,11 +34,14 @@ run_clear(Run *run)
     g_clear_pointer(&run->domain, g_free);
 }
 
-/* HID events (or a helper acting for them) reached the guest: the next look waits for them. */
+/* HID events (or a helper acting for them) reached the guest: the next look waits for them,
+ * longer for an effect to begin after keys (see CarrelSettle). */
 static void
-mark_hid(Run *run)
+mark_hid(Run *run, const CarrelAction *action)
 {
     run->hid_sent = TRUE;
+    run->keys_sent =
+        run->keys_sent || action->kind == CARREL_ACTION_TYPE || action->kind == CARREL_ACTION_KEY;
     run->hid_at = g_get_monotonic_time();
 }
 
@@ -61,16 +65,20 @@ static GBytes *
 look(Run *run, gboolean *ret_waited, CarrelSettleResult *ret_settle, GError **error)
 {
     g_autoptr(GBytes) ppm = NULL;
+    CarrelSettle settle = *run->settle;
 
+    if (run->keys_sent)
+        settle.window_ms = settle.keys_window_ms;
     *ret_waited = run->hid_sent;
     if (run->hid_sent)
-        ppm = carrel_manager_settle_screen(run->mgr, run->domain, run->settle, run->ref_hash,
+        ppm = carrel_manager_settle_screen(run->mgr, run->domain, &settle, run->ref_hash,
                                            run->hid_at, ret_settle, error);
     else if (!carrel_hypervisor_screenshot(run->mgr->hv, run->domain, &ppm, NULL, NULL, error))
         return NULL;
     if (!ppm)
         return NULL;
     run->hid_sent = FALSE;
+    run->keys_sent = FALSE;
     run->ref_hash = carrel_image_ppm_hash(ppm);
     return g_steal_pointer(&ppm);
 }
@@ -199,7 +207,7 @@ send_hid(Run *run, CarrelHidState *state, const CarrelAction *action, GError **e
         return FALSE;
     state->pointer = after;
     if (action->kind != CARREL_ACTION_WAIT)
-        mark_hid(run);
+        mark_hid(run, action);
     return TRUE;
 }
 
@@ -244,7 +252,7 @@ type_text(Run *run, CarrelHidState *state, const CarrelAction *action, JsonNode 
             g_propagate_error(error, g_steal_pointer(&local));
             return FALSE;
         }
-        mark_hid(run);
+        mark_hid(run, action);
         if (action->method == CARREL_TYPE_METHOD_CLIPBOARD && !send_hid(run, state, &paste, error))
             return FALSE;
     }
@@ -270,7 +278,7 @@ click_element(Run *run, CarrelHidState *state, const CarrelAction *action, JsonN
         if (!(*ret_output = carrel_manager_a11y_act(run->mgr, run->domain, action->element, error)))
             return FALSE;
         json_object_set_string_member(json_node_get_object(*ret_output), "mode", "action");
-        mark_hid(run);
+        mark_hid(run, action);
         return TRUE;
     }
     if (!(node = carrel_manager_a11y_element(run->mgr, run->domain, action->element, error)) ||

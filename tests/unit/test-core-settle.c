@@ -173,6 +173,33 @@ test_no_change_returns_after_window(void **state)
     assert_true(json_object_get_int_member(shot, "samples") >= 2);
 }
 
+/* An effect that comes 15 samples (at least 300 ms) after the last event: after a key press the
+ * default window (1 s for keys) waits for it; after a pointer move the 250 ms window has passed
+ * by then, and the unchanged screen is returned. */
+static void
+test_keys_wait_longer(void **state)
+{
+    Fixture *fx = *state;
+    g_autoptr(CarrelSession) s = drawing_session(fx, "slow-echo", 15, 1);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(JsonNode) typed = act(fx, s->id, "{\"action\":\"key\",\"text\":\"a\"}", &error);
+    g_autoptr(JsonNode) moved = NULL;
+    JsonObject *shot;
+
+    if (!typed)
+        fail_msg("%s", error->message);
+    shot = final_shot(typed);
+    assert_true(json_object_get_boolean_member(shot, "changed"));
+    assert_int_equal(generation_of(shot), 1);
+    moved = act(fx, s->id, "{\"action\":\"mouse_move\",\"coordinate\":[3,3]}", &error);
+    if (!moved)
+        fail_msg("%s", error->message);
+    shot = final_shot(moved);
+    assert_true(json_object_get_boolean_member(shot, "settled"));
+    assert_false(json_object_get_boolean_member(shot, "changed"));
+    assert_int_equal(generation_of(shot), 1);
+}
+
 /* The old fixed wait, for side-by-side benches: one look, nothing claimed settled. */
 static void
 test_fixed_wait(void **state)
@@ -254,6 +281,19 @@ test_reference_before_last_input(void **state)
     assert_int_equal(carrel_hypervisor_fake_get_screenshots(fx->hv) - before, 4);
 }
 
+/* The window after keys a request's settle gives. */
+static guint
+keys_window(const char *settle)
+{
+    g_autofree char *json = g_strdup_printf(
+        "{\"actions\":[{\"action\":\"key\",\"text\":\"a\"}],\"settle\":%s}", settle);
+    g_autoptr(JsonNode) body = json_from_string(json, NULL);
+    g_autoptr(CarrelActionBatch) batch = carrel_action_batch_from_json(body, NULL);
+
+    assert_non_null(batch);
+    return batch->settle.keys_window_ms;
+}
+
 /* The request's settle members are checked: bad ones are refused before anything is sent. */
 static void
 test_settle_parse(void **state)
@@ -276,6 +316,9 @@ test_settle_parse(void **state)
     assert_int_equal(batch->settle.window_ms, CARREL_SETTLE_WINDOW_MS);
     assert_int_equal(batch->settle.max_ms, CARREL_SETTLE_MAX_MS);
     assert_int_equal(batch->settle.fixed_ms, 0);
+    assert_int_equal(batch->settle.keys_window_ms, CARREL_SETTLE_KEYS_WINDOW_MS);
+    assert_int_equal(keys_window("{\"window_ms\":500}"), 500);
+    assert_int_equal(keys_window("{\"max_ms\":600}"), 600);
     for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
         g_autoptr(JsonNode) body = json_from_string(bad[i], NULL);
         g_autoptr(GError) error = NULL;
@@ -315,6 +358,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_slow_guest_is_waited_for, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cap_is_not_settled, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_change_returns_after_window, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_keys_wait_longer, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fixed_wait, setup, teardown),
         cmocka_unit_test_setup_teardown(test_each_action_settles, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reference_before_last_input, setup, teardown),
