@@ -156,6 +156,7 @@ carrel_manager_free(CarrelManager *mgr)
         return;
     carrel_manager_stop_watch(mgr);
     carrel_manager_catchup_drain(mgr);
+    carrel_manager_reclaim_drain(mgr);
     /* Before the hypervisor goes: each recorder finishes its segment. */
     carrel_manager_recording_stop_all(mgr);
     g_clear_pointer(&mgr->recorders, g_hash_table_unref);

@@ -47,6 +47,7 @@ struct _CarrelManager {
     GCond busy_cond;             /* with lock: a busy mark was cleared */
     GHashTable *catchup_pending; /* session id -> CarrelCatchupStep bits to do after (lock) */
     guint catchups_running;      /* catch-up jobs not yet at their end (lock) */
+    guint reclaims_running;      /* memory-reclaim jobs not yet at their end (lock) */
     gboolean draining;           /* with lock: carreld stops, no new verb starts */
     GHashTable *jobs;            /* job id -> CarrelJob */
     GHashTable *hid_states;      /* session id -> CarrelHidState, guarded by lock */
@@ -306,6 +307,9 @@ void carrel_manager_set_clone_mac(CarrelManager *mgr, const char *domain, const 
 /* Starts the job that gives a restored clone's free memory back to the host (core-warm.c);
  * NULL, no job, when sessions run as carrel-qemu, whose restores stay small. */
 CarrelJob *carrel_manager_reclaim_restored(CarrelManager *mgr, const CarrelSession *session);
+/* Waits for every memory-reclaim job (the manager goes next): one cut off would leave its guest
+ * with the balloon inflated. */
+void carrel_manager_reclaim_drain(CarrelManager *mgr);
 
 /* Removes domain and files of a session, collecting no error (best effort cleanup paths). */
 void carrel_manager_session_teardown(CarrelManager *mgr, const CarrelSession *session);

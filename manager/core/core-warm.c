@@ -259,7 +259,7 @@ reclaim_data_free(gpointer data)
 }
 
 static gboolean
-reclaim_job(CarrelJob *job, gpointer data, JsonNode **ret_result, GError **error)
+reclaim_run(CarrelJob *job, gpointer data, JsonNode **ret_result, GError **error)
 {
     ReclaimData *rd = data;
     guint target = MAX(RECLAIM_FLOOR_MIB, rd->memory_mib / 4), low = 0, back = 0;
@@ -290,6 +290,32 @@ reclaim_job(CarrelJob *job, gpointer data, JsonNode **ret_result, GError **error
     return TRUE;
 }
 
+/* The job's end, counted: carrel_manager_reclaim_drain waits for it. */
+static gboolean
+reclaim_job(CarrelJob *job, gpointer data, JsonNode **ret_result, GError **error)
+{
+    ReclaimData *rd = data;
+    gboolean ok = reclaim_run(job, data, ret_result, error);
+
+    g_mutex_lock(&rd->mgr->lock);
+    rd->mgr->reclaims_running--;
+    g_cond_broadcast(&rd->mgr->busy_cond);
+    g_mutex_unlock(&rd->mgr->lock);
+    return ok;
+}
+
+void
+carrel_manager_reclaim_drain(CarrelManager *mgr)
+{
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&mgr->lock);
+    /* Each of its two balloon steps gives up after RECLAIM_TIMEOUT_S. */
+    gint64 end = g_get_monotonic_time() + (2 * RECLAIM_TIMEOUT_S + 10) * G_USEC_PER_SEC;
+
+    while (mgr->reclaims_running > 0)
+        if (!g_cond_wait_until(&mgr->busy_cond, &mgr->lock, end))
+            break;
+}
+
 CarrelJob *
 carrel_manager_reclaim_restored(CarrelManager *mgr, const CarrelSession *session)
 {
@@ -304,6 +330,9 @@ carrel_manager_reclaim_restored(CarrelManager *mgr, const CarrelSession *session
     rd->domain = carrel_session_domain_name(session->id);
     rd->memory_mib = session->memory_mib;
     carrel_manager_add_job(mgr, job);
+    g_mutex_lock(&mgr->lock);
+    mgr->reclaims_running++;
+    g_mutex_unlock(&mgr->lock);
     carrel_job_run(job, reclaim_job, rd, reclaim_data_free);
     return job;
 }
