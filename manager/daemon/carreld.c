@@ -127,6 +127,9 @@ default_libexec_paths(Options *opts, gboolean uninstalled)
         if (!opts->egress_helper)
             opts->egress_helper = g_build_filename(CARREL_BUILD_DIR, "manager", "daemon",
                                                    "carrel-egress-helper", NULL);
+        if (!opts->emulator)
+            opts->emulator =
+                g_build_filename(CARREL_BUILD_DIR, "manager", "daemon", "carrel-qemu", NULL);
         opts->guest_tool_src = g_build_filename(CARREL_SOURCE_DIR, "guest-tools", NULL);
         return;
     }
@@ -136,6 +139,8 @@ default_libexec_paths(Options *opts, gboolean uninstalled)
         opts->guest_tool = g_build_filename(opts->libexec_dir, "carrel-guest", NULL);
     if (!opts->egress_helper)
         opts->egress_helper = g_build_filename(opts->libexec_dir, "carrel-egress-helper", NULL);
+    if (!opts->emulator)
+        opts->emulator = g_build_filename(opts->libexec_dir, "carrel-qemu", NULL);
     /* No sources installed: the recipe hash covers the installed binaries instead, so an
      * upgraded carrel-guest still rebuilds the templates that carry it. */
     opts->guest_tool_src = g_strdup(opts->libexec_dir);
@@ -409,8 +414,8 @@ parse_options(int argc, char **argv, Options *opts, GError **error)
         {"egress-helper", 0, 0, G_OPTION_ARG_FILENAME, &opts->egress_helper,
          "squid's helper that asks carreld (default LIBEXEC-DIR/carrel-egress-helper)", "FILE"},
         {"emulator", 0, 0, G_OPTION_ARG_FILENAME, &opts->emulator,
-         "What sessions start as QEMU (default libvirt's own; LIBEXEC-DIR/carrel-qemu is QEMU "
-         "without transparent huge pages: faster restores, less RAM, slower guest commands)",
+         "What sessions start as QEMU (default LIBEXEC-DIR/carrel-qemu: QEMU without transparent "
+         "huge pages; \"\" for libvirt's own QEMU)",
          "FILE"},
         {"guest-tool", 0, 0, G_OPTION_ARG_FILENAME, &opts->guest_tool,
          "carrel-guest binary installed by template recipes (default LIBEXEC-DIR/carrel-guest)",
@@ -584,7 +589,7 @@ open_manager(const Options *opts, GError **error)
     g_message("accelerator: %s (%s)", carrel_accel_to_string(config.accel), reason);
     g_message("recipes: %s; web console: %s; carrel-guest: %s; egress helper: %s; emulator: %s",
               opts->recipes_dir, opts->web_dir, opts->guest_tool, opts->egress_helper,
-              opts->emulator && *opts->emulator ? opts->emulator : "libvirt's QEMU");
+              *opts->emulator ? opts->emulator : "libvirt's QEMU");
     hv = carrel_hypervisor_open_libvirt(opts->libvirt_uri, error);
     if (!hv)
         return NULL;

@@ -63,9 +63,12 @@ json_true() {
 }
 
 # shellcheck disable=SC2120 # extra carreld options are optional
+# start_daemon [CARRELD OPTIONS...]: with E2E_EMULATOR set, every start (restarts included)
+# passes --emulator "$E2E_EMULATOR" ("" for libvirt's own QEMU); unset, carreld's default.
 start_daemon() {
     "$CARRELD_BIN" --state-dir "$STATE_DIR" --socket "$SOCKET" --accel "${E2E_ACCEL:-auto}" \
-        --listen "127.0.0.1:$E2E_PORT" --test-hooks "$@" >>"$DAEMON_LOG" 2>&1 &
+        --listen "127.0.0.1:$E2E_PORT" --test-hooks ${E2E_EMULATOR+--emulator "$E2E_EMULATOR"} \
+        "$@" >>"$DAEMON_LOG" 2>&1 &
     DAEMON_PID=$!
     for _ in $(seq 1 600); do
         carrel version >/dev/null 2>&1 && return 0

@@ -28,6 +28,10 @@ source "$(dirname "$0")/sdk.sh"
 source "$(dirname "$0")/install.sh"
 trap 'finish; exit $?' EXIT
 
+# This half runs as libvirt's own QEMU (carreld --emulator ""), every restart included: its
+# restores take transparent huge pages and its clones get the memory-reclaim job; the sessions
+# half runs as carreld's default, carrel-qemu.
+export E2E_EMULATOR=""
 start_daemon || exit 1
 E2E_ACCEL="$(carrel version --json | jq -r .server.accel)"
 export CARREL_ACCEL="$E2E_ACCEL" E2E_ACCEL

@@ -36,10 +36,9 @@ source "$(dirname "$0")/procs.sh"
 source "$(dirname "$0")/bundle.sh"
 trap 'disk_cleanup; finish; exit $?' EXIT
 
-# This half's sessions run as carrel-qemu (QEMU without transparent huge pages, carreld's
-# --emulator); the lifecycle half's as libvirt's own QEMU, carreld's default.
-CARREL_QEMU="$CARREL_BUILD/manager/daemon/carrel-qemu"
-start_daemon --emulator "$CARREL_QEMU" || exit 1
+# This half's sessions run as carreld's default, carrel-qemu (QEMU without transparent huge
+# pages); the lifecycle half's as libvirt's own QEMU (E2E_EMULATOR="").
+start_daemon || exit 1
 
 # The accelerator: auto must end on a working one without hanging (TCG on this kind of host,
 # whether or not it has a /dev/kvm). E2E_EXPECT_ACCEL=tcg|kvm says what this host must give.
@@ -83,7 +82,7 @@ check "serial console is logged" test -s "$STATE_DIR/sessions/$id/console.log"
 kill -9 "$DAEMON_PID"
 wait "$DAEMON_PID" 2>/dev/null
 check_eq "the domain survives the daemon" "running" "$("${VIRSH[@]}" domstate "$dom" | head -1)"
-start_daemon --emulator "$CARREL_QEMU" || exit 1
+start_daemon || exit 1
 check "restart log reports the adoption" grep -q "1 adopted" "$DAEMON_LOG"
 check_eq "session still running after restart" "running" "$(carrel show "$id" --json | jq -r .state)"
 check "guest agent still answers" agent_ping "$dom"
