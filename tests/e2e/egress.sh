@@ -249,8 +249,13 @@ egress_checks() {
     wait "$DAEMON_PID" 2>/dev/null
     start_daemon --policy-dir "$E2E_DIR/policies" --egress-dns "$EGRESS_DNS" \
         --egress-ca "$E2E_DIR/standin/standin-ca.crt" || return
-    s="$(carrel create tiny --policy web --name e2e-web --json | jq -r .id)"
+    out="$(carrel create tiny --policy web --name e2e-web --json 2>&1)"
+    s="$(jq -r .id <<<"$out" 2>/dev/null)"
     check "a session under a policy with network runs" test -n "$s" -a "$s" != null
+    if [ -z "$s" ] || [ "$s" = null ]; then
+        echo "# the create replied: $out"
+        tail -20 "$DAEMON_LOG" | sed 's/^/# /'
+    fi
     check_eq "it has an address on the egress network" "10.77." \
         "$(carrel show "$s" --json | jq -r '.address[0:6]')"
     carrel cp "$E2E_DIR/standin/standin-ca.crt" "$s:/tmp/standin-ca.crt" >/dev/null
