@@ -110,10 +110,7 @@ catchup_job(CarrelJob *job, gpointer data, JsonNode **ret_result, GError **error
     CatchupData *sd = data;
     gboolean ok = catchup_run(job, data, ret_result, error);
 
-    g_mutex_lock(&sd->mgr->lock);
-    sd->mgr->catchups_running--;
-    g_cond_broadcast(&sd->mgr->busy_cond);
-    g_mutex_unlock(&sd->mgr->lock);
+    carrel_manager_count_job(sd->mgr, &sd->mgr->catchups_running, -1);
     return ok;
 }
 
@@ -135,9 +132,7 @@ run_catchup(CatchupData *sd)
 {
     CarrelJob *job = carrel_job_new("catch-up", sd->session_id);
 
-    g_mutex_lock(&sd->mgr->lock);
-    sd->mgr->catchups_running++;
-    g_mutex_unlock(&sd->mgr->lock);
+    carrel_manager_count_job(sd->mgr, &sd->mgr->catchups_running, 1);
     carrel_manager_add_job(sd->mgr, job);
     carrel_job_run(job, catchup_job, sd, catchup_data_free);
     carrel_job_unref(job);

@@ -150,6 +150,16 @@ carrel_manager_new(const CarrelManagerConfig *config, CarrelHypervisor *hv, GErr
 }
 
 void
+carrel_manager_count_job(CarrelManager *mgr, guint *running, gint delta)
+{
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&mgr->lock);
+
+    *running = (guint)((gint)*running + delta);
+    if (delta < 0)
+        g_cond_broadcast(&mgr->busy_cond);
+}
+
+void
 carrel_manager_free(CarrelManager *mgr)
 {
     if (!mgr)

@@ -310,6 +310,9 @@ CarrelJob *carrel_manager_reclaim_restored(CarrelManager *mgr, const CarrelSessi
 /* Waits for every memory-reclaim job (the manager goes next): one cut off would leave its guest
  * with the balloon inflated. */
 void carrel_manager_reclaim_drain(CarrelManager *mgr);
+/* A background job that uses the manager starts (+1) or ends (-1) on *running, a counter under
+ * mgr->lock; an end wakes the drains waiting on busy_cond. */
+void carrel_manager_count_job(CarrelManager *mgr, guint *running, gint delta);
 
 /* Removes domain and files of a session, collecting no error (best effort cleanup paths). */
 void carrel_manager_session_teardown(CarrelManager *mgr, const CarrelSession *session);

@@ -297,10 +297,7 @@ reclaim_job(CarrelJob *job, gpointer data, JsonNode **ret_result, GError **error
     ReclaimData *rd = data;
     gboolean ok = reclaim_run(job, data, ret_result, error);
 
-    g_mutex_lock(&rd->mgr->lock);
-    rd->mgr->reclaims_running--;
-    g_cond_broadcast(&rd->mgr->busy_cond);
-    g_mutex_unlock(&rd->mgr->lock);
+    carrel_manager_count_job(rd->mgr, &rd->mgr->reclaims_running, -1);
     return ok;
 }
 
@@ -330,9 +327,7 @@ carrel_manager_reclaim_restored(CarrelManager *mgr, const CarrelSession *session
     rd->domain = carrel_session_domain_name(session->id);
     rd->memory_mib = session->memory_mib;
     carrel_manager_add_job(mgr, job);
-    g_mutex_lock(&mgr->lock);
-    mgr->reclaims_running++;
-    g_mutex_unlock(&mgr->lock);
+    carrel_manager_count_job(mgr, &mgr->reclaims_running, 1);
     carrel_job_run(job, reclaim_job, rd, reclaim_data_free);
     return job;
 }
