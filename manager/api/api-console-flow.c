@@ -3,8 +3,9 @@
  * message it cannot write at once and says nothing of that queue, so the proxy counts what it
  * handed over (frames included) and asks the kernel what left: the bytes the TCP connection
  * took (acknowledged by the browser + still in the send buffer). What is left over is what
- * libsoup holds. Past the bound the proxy stops reading the SPICE server; a viewer that takes
- * nothing for the stall time is closed.
+ * libsoup holds. Past the bound the proxy stops reading the SPICE server. A viewer that
+ * acknowledges nothing for the stall time while bytes wait for it (in libsoup or in the kernel)
+ * is closed.
  */
 #include <linux/sockios.h>
 #include <stddef.h>
@@ -19,10 +20,12 @@
 struct _CarrelConsoleFlow {
     gsize bound;
     gint64 stall_us;
-    guint64 sent;       /* bytes handed to the writer, frame headers included */
-    guint64 written;    /* bytes the writer passed on (to the kernel), as last measured */
-    gint64 progress_us; /* when written last grew, or the flow started */
-    gsize peak;         /* the most pending ever seen */
+    guint64 sent;        /* bytes handed to the writer, frame headers included */
+    guint64 written;     /* bytes the writer passed on (to the kernel), as last measured */
+    guint64 acked;       /* of those, what the viewer acknowledged, as last measured */
+    gint64 progress_us;  /* when acked last grew by more than a control frame, or the start */
+    guint64 progress_at; /* acked at progress_us */
+    gsize peak;          /* the most pending ever seen */
 };
 
 CarrelConsoleFlow *
@@ -46,19 +49,25 @@ void
 carrel_console_flow_sent(CarrelConsoleFlow *flow, gsize bytes, gint64 now_us)
 {
     /* The stall clock starts when something starts waiting, not at the last progress. */
-    if (carrel_console_flow_pending(flow) == 0)
+    if (flow->sent <= flow->acked)
         flow->progress_us = now_us;
     flow->sent += bytes;
     flow->peak = MAX(flow->peak, carrel_console_flow_pending(flow));
 }
 
 void
-carrel_console_flow_written(CarrelConsoleFlow *flow, guint64 written, gint64 now_us)
+carrel_console_flow_measured(CarrelConsoleFlow *flow, guint64 acked, guint64 queued, gint64 now_us)
 {
     /* Counters only grow; a measure that goes back (none expected) is ignored. */
-    if (written <= flow->written)
+    if (acked < flow->acked || acked + queued < flow->written)
         return;
-    flow->written = written;
+    flow->written = acked + queued;
+    flow->acked = acked;
+    /* libsoup writes control frames on its own (a pong to each ping, up to 127 bytes): a stuck
+     * viewer that pings is not taking data. */
+    if (acked - flow->progress_at <= CARREL_CONSOLE_WS_CONTROL_MAX)
+        return;
+    flow->progress_at = acked;
     flow->progress_us = now_us;
 }
 
@@ -66,7 +75,7 @@ void
 carrel_console_flow_start(CarrelConsoleFlow *flow, guint64 written)
 {
     /* What the connection carried before (the handshake) is neither sent nor pending. */
-    flow->sent = flow->written = written;
+    flow->sent = flow->written = flow->acked = flow->progress_at = written;
 }
 
 gsize
@@ -86,10 +95,10 @@ carrel_console_flow_state(const CarrelConsoleFlow *flow, gint64 now_us)
 {
     gsize pending = carrel_console_flow_pending(flow);
 
+    if (flow->sent > flow->acked && now_us - flow->progress_us >= flow->stall_us)
+        return CARREL_CONSOLE_FLOW_STUCK;
     if (pending == 0)
         return CARREL_CONSOLE_FLOW_OPEN;
-    if (now_us - flow->progress_us >= flow->stall_us)
-        return CARREL_CONSOLE_FLOW_STUCK;
     /* Resume at half the bound, so that reading does not flap at its edge. */
     return pending > flow->bound / 2 ? CARREL_CONSOLE_FLOW_FULL : CARREL_CONSOLE_FLOW_OPEN;
 }
@@ -108,7 +117,7 @@ carrel_console_ws_frame_size(gsize payload)
 }
 
 gboolean
-carrel_console_socket_written(GSocket *socket, guint64 *ret_written)
+carrel_console_socket_measure(GSocket *socket, guint64 *ret_acked, guint64 *ret_queued)
 {
     struct tcp_info info;
     socklen_t len = sizeof(info);
@@ -121,6 +130,7 @@ carrel_console_socket_written(GSocket *socket, guint64 *ret_written)
         len < offsetof(struct tcp_info, tcpi_bytes_acked) + sizeof(info.tcpi_bytes_acked) ||
         ioctl(fd, SIOCOUTQ, &outq) != 0 || outq < 0)
         return FALSE;
-    *ret_written = info.tcpi_bytes_acked + (guint64)outq;
+    *ret_acked = info.tcpi_bytes_acked;
+    *ret_queued = (guint64)outq;
     return TRUE;
 }

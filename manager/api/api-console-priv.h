@@ -296,7 +296,7 @@ void carrel_console_tickets_main_closed(CarrelConsoleTickets *tickets, const cha
 typedef enum {
     CARREL_CONSOLE_FLOW_OPEN,  /* read on */
     CARREL_CONSOLE_FLOW_FULL,  /* over half the bound: wait */
-    CARREL_CONSOLE_FLOW_STUCK, /* nothing taken for the stall time: close */
+    CARREL_CONSOLE_FLOW_STUCK, /* nothing acknowledged for the stall time while bytes wait */
 } CarrelConsoleFlowState;
 
 typedef struct _CarrelConsoleFlow CarrelConsoleFlow;
@@ -308,8 +308,13 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelConsoleFlow, carrel_console_flow_free)
 void carrel_console_flow_start(CarrelConsoleFlow *flow, guint64 written);
 /* bytes more were handed to the writer (as written on the wire: frame included). */
 void carrel_console_flow_sent(CarrelConsoleFlow *flow, gsize bytes, gint64 now_us);
-/* The writer's counter of bytes it passed on, as measured now. */
-void carrel_console_flow_written(CarrelConsoleFlow *flow, guint64 written, gint64 now_us);
+/* The largest websocket control frame on the wire (125 bytes of payload and its header). */
+#define CARREL_CONSOLE_WS_CONTROL_MAX 127
+/* The connection's counters as measured now: bytes the viewer acknowledged, and bytes written
+ * but not acknowledged yet (in the kernel). Growth of acked by no more than a control frame
+ * since the last progress is not progress (libsoup's pongs): the stall clock runs on. */
+void carrel_console_flow_measured(CarrelConsoleFlow *flow, guint64 acked, guint64 queued,
+                                  gint64 now_us);
 /* Handed over and not written yet; the most ever seen. */
 gsize carrel_console_flow_pending(const CarrelConsoleFlow *flow);
 gsize carrel_console_flow_peak(const CarrelConsoleFlow *flow);
@@ -319,9 +324,9 @@ gboolean carrel_console_flow_over(const CarrelConsoleFlow *flow);
 CarrelConsoleFlowState carrel_console_flow_state(const CarrelConsoleFlow *flow, gint64 now_us);
 /* The bytes an unmasked websocket frame of payload bytes takes on the wire. */
 gsize carrel_console_ws_frame_size(gsize payload);
-/* Every byte written to a TCP socket so far (acknowledged + in the send queue); FALSE when the
- * kernel cannot say (not TCP). */
-gboolean carrel_console_socket_written(GSocket *socket, guint64 *ret_written);
+/* A TCP socket's bytes written so far: acknowledged by the peer, and still in the send queue;
+ * FALSE when the kernel cannot say (not TCP). */
+gboolean carrel_console_socket_measure(GSocket *socket, guint64 *ret_acked, guint64 *ret_queued);
 
 /* Tests: the flow bound and stall time of the proxies opened from now on (0: the defaults),
  * and the most any proxy of api held for a viewer so far. */

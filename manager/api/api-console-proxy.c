@@ -23,6 +23,8 @@
 #define AFTER_MAIN_S 10
 /* While reading SPICE waits for a viewer to drain, how often to look. */
 #define DRAIN_POLL_MS 25
+/* How often an open channel looks for a viewer that stopped taking what it was sent. */
+#define STALL_WATCH_MS 1000
 
 /* ---- refusals before the upgrade ---- */
 
@@ -158,6 +160,7 @@ typedef struct {
     GSocket *ws_socket;      /* the viewer's connection, to see what left (flow) */
     CarrelConsoleFlow *flow; /* SPICE -> viewer: what the websocket holds */
     guint drain_timer;       /* reading SPICE waits for the viewer to drain */
+    guint stall_watch;       /* while open: is the viewer stuck? */
     /* The inputs channel: what the person does, for the timeline. */
     CarrelSpiceInputParser *input_parser;
     CarrelSpiceRecorder *recorder;
@@ -470,18 +473,27 @@ flush_to_server(Proxy *p)
 
 static void read_from_server(Proxy *p);
 
-/* What left toward the viewer so far, told to the flow. Without TCP's counters (a Unix socket)
- * a writable socket stands for "all of it". */
+/* What the viewer took so far, told to the flow. Without TCP's counters (a Unix socket) a
+ * writable socket stands for "all of it". */
 static void
 measure_viewer(Proxy *p, gint64 now)
 {
-    guint64 written = 0;
+    guint64 acked = 0, queued = 0;
 
-    if (p->ws_socket && carrel_console_socket_written(p->ws_socket, &written))
-        carrel_console_flow_written(p->flow, written, now);
+    if (p->ws_socket && carrel_console_socket_measure(p->ws_socket, &acked, &queued))
+        carrel_console_flow_measured(p->flow, acked, queued, now);
     else if (!p->ws_socket ||
              (g_socket_condition_check(p->ws_socket, G_IO_OUT) & G_IO_OUT) == G_IO_OUT)
-        carrel_console_flow_written(p->flow, G_MAXUINT64 / 2, now);
+        carrel_console_flow_measured(p->flow, G_MAXUINT64 / 2, 0, now);
+}
+
+static void
+close_stuck(Proxy *p)
+{
+    g_autofree char *why =
+        g_strdup_printf("the viewer took nothing for %u s", p->api->console_stall_ms / 1000);
+
+    proxy_close(p, WS_CLOSE_POLICY, why);
 }
 
 static gboolean
@@ -501,16 +513,32 @@ on_drain_check(gpointer user_data)
     if (state == CARREL_CONSOLE_FLOW_FULL)
         return G_SOURCE_CONTINUE;
     p->drain_timer = 0;
-    if (state == CARREL_CONSOLE_FLOW_STUCK) {
-        g_autofree char *why =
-            g_strdup_printf("the viewer took nothing for %u s", p->api->console_stall_ms / 1000);
-        proxy_close(p, WS_CLOSE_POLICY, why);
-    }
+    if (state == CARREL_CONSOLE_FLOW_STUCK)
+        close_stuck(p);
     /* Read on: to the viewer again, or (closed) to discard until spice-server closes. */
     if (!p->tcp_closed)
         read_from_server(p);
     proxy_unref(p);
     return G_SOURCE_REMOVE;
+}
+
+/* What waits for a stuck viewer may all fit in the kernel's buffers, under the bound, where no
+ * drain check runs (spice-server stopped sending, or sends little): this looks all along. */
+static gboolean
+on_stall_watch(gpointer user_data)
+{
+    Proxy *p = user_data;
+    gint64 now = g_get_monotonic_time();
+
+    if (p->closed) {
+        p->stall_watch = 0;
+        proxy_unref(p);
+        return G_SOURCE_REMOVE;
+    }
+    measure_viewer(p, now);
+    if (carrel_console_flow_state(p->flow, now) == CARREL_CONSOLE_FLOW_STUCK)
+        close_stuck(p);
+    return G_SOURCE_CONTINUE;
 }
 
 /* After a message to the viewer: read on, or wait while the websocket holds too much. */
@@ -629,6 +657,9 @@ on_connected(GObject *source, GAsyncResult *res, gpointer user_data)
         g_io_stream_close(G_IO_STREAM(tcp), NULL, NULL);
         g_object_unref(tcp);
     } else {
+        /* The client's timeout was for connecting: a channel may stay quiet for long (an idle
+         * desktop), and a read that times out would close it. */
+        g_socket_set_timeout(g_socket_connection_get_socket(tcp), 0);
         p->tcp = tcp;
         read_from_server(p);
         flush_to_server(p);
@@ -777,12 +808,13 @@ on_websocket(SoupServer *server, SoupServerMessage *msg, const char *path,
     p->flow = carrel_console_flow_new(api->console_flow_bound, (gint64)api->console_stall_ms * 1000,
                                       g_get_monotonic_time());
     if (soup_server_message_get_socket(msg)) {
-        guint64 written = 0;
+        guint64 acked = 0, queued = 0;
 
         p->ws_socket = g_object_ref(soup_server_message_get_socket(msg));
-        if (carrel_console_socket_written(p->ws_socket, &written))
-            carrel_console_flow_start(p->flow, written);
+        if (carrel_console_socket_measure(p->ws_socket, &acked, &queued))
+            carrel_console_flow_start(p->flow, acked + queued);
     }
+    p->stall_watch = g_timeout_add(STALL_WATCH_MS, on_stall_watch, proxy_ref(p));
     p->link_timeout = g_timeout_add_seconds(LINK_TIMEOUT_S, on_link_timeout, p);
     g_signal_connect(ws, "message", G_CALLBACK(on_ws_message), p);
     g_signal_connect(ws, "closed", G_CALLBACK(on_ws_closed), p);
