@@ -106,7 +106,15 @@ async function visit(browser, round, problems, { release = false } = {}) {
         await login(page, BASE, TOKEN);
         await page.goto(BASE + '/session.html?id=' + encodeURIComponent(SID));
         await step(round + ': the page connects to the desktop', async () => {
-            await page.waitForFunction(() => document.body.dataset.console === 'connected', null, { timeout: 60000 });
+            try {
+                await page.waitForFunction(() => document.body.dataset.console === 'connected', null, { timeout: 60000 });
+            } catch (e) {
+                // What the page shows and the session's state say where it stopped.
+                const seen = await page.evaluate(() => document.body.dataset.console + ': ' +
+                    (document.getElementById('console-status') || {}).textContent).catch((x) => x.message);
+                await shot(page, 'takeover-' + round + '-not-connected');
+                throw new Error(e.message + ' (page: ' + seen + '; session ' + (await sessionState()) + ')');
+            }
         });
         await step(round + ': take over: the page says you control the desktop', async () => {
             if (await page.isVisible('#take-over'))

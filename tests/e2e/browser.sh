@@ -124,7 +124,11 @@ browser_checks() {
         CARREL_TOKEN_FILE="${CARREL_TOKEN_FILE:-$STATE_DIR/admin.token}" \
         timeout 900 node "$BROWSER_TEST_DIR/takeover.test.mjs" >"$E2E_DIR/browser-takeover.log" 2>&1
     browser_report "take-over" $? "$E2E_DIR/browser-takeover.log"
-    grep -q '^not ok - ' "$E2E_DIR/browser-takeover.log" && browser_guest_evidence "$s" >&2
+    if grep -q '^not ok - ' "$E2E_DIR/browser-takeover.log"; then
+        browser_guest_evidence "$s" >&2
+        echo "--- carreld's console lines for $s (last 40) ---" >&2
+        grep -E "console: session $s|$s.*(hibernat|resum|restor)" "$DAEMON_LOG" | tail -40 >&2
+    fi
     # The same console in Firefox ESR (puppeteer-core over WebDriver BiDi): login, list, desktop.
     CARREL_URL="$url" CARREL_SESSION="$s" CARREL_TEST_OUT="$out/firefox" \
         CARREL_TOKEN_FILE="${CARREL_TOKEN_FILE:-$STATE_DIR/admin.token}" \
