@@ -104,7 +104,7 @@ check "goal statuses" '[.goals[] | {(.id): .status}] | add == {
     "recording-exec": "not measured", "recording-idle-cpu": "not measured", "settle": "not measured"}' "$res"
 check "ratio goal" '.goals[] | select(.id == "warm-vs-cold") | .measured == 9467 and .baseline == 24097
     and .ratio == 2.545 and .target == 10 and .op == ">="' "$res"
-check "cross-bench goal" '.goals[] | select(.id == "fork4") | .measured == 27532 and .baseline == 9467
+check "a goal on nested figures" '.goals[] | select(.id == "fork4") | .measured == 27532 and .baseline == 9467
     and .ratio == 2.908' "$res"
 check "met below its ratio" '.goals[] | select(.id == "exec") | .ratio == 0.675' "$res"
 check "absolute goal" '.goals[] | select(.id == "snapshot") | .measured == 5258.2 and (has("ratio") | not)' "$res"
