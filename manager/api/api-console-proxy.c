@@ -160,7 +160,6 @@ typedef struct {
     GSocket *ws_socket;      /* the viewer's connection, to see what left (flow) */
     CarrelConsoleFlow *flow; /* SPICE -> viewer: what the websocket holds */
     guint drain_timer;       /* reading SPICE waits for the viewer to drain */
-    guint stall_watch;       /* while open: is the viewer stuck? */
     /* The inputs channel: what the person does, for the timeline. */
     CarrelSpiceInputParser *input_parser;
     CarrelSpiceRecorder *recorder;
@@ -531,7 +530,6 @@ on_stall_watch(gpointer user_data)
     gint64 now = g_get_monotonic_time();
 
     if (p->closed) {
-        p->stall_watch = 0;
         proxy_unref(p);
         return G_SOURCE_REMOVE;
     }
@@ -814,7 +812,8 @@ on_websocket(SoupServer *server, SoupServerMessage *msg, const char *path,
         if (carrel_console_socket_measure(p->ws_socket, &acked, &queued))
             carrel_console_flow_start(p->flow, acked + queued);
     }
-    p->stall_watch = g_timeout_add(STALL_WATCH_MS, on_stall_watch, proxy_ref(p));
+    /* Its own reference, dropped at the first look after the close. */
+    g_timeout_add(STALL_WATCH_MS, on_stall_watch, proxy_ref(p));
     p->link_timeout = g_timeout_add_seconds(LINK_TIMEOUT_S, on_link_timeout, p);
     g_signal_connect(ws, "message", G_CALLBACK(on_ws_message), p);
     g_signal_connect(ws, "closed", G_CALLBACK(on_ws_closed), p);
