@@ -12,7 +12,7 @@
 #define REPLY_MAX_DEPTH 4
 /* qemu-ga's pids are the guest's; Linux caps them at 2^22, any pid_t fits in 31 bits. */
 #define PID_MAX G_MAXINT32
-/* Ends the program: the group leader is `timeout`, whose process group holds its children. */
+/* Ends the program: pid leads a process group (carrel-run's or timeout's) holding its children. */
 #define KILL_SCRIPT "kill -KILL -- \"-$1\" \"$1\""
 
 gboolean
@@ -90,16 +90,20 @@ begin_exec(const char *path)
 }
 
 char *
-carrel_hypervisor_agent_exec_command(const char *const *argv, GBytes *stdin_bytes, guint timeout_s)
+carrel_hypervisor_agent_exec_command(const char *const *argv, GBytes *stdin_bytes, guint timeout_s,
+                                     gboolean with_runner)
 {
-    g_autoptr(JsonBuilder) builder = begin_exec("timeout");
+    g_autoptr(JsonBuilder) builder =
+        begin_exec(with_runner ? CARREL_HYPERVISOR_EXEC_RUNNER : "timeout");
     g_autofree char *seconds = g_strdup_printf("%u", timeout_s);
 
     /*
-     * timeout(1) stops parsing options at the duration, so argv[0] is never taken for one of
-     * its options; without --foreground it leads a new process group and kills all of it.
+     * Both stop parsing options at the duration, so argv[0] is never taken for one of theirs;
+     * timeout(1) without --foreground leads a new process group and kills all of it, as
+     * carrel-run does.
      */
-    json_builder_add_string_value(builder, "--signal=KILL");
+    if (!with_runner)
+        json_builder_add_string_value(builder, "--signal=KILL");
     json_builder_add_string_value(builder, seconds);
     for (gsize i = 0; argv[i]; i++)
         json_builder_add_string_value(builder, argv[i]);
@@ -117,6 +121,14 @@ carrel_hypervisor_agent_exec_command(const char *const *argv, GBytes *stdin_byte
     json_builder_end_object(builder);
     json_builder_end_object(builder);
     return carrel_hypervisor_json_text(builder);
+}
+
+gboolean
+carrel_hypervisor_agent_runner_missing(const char *message)
+{
+    /* qemu-ga passes GLib's "Failed to execute child process “PATH” (REASON)" on. */
+    return message && strstr(message, "Failed to execute child process") &&
+           strstr(message, CARREL_HYPERVISOR_EXEC_RUNNER);
 }
 
 char *

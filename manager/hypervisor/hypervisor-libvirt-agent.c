@@ -108,21 +108,32 @@ carrel_hypervisor_libvirt_set_time(CarrelHypervisor *hv, const char *name, GErro
     return TRUE;
 }
 
-/* One agent command with carrel's response timeout; the reply is the guest's, untrusted. */
+/*
+ * One agent command with carrel's response timeout; the reply is the guest's, untrusted. NULL
+ * leaves libvirt's error for the caller.
+ */
 static char *
-agent_command_full(virDomainPtr dom, const char *command, const char *what, gboolean guest_file,
-                   GError **error)
+agent_send(virDomainPtr dom, const char *command)
 {
     char *reply = virDomainQemuAgentCommand(dom, command, CARREL_HYPERVISOR_AGENT_TIMEOUT_S, 0);
     char *copy;
 
-    if (!reply) {
-        carrel_hypervisor_libvirt_set_error_full(error, what, guest_file);
+    if (!reply)
         return NULL;
-    }
     copy = g_strndup(reply, CARREL_HYPERVISOR_AGENT_REPLY_MAX + 1);
     free(reply);
     return copy; /* a longer reply stays longer than the limit: the parsers refuse it */
+}
+
+static char *
+agent_command_full(virDomainPtr dom, const char *command, const char *what, gboolean guest_file,
+                   GError **error)
+{
+    char *reply = agent_send(dom, command);
+
+    if (!reply)
+        carrel_hypervisor_libvirt_set_error_full(error, what, guest_file);
+    return reply;
 }
 
 static char *
@@ -181,6 +192,53 @@ exec_kill(virDomainPtr dom, gint64 pid, gsize max_output, CarrelExecStatus *stat
     }
 }
 
+void
+carrel_hypervisor_libvirt_agent_forget(CarrelLibvirtBackend *be, const char *name)
+{
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->runner_lock);
+
+    g_hash_table_remove(be->no_runner, name);
+}
+
+static gboolean
+has_runner(CarrelLibvirtBackend *be, const char *name)
+{
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->runner_lock);
+
+    return !g_hash_table_contains(be->no_runner, name);
+}
+
+/*
+ * Starts run under carrel-run, or under timeout(1) where the guest has no carrel-run (learnt
+ * from the first guest-exec that could not start it, then remembered). The pid is the program's.
+ */
+static gboolean
+exec_start(CarrelLibvirtBackend *be, virDomainPtr dom, const char *name, const CarrelGuestExec *run,
+           gint64 *ret_pid, GError **error)
+{
+    gboolean runner = has_runner(be, name);
+    g_autofree char *command =
+        carrel_hypervisor_agent_exec_command(run->argv, run->stdin_bytes, run->timeout_s, runner);
+    g_autofree char *reply = agent_send(dom, command);
+
+    if (!reply && runner && carrel_hypervisor_agent_runner_missing(virGetLastErrorMessage())) {
+        g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&be->runner_lock);
+
+        g_hash_table_add(be->no_runner, g_strdup(name));
+        g_clear_pointer(&locker, g_mutex_locker_free);
+        virResetLastError();
+        g_free(command);
+        command = carrel_hypervisor_agent_exec_command(run->argv, run->stdin_bytes, run->timeout_s,
+                                                       FALSE);
+        reply = agent_send(dom, command);
+    }
+    if (!reply) {
+        carrel_hypervisor_libvirt_set_error(error, "starting guest program");
+        return FALSE;
+    }
+    return carrel_hypervisor_agent_parse_pid(reply, ret_pid, error);
+}
+
 gboolean
 carrel_hypervisor_libvirt_agent_exec(CarrelHypervisor *hv, const char *name,
                                      const CarrelGuestExec *run, CarrelExecResult *ret_result,
@@ -189,8 +247,6 @@ carrel_hypervisor_libvirt_agent_exec(CarrelHypervisor *hv, const char *name,
     CarrelLibvirtBackend *be = hv->backend_data;
     g_autoptr(virDomain) dom = NULL;
     g_auto(CarrelExecStatus) status = {0};
-    g_autofree char *command = NULL;
-    g_autofree char *reply = NULL;
     gint64 started = g_get_monotonic_time(), pid = 0, elapsed;
     gint64 deadline = started + ((gint64)run->timeout_s + EXEC_GRACE_S) * G_USEC_PER_SEC;
     gboolean timed_out;
@@ -198,15 +254,13 @@ carrel_hypervisor_libvirt_agent_exec(CarrelHypervisor *hv, const char *name,
     if (carrel_hypervisor_libvirt_refuse_on_test(be, "guest-exec", error) ||
         !(dom = carrel_hypervisor_libvirt_lookup(be, name, error)))
         return FALSE;
-    command = carrel_hypervisor_agent_exec_command(run->argv, run->stdin_bytes, run->timeout_s);
-    reply = agent_command(dom, command, "starting guest program", error);
-    if (!reply || !carrel_hypervisor_agent_parse_pid(reply, &pid, error) ||
+    if (!exec_start(be, dom, name, run, &pid, error) ||
         !exec_wait(dom, pid, deadline, run->max_output, &status, error))
         return FALSE;
     if (!status.exited)
         exec_kill(dom, pid, run->max_output, &status);
     elapsed = g_get_monotonic_time() - started;
-    /* The guest's timeout(1) kills with SIGKILL at the deadline; the host clock confirms it. */
+    /* The guest's wrapper kills with SIGKILL at the deadline; the host clock confirms it. */
     timed_out =
         !status.exited || (status.signal == SIGKILL_NUMBER &&
                            elapsed >= (gint64)run->timeout_s * G_USEC_PER_SEC - EXEC_SKEW_US);

@@ -192,6 +192,7 @@ carrel_hypervisor_libvirt_undefine(CarrelHypervisor *hv, const char *name, GErro
     g_autoptr(GError) local = NULL;
     g_autoptr(virDomain) dom = carrel_hypervisor_libvirt_lookup(hv->backend_data, name, &local);
 
+    carrel_hypervisor_libvirt_agent_forget(hv->backend_data, name);
     if (!dom) {
         if (g_error_matches(local, CARREL_ERROR, CARREL_ERROR_NOT_FOUND))
             return TRUE;

@@ -28,6 +28,8 @@ typedef struct {
     char *uri;
     gboolean is_test;       /* the test driver: no guest runs, so there is no agent either */
     gint screendump_misses; /* fast screenshots failed in a row where libvirt's worked */
+    GMutex runner_lock;     /* guards no_runner */
+    GHashTable *no_runner;  /* names of domains whose guest has no carrel-run (exec's wrapper) */
 } CarrelLibvirtBackend;
 
 /*
@@ -56,6 +58,9 @@ virDomainPtr carrel_hypervisor_libvirt_lookup(CarrelLibvirtBackend *be, const ch
 /* TRUE, with UNSUPPORTED, on the test driver, which cannot do what (it runs no guest). */
 gboolean carrel_hypervisor_libvirt_refuse_on_test(const CarrelLibvirtBackend *be, const char *what,
                                                   GError **error);
+
+/* hypervisor-libvirt-agent.c: forgets what exec learnt of the domain name (it was undefined). */
+void carrel_hypervisor_libvirt_agent_forget(CarrelLibvirtBackend *be, const char *name);
 
 /* hypervisor-libvirt-domain.c: domains, lifecycle, save and restore. */
 gboolean carrel_hypervisor_libvirt_define_start(CarrelHypervisor *hv, const char *xml,

@@ -157,6 +157,8 @@ lv_close(CarrelHypervisor *hv)
         virConnectClose(be->conn);
     g_ptr_array_unref(be->dead);
     g_mutex_clear(&be->conn_lock);
+    g_hash_table_unref(be->no_runner);
+    g_mutex_clear(&be->runner_lock);
     g_free(be->uri);
     g_free(be);
     hv->backend_data = NULL;
@@ -286,6 +288,8 @@ carrel_hypervisor_open_libvirt(const char *uri, GError **error)
     be->uri = g_strdup(uri);
     be->dead = g_ptr_array_new_with_free_func(close_connection);
     g_mutex_init(&be->conn_lock);
+    be->no_runner = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    g_mutex_init(&be->runner_lock);
     type = virConnectGetType(conn);
     be->is_test = type && g_str_equal(type, "TEST");
     virResetLastError();

@@ -71,14 +71,24 @@ gboolean carrel_hypervisor_probe_boot(const char *qemu, const char *accel, const
 gboolean carrel_hypervisor_exec_check_args(const char *const *argv, GBytes *stdin_bytes,
                                            guint timeout_s, gsize max_output, GError **error);
 
-/* The guest-exec command running argv under `timeout --signal=KILL timeout_s`. */
+/*
+ * The guest-exec command running argv under the guest's deadline wrapper: with_runner,
+ * `CARREL_HYPERVISOR_EXEC_RUNNER timeout_s argv...`; without, `timeout --signal=KILL timeout_s
+ * argv...` (coreutils, for templates without carrel-run).
+ */
 char *carrel_hypervisor_agent_exec_command(const char *const *argv, GBytes *stdin_bytes,
-                                           guint timeout_s);
+                                           guint timeout_s, gboolean with_runner);
+
+/*
+ * TRUE when message (libvirt's, quoting qemu-ga's spawn error) says guest-exec could not start
+ * CARREL_HYPERVISOR_EXEC_RUNNER itself: the template has no carrel-run, so timeout(1) it is.
+ */
+gboolean carrel_hypervisor_agent_runner_missing(const char *message);
 
 /* The guest-exec-status command for pid. */
 char *carrel_hypervisor_agent_status_command(gint64 pid);
 
-/* A guest-exec killing the process group pid (the `timeout` wrapper leads one) and pid. */
+/* A guest-exec killing the process group pid (the deadline wrapper makes pid lead one) and pid. */
 char *carrel_hypervisor_agent_kill_command(gint64 pid);
 
 /* The pid from an untrusted guest-exec reply; INVALID_ARG (LIMIT when too large) otherwise. */

@@ -336,6 +336,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelRfbWatch, carrel_rfb_watch_free)
 #define CARREL_HYPERVISOR_EXEC_MAX_INPUT (1024 * 1024)
 #define CARREL_HYPERVISOR_EXEC_MAX_ARGS 256
 #define CARREL_HYPERVISOR_EXEC_MAX_ARGV_BYTES (64 * 1024)
+/* Where the templates' recipes install guest-tools/carrel-run (its deadline: see below). */
+#define CARREL_HYPERVISOR_EXEC_RUNNER "/usr/local/bin/carrel-run"
 
 /*
  * A program to run in the guest through carrel_hypervisor_agent_exec; every pointer is borrowed.
@@ -353,16 +355,21 @@ typedef struct {
  * Runs run->argv in the guest through qemu-ga's guest-exec, as root, with run->stdin_bytes as
  * its standard input, and waits for it up to run->timeout_s.
  *
- * The program runs under the guest's `timeout --signal=KILL timeout_s` (coreutils, in every
- * Debian guest): at the deadline it and every process of its process group are killed inside
- * the guest, even if the host lost contact. The host polls guest-exec-status (50 ms rising to
- * 200 ms); if the program still has not ended 5 s after the deadline (a stalled guest), the host
- * kills the process group through another guest-exec of /bin/sh and gives up waiting.
+ * The program runs under the guest's `CARREL_HYPERVISOR_EXEC_RUNNER timeout_s` (carrel-run,
+ * which carrel's templates carry), or `timeout --signal=KILL timeout_s` (coreutils, in every
+ * Debian guest) where guest-exec cannot start carrel-run (a template built without it: the
+ * domain is then remembered as one). Either way the program leads a new process group, and at
+ * the deadline it and every process of its group are killed inside the guest with SIGKILL, even
+ * if the host lost contact. carrel-run is static and becomes the program itself: under TCG,
+ * `timeout` made a `true` take 150 ms instead of 91. The host polls guest-exec-status (every
+ * 10 ms for the first 250 ms, then doubling up to 200 ms); if the program still has not ended 5 s
+ * after the deadline (a stalled guest), the host kills the process group through another
+ * guest-exec of /bin/sh and gives up waiting.
  *
  * Success means the program ran and ended (or was killed at the deadline), and *ret_result
  * (optional; clear it with carrel_exec_result_clear) says how: exit_code is its exit status, or
  * 128 + the signal number when a signal ended it (137 after the deadline), or -1 when the host
- * gave up; a program that cannot be found or run gives 127 or 126 (from timeout(1), with its
+ * gave up; a program that cannot be found or run gives 127 or 126 (from the wrapper, with its
  * message on stderr). timed_out says whether the deadline was reached. stdout_bytes and
  * stderr_bytes (never NULL) hold up to run->max_output bytes each, binary-safe; truncated is TRUE
  * when either was cut here or by qemu-ga (16 MiB per stream). duration_ms is how long the host

@@ -209,12 +209,20 @@ recipe_write() {
 }
 
 # recipe_install_guest_tool ROOTFS BINARY: carrel-guest as /usr/local/bin/carrel-guest, and a
-# check that it runs there (its libraries are in the packages).
+# check that it runs there (its libraries are in the packages). carrel-run, built beside it,
+# goes in as /usr/local/bin/carrel-run: carreld's exec runs every command under it (a template
+# without it gets coreutils' timeout, slower to start under TCG).
 recipe_install_guest_tool() {
+	local run
+	run="$(dirname "$2")/carrel-run"
 	[[ -f $2 ]] || die "carrel-guest '$2' is not a file"
+	[[ -f $run ]] || die "no carrel-run beside carrel-guest ('$run')"
 	recipe_write "$1" /usr/local/bin/carrel-guest 0755 <"$2"
 	chroot "$1" /usr/local/bin/carrel-guest version >/dev/null ||
 		die "carrel-guest does not run in the guest (missing libraries?)"
+	recipe_write "$1" /usr/local/bin/carrel-run 0755 <"$run"
+	[[ $(chroot "$1" /usr/local/bin/carrel-run 5 echo ok) == ok ]] ||
+		die "carrel-run does not run in the guest"
 }
 
 # recipe_require ROOTFS PATH...: each PATH is an executable in the guest (checked here rather

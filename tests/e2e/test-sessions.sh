@@ -178,6 +178,28 @@ check_eq "exec timeout kills the command" "true" \
 capped="$(carrel exec --json "$a" -- sh -c 'yes | head -c 2000000')"
 check_eq "exec output is capped at 1 MiB and says so" "1048576 true" \
     "$(jq -r '"\(.stdout | length) \(.truncated)"' <<<"$capped")"
+# The deadline's wrapper: the template's carrel-run, which the command replaces (so its parent
+# is qemu-ga) and which kills the command's whole process group at the deadline.
+# shellcheck disable=SC2016 # the scripts are for the guest's shell
+check_eq "exec runs the command under carrel-run (its parent is qemu-ga)" "qemu-ga" \
+    "$(carrel exec "$a" -- sh -c 'cat /proc/$PPID/comm')"
+# shellcheck disable=SC2016
+carrel exec --timeout 2 "$a" -- sh -c 'sleep 60 & echo $! >/tmp/e2e-bg.pid; wait' >/dev/null 2>&1
+# shellcheck disable=SC2016
+check "...and the deadline kills what the command started in the background" \
+    carrel exec "$a" -- sh -c 's=$(cut -d" " -f3 "/proc/$(cat /tmp/e2e-bg.pid)/stat" 2>/dev/null)
+        [ -z "$s" ] || [ "$s" = Z ]'
+# A guest without carrel-run (a template built before it, or an imported one) gets timeout(1).
+carrel exec "$cold" -- rm -f /usr/local/bin/carrel-run >/dev/null
+# shellcheck disable=SC2016
+check_eq "a guest without carrel-run: exec runs the command under timeout(1)" "timeout" \
+    "$(carrel exec "$cold" -- sh -c 'cat /proc/$PPID/comm')"
+check_eq "...whose deadline kills it too" "true 137" \
+    "$(carrel exec --json --timeout 2 "$cold" -- sleep 30 | jq -r '"\(.timed_out) \(.exit_code)"')"
+check_eq "...and a program it cannot find exits 127" "127" \
+    "$(carrel exec --json "$cold" -- /nonexistent/program | jq -r .exit_code)"
+check_eq "under carrel-run too" "127" \
+    "$(carrel exec --json "$a" -- /nonexistent/program | jq -r .exit_code)"
 
 # Computer use on the restored desktop: screenshots, keyboard, mouse, files, the timeline.
 timed computer_checks "$a"

@@ -13,44 +13,75 @@ parse_object(JsonParser *parser, const char *json)
     return json_node_get_object(root);
 }
 
+/* The guest-exec of argv under either wrapper: path, its own arguments, then argv untouched. */
+static void
+assert_exec_command(const char *exec, const char *path, const char *const *wrapper_args)
+{
+    g_autoptr(JsonParser) parser = json_parser_new();
+    JsonObject *root = parse_object(parser, exec), *args;
+    JsonArray *arg;
+    g_autofree guchar *decoded = NULL;
+    gsize decoded_len = 0, n = g_strv_length((char **)wrapper_args);
+
+    assert_string_equal(json_object_get_string_member(root, "execute"), "guest-exec");
+    args = json_object_get_object_member(root, "arguments");
+    assert_string_equal(json_object_get_string_member(args, "path"), path);
+    assert_true(json_object_get_boolean_member(args, "capture-output"));
+    arg = json_object_get_array_member(args, "arg");
+    assert_int_equal(json_array_get_length(arg), n + 3);
+    for (gsize i = 0; i < n; i++)
+        assert_string_equal(json_array_get_string_element(arg, i), wrapper_args[i]);
+    /* A program name that looks like an option stays the program: both stop at "30". */
+    assert_string_equal(json_array_get_string_element(arg, n), "-rf");
+    assert_string_equal(json_array_get_string_element(arg, n + 1), "a \"b\"\n");
+    assert_string_equal(json_array_get_string_element(arg, n + 2), "é");
+    decoded = g_base64_decode(json_object_get_string_member(args, "input-data"), &decoded_len);
+    assert_int_equal(decoded_len, 8);
+    assert_memory_equal(decoded, "\0\1binary", 8);
+}
+
 static void
 test_agent_commands(void **state)
 {
     const char *argv[] = {"-rf", "a \"b\"\n", "é", NULL};
+    const char *runner_args[] = {"30", NULL};
+    const char *timeout_args[] = {"--signal=KILL", "30", NULL};
     g_autoptr(GBytes) input = g_bytes_new_static("\0\1binary", 8);
-    g_autofree char *exec = carrel_hypervisor_agent_exec_command(argv, input, 30);
+    g_autofree char *exec = carrel_hypervisor_agent_exec_command(argv, input, 30, TRUE);
+    g_autofree char *fallback = carrel_hypervisor_agent_exec_command(argv, input, 30, FALSE);
     g_autofree char *status = carrel_hypervisor_agent_status_command(1234);
     g_autofree char *kill = carrel_hypervisor_agent_kill_command(77);
     g_autoptr(JsonParser) parser = json_parser_new();
-    g_autoptr(JsonParser) parser2 = json_parser_new();
     JsonObject *root, *args;
     JsonArray *arg;
-    g_autofree guchar *decoded = NULL;
-    gsize decoded_len = 0;
 
-    root = parse_object(parser, exec);
-    assert_string_equal(json_object_get_string_member(root, "execute"), "guest-exec");
-    args = json_object_get_object_member(root, "arguments");
-    assert_string_equal(json_object_get_string_member(args, "path"), "timeout");
-    assert_true(json_object_get_boolean_member(args, "capture-output"));
-    arg = json_object_get_array_member(args, "arg");
-    assert_int_equal(json_array_get_length(arg), 5);
-    assert_string_equal(json_array_get_string_element(arg, 0), "--signal=KILL");
-    assert_string_equal(json_array_get_string_element(arg, 1), "30");
-    /* A program name that looks like an option stays the program: timeout stops at "30". */
-    assert_string_equal(json_array_get_string_element(arg, 2), "-rf");
-    assert_string_equal(json_array_get_string_element(arg, 3), "a \"b\"\n");
-    assert_string_equal(json_array_get_string_element(arg, 4), "é");
-    decoded = g_base64_decode(json_object_get_string_member(args, "input-data"), &decoded_len);
-    assert_int_equal(decoded_len, 8);
-    assert_memory_equal(decoded, "\0\1binary", 8);
+    assert_exec_command(exec, CARREL_HYPERVISOR_EXEC_RUNNER, runner_args);
+    assert_exec_command(fallback, "timeout", timeout_args);
     assert_string_equal(status, "{\"execute\":\"guest-exec-status\",\"arguments\":{\"pid\":1234}}");
-    root = parse_object(parser2, kill);
+    root = parse_object(parser, kill);
     args = json_object_get_object_member(root, "arguments");
     assert_string_equal(json_object_get_string_member(args, "path"), "/bin/sh");
     arg = json_object_get_array_member(args, "arg");
     assert_string_equal(json_array_get_string_element(arg, 3), "77");
     assert_false(json_object_has_member(args, "capture-output"));
+}
+
+/* Only guest-exec's failure to start carrel-run itself sends exec to timeout(1). */
+static void
+test_agent_runner_missing(void **state)
+{
+    assert_true(carrel_hypervisor_agent_runner_missing(
+        "internal error: unable to execute QEMU agent command 'guest-exec': Guest agent command "
+        "failed, error was 'Failed to execute child process \u201c/usr/local/bin/carrel-run\u201d "
+        "(No such file or directory)'"));
+    /* The program itself missing is the wrapper's 127, never a reason to drop the wrapper. */
+    assert_false(
+        carrel_hypervisor_agent_runner_missing("Guest agent command failed, error was 'Failed to "
+                                               "execute child process \u201ctimeout\u201d "
+                                               "(No such file or directory)'"));
+    assert_false(carrel_hypervisor_agent_runner_missing(
+        "Guest agent is not responding: Guest agent not available for now"));
+    assert_false(carrel_hypervisor_agent_runner_missing(NULL));
 }
 
 static void
@@ -383,10 +414,11 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_agent_commands),         cmocka_unit_test(test_agent_exec_args),
-        cmocka_unit_test(test_agent_parse_pid),        cmocka_unit_test(test_agent_file_replies),
-        cmocka_unit_test(test_agent_parse_status),     cmocka_unit_test(test_fake_agent_exec),
-        cmocka_unit_test(test_fake_agent_exec_errors), cmocka_unit_test(test_libvirt_guest_ops),
+        cmocka_unit_test(test_agent_commands),     cmocka_unit_test(test_agent_runner_missing),
+        cmocka_unit_test(test_agent_exec_args),    cmocka_unit_test(test_agent_parse_pid),
+        cmocka_unit_test(test_agent_file_replies), cmocka_unit_test(test_agent_parse_status),
+        cmocka_unit_test(test_fake_agent_exec),    cmocka_unit_test(test_fake_agent_exec_errors),
+        cmocka_unit_test(test_libvirt_guest_ops),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
