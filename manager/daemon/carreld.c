@@ -742,8 +742,13 @@ drain(CarrelManager *mgr, CarrelApi *api)
         g_main_context_iteration(NULL, FALSE);
         g_usleep(100 * 1000);
     }
-    /* A handler that is done has its reply queued, not yet written: let libsoup write it. */
-    for (int i = 0; i < 20; i++) {
+    /*
+     * A handler that is done has its reply queued, not yet written: let libsoup write it, until
+     * the loop has had nothing to do for two looks in a row (up to 1 s; it was always 1 s, which
+     * every stop and restart paid).
+     */
+    for (int i = 0, quiet = 0; i < 20 && quiet < 2; i++) {
+        quiet = g_main_context_pending(NULL) ? 0 : quiet + 1;
         while (g_main_context_pending(NULL))
             g_main_context_iteration(NULL, FALSE);
         g_usleep(50 * 1000);
