@@ -9,12 +9,13 @@
 # --listen (lib.sh's start_daemon: E2E_URL).
 # shellcheck shell=bash
 
-RECORDING_POLICIES="$E2E_DIR/policies"
+RECORDING_POLICIES="$E2E_DIR/rec-policies"
 
 # recording_policies: the policy folder of the recording part: the shipped default, and `rec`.
 recording_policies() {
     mkdir -p "$RECORDING_POLICIES"
-    cp "$E2E_SRC/policies/default.policy" "$RECORDING_POLICIES/default.policy"
+    # Every shipped policy: the sessions of the half that runs this may name any of them.
+    cp "$E2E_SRC"/policies/*.policy "$RECORDING_POLICIES/"
     printf '[recording]\nenabled=true\nfps=4\nsegment_s=10\nmax_mib=64\n' \
         >"$RECORDING_POLICIES/rec.policy"
 }

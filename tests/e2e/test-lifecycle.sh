@@ -1,8 +1,8 @@
 #!/bin/bash
 # e2e on real libvirt + QEMU (TCG), second half (test-sessions.sh is the first): screen sizes,
 # the accessibility tree, the shell, the lifecycle, snapshots, the crash matrix, timeouts, the
-# pool, request fairness, an agentless guest, the SDK, an installed carrel and images that boot
-# with their own bootloaders. Its own carreld and state; `tiny` from the cache.
+# pool, request fairness, an agentless guest, the SDK, an installed carrel, images that boot
+# with their own bootloaders, and libvirtd restarted under running sessions. Its own carreld and state; `tiny` from the cache.
 set -uo pipefail
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -137,6 +137,10 @@ byo_uefi_checks() {
     check "template rm byou" carrel template rm byou
 }
 timed byo_uefi_checks
+
+# libvirtd restarted under running sessions (crash.sh). Last of this half: the restart would cut
+# whatever another carreld on this host is doing, and the halves run one after the other.
+timed libvirtd_restart_checks
 
 check "template rm succeeds once no session uses it" carrel template rm tiny
 # Only this run's domains: other carrel instances may share this libvirt.

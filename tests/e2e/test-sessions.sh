@@ -34,6 +34,8 @@ source "$(dirname "$0")/disk.sh"
 source "$(dirname "$0")/procs.sh"
 # shellcheck source=tests/e2e/bundle.sh
 source "$(dirname "$0")/bundle.sh"
+# shellcheck source=tests/e2e/recording.sh
+source "$(dirname "$0")/recording.sh"
 trap 'disk_cleanup; finish; exit $?' EXIT
 
 # This half's sessions run as carreld's default, carrel-qemu (QEMU without transparent huge
@@ -233,6 +235,12 @@ timed fsops_checks
 timed procs_checks
 # Evidence bundles: export, verify pinned to the host key, tampered copies named.
 timed bundle_checks
+# The screen recording: this carreld again, with a policy that records (and the others).
+recording_policies
+kill "$DAEMON_PID"
+wait "$DAEMON_PID" 2>/dev/null
+start_daemon --policy-dir "$RECORDING_POLICIES" || exit 1
+timed recording_checks
 
 for s in "$a" "$b" "$cold"; do
     carrel rm "$s" >/dev/null
