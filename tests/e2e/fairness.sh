@@ -9,7 +9,7 @@ fairness_checks() {
     f="$(carrel create --template tiny --name fair --json 2>/dev/null | jq -r .id)"
     check "session for the fairness checks" test -n "$f" -a "$f" != null
     for i in 1 2 3 4; do
-        carrel exec "$f" -- sleep 30 >"$E2E_DIR/fair-exec-$i.out" 2>&1 &
+        carrel exec "$f" -- sleep 20 >"$E2E_DIR/fair-exec-$i.out" 2>&1 &
         execs+=($!)
     done
     for i in 1 2; do

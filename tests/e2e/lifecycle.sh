@@ -164,11 +164,11 @@ ttl_evidence() {
 # before a carreld restart still acts after it.
 timeout_checks() {
     local a b c pid
-    a="$(carrel create --template tiny --name ttl-a --ttl 20 --on-expiry destroy \
+    a="$(carrel create --template tiny --name ttl-a --ttl 10 --on-expiry destroy \
         --artifact /etc/hostname --json 2>/dev/null | jq -r .id)"
-    b="$(carrel create --template tiny --name idle-b --idle 15 --on-expiry hibernate \
+    b="$(carrel create --template tiny --name idle-b --idle 10 --on-expiry hibernate \
         --json 2>/dev/null | jq -r .id)"
-    c="$(carrel create --template tiny --name ttl-c --ttl 30 --on-expiry pause \
+    c="$(carrel create --template tiny --name ttl-c --ttl 20 --on-expiry pause \
         --json 2>/dev/null | jq -r .id)"
     pid="$DAEMON_PID"
     kill -KILL "$pid"
