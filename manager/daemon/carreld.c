@@ -40,6 +40,7 @@ typedef struct {
     gboolean probe_accel;
     gboolean crash_points;
     int agent_timeout_s;
+    int screen_grace_s;
     int disk_reserve_mib;
     int upload_ttl_s;
     int max_streams;
@@ -345,6 +346,7 @@ typedef struct {
 static const IntRange int_ranges[] = {
     {"--disk-reserve", G_STRUCT_OFFSET(Options, disk_reserve_mib), 65536},
     {"--agent-timeout", G_STRUCT_OFFSET(Options, agent_timeout_s), 3600},
+    {"--screen-grace", G_STRUCT_OFFSET(Options, screen_grace_s), 3600},
     {"--upload-ttl", G_STRUCT_OFFSET(Options, upload_ttl_s), 7 * 24 * 3600},
     {"--screenshots-keep", G_STRUCT_OFFSET(Options, shots_max), 1000000},
     {"--screenshots-keep-mib", G_STRUCT_OFFSET(Options, shots_max_mib), 1024 * 1024},
@@ -436,6 +438,10 @@ parse_options(int argc, char **argv, Options *opts, GError **error)
          NULL},
         {"agent-timeout", 0, 0, G_OPTION_ARG_INT, &opts->agent_timeout_s,
          "Seconds to wait for a guest agent (default 300)", "S"},
+        {"screen-grace", 0, 0, G_OPTION_ARG_INT, &opts->screen_grace_s,
+         "Seconds a guest's agent may stay silent before its session is judged ready by its "
+         "screen holding still, for images without one (default 45)",
+         "S"},
         {"disk-reserve", 0, 0, G_OPTION_ARG_INT, &opts->disk_reserve_mib,
          "MiB kept in STATE/disk-reserve (preallocated) and given up when the disk fills, so "
          "carreld's store can still write; while it is given up or less is free, creates, "
@@ -598,6 +604,7 @@ open_manager(const Options *opts, GError **error)
     config.cache_dir = opts->cache_dir;
     config.accel_reason = reason;
     config.agent_timeout_s = (guint)opts->agent_timeout_s;
+    config.screen_grace_s = (guint)opts->screen_grace_s;
     config.disk_reserve_mib = (guint)opts->disk_reserve_mib;
     config.upload_ttl_s = (guint)opts->upload_ttl_s;
     config.shots_max = (guint)opts->shots_max;

@@ -32,6 +32,11 @@ trap 'finish; exit $?' EXIT
 # restores take transparent huge pages and its clones get the memory-reclaim job; the sessions
 # half runs as carreld's default, carrel-qemu.
 export E2E_EMULATOR=""
+# The sessions half's decision, when it ran in this boot (lib.sh); else carreld probes.
+if [ -z "${E2E_ACCEL:-}" ] && [ -s "$E2E_ACCEL_FILE" ]; then
+    E2E_ACCEL="$(cat "$E2E_ACCEL_FILE")"
+    echo "e2e: accelerator $E2E_ACCEL, as the sessions half's carreld decided in this boot"
+fi
 start_daemon || exit 1
 E2E_ACCEL="$(carrel version --json | jq -r .server.accel)"
 export CARREL_ACCEL="$E2E_ACCEL" E2E_ACCEL
@@ -70,6 +75,11 @@ noagent_checks() {
         --kernel "$(jq -r .kernel <<<"$tiny_json")" --initrd "$(jq -r .initrd <<<"$tiny_json")" \
         --cmdline "root=/dev/vda ro console=tty0 init=/bin/sh"
     local na_json na_start
+    # The screen is looked at once the agent was silent for --screen-grace (45 s by default,
+    # which this check waited out): 10 s here, on a carreld restarted for it.
+    kill "$DAEMON_PID"
+    wait "$DAEMON_PID" 2>/dev/null
+    start_daemon --screen-grace 10 || return 1
     na_start=$(date +%s)
     na_json="$(carrel create --template noagent --json)"
     echo "agentless create took $(($(date +%s) - na_start)) s"
@@ -79,6 +89,9 @@ noagent_checks() {
         grep -q "screen settled" <<<"$(jq -r .state_reason <<<"$na_json")"
     carrel rm "$na" >/dev/null
     check "template rm noagent" carrel template rm noagent
+    kill "$DAEMON_PID"
+    wait "$DAEMON_PID" 2>/dev/null
+    start_daemon || return 1
 }
 timed noagent_checks
 

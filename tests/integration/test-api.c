@@ -780,6 +780,9 @@ test_listen_and_policy_options(void **state)
     err = refused_start("--listen", "0.0.0.0:8080");
     assert_non_null(strstr(err, "loopback"));
     g_free(err);
+    err = refused_start("--screen-grace", "3601");
+    assert_non_null(strstr(err, "--screen-grace must be between 0 (its default) and 3600"));
+    g_free(err);
     assert_true(carrel_util_write_file(policy, "[resources]\nmax_vcpus=0\n", -1, 0644, NULL));
     err = refused_start("--policy", policy);
     assert_non_null(strstr(err, "max_vcpus"));
