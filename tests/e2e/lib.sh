@@ -21,6 +21,10 @@ export E2E_SRC
 E2E_PORT="${E2E_PORT:-$((20000 + RANDOM % 12000))}"
 E2E_URL="http://127.0.0.1:$E2E_PORT"
 export E2E_URL
+# The sessions half's carreld decision (its probe: 15 s where a /dev/kvm cannot run a guest),
+# kept for this boot: the lifecycle half starts with it instead of probing again.
+# shellcheck disable=SC2034 # read by test-sessions.sh and test-lifecycle.sh
+E2E_ACCEL_FILE="/run/carrel-e2e-accel-$(cat /proc/sys/kernel/random/boot_id 2>/dev/null)"
 
 PASSED=0
 FAILED=0

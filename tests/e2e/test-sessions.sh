@@ -53,6 +53,7 @@ fi
 check "accelerator choice is logged" grep -q "accelerator: $accel" "$DAEMON_LOG"
 # From here on every carreld restart, BYO image script and appliance takes that one decision.
 export CARREL_ACCEL="$accel" E2E_ACCEL="$accel"
+echo "$accel" >"$E2E_ACCEL_FILE"
 timed accel_checks
 
 # The template: built from the recipe, or taken from the cache keyed by the recipe hash.
