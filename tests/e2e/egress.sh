@@ -251,9 +251,7 @@ egress_checks() {
         'api.header=Authorization' 'api.format=Bearer {value}' \
         "typed.source=file:$E2E_DIR/typed-secret" >"$E2E_DIR/policies/web.policy"
     egress_bad_policies
-    kill "$DAEMON_PID" 2>/dev/null
-    wait "$DAEMON_PID" 2>/dev/null
-    start_daemon --policy-dir "$E2E_DIR/policies" --egress-dns "$EGRESS_DNS" \
+    restart_daemon --policy-dir "$E2E_DIR/policies" --egress-dns "$EGRESS_DNS" \
         --egress-ca "$E2E_DIR/standin/standin-ca.crt" || return
     out="$(carrel create tiny --policy web --name e2e-web --json 2>&1)"
     s="$(jq -r .id <<<"$out" 2>/dev/null)"

@@ -84,6 +84,14 @@ start_daemon() {
     return 1
 }
 
+# restart_daemon [CARRELD OPTIONS...]: this run's carreld stopped (SIGTERM, drained) and
+# started again with those options (none: the defaults again).
+restart_daemon() {
+    kill "$DAEMON_PID" 2>/dev/null
+    wait "$DAEMON_PID" 2>/dev/null
+    start_daemon "$@"
+}
+
 # start_with_tiny [CARRELD OPTIONS...]: this run's carreld, its accelerator decision exported
 # (E2E_ACCEL, and CARREL_ACCEL for the scripts it runs), and `tiny` built or taken from the cache.
 # shellcheck disable=SC2120 # extra carreld options are optional

@@ -2,7 +2,8 @@
 # e2e on real libvirt + QEMU (TCG), second half (test-sessions.sh is the first): screen sizes,
 # the accessibility tree, the shell, the lifecycle, snapshots, the crash matrix, timeouts, the
 # pool, request fairness, an agentless guest, the SDK, an installed carrel, images that boot
-# with their own bootloaders, and libvirtd restarted under running sessions. Its own carreld and state; `tiny` from the cache.
+# with their own bootloaders, and libvirtd restarted under running sessions. Its own carreld and
+# state; `tiny` from the cache.
 set -uo pipefail
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -77,9 +78,7 @@ noagent_checks() {
     local na_json na_start
     # The screen is looked at once the agent was silent for --screen-grace (45 s by default,
     # which this check waited out): 10 s here, on a carreld restarted for it.
-    kill "$DAEMON_PID"
-    wait "$DAEMON_PID" 2>/dev/null
-    start_daemon --screen-grace 10 || return 1
+    restart_daemon --screen-grace 10 || return 1
     na_start=$(date +%s)
     na_json="$(carrel create --template noagent --json)"
     echo "agentless create took $(($(date +%s) - na_start)) s"
@@ -89,9 +88,7 @@ noagent_checks() {
         grep -q "screen settled" <<<"$(jq -r .state_reason <<<"$na_json")"
     carrel rm "$na" >/dev/null
     check "template rm noagent" carrel template rm noagent
-    kill "$DAEMON_PID"
-    wait "$DAEMON_PID" 2>/dev/null
-    start_daemon || return 1
+    restart_daemon || return 1
 }
 timed noagent_checks
 

@@ -238,9 +238,7 @@ timed procs_checks
 timed bundle_checks
 # The screen recording: this carreld again, with a policy that records (and the others).
 recording_policies
-kill "$DAEMON_PID"
-wait "$DAEMON_PID" 2>/dev/null
-start_daemon --policy-dir "$RECORDING_POLICIES" || exit 1
+restart_daemon --policy-dir "$RECORDING_POLICIES" || exit 1
 timed recording_checks
 
 for s in "$a" "$b" "$cold"; do

@@ -191,9 +191,7 @@ trust_tls() {
         -addext subjectAltName=IP:127.0.0.1 -keyout "$E2E_DIR/tls.key" -out "$E2E_DIR/tls.crt" \
         >/dev/null 2>&1
     check "a self-signed certificate for the test" test -s "$E2E_DIR/tls.crt"
-    kill "$DAEMON_PID" 2>/dev/null
-    wait "$DAEMON_PID" 2>/dev/null
-    start_daemon --listen "127.0.0.1:$port" --tls-cert "$E2E_DIR/tls.crt" \
+    restart_daemon --listen "127.0.0.1:$port" --tls-cert "$E2E_DIR/tls.crt" \
         --tls-key "$E2E_DIR/tls.key" || return
     url="https://127.0.0.1:$port"
     check "carreld says it listens with TLS" grep -q "listening on https://127.0.0.1:$port (TLS)" \
@@ -213,7 +211,5 @@ trust_tls() {
     else
         fail "npm ci in tests/browser"
     fi
-    kill "$DAEMON_PID" 2>/dev/null
-    wait "$DAEMON_PID" 2>/dev/null
-    start_daemon
+    restart_daemon
 }
