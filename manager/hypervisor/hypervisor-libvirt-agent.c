@@ -208,6 +208,14 @@ has_runner(CarrelLibvirtBackend *be, const char *name)
     return !g_hash_table_contains(be->no_runner, name);
 }
 
+static void
+remember_no_runner(CarrelLibvirtBackend *be, const char *name)
+{
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->runner_lock);
+
+    g_hash_table_add(be->no_runner, g_strdup(name));
+}
+
 /*
  * Starts run under carrel-run, or under timeout(1) where the guest has no carrel-run (learnt
  * from the first guest-exec that could not start it, then remembered). The pid is the program's.
@@ -222,10 +230,7 @@ exec_start(CarrelLibvirtBackend *be, virDomainPtr dom, const char *name, const C
     g_autofree char *reply = agent_send(dom, command);
 
     if (!reply && runner && carrel_hypervisor_agent_runner_missing(virGetLastErrorMessage())) {
-        g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&be->runner_lock);
-
-        g_hash_table_add(be->no_runner, g_strdup(name));
-        g_clear_pointer(&locker, g_mutex_locker_free);
+        remember_no_runner(be, name);
         virResetLastError();
         g_free(command);
         command = carrel_hypervisor_agent_exec_command(run->argv, run->stdin_bytes, run->timeout_s,
