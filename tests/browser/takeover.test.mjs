@@ -37,6 +37,9 @@ async function clickTerminal(page) {
     const w = terminal;
     if (!w)
         throw new Error('no xterm in the window list');
+    // 'connected' is the main channel's; the canvas comes with the display channel's first
+    // surface, later on a loaded host.
+    await page.waitForSelector('#spice-screen canvas', { timeout: 30000 });
     const box = await page.evaluate(() => {
         const c = document.querySelector('#spice-screen canvas');
         const r = c.getBoundingClientRect();
@@ -94,6 +97,35 @@ async function checkPersonTimeline(round, after, clicked, typed) {
     });
 }
 
+// What a page asked for and was told, with times from its visit's start: printed (as `# `
+// lines) when the page does not connect, to say where it stopped.
+function tracePage(page) {
+    const t0 = Date.now();
+    const lines = [];
+    const at = () => String(Date.now() - t0).padStart(6) + ' ms ';
+    const path = (u) => u.replace(/^https?:\/\/[^/]+/, '');
+    // The API's requests; static files only when they fail (a page has forty of them).
+    const api = (u) => path(u).startsWith('/v1/');
+    page.on('request', (r) => api(r.url()) && lines.push(at() + '-> ' + r.method() + ' ' + path(r.url())));
+    page.on('response', (r) => (api(r.url()) || r.status() >= 400) &&
+        lines.push(at() + '<- ' + r.status() + ' ' + path(r.url())));
+    page.on('requestfailed', (r) => lines.push(at() + 'x  ' + path(r.url()) + ' ' +
+        ((r.failure() && r.failure().errorText) || '')));
+    page.on('console', (m) => lines.push(at() + 'console.' + m.type() + ': ' + m.text().slice(0, 200)));
+    page.on('pageerror', (e) => lines.push(at() + 'pageerror: ' + e.message));
+    page.on('framenavigated', (f) => {
+        if (f === page.mainFrame())
+            lines.push(at() + 'navigated to ' + path(f.url()));
+    });
+    return lines;
+}
+
+function printTrace(round, page, lines) {
+    console.log('# ' + round + ': the page at ' + page.url() + ' (' + lines.length + ' events, last 60):');
+    for (const line of lines.slice(-60))
+        console.log('#   ' + line);
+}
+
 // One reviewer's visit in a browser of its own: log in, open the page, take over (unless the
 // page says the lease is already theirs), click into the terminal, type a command, read its
 // effect back in the guest; then leave as asked: close the browser, or release first.
@@ -101,6 +133,7 @@ async function visit(browser, round, problems, { release = false } = {}) {
     const context = await browser.newContext({ viewport: { width: 1366, height: 768 } });
     const page = await context.newPage();
     watchProblems(page, problems);
+    const trace = tracePage(page);
     const file = '/tmp/takeover-' + round;
     try {
         await login(page, BASE, TOKEN);
@@ -111,8 +144,11 @@ async function visit(browser, round, problems, { release = false } = {}) {
             } catch (e) {
                 // What the page shows and the session's state say where it stopped.
                 const seen = await page.evaluate(() => document.body.dataset.console + ': ' +
-                    (document.getElementById('console-status') || {}).textContent).catch((x) => x.message);
+                    (document.getElementById('console-status') || {}).textContent + ' | ' +
+                    ((document.getElementById('action-error') || {}).textContent || '').trim())
+                    .catch((x) => x.message);
                 await shot(page, 'takeover-' + round + '-not-connected');
+                printTrace(round, page, trace);
                 throw new Error(e.message + ' (page: ' + seen + '; session ' + (await sessionState()) + ')');
             }
         });

@@ -126,8 +126,11 @@ browser_checks() {
     browser_report "take-over" $? "$E2E_DIR/browser-takeover.log"
     if grep -q '^not ok - ' "$E2E_DIR/browser-takeover.log"; then
         browser_guest_evidence "$s" >&2
-        echo "--- carreld's console lines for $s (last 40) ---" >&2
-        grep -E "console: session $s|$s.*(hibernat|resum|restor)" "$DAEMON_LOG" | tail -40 >&2
+        echo "--- what the failing pages asked for and were told ---" >&2
+        grep -E '^# ' "$E2E_DIR/browser-takeover.log" | tail -70 >&2
+        echo "--- carreld's console and page lines for $s (last 60) ---" >&2
+        grep -E "console: session $s|$s.*(hibernat|resum|restor)|(GET|POST) (/v1/whoami|/v1/login|/v1/stream|/v1/sessions/$s(/control|/console)?) " \
+            "$DAEMON_LOG" | tail -60 >&2
     fi
     # The same console in Firefox ESR (puppeteer-core over WebDriver BiDi): login, list, desktop.
     CARREL_URL="$url" CARREL_SESSION="$s" CARREL_TEST_OUT="$out/firefox" \
