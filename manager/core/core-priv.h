@@ -336,6 +336,14 @@ CarrelTemplate *carrel_manager_template_import_full(CarrelManager *mgr,
 gboolean carrel_manager_wait_ready(CarrelManager *mgr, CarrelJob *job, const char *domain,
                                    guint timeout_s, GError **error);
 
+/*
+ * Waits until the guest uses less than a fifth of one host CPU over a second, max_s at most:
+ * TRUE once it does, FALSE when it is still busy then or the backend cannot tell. ret_waited_ms
+ * (may be NULL): how long it waited.
+ */
+gboolean carrel_manager_wait_quiet(CarrelManager *mgr, const char *domain, guint max_s,
+                                   guint *ret_waited_ms);
+
 /* Jobs. */
 void carrel_manager_add_job(CarrelManager *mgr, CarrelJob *job);
 typedef gboolean (*CarrelJobFunc)(CarrelJob *job, gpointer data, JsonNode **ret_result,

@@ -115,6 +115,40 @@ carrel_manager_wait_ready(CarrelManager *mgr, CarrelJob *job, const char *domain
     return FALSE;
 }
 
+/* A guest at rest uses less than this share of one host CPU (per mille) over one window. An
+ * idle `tiny` under TCG uses 1-7 %, one loading drivers all of it. */
+#define QUIET_PER_MILLE 200
+#define QUIET_WINDOW_US G_USEC_PER_SEC
+
+/* A desktop that is drawn can still be at work: tiny's carrel-init coldplugs the rest of the
+ * hardware then, ~4 s of a CPU under TCG. A warm state saved meanwhile would hand that work to
+ * every clone, and forks restored side by side would run it side by side. */
+gboolean
+carrel_manager_wait_quiet(CarrelManager *mgr, const char *domain, guint max_s, guint *ret_waited_ms)
+{
+    gint64 start = g_get_monotonic_time();
+    gint64 deadline = start + (gint64)max_s * G_USEC_PER_SEC;
+    gint64 at = start, now;
+    guint64 cpu = 0, later = 0;
+    gboolean quiet = FALSE;
+
+    if (carrel_hypervisor_cpu_time(mgr->hv, domain, &cpu, NULL)) {
+        while (!quiet && (now = g_get_monotonic_time()) < deadline) {
+            g_usleep(QUIET_WINDOW_US);
+            if (!carrel_hypervisor_cpu_time(mgr->hv, domain, &later, NULL))
+                break;
+            now = g_get_monotonic_time();
+            /* ns of CPU per µs of wall: ns / (µs * 1000) per mille. */
+            quiet = (later - cpu) < (guint64)(now - at) * QUIET_PER_MILLE;
+            at = now;
+            cpu = later;
+        }
+    }
+    if (ret_waited_ms)
+        *ret_waited_ms = (guint)((g_get_monotonic_time() - start) / 1000);
+    return quiet;
+}
+
 typedef struct {
     GBytes *last;
     guint stable;

@@ -11,7 +11,8 @@
  */
 
 #define WARM_READY_TIMEOUT_S 120
-#define WARM_SETTLE_S 2
+/* How long a ready guest may take to go quiet before its memory is saved anyway. */
+#define WARM_QUIET_MAX_S 30
 
 typedef struct {
     CarrelManager *mgr;
@@ -49,6 +50,23 @@ warm_session(CarrelManager *mgr, const CarrelTemplate *tmpl, const char *dir)
     return g_steal_pointer(&s);
 }
 
+/* Every clone restores what the saved guest was doing: not the work left from its boot. */
+static void
+wait_quiet(CarrelManager *mgr, CarrelJob *job, const char *domain)
+{
+    g_autofree char *line = NULL;
+    guint waited = 0;
+
+    carrel_job_progress(job, "waiting for the guest to go quiet");
+    if (carrel_manager_wait_quiet(mgr, domain, WARM_QUIET_MAX_S, &waited))
+        line = g_strdup_printf("the guest went quiet after %u ms", waited);
+    else
+        line = g_strdup_printf("the guest did not go quiet within %u s (or its CPU time is not "
+                               "known): saving it as it is",
+                               WARM_QUIET_MAX_S);
+    carrel_job_progress(job, line);
+}
+
 static gboolean
 boot_and_save(CarrelManager *mgr, CarrelJob *job, const CarrelTemplate *tmpl, CarrelSession *ws,
               const char *memory_path, GError **error)
@@ -67,6 +85,8 @@ boot_and_save(CarrelManager *mgr, CarrelJob *job, const CarrelTemplate *tmpl, Ca
         return FALSE;
     ok = carrel_manager_wait_agent(mgr, domain, NULL, error) &&
          carrel_manager_wait_ready(mgr, job, domain, WARM_READY_TIMEOUT_S, error);
+    if (ok)
+        wait_quiet(mgr, job, domain);
     if (ok) {
         carrel_job_progress(job, "saving the memory state");
         ok = carrel_hypervisor_save(mgr->hv, domain, memory_path, error);

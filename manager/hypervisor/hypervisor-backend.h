@@ -36,6 +36,7 @@ typedef struct {
                           GError **error);
     gboolean (*disk_allocation)(CarrelHypervisor *hv, const char *name, guint64 *ret_bytes,
                                 GError **error);
+    gboolean (*cpu_time)(CarrelHypervisor *hv, const char *name, guint64 *ret_ns, GError **error);
     gboolean (*get_pause_reason)(CarrelHypervisor *hv, const char *name,
                                  CarrelPauseReason *ret_reason, GError **error);
     gboolean (*agent_ping)(CarrelHypervisor *hv, const char *name, guint timeout_s, GError **error);

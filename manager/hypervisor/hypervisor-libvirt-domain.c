@@ -291,6 +291,35 @@ carrel_hypervisor_libvirt_get_pause_reason(CarrelHypervisor *hv, const char *nam
 }
 
 gboolean
+carrel_hypervisor_libvirt_cpu_time(CarrelHypervisor *hv, const char *name, guint64 *ret_ns,
+                                   GError **error)
+{
+    CarrelLibvirtBackend *be = hv->backend_data;
+    g_autoptr(virDomain) dom = carrel_hypervisor_libvirt_lookup(be, name, error);
+    virDomainInfo info;
+
+    if (!dom)
+        return FALSE;
+    /* Its CPU time is the wall clock's: a guest forever busy. */
+    if (be->is_test) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_UNSUPPORTED,
+                    "the test driver has no CPU time");
+        return FALSE;
+    }
+    if (virDomainIsActive(dom) != 1) {
+        virResetLastError();
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE, "domain is not running");
+        return FALSE;
+    }
+    if (virDomainGetInfo(dom, &info) < 0) {
+        carrel_hypervisor_libvirt_set_error(error, "reading CPU time");
+        return FALSE;
+    }
+    *ret_ns = info.cpuTime;
+    return TRUE;
+}
+
+gboolean
 carrel_hypervisor_libvirt_disk_allocation(CarrelHypervisor *hv, const char *name,
                                           guint64 *ret_bytes, GError **error)
 {

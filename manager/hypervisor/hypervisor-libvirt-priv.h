@@ -72,6 +72,8 @@ gboolean carrel_hypervisor_libvirt_destroy(CarrelHypervisor *hv, const char *nam
 gboolean carrel_hypervisor_libvirt_undefine(CarrelHypervisor *hv, const char *name, GError **error);
 gboolean carrel_hypervisor_libvirt_get_state(CarrelHypervisor *hv, const char *name,
                                              CarrelDomainState *ret_state, GError **error);
+gboolean carrel_hypervisor_libvirt_cpu_time(CarrelHypervisor *hv, const char *name, guint64 *ret_ns,
+                                            GError **error);
 gboolean carrel_hypervisor_libvirt_disk_allocation(CarrelHypervisor *hv, const char *name,
                                                    guint64 *ret_bytes, GError **error);
 gboolean carrel_hypervisor_libvirt_get_pause_reason(CarrelHypervisor *hv, const char *name,

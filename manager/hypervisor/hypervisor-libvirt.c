@@ -228,6 +228,7 @@ static const CarrelHypervisorOps libvirt_ops = {
     .get_state = carrel_hypervisor_libvirt_get_state,
     .get_pause_reason = carrel_hypervisor_libvirt_get_pause_reason,
     .disk_allocation = carrel_hypervisor_libvirt_disk_allocation,
+    .cpu_time = carrel_hypervisor_libvirt_cpu_time,
     .agent_ping = carrel_hypervisor_libvirt_agent_ping,
     .list = carrel_hypervisor_libvirt_list,
     .describe = lv_describe,

@@ -224,6 +224,25 @@ carrel_hypervisor_disk_allocation(CarrelHypervisor *hv, const char *name, guint6
 }
 
 gboolean
+carrel_hypervisor_cpu_time(CarrelHypervisor *hv, const char *name, guint64 *ret_ns, GError **error)
+{
+    guint64 ns = 0;
+
+    g_return_val_if_fail(hv != NULL && name != NULL && ret_ns != NULL, FALSE);
+    if (!hv->ops->cpu_time) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_UNSUPPORTED,
+                    "this hypervisor backend does not report CPU time");
+        return FALSE;
+    }
+    if (!hv->ops->cpu_time(hv, name, &ns, error)) {
+        g_prefix_error(error, "domain '%s': ", name);
+        return FALSE;
+    }
+    *ret_ns = ns;
+    return TRUE;
+}
+
+gboolean
 carrel_hypervisor_get_pause_reason(CarrelHypervisor *hv, const char *name,
                                    CarrelPauseReason *ret_reason, GError **error)
 {

@@ -190,6 +190,13 @@ gboolean carrel_hypervisor_get_pause_reason(CarrelHypervisor *hv, const char *na
 gboolean carrel_hypervisor_disk_allocation(CarrelHypervisor *hv, const char *name,
                                            guint64 *ret_bytes, GError **error);
 /*
+ * The host CPU time the domain has used so far, in ns (every vCPU and QEMU's own threads), to
+ * tell a busy guest from an idle one. WRONG_STATE when QEMU does not run, UNSUPPORTED where the
+ * backend cannot tell.
+ */
+gboolean carrel_hypervisor_cpu_time(CarrelHypervisor *hv, const char *name, guint64 *ret_ns,
+                                    GError **error);
+/*
  * One guest-ping through the guest agent with a response timeout (1..300 s). TIMEOUT while
  * the agent is not connected yet or does not answer; WRONG_STATE when not running.
  */

@@ -20,6 +20,7 @@ typedef struct {
     gint64 spice_valid_until;
     guint screen_width; /* set by carrel-guest screen; 0: the image's own (again at every run) */
     guint screen_height;
+    gint64 cpu_origin_us; /* the first cpu_time read: the guest is busy for busy_ms from then */
 } FakeDomain;
 
 typedef struct _FakeTerminal FakeTerminal;
@@ -67,6 +68,7 @@ typedef struct {
     guint draw_left;   /* frames still to draw */
     guint draw_generation; /* the frame shown now: 0 before any HID event */
     guint screenshots;     /* screenshots served */
+    guint busy_ms;         /* every guest uses a whole CPU this long (cpu_time), then idles */
 } FakeBackend;
 
 /* TRUE (with the error set) when op was told to fail once. Called with be->lock held. */
@@ -79,6 +81,8 @@ FakeDomain *fake_find_domain(FakeBackend *be, const char *name, GError **error);
 gboolean fake_terminal_exec(FakeBackend *be, const CarrelGuestExec *run,
                             CarrelExecResult *ret_result);
 void fake_terminal_free(FakeTerminal *t);
+
+gboolean fake_cpu_time(CarrelHypervisor *hv, const char *name, guint64 *ret_ns, GError **error);
 
 gboolean fake_hid_send(CarrelHypervisor *hv, const char *name, const char *command, GError **error);
 gboolean fake_hid_room(CarrelHypervisor *hv, const char *name, CarrelHidDevice device, char **where,

@@ -24,7 +24,7 @@ static const char *const fake_op_names[] = {
     "agent_exec",      "screenshot",    "file_read",      "file_write",
     "hid_send",        "fs_freeze",     "pause",          "ensure_network",
     "set_balloon",     "spice_info",    "spice_password", "get_pause_reason",
-    "disk_allocation", "snapshot_live",
+    "disk_allocation", "snapshot_live", "cpu_time",
 };
 
 static void
@@ -725,6 +725,7 @@ static const CarrelHypervisorOps fake_ops = {
     .get_state = fake_get_state,
     .get_pause_reason = fake_get_pause_reason,
     .disk_allocation = fake_disk_allocation,
+    .cpu_time = fake_cpu_time,
     .agent_ping = fake_agent_ping,
     .list = fake_list,
     .describe = fake_describe,

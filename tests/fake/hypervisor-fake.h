@@ -22,8 +22,8 @@ CarrelHypervisor *carrel_hypervisor_new_fake(void);
  * member name of CarrelHypervisorOps: "define_start", "start", "shutdown", "destroy",
  * "undefine", "get_state", "agent_ping", "list", "define", "save", "restore", "set_time",
  * "agent_exec", "screenshot", "file_read", "file_write", "hid_send", "fs_freeze", "pause",
- * "ensure_network", "set_balloon", "spice_info", "spice_password", "get_pause_reason" or
- * "disk_allocation".
+ * "ensure_network", "set_balloon", "spice_info", "spice_password", "get_pause_reason",
+ * "disk_allocation" or "cpu_time".
  */
 void carrel_hypervisor_fake_fail_next(CarrelHypervisor *hv, const char *op);
 
@@ -43,6 +43,10 @@ gboolean carrel_hypervisor_fake_pause_for(CarrelHypervisor *hv, const char *name
  * default, as libvirt's test driver). FALSE when there is no such domain. */
 gboolean carrel_hypervisor_fake_set_disk_allocation(CarrelHypervisor *hv, const char *name,
                                                     guint64 bytes);
+
+/* Makes every fake guest busy (a whole CPU, as cpu_time reports it) for ms from the first time
+ * its CPU time is read, and idle after; 0 (the default): idle from the start. */
+void carrel_hypervisor_fake_set_busy(CarrelHypervisor *hv, guint ms);
 
 /* What the fake's file_read gives for a path no file_write made (NULL: NOT_FOUND), e.g. the
  * tar a guest would have packed. */
