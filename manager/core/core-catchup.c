@@ -203,6 +203,35 @@ carrel_manager_catchup_start(CarrelManager *mgr, const char *session_id, guint s
     g_ptr_array_add(held()->jobs, sd);
 }
 
+GPtrArray *
+carrel_catchup_unhold(void)
+{
+    Held *h = held();
+
+    if (h->depth > 0)
+        h->depth--;
+    return h->depth == 0 ? g_steal_pointer(&h->jobs) : NULL;
+}
+
+void
+carrel_catchup_adopt(GPtrArray *jobs, gboolean now)
+{
+    Held *h = held();
+
+    for (guint i = 0; jobs && i < jobs->len; i++) {
+        CatchupData *sd = g_ptr_array_index(jobs, i);
+        if (now || h->depth == 0) {
+            run_catchup(sd);
+            continue;
+        }
+        if (!h->jobs)
+            h->jobs = g_ptr_array_new();
+        g_ptr_array_add(h->jobs, sd);
+    }
+    if (jobs)
+        g_ptr_array_unref(jobs);
+}
+
 gboolean
 carrel_manager_is_catchup_op(const char *op)
 {

@@ -142,15 +142,20 @@ typedef struct {
     const CarrelSnapshot *snap;
     CarrelSession *made;
     GError *error;
+    GPtrArray *catchups; /* its catch-up job, held until every fork is up */
 } ForkTask;
 
+/* A fork's clock and MAC are set by guest commands, CPU work under TCG: done while the other
+ * forks restore, they slowed those down. So they wait until every fork is up. */
 static void
 fork_task(gpointer data, gpointer user_data)
 {
     ForkTask *t = data;
 
     (void)user_data;
+    carrel_catchup_hold();
     t->made = fork_one(t->mgr, t->who, t->origin, t->policy, t->snap, &t->error);
+    t->catchups = carrel_catchup_unhold();
 }
 
 /* Forks side by side (each restore reads the one memory file through its own FIFO), at most
@@ -206,6 +211,7 @@ fork_from(CarrelManager *mgr, const CarrelPrincipal *who, const CarrelSession *o
     g_autoptr(CarrelSnapshot) snap = NULL;
     const CarrelPolicy *policy;
     g_autofree ForkTask *tasks = NULL;
+    gboolean all_up = TRUE;
     GPtrArray *forks;
 
     if (count < 1 || count > CARREL_LIMIT_FORKS) {
@@ -226,6 +232,13 @@ fork_from(CarrelManager *mgr, const CarrelPrincipal *who, const CarrelSession *o
     for (guint i = 0; i < count; i++)
         tasks[i] = (ForkTask){mgr, who, origin, policy, snap, NULL, NULL};
     run_forks(tasks, count);
+    /* Held by the verb's door, they start after its reply; at once when a fork failed, whose
+     * siblings are destroyed next (a destroy waits for a catch-up). */
+    for (guint i = 0; i < count; i++)
+        if (!tasks[i].made)
+            all_up = FALSE;
+    for (guint i = 0; i < count; i++)
+        carrel_catchup_adopt(g_steal_pointer(&tasks[i].catchups), !all_up);
     forks = collect_forks(mgr, origin, tasks, count, error);
     for (guint i = 0; i < count; i++)
         g_clear_error(&tasks[i].error);

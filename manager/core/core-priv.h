@@ -261,6 +261,12 @@ void carrel_manager_catchup_start(CarrelManager *mgr, const char *session_id, gu
 /* A door opens on this thread (catch-up jobs wait for it) and ends (they start). */
 void carrel_catchup_hold(void);
 void carrel_catchup_release(void);
+/* Ends this thread's hold without starting what it held: returned (NULL when none) for
+ * carrel_catchup_adopt on another thread. */
+GPtrArray *carrel_catchup_unhold(void);
+/* Jobs unheld on another thread: held by this thread's door (now, when it has none), or started
+ * now. Takes jobs. */
+void carrel_catchup_adopt(GPtrArray *jobs, gboolean now);
 gboolean carrel_manager_is_catchup_op(const char *op);
 /* Waits for every catch-up job (the manager goes next). */
 void carrel_manager_catchup_drain(CarrelManager *mgr);

@@ -96,3 +96,12 @@ carrel_hypervisor_fake_get_holds_beside(CarrelHypervisor *hv)
 
     return be->holds_beside;
 }
+
+guint
+carrel_hypervisor_fake_get_agent_beside(CarrelHypervisor *hv)
+{
+    FakeBackend *be = hv->backend_data;
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
+
+    return be->agent_beside;
+}

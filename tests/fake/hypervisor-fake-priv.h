@@ -56,6 +56,7 @@ typedef struct {
     FakeHold balloon;     /* set_balloon calls */
     FakeHold restore;     /* restores */
     guint holds_beside;   /* balloon calls and restores that began while the other kind ran */
+    guint agent_beside;   /* agent_exec and set_time calls while a restore was under way */
     gint64 next_run_id;
     gboolean screen_refused; /* carrel-guest screen fails, as in a guest whose X cannot */
     guint screen_calls;      /* carrel-guest screen commands answered */

@@ -460,6 +460,8 @@ fake_set_time(CarrelHypervisor *hv, const char *name, GError **error)
     FakeBackend *be = hv->backend_data;
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
 
+    if (be->restore.in_flight > 0)
+        be->agent_beside++;
     return agent_domain(be, "set_time", name, error) != NULL;
 }
 
@@ -485,6 +487,8 @@ fake_agent_exec(CarrelHypervisor *hv, const char *name, const CarrelGuestExec *r
 
     if (!(dom = agent_domain(be, "agent_exec", name, error)))
         return FALSE;
+    if (be->restore.in_flight > 0)
+        be->agent_beside++;
     g_strfreev(be->exec_argv);
     be->exec_argv = g_strdupv((char **)run->argv);
     g_clear_pointer(&be->exec_stdin, g_bytes_unref);

@@ -135,6 +135,9 @@ guint carrel_hypervisor_fake_get_restore_most(CarrelHypervisor *hv);
 /* How many set_balloon calls began while a restore was under way, and restores while a
  * set_balloon call was. */
 guint carrel_hypervisor_fake_get_holds_beside(CarrelHypervisor *hv);
+/* How many agent_exec and set_time calls (guest work: a catch-up's clock and MAC) came while a
+ * restore was under way. */
+guint carrel_hypervisor_fake_get_agent_beside(CarrelHypervisor *hv);
 
 /* A copy of the QMP commands the fake received so far (GPtrArray of strings, in order). */
 GPtrArray *carrel_hypervisor_fake_get_hid(CarrelHypervisor *hv);

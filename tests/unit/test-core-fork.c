@@ -105,6 +105,29 @@ test_reclaim_after_forks(void **state)
     assert_int_equal(carrel_hypervisor_fake_get_holds_beside(fx->hv), 0);
 }
 
+/* Eight forks, four at a time: the forks up first set their clocks (guest work, as their MAC)
+ * only once every fork is up, not while the second four restore. */
+static void
+test_catch_up_after_forks(void **state)
+{
+    Fixture *fx = *state;
+    g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = import(fx, "tiny");
+    g_autoptr(CarrelSession) origin G_GNUC_UNUSED = origin_with_snapshot(fx);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) forks = NULL;
+
+    carrel_hypervisor_fake_set_restore_hold(fx->hv, 200);
+    forks = carrel_manager_session_fork(fx->mgr, ADMIN, "origin", "s1", 8, &error);
+    if (!forks)
+        fail_msg("fork: %s", error->message);
+    assert_int_equal(forks->len, 8);
+    for (guint i = 0; i < forks->len; i++) {
+        const CarrelSession *f = g_ptr_array_index(forks, i);
+        carrel_manager_wait_caught_up(fx->mgr, f->id);
+    }
+    assert_int_equal(carrel_hypervisor_fake_get_agent_beside(fx->hv), 0);
+}
+
 int
 main(void)
 {
@@ -112,6 +135,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_side_by_side, setup, teardown),
         cmocka_unit_test_setup_teardown(test_all_or_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reclaim_after_forks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_catch_up_after_forks, setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
