@@ -290,27 +290,38 @@ carrel_hypervisor_libvirt_get_pause_reason(CarrelHypervisor *hv, const char *nam
     return TRUE;
 }
 
-gboolean
-carrel_hypervisor_libvirt_cpu_time(CarrelHypervisor *hv, const char *name, guint64 *ret_ns,
-                                   GError **error)
+/* Domain name while QEMU runs it, for a figure only QEMU knows (what: the figure, for the test
+ * driver's UNSUPPORTED: it has no QEMU). */
+static virDomainPtr
+running_domain(CarrelLibvirtBackend *be, const char *name, const char *what, GError **error)
 {
-    CarrelLibvirtBackend *be = hv->backend_data;
     g_autoptr(virDomain) dom = carrel_hypervisor_libvirt_lookup(be, name, error);
-    virDomainInfo info;
 
     if (!dom)
-        return FALSE;
-    /* Its CPU time is the wall clock's: a guest forever busy. */
+        return NULL;
     if (be->is_test) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_UNSUPPORTED,
-                    "the test driver has no CPU time");
-        return FALSE;
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_UNSUPPORTED, "the test driver has no %s",
+                    what);
+        return NULL;
     }
     if (virDomainIsActive(dom) != 1) {
         virResetLastError();
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE, "domain is not running");
-        return FALSE;
+        return NULL;
     }
+    return g_steal_pointer(&dom);
+}
+
+gboolean
+carrel_hypervisor_libvirt_cpu_time(CarrelHypervisor *hv, const char *name, guint64 *ret_ns,
+                                   GError **error)
+{
+    /* The test driver's CPU time is the wall clock's: a guest forever busy. */
+    g_autoptr(virDomain) dom = running_domain(hv->backend_data, name, "CPU time", error);
+    virDomainInfo info;
+
+    if (!dom)
+        return FALSE;
     if (virDomainGetInfo(dom, &info) < 0) {
         carrel_hypervisor_libvirt_set_error(error, "reading CPU time");
         return FALSE;
@@ -323,22 +334,11 @@ gboolean
 carrel_hypervisor_libvirt_disk_allocation(CarrelHypervisor *hv, const char *name,
                                           guint64 *ret_bytes, GError **error)
 {
-    CarrelLibvirtBackend *be = hv->backend_data;
-    g_autoptr(virDomain) dom = carrel_hypervisor_libvirt_lookup(be, name, error);
+    g_autoptr(virDomain) dom = running_domain(hv->backend_data, name, "disk allocation", error);
     virDomainBlockInfo info;
 
     if (!dom)
         return FALSE;
-    if (be->is_test) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_UNSUPPORTED,
-                    "the test driver has no disk allocation");
-        return FALSE;
-    }
-    if (virDomainIsActive(dom) != 1) {
-        virResetLastError();
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_WRONG_STATE, "domain is not running");
-        return FALSE;
-    }
     if (virDomainGetBlockInfo(dom, "vda", &info, 0) < 0) {
         carrel_hypervisor_libvirt_set_error(error, "reading disk allocation");
         return FALSE;
