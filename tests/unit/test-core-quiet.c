@@ -9,7 +9,7 @@
 static gint64
 warm_tiny(Fixture *fx, char **ret_progress)
 {
-    g_autoptr(CarrelTemplate) tmpl = import(fx, "tiny");
+    g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = import(fx, "tiny");
     g_autoptr(GError) error = NULL;
     g_autoptr(CarrelJob) job = NULL;
     g_autoptr(JsonNode) json = NULL;
