@@ -133,7 +133,7 @@ carrel_manager_wait_quiet(CarrelManager *mgr, const char *domain, guint max_s, g
     gboolean quiet = FALSE;
 
     if (carrel_hypervisor_cpu_time(mgr->hv, domain, &cpu, NULL)) {
-        while (!quiet && (now = g_get_monotonic_time()) < deadline) {
+        while (!quiet && g_get_monotonic_time() < deadline) {
             g_usleep(QUIET_WINDOW_US);
             if (!carrel_hypervisor_cpu_time(mgr->hv, domain, &later, NULL))
                 break;

@@ -290,8 +290,8 @@ carrel_hypervisor_libvirt_get_pause_reason(CarrelHypervisor *hv, const char *nam
     return TRUE;
 }
 
-/* Domain name while QEMU runs it, for a figure only QEMU knows (what: the figure, for the test
- * driver's UNSUPPORTED: it has no QEMU). */
+/* The domain called name while QEMU runs it, for a figure only QEMU knows (what: that figure,
+ * named in the test driver's UNSUPPORTED, as it has no QEMU). */
 static virDomainPtr
 running_domain(CarrelLibvirtBackend *be, const char *name, const char *what, GError **error)
 {

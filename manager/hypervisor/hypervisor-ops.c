@@ -229,11 +229,6 @@ carrel_hypervisor_cpu_time(CarrelHypervisor *hv, const char *name, guint64 *ret_
     guint64 ns = 0;
 
     g_return_val_if_fail(hv != NULL && name != NULL && ret_ns != NULL, FALSE);
-    if (!hv->ops->cpu_time) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_UNSUPPORTED,
-                    "this hypervisor backend does not report CPU time");
-        return FALSE;
-    }
     if (!hv->ops->cpu_time(hv, name, &ns, error)) {
         g_prefix_error(error, "domain '%s': ", name);
         return FALSE;
