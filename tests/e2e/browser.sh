@@ -51,7 +51,7 @@ browser_guest_evidence() {
     tail -30 "$STATE_DIR/sessions/$1/console.log" 2>&1
     echo "--- $1: /run/carrel logs (last 10 lines each) ---"
     # shellcheck disable=SC2016 # expanded by the guest's shell
-    carrel exec "$1" -- sh -c 'uptime; free -m; for f in /run/carrel/*.log; do echo "== $f"; tail -10 "$f"; done' 2>&1 | tail -80
+    carrel exec "$1" -- sh -c 'uptime; free -m; for f in /run/carrel/*.log; do echo "== $f"; grep -v dbus-core "$f" | tail -10; done' 2>&1 | tail -80
 }
 
 # browser_out_dir: prints where this run's screenshots go: CARREL_TEST_OUT/browser, or a new
@@ -131,6 +131,8 @@ browser_checks() {
         echo "--- carreld's console and page lines for $s (last 60) ---" >&2
         grep -E "console: session $s|$s.*(hibernat|resum|restor)|(GET|POST) (/v1/whoami|/v1/login|/v1/stream|/v1/sessions/$s(/control|/console)?) " \
             "$DAEMON_LOG" | tail -60 >&2
+        echo "--- the take-over checks that failed ---" >&2
+        grep -E '^not ok - ' "$E2E_DIR/browser-takeover.log" >&2
     fi
     # The same console in Firefox ESR (puppeteer-core over WebDriver BiDi): login, list, desktop.
     CARREL_URL="$url" CARREL_SESSION="$s" CARREL_TEST_OUT="$out/firefox" \

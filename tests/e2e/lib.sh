@@ -126,8 +126,9 @@ finish() {
         printf '%s\n' "${PART_TIMES[@]}"
     fi
     echo "e2e: $PASSED passed, $FAILED failed in $SECONDS s"
-    # Last, where a log cut to its tail still shows them.
+    # Last, and on stderr too: meson's error log shows the tail of stderr, after stdout's.
     for what in "${FAILURES[@]}"; do echo "failed: $what"; done
+    for what in "${FAILURES[@]}"; do echo "failed: $what"; done >&2
     # A run that checked nothing proves nothing: it fails too.
     [ "$FAILED" -eq 0 ] && [ "$PASSED" -gt 0 ]
 }
