@@ -50,10 +50,12 @@ cp "$tmp/README.md" "$tmp/README.orig"
 
 # run_all NAME [ARGS]: bench/all with the stand-in benches, no carreld at CARREL_SOCKET unless
 # the caller has started one (sock, state), and no carreld to probe the accelerator with
-# (CARREL_ACCEL: accel, or empty).
+# (CARREL_ACCEL: accel, or empty). The host's zero page as zero_page says (yes, no; empty: the
+# probe's), unset: yes.
 run_all() {
     env -u CARREL_URL -u CARREL_TOKEN CARREL_SOCKET="${sock:-$tmp/none.sock}" \
         CARREL_STATE_DIR="${state:-$tmp/none}" CARREL_ACCEL="${accel:-}" \
+        CARREL_BENCH_ZERO_PAGE="${zero_page-yes}" \
         CARRELD_BIN="$tmp/no-carreld" CARREL_BUILD="$build" CARREL_BENCH_DIR="$tmp/benches" \
         CARREL_BENCH_RESULTS="$tmp/$1" CARREL_BENCH_README="$tmp/README.md" \
         "$src/bench/all" "${@:2}" >"$tmp/$1.out" 2>"$tmp/$1.err"
@@ -83,7 +85,7 @@ grep -q '    AssertionError' "$tmp/results.err" || fail "the failed bench's log 
 check "top level" '(.date | test("^[0-9-]+T[0-9:]+Z$")) and (.commit | length > 0)
     and (.benches | keys == ["api","computer","console","density","exec-stream","lifecycle","quiet","sdk","warm"])' "$res"
 check "machine" '.machine | (.cpus | type == "number") and (.mem_gib > 0) and (.kernel | length > 0)
-    and (.cpu_model | length > 0) and .accel == "kvm"' "$res"
+    and (.cpu_model | length > 0) and .accel == "kvm" and .zero_page == true' "$res"
 check "results found" '.benches | .warm.result.cold_median_ms == 24097 and .api.result.rps.sessions == 11234
     and .computer.result.exec.carrel_p50_ms == 118.3 and .console.result.first_frame.ratio_p50 == 0.82' "$res"
 check "jq's multi-line object" '.benches."exec-stream" | .ok and .result.ratio == 22.9 and .result.rounds == 10' "$res"
@@ -103,7 +105,7 @@ check "goal statuses" '[.goals[] | {(.id): .status}] | add == {
     "density-exec": "not measured",
     "recording-exec": "not measured", "recording-idle-cpu": "not measured", "settle": "not measured"}' "$res"
 check "ratio goal" '.goals[] | select(.id == "warm-vs-cold") | .measured == 9467 and .baseline == 24097
-    and .ratio == 2.545 and .target == 10 and .op == ">="' "$res"
+    and .ratio == 2.545 and .target == 10 and .op == ">=" and (has("reason") | not)' "$res"
 check "a goal on nested figures" '.goals[] | select(.id == "fork4") | .measured == 27532 and .baseline == 9467
     and .ratio == 2.908' "$res"
 check "met below its ratio" '.goals[] | select(.id == "exec") | .ratio == 0.675' "$res"
@@ -165,6 +167,32 @@ check "recording's idle CPU figures" '.goals[] | select(.id == "recording-idle-c
 grep -qF '| QEMU + carreld CPU, scrolling xterm, recording on vs off (bench/recording) | 26.25 s/min | 21.3 s/min |' \
     "$tmp/rec.md" || { cat "$tmp/rec.md"; fail "the report lacks the scrolling xterm's CPU side by side"; }
 
+# A host whose reads of untouched memory allocate: the misses its goals name say why, and the
+# report's machine line says so.
+zero_page=no accel=kvm run_all nozero warm:3 lifecycle:5 || { cat "$tmp/nozero.err"; fail "bench/all nozero failed"; }
+check "misses on a host without a zero page" '.machine.zero_page == false and ([.goals[]
+    | select(.id == "warm-vs-cold" or .id == "fork4") | .status == "missed"
+      and (.reason | test("no shared zero page"))] == [true, true])
+    and (.goals[] | select(.id == "revert") | .status == "met" and (has("reason") | not))' \
+    "$(results_of nozero)"
+"$src/bench/report" "$(results_of nozero)" >"$tmp/nozero.md" || fail "bench/report failed on nozero"
+grep -qF 'MISSED (on this host a read of untouched memory allocates it (no shared zero page)' \
+    "$tmp/nozero.md" || { cat "$tmp/nozero.md"; fail "the report does not say why the goal was missed"; }
+grep -qF ', no shared zero page (a read of untouched memory allocates it)' "$tmp/nozero.md" ||
+    fail "the report's machine line does not name the missing zero page"
+
+# A density run that stopped short (host memory): the goal's reason says where it stopped.
+mv "$tmp/benches/density" "$tmp/density.canned"
+printf '#!/bin/bash\necho %s\n' \
+    "'{\"bench\":\"density\",\"asked\":40,\"sessions\":30,\"stopped\":\"host memory: 2674 MB available after 30 sessions\",\"rss_max_mb\":719,\"exec\":{\"p50_ms\":148.5}}'" \
+    >"$tmp/benches/density"
+chmod +x "$tmp/benches/density"
+run_all stopped density:40,60 || { cat "$tmp/stopped.err"; fail "bench/all density (stopped) failed"; }
+check "a stopped density run" '.goals[] | select(.id == "density") | .status == "not measured"
+    and .reason == "bench/density ran with sessions 30; the goal needs 40 (it stopped: host memory: 2674 MB available after 30 sessions)"' \
+    "$(results_of stopped)"
+mv "$tmp/density.canned" "$tmp/benches/density"
+
 # A bench that exits 0 without its JSON fails the run.
 run_all silent quiet && fail "bench/all exited 0 when a bench printed no JSON"
 
@@ -178,11 +206,12 @@ for _ in $(seq 1 100); do
     curl -sf --unix-socket "$sock" http://carrel/v1/healthz >/dev/null 2>&1 && break
     sleep 0.1
 done
-state="$tmp/state" run_all one warm ||
+zero_page="" state="$tmp/state" run_all one warm ||
     { cat "$tmp/one.err"; fail "bench/all warm failed"; }
 check "not run" '.goals[] | select(.id == "snapshot") | .status == "not measured"
     and .reason == "bench/lifecycle was not run"' "$(results_of one)"
 check "accel from carreld" '.machine.accel == "tcg"' "$(results_of one)"
+check "the zero page probed" '.machine.zero_page | type == "boolean"' "$(results_of one)"
 sock=""
 run_all reported reporter || fail "bench/all reporter failed"
 check "accel from a bench" '.machine.accel == "kvm" and .benches.reporter.ok' "$(results_of reported)"
