@@ -26,8 +26,8 @@ carrel_conf_parse_json(const char *data, gsize len, GError **error)
 
     if (!carrel_util_json_structure_ok(data, len, CARREL_LIMIT_JSON_DEPTH)) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
-                    "malformed JSON: nested deeper than %d levels, contains \\u0000 or holds "
-                    "more than one value",
+                    "malformed JSON: not one well-formed JSON value, nested deeper than %d "
+                    "levels or with \\u0000",
                     CARREL_LIMIT_JSON_DEPTH);
         return NULL;
     }

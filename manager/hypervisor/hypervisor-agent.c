@@ -168,7 +168,7 @@ carrel_hypervisor_agent_reply_return(JsonParser *parser, const char *reply, GErr
     }
     if (len == 0 || !carrel_util_json_structure_ok(reply, len, REPLY_MAX_DEPTH)) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
-                    "guest agent reply is empty, nested too deep or has NUL characters");
+                    "guest agent reply is empty, not JSON, nested too deep or has NUL characters");
         return NULL;
     }
     if (!json_parser_load_from_data(parser, reply, (gssize)len, &local)) {

@@ -137,27 +137,6 @@ carrel_util_is_clean_text(const char *text)
     return TRUE;
 }
 
-/*
- * At depth 0, outside strings: is c the start of a top-level value? Tracks bare scalars. A NUL
- * (callers may count the terminator) starts none.
- */
-static gboolean
-starts_top_value(char c, gboolean *in_scalar)
-{
-    if (g_ascii_isspace(c) || c == '\0' || c == ']' || c == '}') {
-        *in_scalar = FALSE;
-        return FALSE;
-    }
-    if (c == '"' || c == '[' || c == '{') {
-        *in_scalar = FALSE;
-        return TRUE;
-    }
-    if (*in_scalar)
-        return FALSE;
-    *in_scalar = TRUE;
-    return TRUE;
-}
-
 /* The code unit of \uXXXX at at (which points at the 'u'), or -1. */
 static gint
 unit_at(const char *at, gsize left)
@@ -195,46 +174,180 @@ escape_len(const char *at, gsize left)
     return low >= 0xdc00 && low <= 0xdfff ? 11 : 0;
 }
 
+/* A strict reading of JSON text (RFC 8259), bounded in depth: it only says whether json-glib
+ * will parse the text without an error, since json-glib 1.6 leaks what it had built on many of
+ * its errors (a value cut short in an array, a stray character after a member, ...). */
+typedef struct {
+    const char *p;
+    const char *end;
+    guint depth;
+    guint max_depth;
+} JsonScan;
+
+static gboolean scan_value(JsonScan *s);
+
+/* Whitespace, and NULs (strchr finds the terminator): callers may count it. */
+static void
+scan_space(JsonScan *s)
+{
+    while (s->p < s->end && strchr(" \t\n\r", *s->p))
+        s->p++;
+}
+
+static gboolean
+scan_word(JsonScan *s, const char *word)
+{
+    gsize n = strlen(word);
+
+    if ((gsize)(s->end - s->p) < n || memcmp(s->p, word, n) != 0)
+        return FALSE;
+    s->p += n;
+    return TRUE;
+}
+
+/* One or more digits. */
+static gboolean
+scan_digits(JsonScan *s)
+{
+    const char *start = s->p;
+
+    while (s->p < s->end && g_ascii_isdigit(*s->p))
+        s->p++;
+    return s->p > start;
+}
+
+static gboolean
+scan_number(JsonScan *s)
+{
+    if (s->p < s->end && *s->p == '-')
+        s->p++;
+    if (s->p < s->end && *s->p == '0')
+        s->p++;
+    else if (!scan_digits(s))
+        return FALSE;
+    if (s->p < s->end && *s->p == '.') {
+        s->p++;
+        if (!scan_digits(s))
+            return FALSE;
+    }
+    if (s->p < s->end && (*s->p == 'e' || *s->p == 'E')) {
+        s->p++;
+        if (s->p < s->end && (*s->p == '+' || *s->p == '-'))
+            s->p++;
+        if (!scan_digits(s))
+            return FALSE;
+    }
+    return TRUE;
+}
+
+/* A string from its opening quote: only JSON's escapes, no \u0000. */
+static gboolean
+scan_string(JsonScan *s)
+{
+    for (s->p++; s->p < s->end; s->p++) {
+        gsize span;
+
+        if (*s->p == '"') {
+            s->p++;
+            return TRUE;
+        }
+        if (*s->p != '\\')
+            continue;
+        s->p++;
+        if (s->p >= s->end || (s->end - s->p > 4 && memcmp(s->p, "u0000", 5) == 0))
+            return FALSE;
+        span = escape_len(s->p, s->end - s->p);
+        if (span == 0)
+            return FALSE;
+        s->p += span - 1;
+    }
+    return FALSE;
+}
+
+/* The members or items of an object or array, from its opening bracket. */
+static gboolean
+scan_container(JsonScan *s, char close)
+{
+    if (++s->depth > s->max_depth)
+        return FALSE;
+    s->p++;
+    scan_space(s);
+    if (s->p < s->end && *s->p == close) {
+        s->p++;
+        s->depth--;
+        return TRUE;
+    }
+    for (;;) {
+        if (close == '}') {
+            if (s->p >= s->end || *s->p != '"' || !scan_string(s))
+                return FALSE;
+            scan_space(s);
+            if (s->p >= s->end || *s->p != ':')
+                return FALSE;
+            s->p++;
+        }
+        if (!scan_value(s))
+            return FALSE;
+        if (s->p < s->end && *s->p == ',') {
+            s->p++;
+            scan_space(s);
+            continue;
+        }
+        if (s->p < s->end && *s->p == close) {
+            s->p++;
+            s->depth--;
+            return TRUE;
+        }
+        return FALSE;
+    }
+}
+
+/* A value with the whitespace around it. */
+static gboolean
+scan_value(JsonScan *s)
+{
+    gboolean ok;
+
+    scan_space(s);
+    if (s->p >= s->end)
+        return FALSE;
+    switch (*s->p) {
+    case '{':
+        ok = scan_container(s, '}');
+        break;
+    case '[':
+        ok = scan_container(s, ']');
+        break;
+    case '"':
+        ok = scan_string(s);
+        break;
+    case 't':
+        ok = scan_word(s, "true");
+        break;
+    case 'f':
+        ok = scan_word(s, "false");
+        break;
+    case 'n':
+        ok = scan_word(s, "null");
+        break;
+    default:
+        ok = scan_number(s);
+        break;
+    }
+    scan_space(s);
+    return ok;
+}
+
 gboolean
 carrel_util_json_structure_ok(const char *json, gsize len, guint max_depth)
 {
-    guint depth = 0, values = 0;
-    gboolean in_string = FALSE, escaped = FALSE, in_scalar = FALSE;
+    JsonScan s = {.p = json, .end = json + len, .max_depth = max_depth};
 
-    for (gsize i = 0; i < len; i++) {
-        char c = json[i];
-
-        if (in_string) {
-            if (escaped && c == 'u' && len - i > 4 && memcmp(json + i + 1, "0000", 4) == 0)
-                return FALSE;
-            if (escaped) {
-                /* json-glib 1.6 leaks its string buffer on an escape it cannot read. */
-                gsize span = escape_len(json + i, len - i);
-
-                if (span == 0)
-                    return FALSE;
-                i += span - 1;
-                escaped = FALSE;
-            } else if (c == '\\') {
-                escaped = TRUE;
-            } else if (c == '"') {
-                in_string = FALSE;
-            }
-            continue;
-        }
-        /* json-glib 1.6 leaks what it parsed when a second top-level value follows the first. */
-        if (depth == 0 && starts_top_value(c, &in_scalar) && ++values > 1)
-            return FALSE;
-        if (c == '"') {
-            in_string = TRUE;
-        } else if (c == '[' || c == '{') {
-            if (++depth > max_depth)
-                return FALSE;
-        } else if ((c == ']' || c == '}') && depth > 0) {
-            depth--;
-        }
-    }
-    return TRUE;
+    /* No text at all is json-glib's "empty document", which it reports without a leak. */
+    scan_space(&s);
+    if (s.p == s.end)
+        return TRUE;
+    return scan_value(&s) && s.p == s.end;
 }
 
 const char *

@@ -167,10 +167,10 @@ gboolean carrel_util_run_status(const char *const *argv, guint timeout_s, int *r
 
 /*
  * Guards json-glib, which parses recursively without a depth limit (a megabyte of '[' overflows
- * the stack), cuts strings at the escape \u0000, leaks a document that holds a second
- * top-level value and a string whose escape it cannot read: TRUE when untrusted JSON text nests
- * at most max_depth levels outside string literals, has no \u0000, only JSON's escapes and at
- * most one top-level value.
+ * the stack), cuts strings at the escape \u0000 and leaks what it had built on many of its
+ * errors: TRUE when untrusted JSON text is one well-formed JSON value (RFC 8259; NULs count as
+ * whitespace outside strings, and no text at all passes: json-glib calls it empty) that nests
+ * at most max_depth levels and has no \u0000.
  */
 gboolean carrel_util_json_structure_ok(const char *json, gsize len, guint max_depth);
 
