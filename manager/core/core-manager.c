@@ -107,6 +107,7 @@ carrel_manager_new(const CarrelManagerConfig *config, CarrelHypervisor *hv, GErr
     mgr->guest_tool = g_strdup(config->guest_tool);
     mgr->guest_tool_src = g_strdup(config->guest_tool_src);
     mgr->accel = config->accel;
+    mgr->reads_allocate = config->reads_allocate;
     mgr->accel_reason = g_strdup(config->accel_reason ? config->accel_reason : "requested");
     mgr->agent_timeout_s = config->agent_timeout_s ? config->agent_timeout_s : 300;
     mgr->screen_grace_s = config->screen_grace_s ? config->screen_grace_s : 45;

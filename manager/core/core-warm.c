@@ -258,7 +258,9 @@ carrel_manager_template_warm(CarrelManager *mgr, const CarrelPrincipal *who, con
  * untouched. Measured on tiny: 1.23 GB -> 0.45 GB, ~8 s inflating and ~2 s deflating under TCG.
  * It runs as a job after create returns, so a warm create stays fast; meanwhile the guest has
  * less memory. carrel-qemu (THP off) allocates only the pages a restore writes: its clones held
- * 281-282 MB without the job and 283 MB with it (512 MiB tiny, 45 s after), so none runs there.
+ * 281-282 MB without the job and 283 MB with it (512 MiB tiny, 45 s after), so none runs there,
+ * unless the host allocates on a read of untouched memory (no shared zero page): QEMU reads every
+ * page it loads, so a carrel-qemu clone held all of it there too (718 MB, 512 MiB tiny).
  */
 #define RECLAIM_FLOOR_MIB 256
 #define RECLAIM_TIMEOUT_S 60
@@ -339,7 +341,7 @@ carrel_manager_reclaim_restored(CarrelManager *mgr, const CarrelSession *session
     CarrelJob *job;
     ReclaimData *rd;
 
-    if (mgr->emulator)
+    if (mgr->emulator && !mgr->reads_allocate)
         return NULL;
     job = carrel_job_new("memory-reclaim", session->id);
     rd = g_new0(ReclaimData, 1);

@@ -31,6 +31,8 @@ typedef struct {
     const char *egress_dns;     /* upstream resolver of sessions with a network; NULL: none */
     const char *egress_helper;  /* carrel-egress-helper (squid's helper) */
     const char *emulator;       /* carrel-qemu, what domains start as QEMU; NULL = libvirt's */
+    gboolean reads_allocate;    /* the host allocates on reads of untouched memory: restored
+                                   clones get a memory reclaim under carrel-qemu too */
     const char *egress_ca;      /* extra CAs squid trusts upstream (a test's), or NULL */
     guint disk_reserve_mib;     /* preallocated in the state dir for the store (0 = 64) */
     guint disk_low_mib;         /* less free refuses creates, snapshots, uploads (0 = reserve) */

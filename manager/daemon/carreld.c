@@ -21,6 +21,7 @@ typedef struct {
     char *tls_key;
     char *libvirt_uri;
     char *accel;
+    char *memory_reclaim;
     char *recipes_dir;
     char *cache_dir;
     char *probe_kernel;
@@ -63,6 +64,7 @@ options_clear(Options *opts)
     g_free(opts->tls_key);
     g_free(opts->libvirt_uri);
     g_free(opts->accel);
+    g_free(opts->memory_reclaim);
     g_free(opts->recipes_dir);
     g_free(opts->cache_dir);
     g_free(opts->probe_kernel);
@@ -419,6 +421,11 @@ parse_options(int argc, char **argv, Options *opts, GError **error)
          "What sessions start as QEMU (default LIBEXEC-DIR/carrel-qemu: QEMU without transparent "
          "huge pages; \"\" for libvirt's own QEMU)",
          "FILE"},
+        {"memory-reclaim", 0, 0, G_OPTION_ARG_STRING, &opts->memory_reclaim,
+         "Whether warm clones of carrel-qemu get a memory reclaim: auto (where a read of "
+         "untouched memory allocates it, probed at start), on or off (default auto; libvirt's "
+         "QEMU always has one)",
+         "MODE"},
         {"guest-tool", 0, 0, G_OPTION_ARG_FILENAME, &opts->guest_tool,
          "carrel-guest binary installed by template recipes (default LIBEXEC-DIR/carrel-guest)",
          "FILE"},
@@ -505,6 +512,7 @@ parse_options(int argc, char **argv, Options *opts, GError **error)
     DEFAULT(socket_path, "/run/carrel/carreld.sock");
     DEFAULT(libvirt_uri, "qemu:///system");
     DEFAULT(accel, "auto");
+    DEFAULT(memory_reclaim, "auto");
     DEFAULT(cache_dir, "/var/cache/carrel");
     DEFAULT(spice_dir, "/usr/share/spice-html5");
 #undef DEFAULT
@@ -579,6 +587,35 @@ log_reconcile(const CarrelReconcileReport *r)
               r->adopted, r->stopped, r->vanished, r->cleaned, r->orphans);
 }
 
+/* --memory-reclaim: auto asks the kernel (util's probe); on and off say instead. */
+static gboolean
+choose_reclaim(const Options *opts, gboolean *ret_reads_allocate, GError **error)
+{
+    const char *mode = opts->memory_reclaim;
+
+    if (g_str_equal(mode, "on") || g_str_equal(mode, "off")) {
+        *ret_reads_allocate = g_str_equal(mode, "on");
+        g_message("memory: reclaim of carrel-qemu's warm clones %s (--memory-reclaim)", mode);
+        return TRUE;
+    }
+    if (!g_str_equal(mode, "auto")) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "--memory-reclaim must be auto, on or off, not '%s'", mode);
+        return FALSE;
+    }
+    if (!carrel_util_reads_allocate(ret_reads_allocate, error)) {
+        g_prefix_error(error, "probing the host's memory: ");
+        return FALSE;
+    }
+    if (*ret_reads_allocate)
+        g_message("memory: a read of untouched memory allocates it here (no shared zero page): "
+                  "warm clones get a memory reclaim");
+    else
+        g_message("memory: reads of untouched memory map the shared zero page: carrel-qemu's "
+                  "warm clones need no memory reclaim");
+    return TRUE;
+}
+
 static CarrelManager *
 open_manager(const Options *opts, GError **error)
 {
@@ -593,6 +630,8 @@ open_manager(const Options *opts, GError **error)
     if (config.accel == CARREL_ACCEL_LAST)
         return NULL;
     g_message("accelerator: %s (%s)", carrel_accel_to_string(config.accel), reason);
+    if (!choose_reclaim(opts, &config.reads_allocate, error))
+        return NULL;
     g_message("recipes: %s; web console: %s; carrel-guest: %s; egress helper: %s; emulator: %s",
               opts->recipes_dir, opts->web_dir, opts->guest_tool, opts->egress_helper,
               *opts->emulator ? opts->emulator : "libvirt's QEMU");

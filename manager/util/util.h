@@ -187,6 +187,11 @@ char *carrel_util_clean_text(const char *data, gsize len, gsize max);
  * ("02:1a:2b:3c:4d:5e"): the one form carrel stores and puts into domain XML. */
 gboolean carrel_util_is_mac(const char *text);
 
+/* Whether a read of untouched private memory makes this host's kernel allocate a page (no shared
+ * zero page: a kernel booted with pvm_no_zero_page=1). Probed on 16 MiB of fresh memory against
+ * the process's resident set. */
+gboolean carrel_util_reads_allocate(gboolean *ret_allocate, GError **error);
+
 /*
  * Crash points (util-crash.c), for tests of recovery: carreld --test-hooks arms one point named
  * by CARREL_CRASH_AT; reaching it ends the process at once with CARREL_CRASH_EXIT, as a kill

@@ -1,7 +1,8 @@
 /*
  * A warm clone's memory reclaim (core-warm.c) on the fake: its balloon in, then out, and one
  * reclaim at a time daemon-wide, however many clones are made together; none when sessions run
- * as carrel-qemu (the fixture's manager names no emulator: libvirt's own QEMU).
+ * as carrel-qemu (the fixture's manager names no emulator: libvirt's own QEMU), unless the host
+ * allocates on reads of untouched memory.
  */
 #include "core-fixture.h"
 
@@ -71,12 +72,40 @@ test_none_under_carrel_qemu(void **state)
     carrel_session_free(clone);
 }
 
+/* A host that allocates on a read of untouched memory: carrel-qemu's clones hold all of their
+ * guest's RAM after a restore, so they get the reclaim too. */
+static void
+test_carrel_qemu_where_reads_allocate(void **state)
+{
+    Fixture *fx = *state;
+    g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = warm_tiny(fx);
+    g_autoptr(GError) error = NULL;
+    CarrelSessionRequest plain = {.template_name = (char *)"tiny"};
+    CarrelSession *clone;
+    guint before;
+
+    fx->mgr->emulator = g_strdup("/usr/libexec/carrel/carrel-qemu");
+    fx->mgr->reads_allocate = TRUE;
+    before = carrel_hypervisor_fake_get_balloon_calls(fx->hv);
+    clone = carrel_manager_session_create(fx->mgr, ADMIN, &plain, &error);
+    if (!clone)
+        fail_msg("clone: %s", error->message);
+    assert_true(clone->from_warm);
+    /* In and out. */
+    for (int i = 0; i < 150 && carrel_hypervisor_fake_get_balloon_calls(fx->hv) < before + 2; i++)
+        g_usleep(20 * 1000);
+    assert_int_equal(carrel_hypervisor_fake_get_balloon_calls(fx->hv), before + 2);
+    g_usleep(100 * 1000); /* the job's last steps, before the fixture goes */
+    carrel_session_free(clone);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_one_at_a_time, setup, teardown),
         cmocka_unit_test_setup_teardown(test_none_under_carrel_qemu, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_carrel_qemu_where_reads_allocate, setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <glib/gstdio.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "util/util.h"
@@ -283,6 +284,23 @@ test_is_mac(void **state)
     assert_false(carrel_util_is_mac("021a:2b:3c:4d:5e:"));
 }
 
+/* The probe answers as the kernel was booted: a kernel told to map no zero page
+ * (pvm_no_zero_page=1) allocates on reads; any other Linux maps the shared zero page. */
+static void
+test_reads_allocate(void **state)
+{
+    g_autofree char *cmdline = NULL;
+    g_autoptr(GError) error = NULL;
+    gboolean allocate = FALSE, expected;
+
+    (void)state;
+    assert_true(g_file_get_contents("/proc/cmdline", &cmdline, NULL, NULL));
+    expected = strstr(cmdline, "pvm_no_zero_page=1") != NULL;
+    if (!carrel_util_reads_allocate(&allocate, &error))
+        fail_msg("probe: %s", error->message);
+    assert_int_equal(allocate, expected);
+}
+
 int
 main(void)
 {
@@ -301,6 +319,7 @@ main(void)
         cmocka_unit_test(test_enum_tables),
         cmocka_unit_test(test_time),
         cmocka_unit_test(test_is_mac),
+        cmocka_unit_test(test_reads_allocate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
