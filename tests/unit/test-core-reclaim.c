@@ -51,22 +51,33 @@ test_one_at_a_time(void **state)
         carrel_session_free(clones[i]);
 }
 
+/* A warm clone made as carrel-qemu on a host whose reads allocate or not; *ret_before: the
+ * balloon calls before it. */
+static CarrelSession *
+carrel_qemu_clone(Fixture *fx, gboolean reads_allocate, guint *ret_before)
+{
+    g_autoptr(GError) error = NULL;
+    CarrelSessionRequest plain = {.template_name = (char *)"tiny"};
+    CarrelSession *clone;
+
+    fx->mgr->emulator = g_strdup("/usr/libexec/carrel/carrel-qemu");
+    fx->mgr->reads_allocate = reads_allocate;
+    *ret_before = carrel_hypervisor_fake_get_balloon_calls(fx->hv);
+    clone = carrel_manager_session_create(fx->mgr, ADMIN, &plain, &error);
+    if (!clone)
+        fail_msg("clone: %s", error->message);
+    assert_true(clone->from_warm);
+    return clone;
+}
+
 static void
 test_none_under_carrel_qemu(void **state)
 {
     Fixture *fx = *state;
     g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = warm_tiny(fx);
-    g_autoptr(GError) error = NULL;
-    CarrelSessionRequest plain = {.template_name = (char *)"tiny"};
-    CarrelSession *clone;
     guint before;
+    CarrelSession *clone = carrel_qemu_clone(fx, FALSE, &before);
 
-    fx->mgr->emulator = g_strdup("/usr/libexec/carrel/carrel-qemu");
-    before = carrel_hypervisor_fake_get_balloon_calls(fx->hv);
-    clone = carrel_manager_session_create(fx->mgr, ADMIN, &plain, &error);
-    if (!clone)
-        fail_msg("clone: %s", error->message);
-    assert_true(clone->from_warm);
     g_usleep(300 * 1000);
     assert_int_equal(carrel_hypervisor_fake_get_balloon_calls(fx->hv), before);
     carrel_session_free(clone);
@@ -79,18 +90,9 @@ test_carrel_qemu_where_reads_allocate(void **state)
 {
     Fixture *fx = *state;
     g_autoptr(CarrelTemplate) tmpl G_GNUC_UNUSED = warm_tiny(fx);
-    g_autoptr(GError) error = NULL;
-    CarrelSessionRequest plain = {.template_name = (char *)"tiny"};
-    CarrelSession *clone;
     guint before;
+    CarrelSession *clone = carrel_qemu_clone(fx, TRUE, &before);
 
-    fx->mgr->emulator = g_strdup("/usr/libexec/carrel/carrel-qemu");
-    fx->mgr->reads_allocate = TRUE;
-    before = carrel_hypervisor_fake_get_balloon_calls(fx->hv);
-    clone = carrel_manager_session_create(fx->mgr, ADMIN, &plain, &error);
-    if (!clone)
-        fail_msg("clone: %s", error->message);
-    assert_true(clone->from_warm);
     /* In and out. */
     for (int i = 0; i < 150 && carrel_hypervisor_fake_get_balloon_calls(fx->hv) < before + 2; i++)
         g_usleep(20 * 1000);
