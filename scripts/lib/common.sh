@@ -132,9 +132,11 @@ build_tree() {
         meson setup "$dir" "$@" >/dev/null
     fi
     log "building $dir"
-    local ninja_log
+    local ninja_log start=$SECONDS
     ninja_log="$(mktemp --tmpdir "carrel-ninja-$(basename "$dir").XXXXXX")" || die "mktemp failed"
-    ninja -C "$dir" >"$ninja_log" 2>&1 ||
+    # shellcheck disable=SC2086 # BUILD_TARGETS: a list of ninja targets (empty: all of them)
+    ninja -C "$dir" ${BUILD_TARGETS:-} >"$ninja_log" 2>&1 ||
         { tail -40 "$ninja_log" >&2; die "build failed (log: $ninja_log)"; }
     rm -f "$ninja_log"
+    log "built $dir in $((SECONDS - start)) s"
 }

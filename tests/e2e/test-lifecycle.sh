@@ -1,9 +1,9 @@
 #!/bin/bash
 # e2e on real libvirt + QEMU (TCG), second half (test-sessions.sh is the first): screen sizes,
 # the accessibility tree, the shell, the lifecycle, snapshots, the crash matrix, timeouts, the
-# pool, request fairness, an agentless guest, the SDK, an installed carrel, images that boot
-# with their own bootloaders, and libvirtd restarted under running sessions. Its own carreld and
-# state; `tiny` from the cache.
+# pool, request fairness, an agentless guest, the SDK, images that boot with their own
+# bootloaders, and libvirtd restarted under running sessions. Its own carreld and state; `tiny`
+# from the cache. (An installed carrel is test-install.sh, a tier of its own.)
 set -uo pipefail
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -25,8 +25,6 @@ source "$(dirname "$0")/crash.sh"
 source "$(dirname "$0")/fairness.sh"
 # shellcheck source=tests/e2e/sdk.sh
 source "$(dirname "$0")/sdk.sh"
-# shellcheck source=tests/e2e/install.sh
-source "$(dirname "$0")/install.sh"
 trap 'finish; exit $?' EXIT
 
 # This half runs as libvirt's own QEMU (carreld --emulator ""), every restart included: its
@@ -94,8 +92,6 @@ timed noagent_checks
 
 # The Python SDK on its own tiny session, and the agent loops of examples/ with a stand-in model.
 timed sdk_checks
-# An installed carrel (meson install --destdir) builds tiny from its installed recipe and boots it.
-timed install_checks
 # Bring your own image: tiny's files on a partitioned disk that boots with its own bootloader
 # (EXTLINUX, BIOS), imported without a kernel: no direct boot involved. Bootloaders load the
 # compressed bzImage (the template itself boots the faster uncompressed vmlinux), which the
