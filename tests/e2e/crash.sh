@@ -172,7 +172,7 @@ crash_tidy() {
 
 # crash_one POINT: 0 when reconcile converged from it.
 crash_one() {
-    local point="$1" op_pid rc
+    local point="$1" op_pid rc start=$SECONDS
     CRASH_PROBLEMS=""
     crash_prepare "$point"
     crash_stop_daemon
@@ -200,6 +200,7 @@ crash_one() {
     crash_check_orphans
     crash_check_outcome "$point"
     crash_tidy "$point"
+    echo "# crash point $point: $((SECONDS - start)) s"
     if [ -n "$CRASH_PROBLEMS" ]; then
         echo "# crash point $point: ${CRASH_PROBLEMS#; }"
         return 1
