@@ -418,8 +418,8 @@ parse_options(int argc, char **argv, Options *opts, GError **error)
         {"egress-helper", 0, 0, G_OPTION_ARG_FILENAME, &opts->egress_helper,
          "squid's helper that asks carreld (default LIBEXEC-DIR/carrel-egress-helper)", "FILE"},
         {"emulator", 0, 0, G_OPTION_ARG_FILENAME, &opts->emulator,
-         "What sessions start as QEMU (default LIBEXEC-DIR/carrel-qemu: QEMU without transparent "
-         "huge pages; \"\" for libvirt's own QEMU)",
+         "What sessions start as QEMU (default LIBEXEC-DIR/carrel-qemu: QEMU with transparent huge "
+         "pages off where the host has a shared zero page; \"\" for libvirt's own QEMU)",
          "FILE"},
         {"memory-reclaim", 0, 0, G_OPTION_ARG_STRING, &opts->memory_reclaim,
          "Whether warm clones of carrel-qemu get a memory reclaim: auto (where a read of "
@@ -603,13 +603,13 @@ choose_reclaim(const Options *opts, gboolean *ret_reads_allocate, GError **error
                     "--memory-reclaim must be auto, on or off, not '%s'", mode);
         return FALSE;
     }
-    if (!carrel_util_reads_allocate(ret_reads_allocate, error)) {
+    if (!carrel_util_reads_allocate(CARREL_UTIL_READS_PROBE_BYTES, ret_reads_allocate, error)) {
         g_prefix_error(error, "probing the host's memory: ");
         return FALSE;
     }
     if (*ret_reads_allocate)
         g_message("memory: a read of untouched memory allocates it here (no shared zero page): "
-                  "warm clones get a memory reclaim");
+                  "warm clones get a memory reclaim, and carrel-qemu keeps transparent huge pages");
     else
         g_message("memory: reads of untouched memory map the shared zero page: carrel-qemu's "
                   "warm clones need no memory reclaim");

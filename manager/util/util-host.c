@@ -7,8 +7,6 @@
 
 #include "util/util.h"
 
-#define PROBE_BYTES (16 * 1024 * 1024)
-
 /* The process's resident set, in bytes, or -1. */
 static gssize
 resident_bytes(GError **error)
@@ -27,27 +25,27 @@ resident_bytes(GError **error)
 }
 
 gboolean
-carrel_util_reads_allocate(gboolean *ret_allocate, GError **error)
+carrel_util_reads_allocate(gsize probe_bytes, gboolean *ret_allocate, GError **error)
 {
     long page = sysconf(_SC_PAGESIZE);
     volatile const char *area;
     gssize before, after;
 
-    area = mmap(NULL, PROBE_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    area = mmap(NULL, probe_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (area == MAP_FAILED) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_FAILED, "mmap of %d bytes: %s", PROBE_BYTES,
-                    g_strerror(errno));
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_FAILED,
+                    "mmap of %" G_GSIZE_FORMAT " bytes: %s", probe_bytes, g_strerror(errno));
         return FALSE;
     }
     before = resident_bytes(error);
-    for (gsize off = 0; before >= 0 && off < PROBE_BYTES; off += page)
+    for (gsize off = 0; before >= 0 && off < probe_bytes; off += page)
         (void)area[off];
     after = before < 0 ? -1 : resident_bytes(error);
-    munmap((void *)area, PROBE_BYTES);
+    munmap((void *)area, probe_bytes);
     if (after < 0)
         return FALSE;
     /* With the shared zero page the reads map nothing new; without it, each allocates. Other
      * threads' allocations meanwhile are far below half the probe. */
-    *ret_allocate = after - before >= PROBE_BYTES / 2;
+    *ret_allocate = after - before >= (gssize)probe_bytes / 2;
     return TRUE;
 }

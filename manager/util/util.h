@@ -188,9 +188,11 @@ char *carrel_util_clean_text(const char *data, gsize len, gsize max);
 gboolean carrel_util_is_mac(const char *text);
 
 /* Whether a read of untouched private memory makes this host's kernel allocate a page (no shared
- * zero page: a kernel booted with pvm_no_zero_page=1). Probed on 16 MiB of fresh memory against
- * the process's resident set. */
-gboolean carrel_util_reads_allocate(gboolean *ret_allocate, GError **error);
+ * zero page: a kernel booted with pvm_no_zero_page=1). Probed by reading probe_bytes of fresh
+ * memory against the process's resident set: what other threads allocate meanwhile must stay
+ * far below half of it (carreld reads 16 MiB, single-threaded carrel-qemu 1 MiB). */
+#define CARREL_UTIL_READS_PROBE_BYTES (16 * 1024 * 1024)
+gboolean carrel_util_reads_allocate(gsize probe_bytes, gboolean *ret_allocate, GError **error);
 
 /*
  * Crash points (util-crash.c), for tests of recovery: carreld --test-hooks arms one point named
