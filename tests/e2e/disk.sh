@@ -6,7 +6,7 @@
 # the store's reserve is there for it), keeps answering (version, list, show, events) and refuses
 # a create with 507 no_space, while a session of the main carreld keeps working. Once a file on
 # the host is removed, resume runs the guest on and dd ends with every byte written.
-# Needs lib.sh (check, check_eq, json_true, fail, VIRSH, E2E_DIR, CARREL_BIN, CARRELD_BIN), root
+# Needs lib.sh (check, check_eq, json_true, fail, remove_domains, VIRSH, E2E_DIR, CARREL_BIN, CARRELD_BIN), root
 # (mount), and a running session of the main carreld (its id as $1).
 # shellcheck shell=bash
 # The checks hand values to `bash -c '...' _ ARGS`: expanded there, on purpose.
@@ -31,12 +31,7 @@ disk_api() {
 
 # Everything the part made goes, whatever happened: domains, carreld, the mount, the image.
 disk_cleanup() {
-    local dir
-    for dir in "$DISK_STATE"/sessions/s-*; do
-        [ -d "$dir" ] || continue
-        "${VIRSH[@]}" destroy "carrel-$(basename "$dir")" >/dev/null 2>&1 || true
-        "${VIRSH[@]}" undefine "carrel-$(basename "$dir")" >/dev/null 2>&1 || true
-    done
+    remove_domains "$DISK_STATE"
     if [ -n "$DISK_PID" ]; then
         kill "$DISK_PID" 2>/dev/null
         wait "$DISK_PID" 2>/dev/null

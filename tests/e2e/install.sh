@@ -4,14 +4,14 @@
 # recipe library and carrel-guest, and a cold session of it runs with its agent answering.
 # The install test of the integration tier checks the file list, the man pages and the console;
 # this part is what needs a real build and a real VM.
-# Needs lib.sh (carrel, check, check_eq, json_true, E2E_DIR, CARREL_BUILD, VIRSH). Run by
+# Needs lib.sh (carrel, check, check_eq, json_true, remove_domains, E2E_DIR, CARREL_BUILD). Run by
 # test-install.sh.
 # shellcheck shell=bash
 # The checks hand values to `bash -c '...' _ ARGS`: expanded there, on purpose.
 # shellcheck disable=SC2016
 
 install_checks() {
-    local dest="$E2E_DIR/installed" prefix state="$E2E_DIR/installed-state" log pid sock id out dir
+    local dest="$E2E_DIR/installed" prefix state="$E2E_DIR/installed-state" log pid sock id out
     prefix="$(meson introspect "$CARREL_BUILD" --buildoptions | jq -r '.[] | select(.name == "prefix") | .value')"
     log="$E2E_DIR/installed-carreld.log"
     sock="$E2E_DIR/installed.sock"
@@ -46,9 +46,5 @@ install_checks() {
     kill "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null
     # What a failed check above left running (finish only knows this run's main state).
-    for dir in "$state"/sessions/s-*; do
-        [ -d "$dir" ] || continue
-        "${VIRSH[@]}" destroy "carrel-$(basename "$dir")" >/dev/null 2>&1 || true
-        "${VIRSH[@]}" undefine "carrel-$(basename "$dir")" >/dev/null 2>&1 || true
-    done
+    remove_domains "$state"
 }

@@ -106,15 +106,22 @@ agent_ping() {
     "${VIRSH[@]}" qemu-agent-command --timeout 5 "$1" '{"execute":"guest-ping"}'
 }
 
-finish() {
-    local dir id what
-    # Remove every domain this run made, whatever happened.
-    for dir in "$STATE_DIR"/sessions/s-*; do
+# remove_domains STATE: the domain of every session folder under a carreld's STATE, destroyed
+# and undefined, whatever state it is in (a run's own carreld may be gone).
+remove_domains() {
+    local dir id
+    for dir in "$1"/sessions/s-*; do
         [ -d "$dir" ] || continue
         id="$(basename "$dir")"
         "${VIRSH[@]}" destroy "carrel-$id" >/dev/null 2>&1 || true
         "${VIRSH[@]}" undefine "carrel-$id" >/dev/null 2>&1 || true
     done
+}
+
+finish() {
+    local what
+    # Remove every domain this run made, whatever happened.
+    remove_domains "$STATE_DIR"
     if [ -n "$DAEMON_PID" ]; then kill "$DAEMON_PID" 2>/dev/null || true; fi
     if [ "$FAILED" -gt 0 ]; then
         echo "--- carreld log (last 40 lines) ---"
