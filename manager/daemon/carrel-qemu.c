@@ -10,7 +10,7 @@
  * which was most of a warm create's CPU. There THP goes off (bench/warm, bench/lifecycle's fork
  * x4; README "Performance"). Where a read allocates (no shared zero page), QEMU's load reads
  * every page, so all of guest RAM is resident either way: there THP stays on, one fault per
- * 2 MiB instead of 512, and the restore of `tiny` took 1.9-2.0 s instead of 3.2 s.
+ * 2 MiB instead of 512, and a warm create of `tiny` took 1.6-2.3 s instead of 3.2 s here.
  */
 #include <stdio.h>
 #include <sys/prctl.h>
