@@ -261,8 +261,11 @@ carrel_manager_template_warm(CarrelManager *mgr, const CarrelPrincipal *who, con
  * 281-282 MB without the job and 283 MB with it (512 MiB tiny, 45 s after), so none runs there,
  * unless the host allocates on a read of untouched memory (no shared zero page): QEMU reads every
  * page it loads, so a carrel-qemu clone held all of it there too (718 MB, 512 MiB tiny).
+ * The balloon goes down to a quarter of RAM, at least RECLAIM_FLOOR_MIB: an idle tiny holds
+ * ~135 MB (65 used, 70 of cache), which 192 MiB keeps without evicting its cache (RSS after:
+ * 380 MB at 256 MiB, 327 MB at 192; exec, screenshot and a new xterm as fast after).
  */
-#define RECLAIM_FLOOR_MIB 256
+#define RECLAIM_FLOOR_MIB 192
 #define RECLAIM_TIMEOUT_S 60
 
 typedef struct {

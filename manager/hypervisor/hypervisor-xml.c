@@ -368,7 +368,14 @@ static const char desktop_devices[] =
     "      <listen type='socket'/>\n"
     "    </graphics>\n"
     "    <video>\n"
-    "      <model type='qxl' ram='65536' vram='65536' vgamem='16384' heads='1' primary='yes'/>\n"
+    /*
+     * QXL memory is guest RAM to the host: saved, restored and resident with each clone. vgamem
+     * (the frame, 16 MiB: 1920x1200 at 32 bits) and ram (twice it, the least QEMU takes: frame
+     * plus the X driver's command and image memory) stay; vram (offscreen surfaces, which the
+     * qxl X driver keeps in guest memory when vram is full) goes from libvirt's 64 MiB to 8.
+     * Measured on tiny where reads allocate: a clone's RSS 470 -> 380 MB after its reclaim.
+     */
+    "      <model type='qxl' ram='32768' vram='8192' vgamem='16384' heads='1' primary='yes'/>\n"
     "    </video>\n"
     /* No USB controller: nothing needs it (virtio input), so no UHCI for a guest to poke at. */
     "    <controller type='usb' model='none'/>\n"

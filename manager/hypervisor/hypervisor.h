@@ -80,9 +80,10 @@ char *carrel_hypervisor_build_snapshot_xml(const char *memory_path, const char *
  * warm states of an older machine are redone instead of failing in QEMU ("Unknown savevm
  * section"). 2: every session has a NIC and a balloon with free page reporting. 3: SPICE is
  * locked at boot by an expired password (QEMU only takes console passwords when it started with
- * one), so a warm state saved before cannot serve the web console.
+ * one), so a warm state saved before cannot serve the web console. 4: the QXL device holds
+ * 40 MiB (ram 32 + vram 8) instead of 128, and QEMU migrates every byte of it.
  */
-#define CARREL_HYPERVISOR_MACHINE_REVISION 3
+#define CARREL_HYPERVISOR_MACHINE_REVISION 4
 
 /* XML namespace of carrel's <metadata> element. */
 #define CARREL_XMLNS_SESSION "https://carrel.dev/xmlns/session/1"
