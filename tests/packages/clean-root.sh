@@ -2,8 +2,9 @@
 # The install list, checked on a root where nothing was installed by hand: a Debian 12 minbase
 # made by mmdebstrap from the host's apt sources, with exactly scripts/lib/common.sh's
 # CARREL_PACKAGES. Inside it the tree is built and the tiers that need no running service
-# (unit, golden, style, guest) run. A package that a tier needs but the list lacks fails here,
-# not on a user's machine (a machine that had it from earlier work hides it).
+# (unit, golden, style, guest) run; this is where scripts/test runs them. A package that a tier
+# needs but the list lacks fails here, not on a user's machine (a machine that had it from
+# earlier work hides it).
 #
 # Usage: tests/packages/clean-root.sh        (root; the host's apt sources must offer bookworm)
 # Debs already in the host's apt cache are reused; the rest are downloaded.
@@ -56,7 +57,14 @@ mkdir -p /src && tar -C /src -xf /src.tar
 cd /src
 meson setup /build >/build-setup.log 2>&1 || { tail -30 /build-setup.log; exit 1; }
 ninja -C /build >/build.log 2>&1 || { tail -40 /build.log; exit 1; }
-meson test -C /build --suite unit --suite golden --suite style --suite guest --print-errorlogs
+# Each tier on its own, with its time (scripts/test puts them in its table); all of them run.
+rc=0
+for suite in unit golden style guest; do
+    start=$SECONDS result=passed
+    meson test -C /build --suite "$suite" --print-errorlogs --logbase "$suite" || { result=FAILED; rc=1; }
+    echo "==> clean root: tier $suite $result in $((SECONDS - start)) s"
+done
+exit "$rc"
 INNER
 chmod 0755 "$work/in-root.sh"
 
