@@ -16,9 +16,19 @@ fake_hold(FakeBackend *be, FakeHold *h)
         be->holds_beside++;
     h->in_flight++;
     h->most = MAX(h->most, h->in_flight);
-    g_mutex_unlock(&be->lock);
-    g_usleep((gulong)h->ms * 1000);
-    g_mutex_lock(&be->lock);
+    if (h->gather > 0) {
+        /* Side by side, the calls meet and all end at once; one after another, each waits out
+         * ms alone. Either way the count does not hang on how fast threads start under load. */
+        gint64 end = g_get_monotonic_time() + (gint64)h->ms * 1000;
+
+        g_cond_broadcast(&be->held);
+        while (h->most < h->gather && g_cond_wait_until(&be->held, &be->lock, end))
+            ;
+    } else {
+        g_mutex_unlock(&be->lock);
+        g_usleep((gulong)h->ms * 1000);
+        g_mutex_lock(&be->lock);
+    }
     h->in_flight--;
     h->done++;
 }
@@ -76,6 +86,16 @@ carrel_hypervisor_fake_set_restore_hold(CarrelHypervisor *hv, guint ms)
     FakeBackend *be = hv->backend_data;
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
 
+    be->restore.ms = ms;
+}
+
+void
+carrel_hypervisor_fake_set_restore_gather(CarrelHypervisor *hv, guint count, guint ms)
+{
+    FakeBackend *be = hv->backend_data;
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
+
+    be->restore.gather = count;
     be->restore.ms = ms;
 }
 

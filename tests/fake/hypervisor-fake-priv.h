@@ -28,6 +28,7 @@ typedef struct _FakeTerminal FakeTerminal;
 /* A call that takes a guest's time (fake_hold), and how many are under way together. */
 typedef struct {
     guint ms;        /* each call lasts this long (outside the lock) */
+    guint gather;    /* when set, a call ends as soon as this many were under way at once */
     guint in_flight; /* calls under way now */
     guint most;      /* the most ever under way at once */
     guint done;      /* calls over: counted as one leaves, so a test waiting finds none under way */
@@ -56,6 +57,7 @@ typedef struct {
     FakeHold balloon;     /* set_balloon calls */
     FakeHold restore;     /* restores */
     guint holds_beside;   /* balloon calls and restores that began while the other kind ran */
+    GCond held;           /* a hold began (what a gathering hold waits on) */
     guint agent_beside;   /* agent_exec and set_time calls while a restore was under way */
     gint64 next_run_id;
     gboolean screen_refused; /* carrel-guest screen fails, as in a guest whose X cannot */

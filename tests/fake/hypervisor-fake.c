@@ -657,6 +657,7 @@ fake_close(CarrelHypervisor *hv)
     g_clear_pointer(&be->exec_stdin, g_bytes_unref);
     g_clear_pointer(&be->screen, g_bytes_unref);
     g_mutex_clear(&be->lock);
+    g_cond_clear(&be->held);
     g_free(be);
     hv->backend_data = NULL;
 }
@@ -760,6 +761,7 @@ carrel_hypervisor_new_fake(void)
     FakeBackend *be = g_new0(FakeBackend, 1);
 
     g_mutex_init(&be->lock);
+    g_cond_init(&be->held);
     be->domains = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, fake_domain_free);
     be->fail_next = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     be->files =

@@ -130,6 +130,8 @@ void carrel_hypervisor_fake_set_balloon_hold(CarrelHypervisor *hv, guint ms);
 guint carrel_hypervisor_fake_get_balloon_most(CarrelHypervisor *hv);
 /* Each restore from now on lasts ms, as QEMU loading a memory image does. */
 void carrel_hypervisor_fake_set_restore_hold(CarrelHypervisor *hv, guint ms);
+/* Each restore from now on lasts until count restores were under way at once, at most ms. */
+void carrel_hypervisor_fake_set_restore_gather(CarrelHypervisor *hv, guint count, guint ms);
 /* The most restores ever under way at once. */
 guint carrel_hypervisor_fake_get_restore_most(CarrelHypervisor *hv);
 /* How many set_balloon calls began while a restore was under way, and restores while a
