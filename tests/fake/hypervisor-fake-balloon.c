@@ -81,15 +81,6 @@ carrel_hypervisor_fake_get_balloon_most(CarrelHypervisor *hv)
 }
 
 void
-carrel_hypervisor_fake_set_restore_hold(CarrelHypervisor *hv, guint ms)
-{
-    FakeBackend *be = hv->backend_data;
-    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
-
-    be->restore.ms = ms;
-}
-
-void
 carrel_hypervisor_fake_set_restore_gather(CarrelHypervisor *hv, guint count, guint ms)
 {
     FakeBackend *be = hv->backend_data;
@@ -97,6 +88,12 @@ carrel_hypervisor_fake_set_restore_gather(CarrelHypervisor *hv, guint count, gui
 
     be->restore.gather = count;
     be->restore.ms = ms;
+}
+
+void
+carrel_hypervisor_fake_set_restore_hold(CarrelHypervisor *hv, guint ms)
+{
+    carrel_hypervisor_fake_set_restore_gather(hv, 0, ms);
 }
 
 guint
