@@ -8,6 +8,9 @@
 #
 # Usage: tests/packages/clean-root.sh        (root; the host's apt sources must offer bookworm)
 # Debs already in the host's apt cache are reused; the rest are downloaded.
+# CARREL_CLEAN_ROOT_NICE=N: mmdebstrap and the build inside run at N more niceness and idle I/O
+# priority (scripts/test: 19, so they take only the CPU its other tiers leave); the tiers inside
+# run at this script's own niceness again, as their waits are timed.
 set -euo pipefail
 root_dir="$(cd "$(dirname "$0")/../.." && pwd)"
 # shellcheck source=scripts/lib/common.sh
@@ -53,11 +56,15 @@ trap 'umount -l /dev/pts 2>/dev/null || true' EXIT
 mount -t devpts -o newinstance,ptmxmode=0666,mode=0620,gid=5 devpts /dev/pts
 rm -f /dev/ptmx
 ln -s pts/ptmx /dev/ptmx
+# $1: the niceness the tiers run at (the build before them may run at more).
+tier_nice="${1:-0}"
 mkdir -p /src && tar -C /src -xf /src.tar
 cd /src
 meson setup /build >/build-setup.log 2>&1 || { tail -30 /build-setup.log; exit 1; }
 ninja -C /build >/build.log 2>&1 || { tail -40 /build.log; exit 1; }
 # Each tier on its own, with its time (scripts/test puts them in its table); all of them run.
+renice -n "$tier_nice" -p $$ >/dev/null
+ionice -c 2 -n 4 -p $$
 rc=0
 for suite in unit golden style guest; do
     start=$SECONDS result=passed
@@ -70,14 +77,20 @@ chmod 0755 "$work/in-root.sh"
 
 log "clean root: mmdebstrap minbase + ${#packages[@]} packages"
 start=$SECONDS
+tier_nice="$(nice)"
+lower=()
+if [ "${CARREL_CLEAN_ROOT_NICE:-0}" -gt 0 ]; then
+    lower=(nice -n "$CARREL_CLEAN_ROOT_NICE" ionice -c 3)
+    log "clean root: mmdebstrap and the build at niceness +$CARREL_CLEAN_ROOT_NICE, idle I/O"
+fi
 # The host's cached debs go in before apt runs, so only what is missing there is downloaded.
 # What no tier inside reads is skipped, which changes no package's installation: the kernel's
 # initramfs (INITRD=No: the kernel is there for libguestfs's appliance, which builds its own),
 # the man-db index, and the docs, man pages and translations.
 # The hooks are mmdebstrap's shell snippets: "$1" is expanded there, not here.
 # shellcheck disable=SC2016
-run_step "clean root: mmdebstrap and the tiers inside it" 2400 \
-    env INITRD=No mmdebstrap --variant=minbase --mode=root --format=directory \
+run_step "clean root: mmdebstrap and the tiers inside it" 3600 \
+    "${lower[@]}" env INITRD=No mmdebstrap --variant=minbase --mode=root --format=directory \
     --include="$include" \
     --dpkgopt='force-unsafe-io' --aptopt='Acquire::Retries "3"' \
     --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
@@ -87,6 +100,6 @@ run_step "clean root: mmdebstrap and the tiers inside it" 2400 \
     --setup-hook='find /var/cache/apt/archives -maxdepth 1 -name "*.deb" -exec cp -t "$1/var/cache/apt/archives/" {} +' \
     --customize-hook="cp $(printf '%q' "$work/src.tar") \"\$1/src.tar\"" \
     --customize-hook="cp $(printf '%q' "$work/in-root.sh") \"\$1/in-root.sh\"" \
-    --customize-hook='chroot "$1" /in-root.sh' \
+    --customize-hook="chroot \"\$1\" /in-root.sh $tier_nice" \
     bookworm "$work/root" "${sources[@]}" </dev/null
 log "clean root: passed in $((SECONDS - start)) s"
