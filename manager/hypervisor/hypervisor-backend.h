@@ -91,6 +91,7 @@ typedef struct {
 struct _CarrelHypervisor {
     const CarrelHypervisorOps *ops;
     char *uri;
+    char *scratch_dir;     /* NULL: the system's temporary folder */
     gpointer backend_data; /* owned by the backend; released by ops->close */
     guint hid_wait_ms;     /* CARREL_HID_ROOM_WAIT_MS; tests shorten it */
 };

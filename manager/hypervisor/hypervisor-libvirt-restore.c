@@ -101,16 +101,16 @@ feed_thread(gpointer data)
     return NULL;
 }
 
-/* A private folder with the FIFO, or NULL. */
+/* A private folder in the scratch folder with the FIFO, or NULL. */
 static char *
-make_fifo(char **ret_dir, GError **error)
+make_fifo(CarrelHypervisor *hv, char **ret_dir, GError **error)
 {
-    g_autoptr(GError) local = NULL;
-    g_autofree char *dir = g_dir_make_tmp("carrel-restore-XXXXXX", &local);
+    g_autofree char *dir =
+        g_build_filename(carrel_hypervisor_get_scratch_dir(hv), "restore-XXXXXX", NULL);
     g_autofree char *fifo = NULL;
 
-    if (!dir) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_HYPERVISOR, "restoring: %s", local->message);
+    if (!g_mkdtemp_full(dir, 0700)) {
+        carrel_hypervisor_set_errno_error(error, errno, "restoring: making a scratch folder");
         return NULL;
     }
     fifo = g_build_filename(dir, "memory.fifo", NULL);
@@ -172,7 +172,7 @@ carrel_hypervisor_libvirt_restore(CarrelHypervisor *hv, const char *path, const 
     if (feed.src < 0)
         return FALSE;
     feed.head = head;
-    feed.fifo = make_fifo(&dir, error);
+    feed.fifo = make_fifo(hv, &dir, error);
     ok = feed.fifo && restore_through(be, &feed, error);
     close(feed.src);
     if (feed.fifo) {

@@ -107,7 +107,23 @@ carrel_hypervisor_free(CarrelHypervisor *hv)
     if (hv->ops && hv->ops->close)
         hv->ops->close(hv);
     g_free(hv->uri);
+    g_free(hv->scratch_dir);
     g_free(hv);
+}
+
+void
+carrel_hypervisor_set_scratch_dir(CarrelHypervisor *hv, const char *dir)
+{
+    g_return_if_fail(hv != NULL);
+    g_free(hv->scratch_dir);
+    hv->scratch_dir = g_strdup(dir);
+}
+
+const char *
+carrel_hypervisor_get_scratch_dir(CarrelHypervisor *hv)
+{
+    g_return_val_if_fail(hv != NULL, NULL);
+    return hv->scratch_dir ? hv->scratch_dir : g_get_tmp_dir();
 }
 
 const char *

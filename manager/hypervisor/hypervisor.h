@@ -158,6 +158,14 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelHypervisor, carrel_hypervisor_free)
 const char *carrel_hypervisor_get_uri(CarrelHypervisor *hv);
 
 /*
+ * Where the backend makes its scratch files (a restore's FIFO), in folders named
+ * `restore-XXXXXX`; the system's temporary folder when unset. A caller that owns dir can clear
+ * those a killed process left, as no process but this one writes there.
+ */
+void carrel_hypervisor_set_scratch_dir(CarrelHypervisor *hv, const char *dir);
+const char *carrel_hypervisor_get_scratch_dir(CarrelHypervisor *hv);
+
+/*
  * The domain calls. Every call is synchronous and thread-safe and adds "domain 'NAME': " context
  * to its error. Errors: NOT_FOUND when the domain does not exist, EXISTS when define_start finds
  * one of that name, WRONG_STATE when the domain is not in a state for the call, TIMEOUT when the

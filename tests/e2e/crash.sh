@@ -41,6 +41,8 @@ crash_check_orphans() {
     [ -z "$(find "$STATE_DIR" -name '*.journal' 2>/dev/null)" ] || crash_problem "a header journal is left"
     [ -z "$(find "$STATE_DIR/templates" -maxdepth 3 -name warm.tmp 2>/dev/null)" ] ||
         crash_problem "a warm scratch folder is left"
+    [ -z "$(find "$STATE_DIR/run" -mindepth 1 -name 'restore-*' 2>/dev/null)" ] ||
+        crash_problem "a restore's FIFO folder is left"
     # A pool member being made (the refill, after the restart) is no leftover.
     [ "$(crash_db "SELECT COUNT(*) FROM sessions WHERE state = 'creating' AND pool IS NULL")" = 0 ] ||
         crash_problem "a session is left creating"

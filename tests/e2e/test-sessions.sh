@@ -123,6 +123,8 @@ check "clones have distinct UUIDs" bash -c \
     "[ \"\$(${VIRSH[*]} domuuid carrel-$a)\" != \"\$(${VIRSH[*]} domuuid carrel-$b)\" ]"
 check "each clone has a VM generation id" bash -c \
     "${VIRSH[*]} dumpxml carrel-$a | grep -q '<genid>'"
+check_eq "a restore's FIFO folder goes with it (carreld's run/ is empty)" "" \
+    "$(find "$STATE_DIR/run" -mindepth 1 2>/dev/null; [ -d "$STATE_DIR/run" ] || echo "no run/")"
 # carrel-qemu (manager/daemon/carrel-qemu.c): QEMU without transparent huge pages where a read
 # of untouched memory maps the shared zero page, so a restore allocates only the pages it writes;
 # with them where a read allocates (all of guest RAM is resident there anyway), as carreld's

@@ -4,6 +4,9 @@
  * what reconcile makes of it. The real crash matrix (tests/e2e/crash.sh) kills carreld at
  * every crash point on real VMs; these pin each decision down.
  */
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "tests/unit/core-fixture.h"
 
 static CarrelSession *
@@ -283,6 +286,58 @@ test_crash_points(void **state)
     assert_int_equal(error->code, CARREL_ERROR_INVALID_ARG);
 }
 
+/* A manager over the fake hypervisor, state in dir/state (no fixture: a test reopens it). */
+static CarrelManager *
+open_manager(const char *dir)
+{
+    CarrelManagerConfig config = {0};
+    g_autofree char *state_dir = g_build_filename(dir, "state", NULL);
+    g_autoptr(GError) error = NULL;
+    CarrelManager *mgr;
+
+    config.state_dir = state_dir;
+    config.recipes_dir = dir;
+    config.cache_dir = dir;
+    config.accel = CARREL_ACCEL_TCG;
+    mgr = carrel_manager_new(&config, carrel_hypervisor_new_fake(), &error);
+    assert_null(error);
+    assert_non_null(mgr);
+    return mgr;
+}
+
+/*
+ * A restore's FIFO folder that a killed carreld left in its scratch folder is gone when the
+ * next one opens, without following a link out of it; other files there are kept.
+ */
+static void
+test_stale_scratch(void **state)
+{
+    g_autofree char *dir = g_dir_make_tmp("carrel-scratch-XXXXXX", NULL);
+    g_autofree char *run = g_build_filename(dir, "state", "run", NULL);
+    g_autofree char *stale = g_build_filename(run, "restore-AB12CD", NULL);
+    g_autofree char *fifo = g_build_filename(stale, "memory.fifo", NULL);
+    g_autofree char *link = g_build_filename(stale, "out", NULL);
+    g_autofree char *outside = g_build_filename(dir, "outside", NULL);
+    g_autofree char *other = g_build_filename(run, "other", NULL);
+    CarrelManager *mgr = open_manager(dir);
+
+    assert_string_equal(carrel_hypervisor_get_scratch_dir(carrel_manager_get_hypervisor(mgr)), run);
+    carrel_manager_free(mgr);
+    assert_int_equal(g_mkdir(stale, 0700), 0);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    assert_int_equal(g_mkdir(outside, 0700), 0);
+    assert_int_equal(symlink(outside, link), 0);
+    assert_true(carrel_util_write_file(other, "x", 1, 0600, NULL));
+
+    mgr = open_manager(dir);
+    assert_false(g_file_test(stale, G_FILE_TEST_EXISTS));
+    assert_true(g_file_test(outside, G_FILE_TEST_IS_DIR));
+    assert_true(g_file_test(other, G_FILE_TEST_EXISTS));
+    carrel_manager_free(mgr);
+    assert_true(carrel_util_remove_tree(dir, NULL));
+    (void)state;
+}
+
 int
 main(void)
 {
@@ -296,6 +351,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_hibernated_row_running, setup, teardown),
         cmocka_unit_test_setup_teardown(test_destroy, setup, teardown),
         cmocka_unit_test(test_crash_points),
+        cmocka_unit_test(test_stale_scratch),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
