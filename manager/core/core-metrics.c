@@ -69,6 +69,11 @@ static const FamilyRow scrape_families[] = {
      {"state"},
      FALSE},
     {"carrel_pool_members", CARREL_METRIC_GAUGE, "Members of warm pools", {NULL}, FALSE},
+    {"carrel_memory_reclaims",
+     CARREL_METRIC_GAUGE,
+     "Memory reclaims of restored clones not yet done (queued or running, one at a time)",
+     {NULL},
+     FALSE},
     {"carrel_state_dir_free_bytes",
      CARREL_METRIC_GAUGE,
      "Bytes available on the file system of the state directory",
@@ -191,6 +196,19 @@ read_sessions(CarrelManager *mgr, CarrelMetrics *scrape, GError **error)
     return TRUE;
 }
 
+/* Until it is 0, some clone still holds memory its guest does not use (a density reading
+ * waits for it). */
+static void
+read_reclaims(CarrelManager *mgr, CarrelMetrics *scrape)
+{
+    guint n;
+
+    g_mutex_lock(&mgr->lock);
+    n = mgr->reclaims_running;
+    g_mutex_unlock(&mgr->lock);
+    set_gauge(scrape, "carrel_memory_reclaims", NULL, n);
+}
+
 static void
 read_disk(CarrelManager *mgr, CarrelMetrics *scrape)
 {
@@ -243,6 +261,7 @@ carrel_manager_metrics_text(CarrelManager *mgr, const CarrelPrincipal *who, GErr
     declare_all(scrape, scrape_families, G_N_ELEMENTS(scrape_families));
     if (!read_sessions(mgr, scrape, error))
         return NULL;
+    read_reclaims(mgr, scrape);
     read_disk(mgr, scrape);
     read_process(scrape);
     kept = carrel_metrics_format(mgr->metrics);

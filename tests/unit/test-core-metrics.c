@@ -150,6 +150,7 @@ test_scrape(void **state)
     assert_non_null(strstr(text, "\ncarrel_sessions{state=\"running\"} 0\n"));
     assert_null(strstr(text, "state=\"destroyed\""));
     assert_non_null(strstr(text, "\ncarrel_pool_members 0\n"));
+    assert_non_null(strstr(text, "\ncarrel_memory_reclaims 0\n"));
     assert_non_null(strstr(text, "\ncarrel_state_dir_free_bytes "));
     assert_non_null(strstr(text, "\nprocess_open_fds "));
     assert_non_null(strstr(text, "# TYPE carrel_create_duration_seconds histogram\n"));
