@@ -42,29 +42,18 @@ make_layout(const char *state_dir, GError **error)
 }
 
 /*
- * The hypervisor's scratch folder, `run/`, emptied of the restore folders (each a FIFO) that a
- * carreld killed during a restore left: none of this process runs yet, and no other writes here.
+ * The hypervisor's scratch folder, `run/`, emptied of what a carreld killed during a restore left
+ * there (a FIFO's folder): none of this process's restores runs yet, and no other writes here.
  */
-static char *
-clear_scratch(const char *state_dir, GError **error)
+static gboolean
+set_scratch(CarrelManager *mgr, GError **error)
 {
-    g_autofree char *run = g_build_filename(state_dir, "run", NULL);
-    g_autoptr(GDir) dir = NULL;
-    const char *name;
+    g_autofree char *run = g_build_filename(mgr->state_dir, "run", NULL);
 
     if (!carrel_util_ensure_dir(run, 0700, error))
-        return NULL;
-    dir = g_dir_open(run, 0, error);
-    if (!dir) {
-        g_prefix_error(error, "reading '%s': ", run);
-        return NULL;
-    }
-    while ((name = g_dir_read_name(dir))) {
-        g_autofree char *path = g_build_filename(run, name, NULL);
-        if (g_str_has_prefix(name, "restore-") && !carrel_util_remove_tree(path, error))
-            return NULL;
-    }
-    return g_steal_pointer(&run);
+        return FALSE;
+    carrel_hypervisor_set_scratch_dir(mgr->hv, run);
+    return carrel_hypervisor_clear_scratch(mgr->hv, error);
 }
 
 static void
@@ -96,7 +85,6 @@ carrel_manager_new(const CarrelManagerConfig *config, CarrelHypervisor *hv, GErr
     g_autoptr(CarrelHypervisor) owned_hv = hv;
     g_autoptr(CarrelManager) mgr = g_new0(CarrelManager, 1);
     g_autofree char *db = NULL;
-    g_autofree char *scratch = NULL;
     g_autoptr(GError) reserve_error = NULL;
 
     g_return_val_if_fail(config->accel == CARREL_ACCEL_KVM || config->accel == CARREL_ACCEL_TCG,
@@ -154,10 +142,8 @@ carrel_manager_new(const CarrelManagerConfig *config, CarrelHypervisor *hv, GErr
         return NULL;
     if (!make_layout(mgr->state_dir, error))
         return NULL;
-    scratch = clear_scratch(mgr->state_dir, error);
-    if (!scratch)
+    if (!set_scratch(mgr, error))
         return NULL;
-    carrel_hypervisor_set_scratch_dir(mgr->hv, scratch);
     mgr->instance_id = load_instance_id(mgr->state_dir, error);
     if (!mgr->instance_id)
         return NULL;

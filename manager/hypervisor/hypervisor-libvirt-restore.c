@@ -105,8 +105,8 @@ feed_thread(gpointer data)
 static char *
 make_fifo(CarrelHypervisor *hv, char **ret_dir, GError **error)
 {
-    g_autofree char *dir =
-        g_build_filename(carrel_hypervisor_get_scratch_dir(hv), "restore-XXXXXX", NULL);
+    g_autofree char *dir = g_build_filename(carrel_hypervisor_get_scratch_dir(hv),
+                                            CARREL_HYPERVISOR_SCRATCH_PREFIX "XXXXXX", NULL);
     g_autofree char *fifo = NULL;
 
     if (!g_mkdtemp_full(dir, 0700)) {

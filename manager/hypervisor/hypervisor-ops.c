@@ -126,6 +126,27 @@ carrel_hypervisor_get_scratch_dir(CarrelHypervisor *hv)
     return hv->scratch_dir ? hv->scratch_dir : g_get_tmp_dir();
 }
 
+gboolean
+carrel_hypervisor_clear_scratch(CarrelHypervisor *hv, GError **error)
+{
+    g_autoptr(GDir) dir = NULL;
+    const char *name;
+
+    g_return_val_if_fail(hv != NULL && hv->scratch_dir != NULL, FALSE);
+    dir = g_dir_open(hv->scratch_dir, 0, error);
+    if (!dir) {
+        g_prefix_error(error, "reading '%s': ", hv->scratch_dir);
+        return FALSE;
+    }
+    while ((name = g_dir_read_name(dir))) {
+        g_autofree char *path = g_build_filename(hv->scratch_dir, name, NULL);
+        if (g_str_has_prefix(name, CARREL_HYPERVISOR_SCRATCH_PREFIX) &&
+            !carrel_util_remove_tree(path, error))
+            return FALSE;
+    }
+    return TRUE;
+}
+
 const char *
 carrel_hypervisor_get_uri(CarrelHypervisor *hv)
 {

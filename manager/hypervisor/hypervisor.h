@@ -158,12 +158,18 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelHypervisor, carrel_hypervisor_free)
 const char *carrel_hypervisor_get_uri(CarrelHypervisor *hv);
 
 /*
- * Where the backend makes its scratch files (a restore's FIFO), in folders named
- * `restore-XXXXXX`; the system's temporary folder when unset. A caller that owns dir can clear
- * those a killed process left, as no process but this one writes there.
+ * Where the backend makes its scratch files (a restore's FIFO), in folders of its own
+ * (CARREL_HYPERVISOR_SCRATCH_PREFIX...); the system's temporary folder when unset.
  */
+#define CARREL_HYPERVISOR_SCRATCH_PREFIX "restore-"
 void carrel_hypervisor_set_scratch_dir(CarrelHypervisor *hv, const char *dir);
 const char *carrel_hypervisor_get_scratch_dir(CarrelHypervisor *hv);
+/*
+ * Removes the scratch folders a killed process left in the scratch folder set (links are not
+ * followed). Only for a caller that owns that folder, before any restore of its own: no other
+ * process may write there.
+ */
+gboolean carrel_hypervisor_clear_scratch(CarrelHypervisor *hv, GError **error);
 
 /*
  * The domain calls. Every call is synchronous and thread-safe and adds "domain 'NAME': " context
