@@ -86,6 +86,8 @@ typedef struct {
                                gint64 valid_until, GError **error);
     /* The unix socket of the domain's VNC display (the screen's change signal). May be NULL. */
     gboolean (*vnc_socket)(CarrelHypervisor *hv, const char *name, char **ret_path, GError **error);
+    /* NULL when the backend runs no QEMU of its own (the dispatcher says UNSUPPORTED). */
+    gboolean (*qemu_owner)(CarrelHypervisor *hv, guint *ret_uid, guint *ret_gid, GError **error);
 } CarrelHypervisorOps;
 
 struct _CarrelHypervisor {

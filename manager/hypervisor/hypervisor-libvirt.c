@@ -146,6 +146,23 @@ lv_describe(CarrelHypervisor *hv)
     return g_strdup_printf("libvirt %s, %s %s", lib_text, type, hv_text);
 }
 
+/* The user and group libvirt runs QEMU as: the DAC security model's base label. */
+static gboolean
+lv_qemu_owner(CarrelHypervisor *hv, guint *ret_uid, guint *ret_gid, GError **error)
+{
+    CarrelLibvirtBackend *be = hv->backend_data;
+    char *caps = virConnectGetCapabilities(carrel_hypervisor_libvirt_conn(be));
+    gboolean ok;
+
+    if (!caps) {
+        carrel_hypervisor_libvirt_set_error(error, "reading libvirt's capabilities");
+        return FALSE;
+    }
+    ok = carrel_hypervisor_parse_qemu_owner(caps, ret_uid, ret_gid, error);
+    free(caps);
+    return ok;
+}
+
 static void
 lv_close(CarrelHypervisor *hv)
 {
@@ -252,6 +269,7 @@ static const CarrelHypervisorOps libvirt_ops = {
     .spice_info = carrel_hypervisor_libvirt_spice_info,
     .spice_password = carrel_hypervisor_libvirt_spice_password,
     .vnc_socket = carrel_hypervisor_libvirt_vnc_socket,
+    .qemu_owner = lv_qemu_owner,
 };
 
 static void

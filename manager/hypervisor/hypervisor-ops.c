@@ -407,6 +407,21 @@ carrel_hypervisor_set_balloon(CarrelHypervisor *hv, const char *name, guint targ
 }
 
 gboolean
+carrel_hypervisor_qemu_owner(CarrelHypervisor *hv, guint *ret_uid, guint *ret_gid, GError **error)
+{
+    g_return_val_if_fail(hv != NULL && ret_uid != NULL && ret_gid != NULL, FALSE);
+    if (!hv->ops->qemu_owner) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_UNSUPPORTED,
+                    "this hypervisor runs no QEMU of its own");
+        return FALSE;
+    }
+    if (hv->ops->qemu_owner(hv, ret_uid, ret_gid, error))
+        return TRUE;
+    g_prefix_error(error, "the user QEMU runs as: ");
+    return FALSE;
+}
+
+gboolean
 carrel_hypervisor_fs_freeze(CarrelHypervisor *hv, const char *name, gboolean freeze, GError **error)
 {
     g_return_val_if_fail(hv != NULL && name != NULL, FALSE);

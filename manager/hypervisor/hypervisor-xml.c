@@ -154,8 +154,15 @@ validate_storage(const CarrelDomainSpec *spec, GError **error)
                     "disk format '%s' is not qcow2 or raw", spec->disk_format);
         return FALSE;
     }
-    if (!check_path("emulator", spec->emulator, FALSE, error))
+    if (!check_path("emulator", spec->emulator, FALSE, error) ||
+        !check_path("memory file", spec->memory_file, FALSE, error))
         return FALSE;
+    /* Only carrel-qemu maps it: libvirt's own QEMU would start with anonymous RAM. */
+    if (spec->memory_file && !spec->emulator) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
+                    "a memory file needs carrel-qemu as the emulator");
+        return FALSE;
+    }
     return check_path("console log path", spec->console_log_path, TRUE, error);
 }
 
@@ -201,7 +208,12 @@ append_markup(GString *out, const char *format, ...)
 static void
 append_identity(GString *xml, const CarrelDomainSpec *spec)
 {
-    append_markup(xml, "<domain type='%s'>\n", spec->accel == CARREL_ACCEL_KVM ? "kvm" : "qemu");
+    const char *type = spec->accel == CARREL_ACCEL_KVM ? "kvm" : "qemu";
+
+    if (spec->memory_file)
+        append_markup(xml, "<domain type='%s' xmlns:qemu='%s'>\n", type, CARREL_XMLNS_QEMU);
+    else
+        append_markup(xml, "<domain type='%s'>\n", type);
     append_markup(xml, "  <name>%s</name>\n", spec->domain_name);
     if (spec->uuid && *spec->uuid)
         append_markup(xml, "  <uuid>%s</uuid>\n", spec->uuid);
@@ -378,17 +390,44 @@ static const char desktop_devices[] =
     "      <model type='qxl' ram='32768' vram='8192' vgamem='16384' heads='1' primary='yes'/>\n"
     "    </video>\n"
     /* No USB controller: nothing needs it (virtio input), so no UHCI for a guest to poke at. */
-    "    <controller type='usb' model='none'/>\n"
-    /*
-     * Free page reporting: memory the guest frees goes back to the host (QEMU discards it), so
-     * a session's RSS follows what its guest uses instead of its peak (measured on tiny: 300 MB
-     * freed in the guest, host RSS 270 MB lower 6 s later). The balloon itself gives a restored
-     * clone's RAM back (core-warm.c).
-     */
-    "    <memballoon model='virtio' freePageReporting='on'/>\n"
-    "    <rng model='virtio'>\n"
-    "      <backend model='random'>/dev/urandom</backend>\n"
-    "    </rng>\n";
+    "    <controller type='usb' model='none'/>\n";
+
+/* After the balloon, whose place in this order (its PCI slot) a saved state keeps. */
+static const char desktop_devices_last[] = "    <rng model='virtio'>\n"
+                                           "      <backend model='random'>/dev/urandom</backend>\n"
+                                           "    </rng>\n";
+
+/*
+ * Free page reporting: memory the guest frees goes back to the host (QEMU discards it), so a
+ * session's RSS follows what its guest uses instead of its peak (measured on tiny: 300 MB freed
+ * in the guest, host RSS 270 MB lower 6 s later). The balloon itself gives a restored clone's
+ * RAM back (core-warm.c). Not with a memory file, which a discard would punch holes into.
+ */
+static void
+append_balloon(GString *xml, const CarrelDomainSpec *spec)
+{
+    g_string_append(xml, spec->memory_file
+                             ? "    <memballoon model='virtio'/>\n"
+                             : "    <memballoon model='virtio' freePageReporting='on'/>\n");
+}
+
+/* The memory file reaches carrel-qemu in its environment. */
+static void
+append_memory_file(GString *xml, const CarrelDomainSpec *spec)
+{
+    g_autofree char *value = NULL;
+
+    if (!spec->memory_file)
+        return;
+    value = g_strconcat(spec->memory_file_shared ? CARREL_UTIL_QEMU_MEMORY_SHARED
+                                                 : CARREL_UTIL_QEMU_MEMORY_PRIVATE,
+                        spec->memory_file, NULL);
+    append_markup(xml,
+                  "  <qemu:commandline>\n"
+                  "    <qemu:env name='%s' value='%s'/>\n"
+                  "  </qemu:commandline>\n",
+                  CARREL_UTIL_QEMU_MEMORY_ENV, value);
+}
 
 char *
 carrel_hypervisor_build_domain_xml(const CarrelDomainSpec *spec, GError **error)
@@ -414,7 +453,11 @@ carrel_hypervisor_build_domain_xml(const CarrelDomainSpec *spec, GError **error)
     append_storage(xml, spec);
     append_interface(xml, spec);
     g_string_append(xml, desktop_devices);
-    g_string_append(xml, "  </devices>\n</domain>\n");
+    append_balloon(xml, spec);
+    g_string_append(xml, desktop_devices_last);
+    g_string_append(xml, "  </devices>\n");
+    append_memory_file(xml, spec);
+    g_string_append(xml, "</domain>\n");
     return g_string_free(g_steal_pointer(&xml), FALSE);
 }
 
@@ -427,4 +470,53 @@ carrel_hypervisor_build_snapshot_xml(const char *memory_path, const char *top_pa
         "<disk name='vda' snapshot='external' type='file'><source file='%s'/></disk>"
         "</disks></domainsnapshot>",
         memory_path, top_path);
+}
+
+/* "+64055" or "64055" as an id. */
+static gboolean
+parse_id(const char *text, guint *ret_id)
+{
+    guint64 value = 0;
+
+    if (*text == '+')
+        text++;
+    if (!g_ascii_string_to_unsigned(text, 10, 0, G_MAXUINT32 - 1, &value, NULL))
+        return FALSE;
+    *ret_id = (guint)value;
+    return TRUE;
+}
+
+gboolean
+carrel_hypervisor_parse_qemu_owner(const char *caps_xml, guint *ret_uid, guint *ret_gid,
+                                   GError **error)
+{
+    static const char label_open[] = "<baselabel type='qemu'>";
+    const char *dac = caps_xml ? strstr(caps_xml, "<model>dac</model>") : NULL;
+    const char *end = dac ? strstr(dac, "</secmodel>") : NULL;
+    const char *label = dac ? strstr(dac, label_open) : NULL;
+    const char *label_end = label ? strstr(label, "</baselabel>") : NULL;
+    g_autofree char *text = NULL;
+    g_auto(GStrv) ids = NULL;
+
+    /* A confined QEMU opens only the files libvirt put into its profile or labelled. */
+    if (caps_xml && (strstr(caps_xml, "<model>apparmor</model>") ||
+                     strstr(caps_xml, "<model>selinux</model>"))) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_UNSUPPORTED,
+                    "libvirt confines QEMU (AppArmor or SELinux): it would not open a file "
+                    "libvirt does not know");
+        return FALSE;
+    }
+    if (!label || !label_end || (end && label > end)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_FAILED,
+                    "libvirt names no DAC label for QEMU (does it run QEMU as root?)");
+        return FALSE;
+    }
+    text = g_strndup(label + strlen(label_open), (gsize)(label_end - label - strlen(label_open)));
+    ids = g_strsplit(text, ":", 3);
+    if (g_strv_length(ids) != 2 || !parse_id(ids[0], ret_uid) || !parse_id(ids[1], ret_gid)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_FAILED,
+                    "libvirt's DAC label for QEMU is not UID:GID: '%s'", text);
+        return FALSE;
+    }
+    return TRUE;
 }

@@ -61,6 +61,17 @@ typedef struct {
     /* The program libvirt starts as QEMU (carrel-qemu: QEMU without transparent huge pages),
      * or NULL for libvirt's default emulator. */
     const char *emulator;
+    /*
+     * Guest RAM in this file instead of anonymous memory (needs emulator: carrel-qemu reads
+     * it from the domain's environment, manager/daemon/carrel-qemu.c). memory_file_shared: the
+     * guest writes its RAM into the file (the domain a warm state is saved from, whose save
+     * then holds no RAM); otherwise the file is mapped privately, read as the saved RAM and
+     * never written (its clones). Free page reporting is off for such a domain: QEMU 7.2
+     * discards a reported page by punching a hole into the file, private mapping or not.
+     * NULL = anonymous RAM.
+     */
+    const char *memory_file;
+    gboolean memory_file_shared;
 } CarrelDomainSpec;
 
 /*
@@ -87,6 +98,8 @@ char *carrel_hypervisor_build_snapshot_xml(const char *memory_path, const char *
 
 /* XML namespace of carrel's <metadata> element. */
 #define CARREL_XMLNS_SESSION "https://carrel.dev/xmlns/session/1"
+/* libvirt's namespace of QEMU passthrough (the memory file's environment variable). */
+#define CARREL_XMLNS_QEMU "http://libvirt.org/schemas/domain/qemu/1.0"
 
 typedef enum {
     CARREL_DOMAIN_RUNNING,
@@ -295,6 +308,17 @@ gboolean carrel_hypervisor_pause(CarrelHypervisor *hv, const char *name, gboolea
  */
 gboolean carrel_hypervisor_set_balloon(CarrelHypervisor *hv, const char *name, guint target_mib,
                                        guint timeout_s, guint *ret_actual_mib, GError **error);
+/*
+ * The user and group QEMU runs as (libvirt's DAC base label: libvirt-qemu on Debian), for a
+ * file that QEMU itself opens (a memory file). UNSUPPORTED on test:/// and where libvirt
+ * confines QEMU with AppArmor or SELinux (it would open no file libvirt did not name); FAILED
+ * when libvirt names no DAC label.
+ */
+gboolean carrel_hypervisor_qemu_owner(CarrelHypervisor *hv, guint *ret_uid, guint *ret_gid,
+                                      GError **error);
+/* Pure: the DAC base label ("+64055:+64055") of libvirt's capabilities XML, for QEMU. */
+gboolean carrel_hypervisor_parse_qemu_owner(const char *caps_xml, guint *ret_uid, guint *ret_gid,
+                                            GError **error);
 /*
  * Makes sure the libvirt network `name` exists and is active: defines it from xml
  * (persistent, autostarted) when absent, starts it when inactive, and leaves an existing

@@ -195,6 +195,26 @@ gboolean carrel_util_is_mac(const char *text);
 gboolean carrel_util_reads_allocate(gsize probe_bytes, gboolean *ret_allocate, GError **error);
 
 /*
+ * Guest RAM in a file (util-qemu.c, for carrel-qemu): the domain's environment names it as
+ * CARREL_UTIL_QEMU_MEMORY_ENV = "shared:PATH" (the guest writes its RAM there: the domain a warm
+ * state is saved from) or "private:PATH" (mapped privately: read as the saved RAM, never
+ * written: its clones). Either way QEMU migrates with x-ignore-shared, so a save of the shared
+ * domain holds no RAM and its clones load none.
+ */
+#define CARREL_UTIL_QEMU_MEMORY_ENV "CARREL_QEMU_MEMORY"
+#define CARREL_UTIL_QEMU_MEMORY_SHARED "shared:"
+#define CARREL_UTIL_QEMU_MEMORY_PRIVATE "private:"
+/* The QMP lines that turn x-ignore-shared on (QEMU 7.2 has no command-line property for it). */
+extern const char carrel_util_qemu_ignore_shared_qmp[];
+/*
+ * Pure: QEMU's argv (argv[0] included) with libvirt's RAM backend "pc.ram" turned into a file
+ * backend as value says, and a QMP monitor on monitor_fd (a connected socket) appended.
+ * INVALID_ARG when value is not of the forms above or argv has no such backend.
+ */
+GStrv carrel_util_qemu_memory_args(const char *const *argv, const char *value, int monitor_fd,
+                                   GError **error);
+
+/*
  * Crash points (util-crash.c), for tests of recovery: carreld --test-hooks arms one point named
  * by CARREL_CRASH_AT; reaching it ends the process at once with CARREL_CRASH_EXIT, as a kill
  * would. Unarmed, they cost a string compare. carrel_crash_during ends it delay_ms later from

@@ -11,16 +11,28 @@
 #include "tests/golden/golden.h"
 
 static const char *const spec_members[] = {
-    "domain_name",  "session_id",
-    "instance_id",  "uuid",
-    "accel",        "vcpus",
-    "memory_mib",   "boot",
-    "kernel_path",  "initrd_path",
-    "cmdline",      "disk_path",
-    "disk_format",  "console_log_path",
-    "tb_cache_mib", "genid",
-    "mac",          "network",
-    "emulator",     NULL,
+    "domain_name",
+    "session_id",
+    "instance_id",
+    "uuid",
+    "accel",
+    "vcpus",
+    "memory_mib",
+    "boot",
+    "kernel_path",
+    "initrd_path",
+    "cmdline",
+    "disk_path",
+    "disk_format",
+    "console_log_path",
+    "tb_cache_mib",
+    "genid",
+    "mac",
+    "network",
+    "emulator",
+    "memory_file",
+    "memory_file_shared",
+    NULL,
 };
 
 static const char *
@@ -54,6 +66,9 @@ spec_from_json(JsonObject *obj, CarrelDomainSpec *spec)
     spec->mac = get_string(obj, "mac");
     spec->network = get_string(obj, "network");
     spec->emulator = get_string(obj, "emulator");
+    spec->memory_file = get_string(obj, "memory_file");
+    spec->memory_file_shared =
+        json_object_get_boolean_member_with_default(obj, "memory_file_shared", FALSE);
 }
 
 /* Runs virt-xml-validate on xml; a missing validator is a failure, not a skip (CI has it). */

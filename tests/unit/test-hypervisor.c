@@ -762,6 +762,40 @@ test_snapshot_xml(void **state)
                         "</domainsnapshot>");
 }
 
+/* The user QEMU runs as, from libvirt's capabilities: the DAC model's label for qemu. */
+static void
+test_parse_qemu_owner(void **state)
+{
+    static const char caps[] = "<capabilities><host>"
+                               "<secmodel><model>none</model><doi>0</doi></secmodel>"
+                               "<secmodel><model>dac</model><doi>0</doi>"
+                               "<baselabel type='kvm'>+1:+2</baselabel>"
+                               "<baselabel type='qemu'>+64055:+64056</baselabel>"
+                               "</secmodel></host></capabilities>";
+    static const char *const refused[] = {
+        "<capabilities><host><secmodel><model>none</model></secmodel></host></capabilities>",
+        "<secmodel><model>dac</model><baselabel type='qemu'>root</baselabel></secmodel>",
+        "<secmodel><model>dac</model><baselabel type='qemu'>+1:+2:+3</baselabel></secmodel>",
+        NULL,
+    };
+    static const char confined[] = "<secmodel><model>apparmor</model></secmodel>"
+                                   "<secmodel><model>dac</model>"
+                                   "<baselabel type='qemu'>+1:+2</baselabel></secmodel>";
+    g_autoptr(GError) error = NULL;
+    guint uid = 0, gid = 0;
+
+    assert_true(carrel_hypervisor_parse_qemu_owner(caps, &uid, &gid, &error));
+    assert_int_equal(uid, 64055);
+    assert_int_equal(gid, 64056);
+    for (guint i = 0; refused[i]; i++) {
+        assert_false(carrel_hypervisor_parse_qemu_owner(refused[i], &uid, &gid, &error));
+        assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_FAILED));
+        g_clear_error(&error);
+    }
+    assert_false(carrel_hypervisor_parse_qemu_owner(confined, &uid, &gid, &error));
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_UNSUPPORTED));
+}
+
 int
 main(void)
 {
@@ -788,6 +822,7 @@ main(void)
         cmocka_unit_test(test_fake_restore_refused),
         cmocka_unit_test(test_libvirt_define),
         cmocka_unit_test(test_snapshot_xml),
+        cmocka_unit_test(test_parse_qemu_owner),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -305,6 +305,57 @@ test_reads_allocate(void **state)
     assert_int_equal(allocate, expected);
 }
 
+/* carrel-qemu's command line with RAM in a file: libvirt's pc.ram backend rewritten, with every
+ * other member kept, the path escaped; a monitor appended; malformed values refused. */
+static void
+test_qemu_memory_args(void **state)
+{
+    const char *argv[] = {
+        "carrel-qemu",
+        "-m",
+        "512",
+        "-object",
+        "{\"qom-type\":\"memory-backend-ram\",\"id\":\"pc.ram\",\"size\":536870912}",
+        "-object",
+        "{\"qom-type\":\"rng-random\",\"id\":\"objrng0\",\"filename\":\"/dev/urandom\"}",
+        NULL,
+    };
+    const char *no_backend[] = {"carrel-qemu", "-m", "512", NULL};
+    const char *bad[] = {"", "private:", "private:relative", "copy:/x", "shared:/a\nb", NULL};
+    g_autoptr(GError) error = NULL;
+    g_auto(GStrv) out = NULL;
+    g_auto(GStrv) shared = NULL;
+    g_auto(GStrv) none = NULL;
+
+    out = carrel_util_qemu_memory_args(argv, "private:/s/t/memory.ram", 7, &error);
+    assert_non_null(out);
+    assert_int_equal(g_strv_length(out), 11);
+    assert_string_equal(out[0], "carrel-qemu");
+    assert_string_equal(out[4], "{\"qom-type\":\"memory-backend-file\",\"id\":\"pc.ram\","
+                                "\"size\":536870912,\"mem-path\":\"/s/t/memory.ram\","
+                                "\"share\":false}");
+    assert_string_equal(out[6], argv[6]);
+    assert_string_equal(out[7], "-chardev");
+    assert_string_equal(out[8], "socket,id=carrel-memory,fd=7");
+    assert_string_equal(out[9], "-mon");
+    assert_string_equal(out[10], "chardev=carrel-memory,mode=control");
+
+    shared = carrel_util_qemu_memory_args(argv, "shared:/a\"b/m.ram", 3, &error);
+    assert_non_null(shared);
+    assert_non_null(strstr(shared[4], "\"mem-path\":\"/a\\\"b/m.ram\",\"share\":true}"));
+
+    for (guint i = 0; bad[i]; i++) {
+        g_auto(GStrv) refused = carrel_util_qemu_memory_args(argv, bad[i], 3, &error);
+
+        assert_null(refused);
+        assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG));
+        g_clear_error(&error);
+    }
+    none = carrel_util_qemu_memory_args(no_backend, "private:/m.ram", 3, &error);
+    assert_null(none);
+    assert_true(g_error_matches(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG));
+}
+
 int
 main(void)
 {
@@ -324,6 +375,7 @@ main(void)
         cmocka_unit_test(test_time),
         cmocka_unit_test(test_is_mac),
         cmocka_unit_test(test_reads_allocate),
+        cmocka_unit_test(test_qemu_memory_args),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
