@@ -31,6 +31,7 @@ carrel_session_free(CarrelSession *session)
     g_free(session->owner_label);
     g_free(session->policy);
     g_free(session->egress_ip);
+    g_free(session->memory_file);
     if (session->timings)
         json_node_unref(session->timings);
     g_free(session);

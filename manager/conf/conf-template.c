@@ -241,6 +241,7 @@ carrel_warm_state_free(CarrelWarmState *warm)
     g_free(warm->template_name);
     g_free(warm->memory_path);
     g_free(warm->disk_path);
+    g_free(warm->memory_file);
     g_free(warm);
 }
 
@@ -259,6 +260,9 @@ carrel_warm_state_to_json(const CarrelWarmState *warm)
     json_builder_add_int_value(b, (gint64)warm->memory_bytes);
     json_builder_set_member_name(b, "machine_revision");
     json_builder_add_int_value(b, warm->machine_revision);
+    /* Guest RAM in a file the clones map: memory_bytes is then the device state alone. */
+    json_builder_set_member_name(b, "memory_in_file");
+    json_builder_add_boolean_value(b, warm->memory_file != NULL);
     json_builder_set_member_name(b, "created_at");
     json_builder_add_string_value(b, created);
     json_builder_end_object(b);

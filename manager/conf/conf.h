@@ -127,6 +127,7 @@ typedef struct {
     guint64 memory_bytes;
     guint machine_revision; /* of the machine saved (CARREL_HYPERVISOR_MACHINE_REVISION) */
     gint64 created_at;
+    char *memory_file; /* guest RAM, when not in the save image (memory.ram beside it), or NULL */
 } CarrelWarmState;
 
 CarrelWarmState *carrel_warm_state_new(void);
@@ -165,6 +166,7 @@ typedef struct {
     char *egress_ip;      /* its address on the egress network, or NULL (no network) */
     guint screen_width;   /* set in the guest after every boot and restore; 0 = the image's own */
     guint screen_height;
+    char *memory_file; /* the warm state's RAM file its memory maps (privately), or NULL */
     gint64 created_at;
     gint64 updated_at;
     JsonNode *timings; /* the verb that returned it: where its time went (not stored), or NULL */

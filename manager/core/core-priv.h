@@ -283,6 +283,10 @@ void carrel_manager_catchup_restored(CarrelManager *mgr, const CarrelSession *s,
 gboolean carrel_manager_wait_agent(CarrelManager *mgr, const char *domain, gboolean *ret_by_screen,
                                    GError **error);
 
+/* The domain a warm state is saved from: as a session's, but its guest writes its RAM into
+ * session->memory_file (when set), so that the save holds none. */
+char *carrel_manager_warm_xml(CarrelManager *mgr, const CarrelSession *session,
+                              const CarrelTemplate *tmpl, GError **error);
 /* The domain XML of a session (pure builder over the session and its template). */
 char *carrel_manager_session_xml(CarrelManager *mgr, const CarrelSession *session,
                                  const CarrelTemplate *tmpl, GError **error);

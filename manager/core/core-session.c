@@ -4,9 +4,10 @@
 #include "disk/disk.h"
 #include "net/net.h"
 
-char *
-carrel_manager_session_xml(CarrelManager *mgr, const CarrelSession *session,
-                           const CarrelTemplate *tmpl, GError **error)
+/* memory_shared: the guest writes its RAM into session->memory_file (carrel_manager_warm_xml). */
+static char *
+session_xml(CarrelManager *mgr, const CarrelSession *session, const CarrelTemplate *tmpl,
+            gboolean memory_shared, GError **error)
 {
     g_autofree char *domain = carrel_session_domain_name(session->id);
     g_autofree char *log = g_build_filename(session->dir, "console.log", NULL);
@@ -35,9 +36,25 @@ carrel_manager_session_xml(CarrelManager *mgr, const CarrelSession *session,
         .network = session->egress_ip ? CARREL_NET_EGRESS_NAME : CARREL_NET_ISOLATED_NAME,
         .tap = tap,
         .emulator = mgr->emulator,
+        .memory_file = session->memory_file,
+        .memory_file_shared = memory_shared,
     };
 
     return carrel_hypervisor_build_domain_xml(&spec, error);
+}
+
+char *
+carrel_manager_session_xml(CarrelManager *mgr, const CarrelSession *session,
+                           const CarrelTemplate *tmpl, GError **error)
+{
+    return session_xml(mgr, session, tmpl, FALSE, error);
+}
+
+char *
+carrel_manager_warm_xml(CarrelManager *mgr, const CarrelSession *session,
+                        const CarrelTemplate *tmpl, GError **error)
+{
+    return session_xml(mgr, session, tmpl, TRUE, error);
 }
 
 void
@@ -305,6 +322,7 @@ carrel_manager_create_into(CarrelManager *mgr, const CarrelPrincipal *who,
         session->vcpus = warm->vcpus;
         session->memory_mib = warm->memory_mib;
         session->from_warm = TRUE;
+        session->memory_file = g_strdup(warm->memory_file);
     }
     if (!carrel_policy_check_resources(policy, session->vcpus, session->memory_mib, error) ||
         !carrel_manager_check_inputs(mgr, req->inputs, error) ||

@@ -1,3 +1,7 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <glib/gstdio.h>
 
 #include "core/core-priv.h"
@@ -77,7 +81,7 @@ boot_and_save(CarrelManager *mgr, CarrelJob *job, const CarrelTemplate *tmpl, Ca
 
     if (!carrel_disk_create_overlay(ws->overlay_path, tmpl->disk_path, tmpl->format, error))
         return FALSE;
-    xml = carrel_manager_session_xml(mgr, ws, tmpl, error);
+    xml = carrel_manager_warm_xml(mgr, ws, tmpl, error);
     if (!xml || !carrel_manager_ensure_network(mgr, error))
         return FALSE;
     carrel_job_progress(job, "booting the template");
@@ -126,6 +130,42 @@ warm_broken(const CarrelWarmState *warm, GError **error)
            !(xml = carrel_hypervisor_saveimage_get_xml(warm->memory_path, error));
 }
 
+/*
+ * Where carrel-qemu runs the sessions, the guest's RAM goes into dir/memory.ram: the save then
+ * holds the device state only, and each clone maps the file privately instead of loading the
+ * RAM (carrel-qemu.c). QEMU opens the file as its own user, so it is made here for that user
+ * alone. NULL (RAM in the save image, as under libvirt's QEMU) when that cannot be.
+ */
+static char *
+memory_file(CarrelManager *mgr, CarrelJob *job, const char *dir)
+{
+    g_autofree char *path = g_build_filename(dir, "memory.ram", NULL);
+    g_autofree char *line = NULL;
+    g_autoptr(GError) local = NULL;
+    guint uid = 0, gid = 0;
+    int fd;
+
+    if (!mgr->emulator)
+        return NULL;
+    if (!carrel_hypervisor_qemu_owner(mgr->hv, &uid, &gid, &local)) {
+        line = g_strdup_printf("guest RAM goes into the save image: %s", local->message);
+        carrel_job_progress(job, line);
+        return NULL;
+    }
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0 || fchown(fd, uid, gid) != 0) {
+        line = g_strdup_printf("guest RAM goes into the save image: making '%s': %s", path,
+                               g_strerror(errno));
+        carrel_job_progress(job, line);
+        if (fd >= 0)
+            close(fd);
+        (void)g_unlink(path);
+        return NULL;
+    }
+    close(fd);
+    return g_steal_pointer(&path);
+}
+
 static CarrelWarmState *
 make_warm(CarrelManager *mgr, CarrelJob *job, const CarrelTemplate *tmpl, GError **error)
 {
@@ -139,6 +179,7 @@ make_warm(CarrelManager *mgr, CarrelJob *job, const CarrelTemplate *tmpl, GError
 
     if (!carrel_util_remove_tree(tmp, error) || !carrel_util_ensure_dir(tmp, 0711, error))
         return NULL;
+    ws->memory_file = memory_file(mgr, job, tmp);
     ok = boot_and_save(mgr, job, tmpl, ws, memory_tmp, error);
     if (ok)
         carrel_crash_point("warm.saved");
@@ -160,6 +201,8 @@ make_warm(CarrelManager *mgr, CarrelJob *job, const CarrelTemplate *tmpl, GError
     warm->memory_bytes = (guint64)st.st_size;
     warm->machine_revision = CARREL_HYPERVISOR_MACHINE_REVISION;
     warm->created_at = carrel_util_now();
+    if (ws->memory_file)
+        warm->memory_file = g_build_filename(final, "memory.ram", NULL);
     return g_steal_pointer(&warm);
 }
 
@@ -344,7 +387,9 @@ carrel_manager_reclaim_restored(CarrelManager *mgr, const CarrelSession *session
     CarrelJob *job;
     ReclaimData *rd;
 
-    if (mgr->emulator && !mgr->reads_allocate)
+    /* A clone that maps its RAM file loaded no RAM to give back, and a balloon would punch
+     * holes into that file (QEMU 7.2 discards file memory so, private mapping or not). */
+    if ((mgr->emulator && !mgr->reads_allocate) || session->memory_file)
         return NULL;
     job = carrel_job_new("memory-reclaim", session->id);
     rd = g_new0(ReclaimData, 1);

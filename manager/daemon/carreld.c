@@ -424,7 +424,7 @@ parse_options(int argc, char **argv, Options *opts, GError **error)
         {"memory-reclaim", 0, 0, G_OPTION_ARG_STRING, &opts->memory_reclaim,
          "Whether warm clones of carrel-qemu get a memory reclaim: auto (where a read of "
          "untouched memory allocates it, probed at start), on or off (default auto; libvirt's "
-         "QEMU always has one)",
+         "QEMU always has one; none for a clone that maps its warm state's RAM file)",
          "MODE"},
         {"guest-tool", 0, 0, G_OPTION_ARG_FILENAME, &opts->guest_tool,
          "carrel-guest binary installed by template recipes (default LIBEXEC-DIR/carrel-guest)",

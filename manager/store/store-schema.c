@@ -352,6 +352,11 @@ static const StoreMigration migrations[] = {
      "ALTER TABLE templates ADD COLUMN default_screen_width INTEGER;"
      "ALTER TABLE templates ADD COLUMN default_screen_height INTEGER;",
      FALSE},
+    /* v12: guest RAM in a file (NULL: in the save image, anonymous in the domain): a warm
+     * state's, and that of every session whose memory stands on it. */
+    {"ALTER TABLE warm_states ADD COLUMN memory_file TEXT;"
+     "ALTER TABLE sessions ADD COLUMN memory_file TEXT;",
+     FALSE},
 };
 
 int

@@ -5,7 +5,7 @@
     "id, name, template_name, template_version, state, state_reason, vcpus, memory_mib, dir, "     \
     "overlay_path, created_at, updated_at, origin, exit_paths, head_snapshot, origin_session, "    \
     "expires_at, idle_timeout_s, expiry_action, mac, pool, from_pool, owner_id, owner_label, "     \
-    "policy, egress_ip, screen_width, screen_height"
+    "policy, egress_ip, screen_width, screen_height, memory_file"
 
 /* exit_paths as a JSON array of strings (NULL when there are none). */
 static char *
@@ -75,7 +75,8 @@ bind_session(CarrelStore *store, sqlite3_stmt *stmt, const CarrelSession *s, GEr
            carrel_store_bind_text(store, stmt, 25, s->policy ? s->policy : "default", error) &&
            carrel_store_bind_text(store, stmt, 26, s->egress_ip, error) &&
            carrel_store_bind_int_or_null(store, stmt, 27, s->screen_width, error) &&
-           carrel_store_bind_int_or_null(store, stmt, 28, s->screen_height, error);
+           carrel_store_bind_int_or_null(store, stmt, 28, s->screen_height, error) &&
+           carrel_store_bind_text(store, stmt, 29, s->memory_file, error);
 }
 
 static CarrelSession *
@@ -112,6 +113,7 @@ session_from_row(sqlite3_stmt *stmt, GError **error)
     s->egress_ip = carrel_store_column_dup(stmt, 25);
     s->screen_width = (guint)sqlite3_column_int64(stmt, 26);
     s->screen_height = (guint)sqlite3_column_int64(stmt, 27);
+    s->memory_file = carrel_store_column_dup(stmt, 28);
     if (s->state == CARREL_SESSION_LAST) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_STORE,
                     "session '%s' has an unknown state '%s'", s->id, state ? state : "");
@@ -155,7 +157,7 @@ insert_session(CarrelStore *store, const CarrelSession *session, GError **error)
     stmt = carrel_store_prepare(store,
                                 "INSERT INTO sessions (" SESSION_COLUMNS ") "
                                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                                "?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                "?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                                 error);
     return stmt && bind_session(store, stmt, session, error) &&
            carrel_store_step_done(store, stmt, &conflict, "inserting session", error);

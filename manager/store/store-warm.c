@@ -3,7 +3,7 @@
 
 #define WARM_COLUMNS                                                                               \
     "template_name, template_version, memory_path, disk_path, vcpus, memory_mib, memory_bytes, "   \
-    "created_at, machine_revision"
+    "created_at, machine_revision, memory_file"
 
 gboolean
 carrel_store_warm_put(CarrelStore *store, const CarrelWarmState *warm, GError **error)
@@ -14,7 +14,7 @@ carrel_store_warm_put(CarrelStore *store, const CarrelWarmState *warm, GError **
     /* One warm state per template version: a new one replaces the old row. */
     stmt = carrel_store_prepare(store,
                                 "INSERT OR REPLACE INTO warm_states (" WARM_COLUMNS ") "
-                                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                                 error);
     return stmt && carrel_store_bind_text(store, stmt, 1, warm->template_name, error) &&
            carrel_store_bind_int64(store, stmt, 2, warm->template_version, error) &&
@@ -25,6 +25,7 @@ carrel_store_warm_put(CarrelStore *store, const CarrelWarmState *warm, GError **
            carrel_store_bind_int64(store, stmt, 7, (gint64)warm->memory_bytes, error) &&
            carrel_store_bind_int64(store, stmt, 8, warm->created_at, error) &&
            carrel_store_bind_int64(store, stmt, 9, warm->machine_revision, error) &&
+           carrel_store_bind_text(store, stmt, 10, warm->memory_file, error) &&
            carrel_store_step_done(store, stmt, NULL, "storing a warm state", error);
 }
 
@@ -42,6 +43,7 @@ warm_from_row(sqlite3_stmt *stmt)
     warm->memory_bytes = (guint64)sqlite3_column_int64(stmt, 6);
     warm->created_at = sqlite3_column_int64(stmt, 7);
     warm->machine_revision = (guint)sqlite3_column_int64(stmt, 8);
+    warm->memory_file = carrel_store_column_dup(stmt, 9);
     return warm;
 }
 

@@ -44,6 +44,9 @@ export CARREL_ACCEL="$E2E_ACCEL" E2E_ACCEL
 accel="$E2E_ACCEL"
 check "template build tiny" carrel template build tiny
 check "template warm tiny" carrel template warm tiny
+check_eq "as libvirt's own QEMU the warm state keeps RAM in its save image" "false" \
+    "$(carrel template show tiny --json | jq -r .warm.memory_in_file)"
+timed reclaim_checks
 
 # Sessions of their own screen sizes: screenshots, pointer mapping, a revert, refused sizes.
 timed screen_checks

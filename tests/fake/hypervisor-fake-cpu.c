@@ -1,7 +1,10 @@
 /*
  * The fake's CPU time: a guest that works for a while after it is first looked at (as a booted
- * guest still loading drivers does), then idles, for core's wait for a quiet guest.
+ * guest still loading drivers does), then idles, for core's wait for a quiet guest. And the
+ * host facts around its QEMU: the user it runs as, the XML it was given.
  */
+#include <unistd.h>
+
 #define CARREL_HYPERVISOR_BACKEND_H_ALLOW
 #include "hypervisor/hypervisor-backend.h"
 #include "tests/fake/hypervisor-fake-priv.h"
@@ -40,4 +43,38 @@ carrel_hypervisor_fake_set_busy(CarrelHypervisor *hv, guint ms)
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
 
     be->busy_ms = ms;
+}
+
+gboolean
+fake_qemu_owner(CarrelHypervisor *hv, guint *ret_uid, guint *ret_gid, GError **error)
+{
+    FakeBackend *be = hv->backend_data;
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
+
+    if (!be->qemu_owner) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_UNSUPPORTED, "the fake runs no QEMU");
+        return FALSE;
+    }
+    *ret_uid = (guint)getuid();
+    *ret_gid = (guint)getgid();
+    return TRUE;
+}
+
+void
+carrel_hypervisor_fake_set_qemu_owner(CarrelHypervisor *hv, gboolean known)
+{
+    FakeBackend *be = hv->backend_data;
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
+
+    be->qemu_owner = known;
+}
+
+char *
+carrel_hypervisor_fake_get_xml(CarrelHypervisor *hv, const char *name)
+{
+    FakeBackend *be = hv->backend_data;
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&be->lock);
+    FakeDomain *dom = fake_find_domain(be, name, NULL);
+
+    return dom ? g_strdup(dom->xml) : NULL;
 }

@@ -72,6 +72,7 @@ typedef struct {
     guint draw_generation; /* the frame shown now: 0 before any HID event */
     guint screenshots;     /* screenshots served */
     guint busy_ms;         /* every guest uses a whole CPU this long (cpu_time), then idles */
+    gboolean qemu_owner;   /* qemu_owner answers (this process's user), else UNSUPPORTED */
 } FakeBackend;
 
 /* TRUE (with the error set) when op was told to fail once. Called with be->lock held. */
@@ -86,6 +87,7 @@ gboolean fake_terminal_exec(FakeBackend *be, const CarrelGuestExec *run,
 void fake_terminal_free(FakeTerminal *t);
 
 gboolean fake_cpu_time(CarrelHypervisor *hv, const char *name, guint64 *ret_ns, GError **error);
+gboolean fake_qemu_owner(CarrelHypervisor *hv, guint *ret_uid, guint *ret_gid, GError **error);
 
 gboolean fake_hid_send(CarrelHypervisor *hv, const char *name, const char *command, GError **error);
 gboolean fake_hid_room(CarrelHypervisor *hv, const char *name, CarrelHidDevice device, char **where,

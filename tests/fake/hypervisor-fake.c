@@ -731,6 +731,7 @@ static const CarrelHypervisorOps fake_ops = {
     .get_pause_reason = fake_get_pause_reason,
     .disk_allocation = fake_disk_allocation,
     .cpu_time = fake_cpu_time,
+    .qemu_owner = fake_qemu_owner,
     .agent_ping = fake_agent_ping,
     .list = fake_list,
     .describe = fake_describe,

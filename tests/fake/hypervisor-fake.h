@@ -46,6 +46,11 @@ gboolean carrel_hypervisor_fake_set_disk_allocation(CarrelHypervisor *hv, const 
 
 /* Makes every fake guest busy (a whole CPU, as cpu_time reports it) for ms from the first time
  * its CPU time is read, and idle after; 0 (the default): idle from the start. */
+/* Whether qemu_owner answers (with this process's user and group, so that a test can give a
+ * file to it) or says UNSUPPORTED (the default, as test:///). */
+void carrel_hypervisor_fake_set_qemu_owner(CarrelHypervisor *hv, gboolean known);
+/* The XML a domain was defined or restored with (NULL when there is no such domain). */
+char *carrel_hypervisor_fake_get_xml(CarrelHypervisor *hv, const char *name);
 void carrel_hypervisor_fake_set_busy(CarrelHypervisor *hv, guint ms);
 
 /* What the fake's file_read gives for a path no file_write made (NULL: NOT_FOUND), e.g. the

@@ -4,6 +4,8 @@
  * as carrel-qemu (the fixture's manager names no emulator: libvirt's own QEMU), unless the host
  * allocates on reads of untouched memory.
  */
+#include <unistd.h>
+
 #include "core-fixture.h"
 
 /* The carrel_memory_reclaims gauge of a scrape. */
@@ -118,6 +120,64 @@ test_carrel_qemu_where_reads_allocate(void **state)
     carrel_session_free(clone);
 }
 
+/*
+ * Where QEMU's user is known, carrel-qemu's warm state keeps guest RAM in a file (0600, that
+ * user's): the saved domain writes it, each clone maps it privately, with free page reporting
+ * off; and no clone gets a reclaim, whose balloon would punch holes into the file.
+ */
+static void
+test_memory_file(void **state)
+{
+    Fixture *fx = *state;
+    g_autoptr(CarrelTemplate) tmpl = NULL;
+    g_autoptr(CarrelWarmState) warm = NULL;
+    g_autoptr(CarrelSession) clone = NULL;
+    g_autofree char *domain = NULL;
+    g_autofree char *xml = NULL;
+    g_autofree char *want = NULL;
+    GStatBuf st;
+    guint before;
+
+    carrel_hypervisor_fake_set_exec_result(fx->hv, 0, "{\"ready\":true}", "");
+    carrel_hypervisor_fake_set_qemu_owner(fx->hv, TRUE);
+    fx->mgr->emulator = g_strdup("/usr/libexec/carrel/carrel-qemu");
+    fx->mgr->reads_allocate = TRUE;
+    tmpl = warm_tiny(fx);
+    warm = carrel_manager_template_warm_state(fx->mgr, "tiny", tmpl->version);
+    assert_non_null(warm);
+    assert_non_null(warm->memory_file);
+    assert_string_equal(strrchr(warm->memory_file, '/'), "/memory.ram");
+    assert_int_equal(g_stat(warm->memory_file, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    assert_int_equal(st.st_uid, getuid());
+    clone = carrel_qemu_clone(fx, TRUE, &before);
+    assert_string_equal(clone->memory_file, warm->memory_file);
+    domain = carrel_session_domain_name(clone->id);
+    xml = carrel_hypervisor_fake_get_xml(fx->hv, domain);
+    assert_non_null(xml);
+    want = g_strdup_printf("value='private:%s'", warm->memory_file);
+    assert_non_null(strstr(xml, want));
+    assert_null(strstr(xml, "freePageReporting"));
+    g_usleep(300 * 1000);
+    assert_int_equal(carrel_hypervisor_fake_get_balloon_calls(fx->hv), before);
+}
+
+/* Under libvirt's own QEMU (no emulator) the RAM stays in the save image. */
+static void
+test_no_memory_file_without_carrel_qemu(void **state)
+{
+    Fixture *fx = *state;
+    g_autoptr(CarrelTemplate) tmpl = NULL;
+    g_autoptr(CarrelWarmState) warm = NULL;
+
+    carrel_hypervisor_fake_set_exec_result(fx->hv, 0, "{\"ready\":true}", "");
+    carrel_hypervisor_fake_set_qemu_owner(fx->hv, TRUE);
+    tmpl = warm_tiny(fx);
+    warm = carrel_manager_template_warm_state(fx->mgr, "tiny", tmpl->version);
+    assert_non_null(warm);
+    assert_null(warm->memory_file);
+}
+
 int
 main(void)
 {
@@ -125,6 +185,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_one_at_a_time, setup, teardown),
         cmocka_unit_test_setup_teardown(test_none_under_carrel_qemu, setup, teardown),
         cmocka_unit_test_setup_teardown(test_carrel_qemu_where_reads_allocate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_memory_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_no_memory_file_without_carrel_qemu, setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
