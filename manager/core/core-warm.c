@@ -119,13 +119,20 @@ warm_folder(const CarrelTemplate *tmpl)
     return g_build_filename(tmpl->dir, other, NULL);
 }
 
-/* A warm state whose memory cannot be restored (damaged, or its header left half rewritten
- * with no journal to repair it) is no warm state. */
+/* A warm state whose memory cannot be restored (damaged, its header left half rewritten with
+ * no journal to repair it, or its RAM file gone or cut short) is no warm state. */
 static gboolean
 warm_broken(const CarrelWarmState *warm, GError **error)
 {
     g_autofree char *xml = NULL;
+    GStatBuf st;
 
+    if (warm->memory_file && (g_stat(warm->memory_file, &st) != 0 ||
+                              (guint64)st.st_size != (guint64)warm->memory_mib * 1024 * 1024)) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_FAILED,
+                    "its RAM file '%s' is missing or not of the guest's size", warm->memory_file);
+        return TRUE;
+    }
     return !carrel_hypervisor_saveimage_recover(warm->memory_path, error) ||
            !(xml = carrel_hypervisor_saveimage_get_xml(warm->memory_path, error));
 }

@@ -34,6 +34,19 @@ warm_tiny(Fixture *fx)
     return tmpl;
 }
 
+/* template warm of tiny once more; tiny itself. */
+static CarrelTemplate *
+warm_tiny_again(Fixture *fx)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelJob) job = carrel_manager_template_warm(fx->mgr, ADMIN, "tiny", 0, &error);
+
+    assert_non_null(job);
+    if (!carrel_job_wait(job, &error))
+        fail_msg("warm again: %s", error->message);
+    return carrel_store_template_get(fx->mgr->store, "tiny", 0, NULL);
+}
+
 static void
 test_one_at_a_time(void **state)
 {
@@ -162,6 +175,36 @@ test_memory_file(void **state)
     assert_int_equal(carrel_hypervisor_fake_get_balloon_calls(fx->hv), before);
 }
 
+/* template warm again: the state stands while its RAM file has the guest's size (QEMU sizes
+ * it; here the test does), and is made again, beside it, once the file is gone. */
+static void
+test_memory_file_gone(void **state)
+{
+    Fixture *fx = *state;
+    g_autoptr(CarrelTemplate) tmpl = NULL;
+    g_autoptr(CarrelWarmState) first = NULL;
+    g_autoptr(CarrelWarmState) kept = NULL;
+    g_autoptr(CarrelWarmState) again = NULL;
+
+    carrel_hypervisor_fake_set_exec_result(fx->hv, 0, "{\"ready\":true}", "");
+    carrel_hypervisor_fake_set_qemu_owner(fx->hv, TRUE);
+    fx->mgr->emulator = g_strdup("/usr/libexec/carrel/carrel-qemu");
+    tmpl = warm_tiny(fx);
+    first = carrel_manager_template_warm_state(fx->mgr, "tiny", tmpl->version);
+    assert_non_null(first);
+    assert_non_null(first->memory_file);
+    assert_int_equal(truncate(first->memory_file, (off_t)first->memory_mib * 1024 * 1024), 0);
+    carrel_template_free(warm_tiny_again(fx));
+    kept = carrel_manager_template_warm_state(fx->mgr, "tiny", tmpl->version);
+    assert_string_equal(kept->memory_file, first->memory_file);
+    assert_int_equal(g_unlink(first->memory_file), 0);
+    carrel_template_free(warm_tiny_again(fx));
+    again = carrel_manager_template_warm_state(fx->mgr, "tiny", tmpl->version);
+    assert_non_null(again->memory_file);
+    assert_string_not_equal(again->memory_file, first->memory_file);
+    assert_true(g_file_test(again->memory_file, G_FILE_TEST_EXISTS));
+}
+
 /* Under libvirt's own QEMU (no emulator) the RAM stays in the save image. */
 static void
 test_no_memory_file_without_carrel_qemu(void **state)
@@ -186,6 +229,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_none_under_carrel_qemu, setup, teardown),
         cmocka_unit_test_setup_teardown(test_carrel_qemu_where_reads_allocate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_memory_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_memory_file_gone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_memory_file_without_carrel_qemu, setup, teardown),
     };
 
