@@ -92,6 +92,7 @@ carrel_qemu_clone(Fixture *fx, gboolean reads_allocate, guint *ret_before)
     CarrelSessionRequest plain = {.template_name = (char *)"tiny"};
     CarrelSession *clone;
 
+    g_free(fx->mgr->emulator);
     fx->mgr->emulator = g_strdup("/usr/libexec/carrel/carrel-qemu");
     fx->mgr->reads_allocate = reads_allocate;
     *ret_before = carrel_hypervisor_fake_get_balloon_calls(fx->hv);
