@@ -134,6 +134,24 @@ test_carrel_qemu_where_reads_allocate(void **state)
     carrel_session_free(clone);
 }
 
+/* tiny warmed as carrel-qemu where QEMU's user is known; its warm state, with a RAM file. */
+static CarrelWarmState *
+warm_with_memory_file(Fixture *fx)
+{
+    g_autoptr(CarrelTemplate) tmpl = NULL;
+    CarrelWarmState *warm;
+
+    carrel_hypervisor_fake_set_exec_result(fx->hv, 0, "{\"ready\":true}", "");
+    carrel_hypervisor_fake_set_qemu_owner(fx->hv, TRUE);
+    g_free(fx->mgr->emulator);
+    fx->mgr->emulator = g_strdup("/usr/libexec/carrel/carrel-qemu");
+    tmpl = warm_tiny(fx);
+    warm = carrel_manager_template_warm_state(fx->mgr, "tiny", tmpl->version);
+    assert_non_null(warm);
+    assert_non_null(warm->memory_file);
+    return warm;
+}
+
 /*
  * Where QEMU's user is known, carrel-qemu's warm state keeps guest RAM in a file (0600, that
  * user's): the saved domain writes it, each clone maps it privately, with free page reporting
@@ -143,8 +161,7 @@ static void
 test_memory_file(void **state)
 {
     Fixture *fx = *state;
-    g_autoptr(CarrelTemplate) tmpl = NULL;
-    g_autoptr(CarrelWarmState) warm = NULL;
+    g_autoptr(CarrelWarmState) warm = warm_with_memory_file(fx);
     g_autoptr(CarrelSession) clone = NULL;
     g_autofree char *domain = NULL;
     g_autofree char *xml = NULL;
@@ -152,14 +169,6 @@ test_memory_file(void **state)
     GStatBuf st;
     guint before;
 
-    carrel_hypervisor_fake_set_exec_result(fx->hv, 0, "{\"ready\":true}", "");
-    carrel_hypervisor_fake_set_qemu_owner(fx->hv, TRUE);
-    fx->mgr->emulator = g_strdup("/usr/libexec/carrel/carrel-qemu");
-    fx->mgr->reads_allocate = TRUE;
-    tmpl = warm_tiny(fx);
-    warm = carrel_manager_template_warm_state(fx->mgr, "tiny", tmpl->version);
-    assert_non_null(warm);
-    assert_non_null(warm->memory_file);
     assert_string_equal(strrchr(warm->memory_file, '/'), "/memory.ram");
     assert_int_equal(g_stat(warm->memory_file, &st), 0);
     assert_int_equal(st.st_mode & 0777, 0600);
@@ -182,25 +191,17 @@ static void
 test_memory_file_gone(void **state)
 {
     Fixture *fx = *state;
-    g_autoptr(CarrelTemplate) tmpl = NULL;
-    g_autoptr(CarrelWarmState) first = NULL;
+    g_autoptr(CarrelWarmState) first = warm_with_memory_file(fx);
     g_autoptr(CarrelWarmState) kept = NULL;
     g_autoptr(CarrelWarmState) again = NULL;
 
-    carrel_hypervisor_fake_set_exec_result(fx->hv, 0, "{\"ready\":true}", "");
-    carrel_hypervisor_fake_set_qemu_owner(fx->hv, TRUE);
-    fx->mgr->emulator = g_strdup("/usr/libexec/carrel/carrel-qemu");
-    tmpl = warm_tiny(fx);
-    first = carrel_manager_template_warm_state(fx->mgr, "tiny", tmpl->version);
-    assert_non_null(first);
-    assert_non_null(first->memory_file);
     assert_int_equal(truncate(first->memory_file, (off_t)first->memory_mib * 1024 * 1024), 0);
     carrel_template_free(warm_tiny_again(fx));
-    kept = carrel_manager_template_warm_state(fx->mgr, "tiny", tmpl->version);
+    kept = carrel_manager_template_warm_state(fx->mgr, "tiny", first->template_version);
     assert_string_equal(kept->memory_file, first->memory_file);
     assert_int_equal(g_unlink(first->memory_file), 0);
     carrel_template_free(warm_tiny_again(fx));
-    again = carrel_manager_template_warm_state(fx->mgr, "tiny", tmpl->version);
+    again = carrel_manager_template_warm_state(fx->mgr, "tiny", first->template_version);
     assert_non_null(again->memory_file);
     assert_string_not_equal(again->memory_file, first->memory_file);
     assert_true(g_file_test(again->memory_file, G_FILE_TEST_EXISTS));
