@@ -1,7 +1,3 @@
-#include <errno.h>
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <glib/gstdio.h>
 
 #include "core/core-priv.h"
@@ -140,8 +136,7 @@ warm_broken(const CarrelWarmState *warm, GError **error)
 /*
  * Where carrel-qemu runs the sessions, the guest's RAM goes into dir/memory.ram: the save then
  * holds the device state only, and each clone maps the file privately instead of loading the
- * RAM (carrel-qemu.c). QEMU opens the file as its own user, so it is made here for that user
- * alone. NULL (RAM in the save image, as under libvirt's QEMU) when that cannot be.
+ * RAM (carrel-qemu.c). NULL (RAM in the save image, as under libvirt's QEMU) when that cannot be.
  */
 static char *
 memory_file(CarrelManager *mgr, CarrelJob *job, const char *dir)
@@ -149,27 +144,14 @@ memory_file(CarrelManager *mgr, CarrelJob *job, const char *dir)
     g_autofree char *path = g_build_filename(dir, "memory.ram", NULL);
     g_autofree char *line = NULL;
     g_autoptr(GError) local = NULL;
-    guint uid = 0, gid = 0;
-    int fd;
 
     if (!mgr->emulator)
         return NULL;
-    if (!carrel_hypervisor_qemu_owner(mgr->hv, &uid, &gid, &local)) {
+    if (!carrel_hypervisor_make_qemu_file(mgr->hv, path, &local)) {
         line = g_strdup_printf("guest RAM goes into the save image: %s", local->message);
         carrel_job_progress(job, line);
         return NULL;
     }
-    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0 || fchown(fd, uid, gid) != 0) {
-        line = g_strdup_printf("guest RAM goes into the save image: making '%s': %s", path,
-                               g_strerror(errno));
-        carrel_job_progress(job, line);
-        if (fd >= 0)
-            close(fd);
-        (void)g_unlink(path);
-        return NULL;
-    }
-    close(fd);
     return g_steal_pointer(&path);
 }
 

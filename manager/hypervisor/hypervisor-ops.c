@@ -1,5 +1,6 @@
 /* The hypervisor object, its dispatchers through the operations table, and the enum tables. */
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -407,18 +408,33 @@ carrel_hypervisor_set_balloon(CarrelHypervisor *hv, const char *name, guint targ
 }
 
 gboolean
-carrel_hypervisor_qemu_owner(CarrelHypervisor *hv, guint *ret_uid, guint *ret_gid, GError **error)
+carrel_hypervisor_make_qemu_file(CarrelHypervisor *hv, const char *path, GError **error)
 {
-    g_return_val_if_fail(hv != NULL && ret_uid != NULL && ret_gid != NULL, FALSE);
+    guint uid = 0, gid = 0;
+    int fd;
+
+    g_return_val_if_fail(hv != NULL && path != NULL, FALSE);
     if (!hv->ops->qemu_owner) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_UNSUPPORTED,
                     "this hypervisor runs no QEMU of its own");
         return FALSE;
     }
-    if (hv->ops->qemu_owner(hv, ret_uid, ret_gid, error))
-        return TRUE;
-    g_prefix_error(error, "the user QEMU runs as: ");
-    return FALSE;
+    if (!hv->ops->qemu_owner(hv, &uid, &gid, error)) {
+        g_prefix_error(error, "the user QEMU runs as: ");
+        return FALSE;
+    }
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0 || fchown(fd, uid, gid) != 0) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_FAILED, "making '%s': %s", path,
+                    g_strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+            (void)unlink(path);
+        }
+        return FALSE;
+    }
+    close(fd);
+    return TRUE;
 }
 
 gboolean

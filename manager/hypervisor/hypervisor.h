@@ -309,13 +309,12 @@ gboolean carrel_hypervisor_pause(CarrelHypervisor *hv, const char *name, gboolea
 gboolean carrel_hypervisor_set_balloon(CarrelHypervisor *hv, const char *name, guint target_mib,
                                        guint timeout_s, guint *ret_actual_mib, GError **error);
 /*
- * The user and group QEMU runs as (libvirt's DAC base label: libvirt-qemu on Debian), for a
- * file that QEMU itself opens (a memory file). UNSUPPORTED on test:/// and where libvirt
- * confines QEMU with AppArmor or SELinux (it would open no file libvirt did not name); FAILED
- * when libvirt names no DAC label.
+ * Makes path a new empty file (0600) of the user QEMU runs as (libvirt's DAC base label:
+ * libvirt-qemu on Debian), for a file QEMU opens itself (a memory file). UNSUPPORTED on test:///
+ * and where libvirt confines QEMU with AppArmor or SELinux (it would open no file libvirt did
+ * not name); FAILED when libvirt names no DAC label or the file cannot be made (it exists).
  */
-gboolean carrel_hypervisor_qemu_owner(CarrelHypervisor *hv, guint *ret_uid, guint *ret_gid,
-                                      GError **error);
+gboolean carrel_hypervisor_make_qemu_file(CarrelHypervisor *hv, const char *path, GError **error);
 /* Pure: the DAC base label ("+64055:+64055") of libvirt's capabilities XML, for QEMU. */
 gboolean carrel_hypervisor_parse_qemu_owner(const char *caps_xml, guint *ret_uid, guint *ret_gid,
                                             GError **error);
