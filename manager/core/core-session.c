@@ -279,9 +279,10 @@ pick_warm(CarrelManager *mgr, const CarrelSessionRequest *req, const CarrelTempl
         return NULL;
     warm = carrel_store_warm_get(mgr->store, tmpl->name, tmpl->version, NULL);
     /* The saved memory fixes the machine's shape: another size, or a machine of an older
-     * revision (until the template is warmed again), has to boot. */
+     * revision (until the template is warmed again), has to boot; so does one whose RAM is in a
+     * file when carreld runs no carrel-qemu to map it (--emulator ""). */
     if (!warm || warm->machine_revision != CARREL_HYPERVISOR_MACHINE_REVISION ||
-        (req->vcpus && req->vcpus != warm->vcpus) ||
+        (warm->memory_file && !mgr->emulator) || (req->vcpus && req->vcpus != warm->vcpus) ||
         (req->memory_mib && req->memory_mib != warm->memory_mib) ||
         !carrel_policy_check_resources(policy, warm->vcpus, warm->memory_mib, NULL))
         return NULL;

@@ -207,6 +207,24 @@ test_memory_file_gone(void **state)
     assert_true(g_file_test(again->memory_file, G_FILE_TEST_EXISTS));
 }
 
+/* A carreld that runs no carrel-qemu (--emulator "") cannot map the RAM file: its creates boot. */
+static void
+test_memory_file_without_carrel_qemu(void **state)
+{
+    Fixture *fx = *state;
+    g_autoptr(CarrelWarmState) warm = warm_with_memory_file(fx);
+    g_autoptr(CarrelSession) booted = NULL;
+    g_autoptr(GError) error = NULL;
+    CarrelSessionRequest plain = {.template_name = (char *)"tiny"};
+
+    g_clear_pointer(&fx->mgr->emulator, g_free);
+    booted = carrel_manager_session_create(fx->mgr, ADMIN, &plain, &error);
+    if (!booted)
+        fail_msg("create: %s", error->message);
+    assert_false(booted->from_warm);
+    assert_null(booted->memory_file);
+}
+
 /* Under libvirt's own QEMU (no emulator) the RAM stays in the save image. */
 static void
 test_no_memory_file_without_carrel_qemu(void **state)
@@ -232,6 +250,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_carrel_qemu_where_reads_allocate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_memory_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_memory_file_gone, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_memory_file_without_carrel_qemu, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_memory_file_without_carrel_qemu, setup, teardown),
     };
 
