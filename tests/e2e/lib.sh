@@ -141,6 +141,20 @@ finish() {
 }
 
 # The MACs of a session: every device-backed NIC in its guest, and its domain XML's.
+# token_start ID: a guest process that keeps a random token in its memory only and rewrites it
+# to /home/user/token five times a second (a restored memory state brings it back with it).
+token_start() {
+    # shellcheck disable=SC2016 # expanded by the guest's shell
+    carrel exec "$1" -- sh -c 'setsid sh -c "tok=\$(cat /proc/sys/kernel/random/uuid); while :; do echo \$tok > /home/user/token; sleep 0.2; done" </dev/null >/dev/null 2>&1 &' >/dev/null 2>&1
+}
+# token_stop ID: that process gone, and its file.
+token_stop() {
+    carrel exec "$1" -- sh -c 'pkill -f "random/uui[d]"; sleep 0.5; rm -f /home/user/token' >/dev/null 2>&1
+}
+# token_of ID: the token the process wrote last.
+token_of() {
+    carrel exec "$1" -- cat /home/user/token 2>/dev/null
+}
 guest_mac() { # the address of every device-backed NIC in the guest
     # shellcheck disable=SC2016 # expanded by the guest's shell
     carrel exec "$1" -- sh -c 'for d in /sys/class/net/*; do [ -e "$d/device" ] && cat "$d/address"; done'

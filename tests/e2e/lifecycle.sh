@@ -97,23 +97,19 @@ reclaim_checks() {
     carrel rm "$r" >/dev/null 2>&1
 }
 
-# The token a guest process keeps in its memory only, rewritten to a file five times a second.
-token_of() {
-    carrel exec "$1" -- cat /home/user/token 2>/dev/null
-}
 
 # Snapshots with memory (issue 6): a tree of two snapshots, reverted to in any order.
 snapshot_checks() {
     local id t1 tree forks fork_ids
     id="$(carrel create --template tiny --name snaps --json 2>/dev/null | jq -r .id)"
-    # shellcheck disable=SC2016 # expanded by the guest's shell
-    carrel exec "$id" -- sh -c 'setsid sh -c "tok=\$(cat /proc/sys/kernel/random/uuid); while :; do echo \$tok > /home/user/token; sleep 0.2; done" </dev/null >/dev/null 2>&1 &' >/dev/null 2>&1
+    token_start "$id"
     carrel exec "$id" -- sh -c 'echo A > /home/user/a; sync' >/dev/null 2>&1
     sleep 1
     t1="$(token_of "$id")"
     check "snapshot s1 of a running session" carrel snapshot "$id" s1
     check_eq "the session runs on after the snapshot" "running" "$(carrel show "$id" --json | jq -r .state)"
-    carrel exec "$id" -- sh -c 'pkill -f "random/uui[d]"; sleep 0.5; rm -f /home/user/token; echo B > /home/user/b; sync' >/dev/null 2>&1
+    token_stop "$id"
+    carrel exec "$id" -- sh -c 'echo B > /home/user/b; sync' >/dev/null 2>&1
     check "snapshot s2" carrel snapshot "$id" s2
     check "a taken name is refused" bash -c "! $CARREL_BIN snapshot $id s2"
 

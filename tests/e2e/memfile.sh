@@ -6,11 +6,6 @@
 MEMFILE_RAM=""
 MEMFILE_SUM=""
 
-# The token a guest process keeps in its memory only, rewritten to a file five times a second.
-memfile_token() {
-    carrel exec "$1" -- cat /home/user/memfile-token 2>/dev/null
-}
-
 # memfile_checks CLONE: CLONE, a warm clone made as carrel-qemu.
 memfile_checks() {
     local clone="$1" warm pid rss xml s forks fork_ids tokens t1
@@ -35,22 +30,22 @@ memfile_checks() {
 
     # A snapshot of such a clone holds its RAM; revert and forks map the file again beneath it.
     s="$(carrel create --template tiny --name memfile --json 2>/dev/null | jq -r .id)"
-    # shellcheck disable=SC2016 # expanded by the guest's shell
-    carrel exec "$s" -- sh -c 'setsid sh -c "tok=\$(cat /proc/sys/kernel/random/uuid); while :; do echo \$tok > /home/user/memfile-token; sleep 0.2; done" </dev/null >/dev/null 2>&1 &' >/dev/null 2>&1
+    token_start "$s"
     sleep 1
-    t1="$(memfile_token "$s")"
+    t1="$(token_of "$s")"
     check "snapshot of a clone that maps its RAM file" carrel snapshot "$s" m1
-    carrel exec "$s" -- sh -c 'pkill -f "random/uui[d]"; sleep 0.5; rm -f /home/user/memfile-token; dd if=/dev/urandom of=/dev/shm/fill bs=1M count=64 2>/dev/null; rm -f /dev/shm/fill' >/dev/null 2>&1
+    token_stop "$s"
+    carrel exec "$s" -- sh -c 'dd if=/dev/urandom of=/dev/shm/fill bs=1M count=64 2>/dev/null; rm -f /dev/shm/fill' >/dev/null 2>&1
     check "revert it" carrel revert "$s" m1
     sleep 1
     check_eq "after the revert its process runs with its memory (its token)" "$t1" \
-        "$(memfile_token "$s")"
+        "$(token_of "$s")"
     forks="$(carrel fork "$s" --snapshot m1 --count 2 --json 2>/dev/null | jq -r '.sessions[].id' | tr '\n' ' ')"
     read -r -a fork_ids <<<"$forks"
     check_eq "fork 2 from that snapshot" "2" "${#fork_ids[@]}"
     sleep 1
     tokens=""
-    for f in "${fork_ids[@]}"; do tokens+="$(memfile_token "$f") "; done
+    for f in "${fork_ids[@]}"; do tokens+="$(token_of "$f") "; done
     check_eq "each fork runs the snapshot's process with its token" "$t1 $t1 " "$tokens"
     for f in "${fork_ids[@]}"; do carrel rm "$f" >/dev/null 2>&1; done
     carrel rm "$s" >/dev/null 2>&1
