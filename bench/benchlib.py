@@ -15,6 +15,7 @@ import json
 import mmap
 import os
 import platform
+import re
 import sys
 
 OPS = {
@@ -264,10 +265,32 @@ def evaluate(goal, benches, host=None):
     if why is not None:
         return dict(out, status="not measured", reason=why)
     out["status"] = "met" if OPS[goal["op"]](compared, goal["target"]) else "missed"
-    for rule in goal.get("missed_because", []) if out["status"] == "missed" else []:
-        if (host or {}).get(rule["machine"]) == rule["is"]:
-            out["reason"] = rule["reason"]
+    reasons = [with_figures(rule["reason"], benches)
+               for rule in goal.get("missed_because", []) if out["status"] == "missed"
+               and rule_holds(rule, benches, host)]
+    if reasons:
+        out["reason"] = "; ".join(reasons)
     return out
+
+
+def rule_holds(rule, benches, host):
+    """Whether a missed_because rule names this run: a machine figure of the host with its value
+    (machine, is), or a figure of the run's benches (figure: BENCH.PATH) against a value by op."""
+    if "machine" in rule:
+        return (host or {}).get(rule["machine"]) == rule["is"]
+    value, why = figure(benches, *rule["figure"].split(".", 1))
+    return why is None and OPS[rule["op"]](value, rule["value"])
+
+
+def with_figures(text, benches):
+    """A reason with each {BENCH.PATH} replaced by that figure of the run ("?" when missing), so
+    that it says what was measured."""
+    def one(match):
+        value, why = figure(benches, *match.group(1).split(".", 1))
+        if why is not None:
+            return "?"
+        return f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
+    return re.sub(r"\{([a-z0-9-]+\.[a-z0-9_.]+)\}", one, text)
 
 
 def comparisons(results):

@@ -108,6 +108,22 @@ check "ratio goal" '.goals[] | select(.id == "warm-vs-cold") | .measured == 9467
     and .ratio == 2.545 and .target == 10 and .op == ">=" and (has("reason") | not)' "$res"
 check "a goal on nested figures" '.goals[] | select(.id == "fork4") | .measured == 27532 and .baseline == 9467
     and .ratio == 2.908' "$res"
+# A reason whose rule is a figure of the run, with the run's figures in its words.
+check "a miss explained by the run's figures" '.goals[] | select(.id == "fork4") | .reason
+    | test("took 9,120 ms of CPU .* in 9,467 ms, .* at least 18,240 ms on 2 cores, 1.93x one warm create at best; fork x4 took 51,210 ms")' "$res"
+# ... and one whose figure says otherwise names nothing.
+python3 - "$src/bench" "$res" <<'EOF' || fail "a missed_because rule whose figure does not hold gave a reason"
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import benchlib
+with open(sys.argv[2], encoding="utf-8") as f:
+    res = json.load(f)
+with open(sys.argv[1] + "/goals.json", encoding="utf-8") as f:
+    goal = next(g for g in json.load(f)["goals"] if g["id"] == "fork4")
+res["benches"]["lifecycle"]["result"]["fork"]["floor_ratio"] = 1.2
+out = benchlib.evaluate(goal, res["benches"], {"zero_page": True})
+assert out["status"] == "missed" and "reason" not in out, out
+EOF
 check "met below its ratio" '.goals[] | select(.id == "exec") | .ratio == 0.675' "$res"
 check "absolute goal" '.goals[] | select(.id == "snapshot") | .measured == 5258.2 and (has("ratio") | not)' "$res"
 check "not measured: failed bench" '.goals[] | select(.id == "screenshot") | .reason == "bench/sdk failed"' "$res"
