@@ -140,7 +140,6 @@ finish() {
     [ "$FAILED" -eq 0 ] && [ "$PASSED" -gt 0 ]
 }
 
-# The MACs of a session: every device-backed NIC in its guest, and its domain XML's.
 # token_start ID: a guest process that keeps a random token in its memory only and rewrites it
 # to /home/user/token five times a second (a restored memory state brings it back with it).
 token_start() {
@@ -155,6 +154,7 @@ token_stop() {
 token_of() {
     carrel exec "$1" -- cat /home/user/token 2>/dev/null
 }
+# The MACs of a session: every device-backed NIC in its guest, and its domain XML's.
 guest_mac() { # the address of every device-backed NIC in the guest
     # shellcheck disable=SC2016 # expanded by the guest's shell
     carrel exec "$1" -- sh -c 'for d in /sys/class/net/*; do [ -e "$d/device" ] && cat "$d/address"; done'

@@ -97,7 +97,6 @@ reclaim_checks() {
     carrel rm "$r" >/dev/null 2>&1
 }
 
-
 # Snapshots with memory (issue 6): a tree of two snapshots, reverted to in any order.
 snapshot_checks() {
     local id t1 tree forks fork_ids
