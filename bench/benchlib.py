@@ -229,9 +229,9 @@ def figure(benches, bench, path):
 
 def evaluate(goal, benches, host=None):
     """One goal against the benches of a run: met, missed or not measured (saying why), and a
-    miss with the reason its goal names for a host like this one (missed_because: a machine
-    figure and its value). Keeps where its figures come from (bench, value, baseline_path,
-    ratio_of) for bench/report."""
+    miss with the reasons its goal names for a run like this one (missed_because: rules that
+    hold by a machine figure or a figure of the run, see rule_holds). Keeps where its figures
+    come from (bench, value, baseline_path, ratio_of) for bench/report."""
     out = {"id": goal["id"], "text": goal["text"], "op": goal["op"], "target": goal["target"]}
     for key, name in (("unit", "unit"), ("bench", "bench"), ("value", "value"),
                       ("baseline", "baseline_path"), ("ratio", "ratio_of")):
