@@ -271,14 +271,18 @@ test_reference_before_last_input(void **state)
                                     "\"quiet_ms\":0,\"window_ms\":10000,\"max_ms\":10000}}",
                                     &error);
     JsonObject *shot;
+    gint64 samples;
 
     if (!reply)
         fail_msg("%s", error->message);
     shot = final_shot(reply);
+    samples = json_object_get_int_member(shot, "samples");
     assert_int_equal(generation_of(shot), 2);
-    assert_int_equal(json_object_get_int_member(shot, "samples"), 2);
-    /* The batch's first look, the reference before the second key, two samples. */
-    assert_int_equal(carrel_hypervisor_fake_get_screenshots(fx->hv) - before, 4);
+    /* Two at least: more when the time from the key to the first sample (the action's event
+     * written between them, slow on a busy host) was longer than the 20 ms between samples. */
+    assert_true(samples >= 2);
+    /* The batch's first look and one reference, before the second key: none per key. */
+    assert_int_equal(carrel_hypervisor_fake_get_screenshots(fx->hv) - before, 2 + samples);
 }
 
 /* The window after keys a request's settle gives. */
