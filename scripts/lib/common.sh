@@ -17,6 +17,8 @@ CARREL_PACKAGES=(
     # libguestfs through its C API: task inputs, artifacts, diffs
     libguestfs-dev
     libvirt-daemon-system libvirt-clients qemu-system-x86 qemu-utils
+    # tini: libvirtd runs under it, which reaps its QEMUs when they end (start_libvirtd_reaped)
+    tini
     # a kernel for --accel auto's KVM probe (and libguestfs's appliance)
     linux-image-amd64
     # libguestfs: the e2e tier makes bring-your-own images with their own bootloaders (EXTLINUX
@@ -106,6 +108,16 @@ install_deps() {
     rm -f "$apt_log"
 }
 
+# libvirtd in the foreground under tini as a subreaper (started in the background, its log in
+# /var/log/carrel-libvirtd.log). Why: libvirt starts each QEMU as an orphan, and when one ends,
+# virsh destroy (a revert, a stop, an rm) waits until it is reaped. That is PID 1's job, and some
+# hosts' PID 1 does it late: a container's or a micro-VM's init (on this project's test machines
+# every 2 s, so each destroy took 1.7 s instead of 0.3, and a revert 3.7 s instead of 2). Under
+# tini -s, tini is the nearest ancestor that reaps, and does so at once.
+start_libvirtd_reaped() {
+    setsid tini -s -- libvirtd >>/var/log/carrel-libvirtd.log 2>&1 </dev/null &
+}
+
 # No systemd here: start virtlogd and libvirtd by hand when their sockets do not answer.
 start_libvirt() {
     # libvirt keeps the state of networks with an address there (carrel-egress), dnsmasq or not.
@@ -115,7 +127,7 @@ start_libvirt() {
     fi
     log "starting virtlogd and libvirtd"
     pgrep -x virtlogd >/dev/null || virtlogd -d
-    pgrep -x libvirtd >/dev/null || libvirtd -d
+    pgrep -x libvirtd >/dev/null || start_libvirtd_reaped
     for _ in $(seq 1 50); do
         virsh -c qemu:///system version >/dev/null 2>&1 && return
         sleep 0.2

@@ -280,7 +280,11 @@ libvirtd_restart_checks() {
     pid="$(pgrep -x libvirtd | head -1)"
     kill -TERM "$pid"
     for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    libvirtd -d
+    # As scripts/test started it: under tini, which reaps the QEMUs that end after this.
+    (
+        # shellcheck source=scripts/lib/common.sh
+        source "$E2E_SRC/scripts/lib/common.sh" && start_libvirtd_reaped
+    )
     for _ in $(seq 1 100); do "${VIRSH[@]}" version >/dev/null 2>&1 && break; sleep 0.2; done
     # Two watcher rounds: a session judged lost would show by then.
     sleep 6
