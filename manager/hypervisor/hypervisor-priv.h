@@ -46,6 +46,24 @@ gboolean carrel_hypervisor_saveimage_read_header(int fd, CarrelSaveImageHeader *
  */
 gboolean carrel_hypervisor_saveimage_rewrite_xml(int fd, const char *new_xml, GError **error);
 
+/* A page of the RAM block taken out of a migration stream: PAGE bytes at offset into the
+ * block (of block_size bytes), or, page NULL, a page of fill bytes. FALSE with error stops. */
+typedef gboolean (*CarrelRamPageFunc)(guint64 block_size, guint64 offset, const guint8 *page,
+                                      guint8 fill, gpointer user_data, GError **error);
+
+/*
+ * Splits QEMU's migration stream (len bytes from "QEVM") of a source that ran with
+ * x-ignore-shared: the pages of the RAM block named block go to page, in stream order (a page
+ * sent twice comes twice, the later one wins), everything else is appended to out, which QEMU
+ * then loads as the device state (the block's pages taken from a file it maps). The block's
+ * size in *ret_block_size. UNSUPPORTED for a stream this does not know (hypervisor-migstream.c),
+ * or whatever page said; out then holds part of the stream.
+ */
+gboolean carrel_hypervisor_migstream_split(const guint8 *stream, gsize len, const char *block,
+                                           GByteArray *out, guint64 *ret_block_size,
+                                           CarrelRamPageFunc page, gpointer user_data,
+                                           GError **error);
+
 /* The QMP command of a step, {"execute":"input-send-event","arguments":...}; NULL for a pause. */
 char *carrel_hypervisor_hid_command(const CarrelHidStep *step);
 

@@ -315,6 +315,17 @@ gboolean carrel_hypervisor_set_balloon(CarrelHypervisor *hv, const char *name, g
  * not name); FAILED when libvirt names no DAC label or the file cannot be made (it exists).
  */
 gboolean carrel_hypervisor_make_qemu_file(CarrelHypervisor *hv, const char *path, GError **error);
+/*
+ * Splits the save image at save_path, of a guest whose RAM (libvirt's "pc.ram") mapped a file
+ * privately under carrel-qemu, into device_path (the same image with the device state only, 0600)
+ * and ram_path (made as by carrel_hypervisor_make_qemu_file, of the RAM's size, holding its pages;
+ * zero pages are holes), for a restore that maps ram_path privately. save_path is left as it
+ * is; on failure neither new file is. UNSUPPORTED where QEMU cannot be given a file or for a
+ * stream this does not know (hypervisor-migstream.c).
+ */
+gboolean carrel_hypervisor_saveimage_split_ram(CarrelHypervisor *hv, const char *save_path,
+                                               const char *device_path, const char *ram_path,
+                                               GError **error);
 /* Pure: the DAC base label ("+64055:+64055") of libvirt's capabilities XML, for QEMU. */
 gboolean carrel_hypervisor_parse_qemu_owner(const char *caps_xml, guint *ret_uid, guint *ret_gid,
                                             GError **error);
