@@ -310,6 +310,7 @@ carrel_snapshot_free(CarrelSnapshot *snap)
     g_free(snap->parent);
     g_free(snap->layer_path);
     g_free(snap->memory_path);
+    g_free(snap->memory_file);
     if (snap->timings)
         json_node_unref(snap->timings);
     g_free(snap);

@@ -961,6 +961,7 @@ typedef struct {
     char *parent;       /* the snapshot the session descended from when this was taken, or NULL */
     char *layer_path;   /* frozen qcow2 layer (read-only from then on) */
     char *memory_path;  /* libvirt save image, NULL for a disk-only snapshot */
+    char *memory_file;  /* its RAM, when not in the save image (a warm clone's snapshot) */
     guint64 size_bytes; /* layer + memory on disk (filled when listed) */
     gint64 created_at;
     JsonNode *timings; /* as CarrelSession's: the snapshot that made it (not stored), or NULL */

@@ -34,8 +34,9 @@ fork_row(CarrelManager *mgr, const CarrelPrincipal *who, const CarrelSession *or
     s->head_snapshot = g_strdup(snap->id);
     s->origin_session = g_strdup(origin->id);
     s->mac = carrel_net_new_mac();
-    /* Its memory was saved mapping the origin's RAM file, and is restored the same way. */
-    s->memory_file = g_strdup(origin->memory_file);
+    /* It maps the snapshot's RAM file where the snapshot has one (core-snapshot.c), else the
+     * origin's, on which the snapshot's whole save loads. */
+    s->memory_file = g_strdup(snap->memory_file ? snap->memory_file : origin->memory_file);
     /* A fork belongs to whoever asked for it, not to the origin's owner. */
     s->owner_id = g_strdup(who->token_id);
     s->owner_label = g_strdup(who->label);

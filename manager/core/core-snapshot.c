@@ -134,13 +134,47 @@ carrel_manager_snapshot_discard(const CarrelSession *session, const CarrelSnapsh
         (void)g_unlink(top);
 }
 
+/*
+ * A session whose RAM maps a file (a warm clone under carrel-qemu): its snapshot's RAM goes into a
+ * file of the snapshot's own and its save keeps the device state (hypervisor-migstream.c), so that
+ * a revert or fork maps that file as a warm clone maps its template's, instead of loading every
+ * page. The file lies in the session's folder, not the snapshot's: sessions that map it keep it
+ * when the snapshot is deleted, and it goes with the session. Where the split cannot be done the
+ * save stays whole (slower to restore, nothing lost). Returns the whole save, to remove once the
+ * snapshot is stored with its two new files; NULL when it stays.
+ */
+static char *
+split_memory(CarrelManager *mgr, const CarrelSession *session, CarrelSnapshot *snap)
+{
+    g_autofree char *dir = NULL;
+    g_autofree char *device = NULL;
+    g_autofree char *ram_name = NULL;
+    g_autofree char *ram = NULL;
+    char *whole;
+
+    if (!session->memory_file)
+        return NULL;
+    dir = g_path_get_dirname(snap->memory_path);
+    device = g_build_filename(dir, "memory.dev", NULL);
+    ram_name = g_strconcat(snap->id, ".ram", NULL);
+    ram = g_build_filename(session->dir, ram_name, NULL);
+    if (!carrel_hypervisor_saveimage_split_ram(mgr->hv, snap->memory_path, device, ram, NULL))
+        return NULL;
+    whole = snap->memory_path;
+    snap->memory_path = g_steal_pointer(&device);
+    snap->memory_file = g_steal_pointer(&ram);
+    return whole;
+}
+
 /* A running session: its memory to the file and its disk onto top in one step, QEMU running on.
  * From then on the old disk is quiet: it is frozen as the snapshot's layer. */
 static gboolean
-snapshot_running(CarrelManager *mgr, CarrelSession *session, const CarrelSnapshot *snap,
-                 const char *top, GError **error)
+snapshot_running(CarrelManager *mgr, CarrelSession *session, CarrelSnapshot *snap, const char *top,
+                 GError **error)
 {
     g_autofree char *domain = carrel_session_domain_name(session->id);
+    g_autofree char *whole = NULL;
+    gboolean ok;
 
     carrel_timings_mark("prepare");
     if (!make_top(top, snap->layer_path, error)) {
@@ -155,9 +189,15 @@ snapshot_running(CarrelManager *mgr, CarrelSession *session, const CarrelSnapsho
     }
     carrel_timings_mark("snapshot");
     carrel_crash_point("snapshot.saved");
+    /* Until the snapshot is stored, a recovery finds the whole save where the intent says. */
+    whole = split_memory(mgr, session, snap);
+    carrel_timings_mark("split");
     /* The guest stood still while its memory was written: its clock is set after the reply. */
     carrel_manager_catchup_later(mgr, session->id, CARREL_CATCHUP_CLOCK);
-    return carrel_manager_snapshot_keep(mgr, session, snap, top, error);
+    ok = carrel_manager_snapshot_keep(mgr, session, snap, top, error);
+    if (whole)
+        (void)g_unlink(ok ? whole : snap->memory_file);
+    return ok;
 }
 
 gboolean
@@ -269,6 +309,15 @@ file_size(const char *path)
     return path && stat(path, &st) == 0 ? (guint64)st.st_size : 0;
 }
 
+/* What a sparse file takes on disk. */
+static guint64
+file_blocks(const char *path)
+{
+    struct stat st;
+
+    return path && stat(path, &st) == 0 ? (guint64)st.st_blocks * 512 : 0;
+}
+
 GPtrArray *
 carrel_manager_snapshot_list(CarrelManager *mgr, const CarrelPrincipal *who, const char *id_or_name,
                              GError **error)
@@ -281,7 +330,8 @@ carrel_manager_snapshot_list(CarrelManager *mgr, const CarrelPrincipal *who, con
 
     for (guint i = 0; list && i < list->len; i++) {
         CarrelSnapshot *snap = g_ptr_array_index(list, i);
-        snap->size_bytes = file_size(snap->layer_path) + file_size(snap->memory_path);
+        snap->size_bytes = file_size(snap->layer_path) + file_size(snap->memory_path) +
+                           file_blocks(snap->memory_file);
     }
     return list;
 }
@@ -310,6 +360,12 @@ carrel_manager_revert_finish(CarrelManager *mgr, CarrelSession *session, const C
         return FALSE;
     carrel_timings_mark("disk");
     if (snap->memory_path) {
+        /* A snapshot's own RAM file: the session maps it from now on (its later saves are whole
+         * again, and load onto it as onto any file of the guest's size). */
+        if (snap->memory_file) {
+            g_free(session->memory_file);
+            session->memory_file = g_strdup(snap->memory_file);
+        }
         carrel_crash_during("revert.restoring", 200);
         if (!carrel_manager_restore_onto(mgr, session, snap->memory_path, top, error))
             return FALSE;
@@ -318,6 +374,8 @@ carrel_manager_revert_finish(CarrelManager *mgr, CarrelSession *session, const C
         return FALSE;
     }
     if (!carrel_store_session_set_disk(mgr->store, session->id, top, snap->id, error) ||
+        (snap->memory_file && !carrel_store_session_set_memory_file(mgr->store, session->id,
+                                                                    snap->memory_file, error)) ||
         !carrel_store_session_set_state(mgr->store, session->id, next, NULL, error))
         return FALSE;
     /* The top a session runs on is never a snapshot's layer (a snapshot moves the session to a
@@ -432,6 +490,16 @@ layer_in_use(CarrelManager *mgr, const CarrelSession *session, const CarrelSnaps
 }
 
 static gboolean
+ram_file_in_use(CarrelManager *mgr, const char *path)
+{
+    g_autoptr(GError) local = NULL;
+    guint users = carrel_store_session_count_memory_users(mgr->store, path, &local);
+
+    /* Unknown counts as in use: a file left is a leak, a file gone a session that cannot run. */
+    return users > 0 || local != NULL;
+}
+
+static gboolean
 delete_snapshot(CarrelManager *mgr, const CarrelSession *session, const CarrelSnapshot *snap,
                 gboolean *ret_layer_kept, GError **error)
 {
@@ -444,8 +512,11 @@ delete_snapshot(CarrelManager *mgr, const CarrelSession *session, const CarrelSn
     if (!carrel_store_snapshot_delete(mgr->store, snap, error))
         return FALSE;
     /* The memory goes; the layer only when no disk stands on it (else it stays, unlisted, as
-     * part of the chains that need it). */
+     * part of the chains that need it); the RAM file only when no session maps it (else it goes
+     * with the session's folder). */
     (void)carrel_util_remove_tree(dir, NULL);
+    if (snap->memory_file && !ram_file_in_use(mgr, snap->memory_file))
+        (void)g_unlink(snap->memory_file);
     if (!*ret_layer_kept)
         (void)g_unlink(snap->layer_path);
     return TRUE;

@@ -357,6 +357,9 @@ static const StoreMigration migrations[] = {
     {"ALTER TABLE warm_states ADD COLUMN memory_file TEXT;"
      "ALTER TABLE sessions ADD COLUMN memory_file TEXT;",
      FALSE},
+    /* v13: a snapshot's RAM in a file of its own (NULL: all in its save image), which its
+     * reverts and forks map (sessions.memory_file then names it). */
+    {"ALTER TABLE snapshots ADD COLUMN memory_file TEXT;", FALSE},
 };
 
 int

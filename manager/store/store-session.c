@@ -339,6 +339,38 @@ carrel_store_session_set_disk(CarrelStore *store, const char *id, const char *ov
            carrel_store_step_done(store, stmt, NULL, "updating a session's disk", error);
 }
 
+gboolean
+carrel_store_session_set_memory_file(CarrelStore *store, const char *id, const char *memory_file,
+                                     GError **error)
+{
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&store->lock);
+    g_autoptr(sqlite3_stmt) stmt = NULL;
+
+    stmt = carrel_store_prepare(
+        store, "UPDATE sessions SET memory_file = ?2, updated_at = ?3 WHERE id = ?1", error);
+    return stmt && carrel_store_bind_text(store, stmt, 1, id, error) &&
+           carrel_store_bind_text(store, stmt, 2, memory_file, error) &&
+           carrel_store_bind_int64(store, stmt, 3, carrel_util_now(), error) &&
+           carrel_store_step_done(store, stmt, NULL, "updating a session's RAM file", error);
+}
+
+guint
+carrel_store_session_count_memory_users(CarrelStore *store, const char *memory_file, GError **error)
+{
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&store->lock);
+    g_autoptr(sqlite3_stmt) stmt = NULL;
+    gint64 count = 0;
+
+    stmt = carrel_store_prepare(store,
+                                "SELECT count(*) FROM sessions WHERE memory_file = ?1 "
+                                "AND state != 'destroyed'",
+                                error);
+    if (!stmt || !carrel_store_bind_text(store, stmt, 1, memory_file, error) ||
+        !carrel_store_query_int64(store, stmt, "counting a RAM file's sessions", &count, error))
+        return 0;
+    return (guint)count;
+}
+
 guint
 carrel_store_session_count_forks(CarrelStore *store, const char *id, GError **error)
 {

@@ -1,7 +1,8 @@
 #define CARREL_STORE_PRIV_H_ALLOW
 #include "store/store-priv.h"
 
-#define SNAPSHOT_COLUMNS "id, session_id, name, parent, overlay_path, memory_path, created_at"
+#define SNAPSHOT_COLUMNS                                                                           \
+    "id, session_id, name, parent, overlay_path, memory_path, created_at, memory_file"
 
 gboolean
 carrel_store_snapshot_insert(CarrelStore *store, const CarrelSnapshot *snap, GError **error)
@@ -13,7 +14,7 @@ carrel_store_snapshot_insert(CarrelStore *store, const CarrelSnapshot *snap, GEr
 
     stmt = carrel_store_prepare(store,
                                 "INSERT INTO snapshots (" SNAPSHOT_COLUMNS ") "
-                                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                                 error);
     return stmt && carrel_store_bind_text(store, stmt, 1, snap->id, error) &&
            carrel_store_bind_text(store, stmt, 2, snap->session_id, error) &&
@@ -22,6 +23,7 @@ carrel_store_snapshot_insert(CarrelStore *store, const CarrelSnapshot *snap, GEr
            carrel_store_bind_text(store, stmt, 5, snap->layer_path, error) &&
            carrel_store_bind_text(store, stmt, 6, snap->memory_path, error) &&
            carrel_store_bind_int64(store, stmt, 7, snap->created_at, error) &&
+           carrel_store_bind_text(store, stmt, 8, snap->memory_file, error) &&
            carrel_store_step_done(store, stmt, &conflict, "storing a snapshot", error);
 }
 
@@ -37,6 +39,7 @@ snapshot_from_row(sqlite3_stmt *stmt)
     snap->layer_path = carrel_store_column_dup(stmt, 4);
     snap->memory_path = carrel_store_column_dup(stmt, 5);
     snap->created_at = sqlite3_column_int64(stmt, 6);
+    snap->memory_file = carrel_store_column_dup(stmt, 7);
     return snap;
 }
 

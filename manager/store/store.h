@@ -172,6 +172,12 @@ GPtrArray *carrel_store_extraction_list(CarrelStore *store, const char *session_
 /* NOT_FOUND when there is no such artifact. */
 CarrelArtifact *carrel_store_artifact_get(CarrelStore *store, const char *id, GError **error);
 
+/* The RAM file a session's domain maps (a revert onto a snapshot's own). */
+gboolean carrel_store_session_set_memory_file(CarrelStore *store, const char *id,
+                                              const char *memory_file, GError **error);
+/* Sessions, not destroyed, whose RAM maps memory_file (0 on error, which is set). */
+guint carrel_store_session_count_memory_users(CarrelStore *store, const char *memory_file,
+                                              GError **error);
 /* A session's current top overlay and the snapshot it descends from (snapshot, revert). */
 gboolean carrel_store_session_set_disk(CarrelStore *store, const char *id, const char *overlay_path,
                                        const char *head_snapshot, GError **error);

@@ -8,7 +8,7 @@ MEMFILE_SUM=""
 
 # memfile_checks CLONE: CLONE, a warm clone made as carrel-qemu.
 memfile_checks() {
-    local clone="$1" warm pid rss xml s forks fork_ids tokens t1
+    local clone="$1" warm pid rss xml s forks fork_ids tokens t1 snap ram
     warm="$(carrel template show tiny --json | jq -c .warm)"
     check "the warm state keeps guest RAM in a file: its save is the device state alone" \
         json_true '.memory_in_file and .memory_bytes < 64 * 1048576' "$warm"
@@ -35,11 +35,22 @@ memfile_checks() {
     t1="$(token_of "$s")"
     check "snapshot of a clone that maps its RAM file" carrel snapshot "$s" m1
     token_stop "$s"
+    # Its RAM goes into a file of the snapshot's own, its save keeps the device state.
+    snap="$(carrel snapshots "$s" --json | jq -r '.snapshots[] | select(.name == "m1") | .id')"
+    ram="$STATE_DIR/sessions/$s/$snap.ram"
+    check_eq "the snapshot's RAM is a file of its own, QEMU's user's alone (0600)" \
+        "600 $(ps -o user= -p "${pid:-0}")" "$(stat -c '%a %U' "$ram" 2>/dev/null)"
+    # shellcheck disable=SC2016 # expanded by bash -c
+    check "...its save holds the device state alone (under 64 MiB), no whole save is left" \
+        bash -c 'test "$(stat -c %s "$1/memory.dev")" -lt 67108864 && ! test -e "$1/memory.save"' \
+        _ "$STATE_DIR/sessions/$s/snapshots/$snap"
     carrel exec "$s" -- sh -c 'dd if=/dev/urandom of=/dev/shm/fill bs=1M count=64 2>/dev/null; rm -f /dev/shm/fill' >/dev/null 2>&1
     check "revert it" carrel revert "$s" m1
     sleep 1
     check_eq "after the revert its process runs with its memory (its token)" "$t1" \
         "$(token_of "$s")"
+    check "...mapping the snapshot's RAM file privately" \
+        grep -q "value=.private:$ram." <<<"$("${VIRSH[@]}" dumpxml "carrel-$s")"
     forks="$(carrel fork "$s" --snapshot m1 --count 2 --json 2>/dev/null | jq -r '.sessions[].id' | tr '\n' ' ')"
     read -r -a fork_ids <<<"$forks"
     check_eq "fork 2 from that snapshot" "2" "${#fork_ids[@]}"
@@ -47,8 +58,14 @@ memfile_checks() {
     tokens=""
     for f in "${fork_ids[@]}"; do tokens+="$(token_of "$f") "; done
     check_eq "each fork runs the snapshot's process with its token" "$t1 $t1 " "$tokens"
+    check "...mapping the snapshot's RAM file privately" \
+        grep -q "value=.private:$ram." <<<"$("${VIRSH[@]}" dumpxml "carrel-${fork_ids[0]}")"
     for f in "${fork_ids[@]}"; do carrel rm "$f" >/dev/null 2>&1; done
+    # The session maps the file since its revert: deleting the snapshot leaves it to the session.
+    carrel snapshot "$s" m1 --delete >/dev/null 2>&1
+    check "a deleted snapshot's RAM file stays while a session maps it" test -s "$ram"
     carrel rm "$s" >/dev/null 2>&1
+    check "...and goes with that session" test ! -e "$ram"
     memfile_unchanged
 }
 
