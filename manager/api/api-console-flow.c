@@ -116,6 +116,17 @@ carrel_console_ws_frame_size(gsize payload)
     return payload + (payload < 126 ? 2 : payload <= 0xffff ? 4 : 10);
 }
 
+void
+carrel_console_socket_reset(GSocket *socket)
+{
+    struct sockaddr unspec = {.sa_family = AF_UNSPEC};
+
+    /* Linux's disconnect of a TCP socket: a reset now, queued bytes dropped, the fd left to its
+     * owner (whose next read or write fails); a socket that is not TCP is shut down instead. */
+    if (connect(g_socket_get_fd(socket), &unspec, sizeof(unspec)) != 0)
+        (void)g_socket_shutdown(socket, TRUE, TRUE, NULL);
+}
+
 gboolean
 carrel_console_socket_measure(GSocket *socket, guint64 *ret_acked, guint64 *ret_queued)
 {

@@ -327,6 +327,9 @@ gsize carrel_console_ws_frame_size(gsize payload);
 /* A TCP socket's bytes written so far: acknowledged by the peer, and still in the send queue;
  * FALSE when the kernel cannot say (not TCP). */
 gboolean carrel_console_socket_measure(GSocket *socket, guint64 *ret_acked, guint64 *ret_queued);
+/* Resets a TCP connection at once, whatever is queued, without closing the socket under its
+ * owner (libsoup); any other socket is shut down both ways. */
+void carrel_console_socket_reset(GSocket *socket);
 
 /* Tests: the flow bound and stall time of the proxies opened from now on (0: the defaults),
  * and the most any proxy of api held for a viewer so far. */

@@ -25,6 +25,8 @@
 #define DRAIN_POLL_MS 25
 /* How often an open channel looks for a viewer that stopped taking what it was sent. */
 #define STALL_WATCH_MS 1000
+/* How long a closed viewer's connection may take to end before the proxy resets it. */
+#define CLOSE_GRACE_S 5
 
 /* ---- refusals before the upgrade ---- */
 
@@ -414,6 +416,24 @@ person_close(Proxy *p)
               carrel_spice_input_parser_get_refused(p->input_parser));
 }
 
+/* libsoup times a close handshake out only once its close frame is written, which a viewer
+ * that reads nothing never lets happen (seen in CI: a stuck viewer open 60 s after its close):
+ * a connection still open CLOSE_GRACE_S after the close is reset. */
+static gboolean
+on_close_grace(gpointer user_data)
+{
+    Proxy *p = user_data;
+
+    if (p->ws_socket && soup_websocket_connection_get_state(p->ws) != SOUP_WEBSOCKET_STATE_CLOSED) {
+        g_message("console: session %s channel %u of %s: the viewer took no close in %d s, "
+                  "its connection reset",
+                  p->session_id, p->channel_type, p->who->label, CLOSE_GRACE_S);
+        carrel_console_socket_reset(p->ws_socket);
+    }
+    proxy_unref(p);
+    return G_SOURCE_REMOVE;
+}
+
 /* Closes both sides once; reason goes to the viewer (never a secret). */
 static void
 proxy_close(Proxy *p, gushort code, const char *reason)
@@ -433,6 +453,7 @@ proxy_close(Proxy *p, gushort code, const char *reason)
         /* A close frame holds at most 123 bytes of reason. */
         g_autofree char *cut = reason ? g_utf8_make_valid(reason, MIN(strlen(reason), 120)) : NULL;
         soup_websocket_connection_close(p->ws, code, cut);
+        g_timeout_add_seconds(CLOSE_GRACE_S, on_close_grace, proxy_ref(p));
     }
     g_message("console: session %s channel %u of %s closed (%" G_GUINT64_FORMAT
               " input messages dropped)%s%s",
