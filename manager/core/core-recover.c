@@ -224,8 +224,11 @@ recover_revert(CarrelManager *mgr, CarrelSession *session, JsonObject *data, GEr
         return TRUE;
     }
     if (runs_on(info, top)) {
+        /* Restored onto the snapshot's own RAM file, where it has one (core-snapshot.c). */
         if (!keep_restored(mgr, session, info, error) ||
             !carrel_store_session_set_disk(mgr->store, session->id, top, snap->id, error) ||
+            (snap->memory_file && !carrel_store_session_set_memory_file(
+                                      mgr->store, session->id, snap->memory_file, error)) ||
             !carrel_store_session_set_state(mgr->store, session->id, CARREL_SESSION_RUNNING, NULL,
                                             error))
             return FALSE;

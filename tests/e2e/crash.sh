@@ -87,6 +87,13 @@ crash_check_orphans() {
             [ "$(crash_db "SELECT COUNT(*) FROM snapshots WHERE id = '$(basename "$f")'")" = 1 ] ||
                 crash_problem "snapshot folder $(basename "$f") of $id has no row"
         done
+        # A snapshot's RAM file (core-snapshot.c) is a snapshot's or mapped by a session.
+        for f in "$dir"/*.ram; do
+            [ -e "$f" ] || continue
+            [ "$(crash_db "SELECT (SELECT COUNT(*) FROM snapshots WHERE memory_file = '$f')
+                + (SELECT COUNT(*) FROM sessions WHERE memory_file = '$f')")" -gt 0 ] ||
+                crash_problem "RAM file $(basename "$f") of $id is nobody's"
+        done
     done
     while IFS= read -r dom; do
         id="${dom#carrel-}"
