@@ -70,6 +70,23 @@ segment(JsonObject *rec, guint i)
     return json_array_get_object_element(json_object_get_array_member(rec, "segments"), i);
 }
 
+/* The recording once it lists a first segment: frames are encoded on a thread of their own,
+ * later than show()'s few frames on a busy host (CI's sanitizer tier); at most 20 s. */
+static JsonObject *
+recording_with_segment(Fixture *fx, const char *id, JsonNode **ret_node)
+{
+    for (guint i = 0; i < 400; i++) {
+        JsonObject *rec = recording(fx, id, ret_node);
+
+        if (json_array_get_length(json_object_get_array_member(rec, "segments")) > 0)
+            return rec;
+        g_clear_pointer(ret_node, json_node_unref);
+        g_usleep(50 * 1000);
+    }
+    fail_msg("no segment listed within 20 s");
+    return NULL;
+}
+
 /* The segment is served: a WebM whose sha256 is the one listed. */
 static void
 assert_served(Fixture *fx, const char *id, JsonObject *seg)
@@ -245,7 +262,7 @@ test_segment_names(void **state)
     }
     show(fx, 30);
     /* The segment being written is listed open, and not served. */
-    rec = recording(fx, s->id, &node);
+    rec = recording_with_segment(fx, s->id, &node);
     assert_true(json_object_get_boolean_member(segment(rec, 0), "open"));
     assert_true(json_object_get_null_member(segment(rec, 0), "sha256"));
     path = carrel_manager_session_recording_segment(fx->mgr, ADMIN, s->id, "seg-000001.webm", NULL,
