@@ -354,38 +354,37 @@ carrel_store_session_set_memory_file(CarrelStore *store, const char *id, const c
            carrel_store_step_done(store, stmt, NULL, "updating a session's RAM file", error);
 }
 
-guint
-carrel_store_session_count_memory_users(CarrelStore *store, const char *memory_file, GError **error)
+/* Sessions not destroyed whose column equals value (0 on error, which is set). */
+static guint
+count_live_sessions(CarrelStore *store, const char *sql, const char *value, const char *what,
+                    GError **error)
 {
     g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&store->lock);
-    g_autoptr(sqlite3_stmt) stmt = NULL;
+    g_autoptr(sqlite3_stmt) stmt = carrel_store_prepare(store, sql, error);
     gint64 count = 0;
 
-    stmt = carrel_store_prepare(store,
-                                "SELECT count(*) FROM sessions WHERE memory_file = ?1 "
-                                "AND state != 'destroyed'",
-                                error);
-    if (!stmt || !carrel_store_bind_text(store, stmt, 1, memory_file, error) ||
-        !carrel_store_query_int64(store, stmt, "counting a RAM file's sessions", &count, error))
+    if (!stmt || !carrel_store_bind_text(store, stmt, 1, value, error) ||
+        !carrel_store_query_int64(store, stmt, what, &count, error))
         return 0;
     return (guint)count;
 }
 
 guint
+carrel_store_session_count_memory_users(CarrelStore *store, const char *memory_file, GError **error)
+{
+    return count_live_sessions(store,
+                               "SELECT count(*) FROM sessions WHERE memory_file = ?1 "
+                               "AND state != 'destroyed'",
+                               memory_file, "counting a RAM file's sessions", error);
+}
+
+guint
 carrel_store_session_count_forks(CarrelStore *store, const char *id, GError **error)
 {
-    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&store->lock);
-    g_autoptr(sqlite3_stmt) stmt = NULL;
-    gint64 count = 0;
-
-    stmt = carrel_store_prepare(store,
-                                "SELECT count(*) FROM sessions WHERE origin_session = ?1 "
-                                "AND state != 'destroyed'",
-                                error);
-    if (!stmt || !carrel_store_bind_text(store, stmt, 1, id, error) ||
-        !carrel_store_query_int64(store, stmt, "counting forks", &count, error))
-        return 0;
-    return (guint)count;
+    return count_live_sessions(store,
+                               "SELECT count(*) FROM sessions WHERE origin_session = ?1 "
+                               "AND state != 'destroyed'",
+                               id, "counting forks", error);
 }
 
 gboolean
