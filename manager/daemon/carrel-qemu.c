@@ -18,6 +18,9 @@
  * and its clones map the file privately instead of loading (and, where reads allocate,
  * allocating) every page. QEMU 7.2 has no command-line switch for that capability, so a helper
  * sets it on a monitor of its own before libvirt's first command can start a migration.
+ *
+ * With CARREL_QEMU_CPU_CACHE in its environment, libvirt's monitor goes through a relay that
+ * answers libvirt's ~400 questions about the CPU from a cache (carrel-qemu-relay.c).
  */
 #define _GNU_SOURCE /* close_range */
 #include <fcntl.h>
@@ -30,6 +33,7 @@
 #include <unistd.h>
 
 #include "carrel-config.h"
+#include "daemon/carrel-qemu-relay.h"
 #include "util/util.h"
 
 /* This process has one thread: a small probe is exact, and costs ~250 faults. */
@@ -116,6 +120,7 @@ main(int argc, char **argv)
     const char *memory = g_getenv(CARREL_UTIL_QEMU_MEMORY_ENV);
     g_autoptr(GError) error = NULL;
     gboolean reads_allocate = FALSE;
+    char **process_argv = argv;
 
     (void)argc;
     /* Unknown: THP off, as on most hosts. Either way QEMU runs; say why in the domain's log. */
@@ -125,6 +130,7 @@ main(int argc, char **argv)
         perror("carrel-qemu: turning transparent huge pages off");
     if (memory && !(argv = memory_file_args(argv, memory)))
         return 1;
+    argv = carrel_qemu_relay_start(process_argv, argv, g_getenv(CARREL_UTIL_QEMU_CPU_CACHE_ENV));
     argv[0] = (char *)CARREL_QEMU_BINARY;
     execv(CARREL_QEMU_BINARY, argv);
     perror("carrel-qemu: starting " CARREL_QEMU_BINARY);

@@ -102,3 +102,62 @@ carrel_util_qemu_memory_args(const char *const *argv, const char *value, int mon
     }
     return g_strv_builder_end(out);
 }
+
+#define MONITOR_PREFIX "socket,id=charmonitor,"
+
+gboolean
+carrel_util_qemu_monitor_args(const char *const *argv, int qemu_fd, GStrv *ret_argv,
+                              int *ret_listen_fd)
+{
+    g_autoptr(GStrvBuilder) out = g_strv_builder_new();
+    int listen_fd = -1;
+
+    for (guint i = 0; argv[i]; i++) {
+        const char *arg = argv[i];
+
+        if (listen_fd < 0 && i > 0 && g_str_equal(argv[i - 1], "-chardev") &&
+            g_str_has_prefix(arg, MONITOR_PREFIX)) {
+            g_auto(GStrv) parts = g_strsplit(arg + strlen(MONITOR_PREFIX), ",", -1);
+            guint64 fd = G_MAXUINT64;
+
+            /* Exactly libvirt's form: fd=N,server=on,wait=off; anything else is left alone. */
+            if (g_strv_length(parts) != 3 || !g_str_has_prefix(parts[0], "fd=") ||
+                !g_ascii_string_to_unsigned(parts[0] + 3, 10, 0, G_MAXINT, &fd, NULL))
+                return FALSE;
+            if (!g_str_equal(parts[1], "server=on") || !g_str_equal(parts[2], "wait=off"))
+                return FALSE;
+            listen_fd = (int)fd;
+            {
+                g_autofree char *mine =
+                    g_strdup_printf(MONITOR_PREFIX "fd=%d,server=on,wait=off", qemu_fd);
+
+                g_strv_builder_add(out, mine);
+            }
+            continue;
+        }
+        g_strv_builder_add(out, arg);
+    }
+    if (listen_fd < 0)
+        return FALSE;
+    *ret_argv = g_strv_builder_end(out);
+    *ret_listen_fd = listen_fd;
+    return TRUE;
+}
+
+char *
+carrel_util_qemu_cpu_key(const char *const *argv, const char *binary_identity)
+{
+    static const char *const options[] = {"-cpu", "-machine", "-accel", "-smp", "-global", NULL};
+    g_autoptr(GChecksum) sum = g_checksum_new(G_CHECKSUM_SHA256);
+
+    g_checksum_update(sum, (const guchar *)binary_identity, -1);
+    for (guint i = 1; argv[0] && argv[i]; i++) {
+        if (!g_strv_contains(options, argv[i - 1]))
+            continue;
+        g_checksum_update(sum, (const guchar *)"\n", 1);
+        g_checksum_update(sum, (const guchar *)argv[i - 1], -1);
+        g_checksum_update(sum, (const guchar *)"=", 1);
+        g_checksum_update(sum, (const guchar *)argv[i], -1);
+    }
+    return g_strdup(g_checksum_get_string(sum));
+}

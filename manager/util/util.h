@@ -215,6 +215,51 @@ GStrv carrel_util_qemu_memory_args(const char *const *argv, const char *value, i
                                    GError **error);
 
 /*
+ * The monitor relay (carrel-qemu, util-qmp-relay.c). carrel-qemu finds the folder of its CPU
+ * caches in CARREL_UTIL_QEMU_CPU_CACHE_ENV (the domain's environment); without it, no relay.
+ */
+#define CARREL_UTIL_QEMU_CPU_CACHE_ENV "CARREL_QEMU_CPU_CACHE"
+/*
+ * Pure: QEMU's argv with libvirt's monitor (-chardev socket,id=charmonitor,fd=N,server=on,
+ * wait=off) put on qemu_fd, another listening socket, in *ret_argv; N, the socket libvirt
+ * connects to, in *ret_listen_fd. FALSE (nothing set) when argv has no monitor of exactly that
+ * form.
+ */
+gboolean carrel_util_qemu_monitor_args(const char *const *argv, int qemu_fd, GStrv *ret_argv,
+                                       int *ret_listen_fd);
+/* Pure: the name of the CPU cache for a QEMU binary (binary_identity: its path, inode, size
+ * and mtime) started with argv: a SHA-256 over those and argv's -cpu, -machine, -accel, -smp
+ * and -global values. */
+char *carrel_util_qemu_cpu_key(const char *const *argv, const char *binary_identity);
+
+/*
+ * The relay's decisions, pure: bytes from libvirt go in by carrel_qmp_relay_client_input, bytes
+ * from QEMU by carrel_qmp_relay_qemu_input; what to write out collects in the GStrings of
+ * carrel_qmp_relay_to_qemu and carrel_qmp_relay_to_client (the caller writes and empties them).
+ * libvirt's qom-gets of the CPU's properties that known answers are answered here, the rest go
+ * to QEMU; QEMU's replies to them are learned when known was empty. Everything else passes
+ * through unchanged. A cache maps a property to a boolean (carrel_qmp_cache_new).
+ */
+typedef struct _CarrelQmpRelay CarrelQmpRelay;
+CarrelQmpRelay *carrel_qmp_relay_new(GHashTable *known);
+void carrel_qmp_relay_free(CarrelQmpRelay *relay);
+void carrel_qmp_relay_client_input(CarrelQmpRelay *relay, const char *data, gsize len);
+void carrel_qmp_relay_qemu_input(CarrelQmpRelay *relay, const char *data, gsize len);
+GString *carrel_qmp_relay_to_qemu(CarrelQmpRelay *relay);
+GString *carrel_qmp_relay_to_client(CarrelQmpRelay *relay);
+/* How many qom-gets were answered here; whether libvirt went on past the CPU's properties. */
+guint carrel_qmp_relay_answered(CarrelQmpRelay *relay);
+gboolean carrel_qmp_relay_storm_over(CarrelQmpRelay *relay);
+/* What was learned, once libvirt went on past the CPU's properties; NULL before, after it was
+ * taken, when nothing was learned, or when known was not empty. */
+GHashTable *carrel_qmp_relay_take_learned(CarrelQmpRelay *relay);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CarrelQmpRelay, carrel_qmp_relay_free)
+GHashTable *carrel_qmp_cache_new(void);
+/* A cache as text, one "PROPERTY 0|1" line each in name order, and back (INVALID_ARG). */
+char *carrel_qmp_cache_format(GHashTable *cache);
+GHashTable *carrel_qmp_cache_parse(const char *text, GError **error);
+
+/*
  * Crash points (util-crash.c), for tests of recovery: carreld --test-hooks arms one point named
  * by CARREL_CRASH_AT; reaching it ends the process at once with CARREL_CRASH_EXIT, as a kill
  * would. Unarmed, they cost a string compare. carrel_crash_during ends it delay_ms later from
