@@ -67,6 +67,29 @@ copy_to_state(const char *state_dir, const char *path, GError **error)
     return g_steal_pointer(&copy);
 }
 
+/*
+ * The folder where carrel-qemu keeps what QEMU answered about its CPU (its monitor relay,
+ * manager/daemon/carrel-qemu-relay.c): QEMU's user writes it. Without one (a hypervisor with no
+ * QEMU of its own, no DAC label) QEMU starts as before, each start answering libvirt's ~400
+ * questions about its CPU itself.
+ */
+static char *
+cpu_cache(CarrelManager *mgr)
+{
+    g_autofree char *dir = g_build_filename(mgr->state_dir, "emulator", "cpu", NULL);
+    g_autofree char *parent = g_path_get_dirname(dir);
+    g_autoptr(GError) local = NULL;
+
+    if (g_mkdir_with_parents(parent, 0755) != 0 ||
+        !carrel_hypervisor_make_qemu_dir(mgr->hv, dir, &local)) {
+        if (local && !g_error_matches(local, CARREL_ERROR, CARREL_ERROR_UNSUPPORTED))
+            g_warning("QEMU answers libvirt's questions about its CPU at every start: %s",
+                      local->message);
+        return NULL;
+    }
+    return g_steal_pointer(&dir);
+}
+
 gboolean
 carrel_manager_emulator_init(CarrelManager *mgr, const char *path, GError **error)
 {
@@ -78,10 +101,10 @@ carrel_manager_emulator_init(CarrelManager *mgr, const char *path, GError **erro
                     g_path_is_absolute(path) ? g_strerror(errno) : "not an absolute path");
         return FALSE;
     }
-    if (others_can_run(path)) {
+    if (others_can_run(path))
         mgr->emulator = g_strdup(path);
-        return TRUE;
-    }
-    mgr->emulator = copy_to_state(mgr->state_dir, path, error);
-    return mgr->emulator != NULL;
+    else if (!(mgr->emulator = copy_to_state(mgr->state_dir, path, error)))
+        return FALSE;
+    mgr->cpu_cache = cpu_cache(mgr);
+    return TRUE;
 }

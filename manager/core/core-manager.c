@@ -212,6 +212,7 @@ carrel_manager_free(CarrelManager *mgr)
     g_strfreev(mgr->secret_headers);
     g_free(mgr->egress_helper);
     g_free(mgr->emulator);
+    g_free(mgr->cpu_cache);
     g_clear_pointer(&mgr->store, carrel_store_free);
     g_clear_pointer(&mgr->hv, carrel_hypervisor_free);
     g_clear_pointer(&mgr->policies, carrel_policy_set_free);

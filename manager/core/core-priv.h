@@ -68,6 +68,7 @@ struct _CarrelManager {
     char *egress_ca;            /* extra CAs squid trusts upstream (tests), or NULL */
     char *egress_helper;        /* carrel-egress-helper */
     char *emulator;             /* what domains start as QEMU (core-emulator.c), or NULL */
+    char *cpu_cache;            /* carrel-qemu's CPU answers (core-emulator.c), or NULL */
     gboolean reads_allocate;    /* reads of untouched memory allocate it (core-warm.c) */
     GMutex egress_lock;         /* guards egress and egress_sources */
     CarrelEgress *egress;       /* started with the first session that has a network */

@@ -38,6 +38,7 @@ session_xml(CarrelManager *mgr, const CarrelSession *session, const CarrelTempla
         .emulator = mgr->emulator,
         .memory_file = session->memory_file,
         .memory_file_shared = memory_shared,
+        .cpu_cache = mgr->cpu_cache,
     };
 
     return carrel_hypervisor_build_domain_xml(&spec, error);

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define CARREL_HYPERVISOR_PRIV_H_ALLOW
@@ -407,6 +408,47 @@ carrel_hypervisor_set_balloon(CarrelHypervisor *hv, const char *name, guint targ
     return FALSE;
 }
 
+static gboolean
+qemu_owner(CarrelHypervisor *hv, guint *uid, guint *gid, GError **error)
+{
+    if (!hv->ops->qemu_owner) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_UNSUPPORTED,
+                    "this hypervisor runs no QEMU of its own");
+        return FALSE;
+    }
+    if (!hv->ops->qemu_owner(hv, uid, gid, error)) {
+        g_prefix_error(error, "the user QEMU runs as: ");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
+carrel_hypervisor_make_qemu_dir(CarrelHypervisor *hv, const char *path, GError **error)
+{
+    guint uid = 0, gid = 0;
+    int fd;
+
+    g_return_val_if_fail(hv != NULL && path != NULL, FALSE);
+    if (!qemu_owner(hv, &uid, &gid, error))
+        return FALSE;
+    if (mkdir(path, 0700) != 0 && errno != EEXIST) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_FAILED, "making '%s': %s", path,
+                    g_strerror(errno));
+        return FALSE;
+    }
+    fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 || fchown(fd, uid, gid) != 0 || fchmod(fd, 0700) != 0) {
+        g_set_error(error, CARREL_ERROR, CARREL_ERROR_FAILED, "making '%s' QEMU's: %s", path,
+                    g_strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return FALSE;
+    }
+    close(fd);
+    return TRUE;
+}
+
 gboolean
 carrel_hypervisor_make_qemu_file(CarrelHypervisor *hv, const char *path, GError **error)
 {
@@ -414,15 +456,8 @@ carrel_hypervisor_make_qemu_file(CarrelHypervisor *hv, const char *path, GError 
     int fd;
 
     g_return_val_if_fail(hv != NULL && path != NULL, FALSE);
-    if (!hv->ops->qemu_owner) {
-        g_set_error(error, CARREL_ERROR, CARREL_ERROR_UNSUPPORTED,
-                    "this hypervisor runs no QEMU of its own");
+    if (!qemu_owner(hv, &uid, &gid, error))
         return FALSE;
-    }
-    if (!hv->ops->qemu_owner(hv, &uid, &gid, error)) {
-        g_prefix_error(error, "the user QEMU runs as: ");
-        return FALSE;
-    }
     fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0 || fchown(fd, uid, gid) != 0) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_FAILED, "making '%s': %s", path,

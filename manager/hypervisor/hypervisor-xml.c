@@ -155,12 +155,14 @@ validate_storage(const CarrelDomainSpec *spec, GError **error)
         return FALSE;
     }
     if (!check_path("emulator", spec->emulator, FALSE, error) ||
-        !check_path("memory file", spec->memory_file, FALSE, error))
+        !check_path("memory file", spec->memory_file, FALSE, error) ||
+        !check_path("CPU cache", spec->cpu_cache, FALSE, error))
         return FALSE;
     /* Only carrel-qemu maps it: libvirt's own QEMU would start with anonymous RAM. */
-    if (spec->memory_file && !spec->emulator) {
+    if ((spec->memory_file || spec->cpu_cache) && !spec->emulator) {
         g_set_error(error, CARREL_ERROR, CARREL_ERROR_INVALID_ARG,
-                    "a memory file needs carrel-qemu as the emulator");
+                    "a %s needs carrel-qemu as the emulator",
+                    spec->memory_file ? "memory file" : "CPU cache");
         return FALSE;
     }
     return check_path("console log path", spec->console_log_path, TRUE, error);
@@ -210,7 +212,7 @@ append_identity(GString *xml, const CarrelDomainSpec *spec)
 {
     const char *type = spec->accel == CARREL_ACCEL_KVM ? "kvm" : "qemu";
 
-    if (spec->memory_file)
+    if (spec->memory_file || spec->cpu_cache)
         append_markup(xml, "<domain type='%s' xmlns:qemu='%s'>\n", type, CARREL_XMLNS_QEMU);
     else
         append_markup(xml, "<domain type='%s'>\n", type);
@@ -411,22 +413,26 @@ append_balloon(GString *xml, const CarrelDomainSpec *spec)
                              : "    <memballoon model='virtio' freePageReporting='on'/>\n");
 }
 
-/* The memory file reaches carrel-qemu in its environment. */
+/* The memory file and the CPU cache reach carrel-qemu in its environment. */
 static void
-append_memory_file(GString *xml, const CarrelDomainSpec *spec)
+append_qemu_env(GString *xml, const CarrelDomainSpec *spec)
 {
     g_autofree char *value = NULL;
 
-    if (!spec->memory_file)
+    if (!spec->memory_file && !spec->cpu_cache)
         return;
-    value = g_strconcat(spec->memory_file_shared ? CARREL_UTIL_QEMU_MEMORY_SHARED
-                                                 : CARREL_UTIL_QEMU_MEMORY_PRIVATE,
-                        spec->memory_file, NULL);
-    append_markup(xml,
-                  "  <qemu:commandline>\n"
-                  "    <qemu:env name='%s' value='%s'/>\n"
-                  "  </qemu:commandline>\n",
-                  CARREL_UTIL_QEMU_MEMORY_ENV, value);
+    g_string_append(xml, "  <qemu:commandline>\n");
+    if (spec->memory_file) {
+        value = g_strconcat(spec->memory_file_shared ? CARREL_UTIL_QEMU_MEMORY_SHARED
+                                                     : CARREL_UTIL_QEMU_MEMORY_PRIVATE,
+                            spec->memory_file, NULL);
+        append_markup(xml, "    <qemu:env name='%s' value='%s'/>\n", CARREL_UTIL_QEMU_MEMORY_ENV,
+                      value);
+    }
+    if (spec->cpu_cache)
+        append_markup(xml, "    <qemu:env name='%s' value='%s'/>\n", CARREL_UTIL_QEMU_CPU_CACHE_ENV,
+                      spec->cpu_cache);
+    g_string_append(xml, "  </qemu:commandline>\n");
 }
 
 char *
@@ -456,7 +462,7 @@ carrel_hypervisor_build_domain_xml(const CarrelDomainSpec *spec, GError **error)
     append_balloon(xml, spec);
     g_string_append(xml, desktop_devices_last);
     g_string_append(xml, "  </devices>\n");
-    append_memory_file(xml, spec);
+    append_qemu_env(xml, spec);
     g_string_append(xml, "</domain>\n");
     return g_string_free(g_steal_pointer(&xml), FALSE);
 }

@@ -72,6 +72,9 @@ typedef struct {
      */
     const char *memory_file;
     gboolean memory_file_shared;
+    /* The folder where carrel-qemu keeps what QEMU answered about its CPU (needs emulator; a
+     * folder of QEMU's user, manager/daemon/carrel-qemu-relay.c), or NULL for no relay. */
+    const char *cpu_cache;
 } CarrelDomainSpec;
 
 /*
@@ -315,6 +318,9 @@ gboolean carrel_hypervisor_set_balloon(CarrelHypervisor *hv, const char *name, g
  * not name); FAILED when libvirt names no DAC label or the file cannot be made (it exists).
  */
 gboolean carrel_hypervisor_make_qemu_file(CarrelHypervisor *hv, const char *path, GError **error);
+/* The same for a folder (0700; an existing one is made QEMU's), for files QEMU's side writes
+ * itself (carrel-qemu's CPU cache). */
+gboolean carrel_hypervisor_make_qemu_dir(CarrelHypervisor *hv, const char *path, GError **error);
 /*
  * Splits the save image at save_path, of a guest whose RAM (libvirt's "pc.ram") mapped a file
  * privately under carrel-qemu, into device_path (the same image with the device state only, 0600)

@@ -34,6 +34,8 @@ source "$(dirname "$0")/disk.sh"
 source "$(dirname "$0")/procs.sh"
 # shellcheck source=tests/e2e/memfile.sh
 source "$(dirname "$0")/memfile.sh"
+# shellcheck source=tests/e2e/relay.sh
+source "$(dirname "$0")/relay.sh"
 # shellcheck source=tests/e2e/bundle.sh
 source "$(dirname "$0")/bundle.sh"
 # shellcheck source=tests/e2e/recording.sh
@@ -143,6 +145,7 @@ check "its domain names carrel-qemu as the emulator" bash -c \
 check "carreld says how reads of untouched memory behave here" \
     grep -Eq "memory: (a read of untouched memory allocates|reads of untouched memory map)" "$DAEMON_LOG"
 timed memfile_checks "$a"
+timed relay_checks "$a"
 shot="$E2E_DIR/warm-a.png"
 "${VIRSH[@]}" screenshot "carrel-$a" "$shot" >/dev/null 2>&1
 check "the restored desktop is visible (screenshot not blank)" \

@@ -32,6 +32,7 @@ static const char *const spec_members[] = {
     "emulator",
     "memory_file",
     "memory_file_shared",
+    "cpu_cache",
     NULL,
 };
 
@@ -69,6 +70,7 @@ spec_from_json(JsonObject *obj, CarrelDomainSpec *spec)
     spec->memory_file = get_string(obj, "memory_file");
     spec->memory_file_shared =
         json_object_get_boolean_member_with_default(obj, "memory_file_shared", FALSE);
+    spec->cpu_cache = get_string(obj, "cpu_cache");
 }
 
 /* Runs virt-xml-validate on xml; a missing validator is a failure, not a skip (CI has it). */
