@@ -355,7 +355,9 @@ carrel_qemu_relay_start(char **process_argv, char **argv, const char *cache_dir)
 
     if (!cache_dir || !(cache_path = cache_path_for(argv, cache_dir)))
         return argv;
-    qemu_path = g_strdup_printf("%s/monitor-%d.sock", cache_dir, (int)qemu_pid);
+    /* A name no other QEMU's relay could take for its own, even after this pid's reuse. */
+    qemu_path =
+        g_strdup_printf("%s/monitor-%d-%08x.sock", cache_dir, (int)qemu_pid, g_random_int());
     if ((qemu_listen = listen_at(qemu_path)) < 0) {
         fprintf(stderr, "carrel-qemu: no monitor relay: %s: %s\n", qemu_path, g_strerror(errno));
         return argv;
@@ -368,18 +370,20 @@ carrel_qemu_relay_start(char **process_argv, char **argv, const char *cache_dir)
         return argv;
     }
     /* Forked twice: nobody's child, so no zombie waits on a QEMU that never reaps it. */
-    child = fork();
+    if (fcntl(qemu_listen, F_SETFD, 0) != 0 || (child = fork()) < 0) {
+        /* libvirt's socket is still QEMU's: it goes on without the relay. */
+        perror("carrel-qemu: starting the monitor relay");
+        close(qemu_listen);
+        (void)unlink(qemu_path);
+        return argv;
+    }
     if (child == 0) {
         if (fork() == 0)
             run_relay(process_argv, listen_fd, qemu_pid, qemu_path, cache_path);
         _exit(0);
     }
-    if (child < 0 || waitpid(child, NULL, 0) < 0 || fcntl(qemu_listen, F_SETFD, 0) != 0) {
-        /* libvirt's socket is still QEMU's: it goes on without the relay. */
-        perror("carrel-qemu: starting the monitor relay");
-        close(qemu_listen);
-        return argv;
-    }
+    while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
+        ;
     /* The relay listens where libvirt connects; QEMU listens where the relay does. */
     close(listen_fd);
     return g_steal_pointer(&relayed);
