@@ -241,6 +241,65 @@ test_no_memory_file_without_carrel_qemu(void **state)
     assert_null(warm->memory_file);
 }
 
+/* A clone of tiny with carreld's emulator set up as carreld does it (here /bin/true: any
+ * program others may run stands where it is); QEMU's user known or not. Its domain's XML. */
+static char *
+cpu_cache_clone_xml(Fixture *fx, gboolean owner_known)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(CarrelTemplate) tmpl = NULL;
+    g_autoptr(CarrelSession) clone = NULL;
+    g_autofree char *domain = NULL;
+    CarrelSessionRequest plain = {.template_name = (char *)"tiny"};
+
+    carrel_hypervisor_fake_set_exec_result(fx->hv, 0, "{\"ready\":true}", "");
+    carrel_hypervisor_fake_set_qemu_owner(fx->hv, owner_known);
+    g_clear_pointer(&fx->mgr->emulator, g_free);
+    if (!carrel_manager_emulator_init(fx->mgr, "/bin/true", &error))
+        fail_msg("emulator: %s", error->message);
+    tmpl = warm_tiny(fx);
+    clone = carrel_manager_session_create(fx->mgr, ADMIN, &plain, &error);
+    if (!clone)
+        fail_msg("clone: %s", error->message);
+    domain = carrel_session_domain_name(clone->id);
+    return carrel_hypervisor_fake_get_xml(fx->hv, domain);
+}
+
+/* Where QEMU's user is known, carreld keeps carrel-qemu's CPU cache in STATE/emulator/cpu
+ * (0700, that user's) and names it in every domain's environment (the monitor relay). */
+static void
+test_cpu_cache(void **state)
+{
+    Fixture *fx = *state;
+    g_autofree char *xml = cpu_cache_clone_xml(fx, TRUE);
+    g_autofree char *dir = g_build_filename(fx->mgr->state_dir, "emulator", "cpu", NULL);
+    g_autofree char *want = NULL;
+    GStatBuf st;
+
+    assert_string_equal(fx->mgr->cpu_cache, dir);
+    assert_int_equal(g_lstat(dir, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    assert_int_equal(st.st_mode & 0777, 0700);
+    assert_int_equal(st.st_uid, getuid());
+    want = g_strdup_printf("<qemu:env name='CARREL_QEMU_CPU_CACHE' value='%s'/>", dir);
+    assert_non_null(xml);
+    assert_non_null(strstr(xml, want));
+}
+
+/* Where it is not (a fake without QEMU, a confined QEMU), no folder and no relay. */
+static void
+test_no_cpu_cache_without_qemu_user(void **state)
+{
+    Fixture *fx = *state;
+    g_autofree char *xml = cpu_cache_clone_xml(fx, FALSE);
+    g_autofree char *dir = g_build_filename(fx->mgr->state_dir, "emulator", "cpu", NULL);
+
+    assert_null(fx->mgr->cpu_cache);
+    assert_false(g_file_test(dir, G_FILE_TEST_EXISTS));
+    assert_non_null(xml);
+    assert_null(strstr(xml, "CARREL_QEMU_CPU_CACHE"));
+}
+
 int
 main(void)
 {
@@ -252,6 +311,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_memory_file_gone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_memory_file_without_carrel_qemu, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_memory_file_without_carrel_qemu, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cpu_cache, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_no_cpu_cache_without_qemu_user, setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
