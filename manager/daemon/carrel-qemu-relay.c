@@ -66,14 +66,15 @@ read_cache(const char *path)
     return cache;
 }
 
-/* Written whole under a new name, then renamed: a reader sees all of it or nothing. */
+/* Written whole under a new name, then renamed: a reader sees all of it or nothing (a cache a
+ * crash may lose: the next QEMU learns it again). */
 static void
 write_cache(const char *path, GHashTable *learned)
 {
     g_autofree char *text = carrel_qmp_cache_format(learned);
     g_autoptr(GError) error = NULL;
 
-    if (g_file_set_contents_full(path, text, -1, G_FILE_SET_CONTENTS_CONSISTENT, 0600, &error))
+    if (carrel_util_write_new_file(path, text, -1, 0600, &error))
         fprintf(stderr, "carrel-qemu: learned %u CPU properties (%s)\n", g_hash_table_size(learned),
                 path);
     else
