@@ -56,6 +56,8 @@ COMPARISONS = {
          "ms", "time"),
         ("pool take vs warm create", "pool_take.carrel_ms", "pool_take.warm_create_ms", "ms",
          "time"),
+        ("fork x4 vs four bare virsh restores at once", "fork.x4_median_ms",
+         "fork.bare_x4_median_ms", "ms", "time"),
     ],
     "console": [
         ("console to first frame vs straight SPICE", "first_frame.carrel_p50_ms",
