@@ -271,11 +271,16 @@ append_platform(GString *xml, const CarrelDomainSpec *spec)
     /*
      * A named model keeps saved memory states (hibernate, snapshots, warm templates) restorable
      * after QEMU or host changes. Under KVM, host-model: the AUTO probe proved the host CPU
-     * works, while host-passthrough would tie saved states to this exact CPU.
+     * works, while host-passthrough would tie saved states to this exact CPU. Under TCG, the two
+     * features libvirt finds on in QEMU's qemu64 and writes into every saved state's CPU, named
+     * here as well: a boot's -cpu is then a restore's, and carrel-qemu's relay answers both from
+     * one cache (else the first restore after a template's warm boot asks QEMU everything again).
      */
     if (tcg)
         g_string_append(xml, "  <cpu mode='custom' match='exact' check='none'>\n"
                              "    <model fallback='forbid'>qemu64</model>\n"
+                             "    <feature policy='require' name='hypervisor'/>\n"
+                             "    <feature policy='require' name='lahf_lm'/>\n"
                              "  </cpu>\n");
     else
         g_string_append(xml, "  <cpu mode='host-model' check='partial'/>\n");

@@ -167,6 +167,11 @@ else
 fi
 cold_json="$(carrel create --template tiny --name cold-one --cold --json)"
 check_eq "--cold boots even from a warm template" "cold" "$(jq -r .origin <<<"$cold_json")"
+# A boot names the CPU every restore runs (hypervisor-xml.c): the relay answered this cold boot
+# from the cache the warm restores of relay_checks learned (tests/e2e/relay.sh).
+check "a boot's CPU questions are a restore's: the cold session's answered from the relay" \
+    grep -Eq "carrel-qemu: [0-9]{3} CPU properties answered from $STATE_DIR/emulator/cpu/" \
+    <<<"$(relay_log "$(jq -r .id <<<"$cold_json")")"
 
 # A NIC per session on carrel's isolated network, each with its own MAC: the guest's address
 # must be the one in its domain XML, also for warm clones (QEMU's saved device state carries
