@@ -15,6 +15,8 @@ bare_setup() {
     BARE_MEM="$(find "$state" -path '*warm*' -name memory.save | head -1)"
     [ -n "$BARE_MEM" ] || die "no warm save image under $state"
     BARE_XML="$(virsh -q save-image-dumpxml "$BARE_MEM")"
+    # The disk the saved domain names, in the folder it was saved in (renamed since).
+    BARE_DISK="$(sed -n "s|.*<source file='\([^']*\)'.*|\1|p" <<<"$BARE_XML" | head -1)"
     BARE_NAMES=("$(sed -n 's|.*<name>\([^<]*\)</name>.*|\1|p' <<<"$BARE_XML" | head -1)")
     BARE_UUIDS=("$(sed -n 's|.*<uuid>\([^<]*\)</uuid>.*|\1|p' <<<"$BARE_XML" | head -1)")
     BARE_IMAGES=("$BARE_MEM")
@@ -44,16 +46,15 @@ EOF
 # bare_restore I: ms from `virsh restore` of copy I (0: the image) on its own overlay to the first
 # guest-ping answered; the domain keeps running (bare_destroy).
 bare_restore() {
-    local i="$1" dir="$BARE_WORK/bare-$1" disk saved_dir t0
-    disk="$(sed -n "s|.*<source file='\([^']*\)'.*|\1|p" <<<"$BARE_XML" | head -1)"
-    saved_dir="$(dirname "$disk")"
+    local i="$1" dir="$BARE_WORK/bare-$1" saved_dir t0
+    saved_dir="$(dirname "$BARE_DISK")"
     rm -rf "$dir"
     mkdir -p "$dir"
     qemu-img create -q -f qcow2 -b "$(dirname "$BARE_MEM")/disk.qcow2" -F qcow2 "$dir/disk.qcow2"
     # The disk; guest RAM in the warm state's file, mapped privately as carrel's clones map it
     # (when the state has one: carrel-qemu); then the serial log and whatever else was in the
     # folder the state was saved in; the copy's own name and UUID.
-    sed -e "s|$disk|$dir/disk.qcow2|" \
+    sed -e "s|$BARE_DISK|$dir/disk.qcow2|" \
         -e "s|shared:$saved_dir/memory.ram|private:$(dirname "$BARE_MEM")/memory.ram|" \
         -e "s|$saved_dir/|$dir/|g" -e "s|<name>[^<]*</name>|<name>${BARE_NAMES[$i]}</name>|" \
         -e "s|<uuid>[^<]*</uuid>|<uuid>${BARE_UUIDS[$i]}</uuid>|" <<<"$BARE_XML" >"$dir/domain.xml"
